@@ -1,0 +1,223 @@
+# Installs cairn and makes it findable by consumers:
+#   CMake:      find_package(cairn 0.1 REQUIRED) + target_link_libraries(app PRIVATE cairn::cairn)
+#   pkg-config: pkg-config --cflags --libs cairn
+# Layout under the prefix: lib/libcairn.so*, include/cairn/*.hpp (with the generated
+# config.hpp), lib/cmake/cairn/{cairnConfig,cairnConfigVersion,cairnTargets}.cmake,
+# lib/pkgconfig/cairn.pc. Included last by the top-level CMakeLists.txt.
+
+include(CMakePackageConfigHelpers)
+
+set(CAIRN_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/cairn" CACHE STRING
+    "Where cairnConfig.cmake is installed, relative to the prefix")
+set(CAIRN_INSTALL_PKGCONFIGDIR "${CMAKE_INSTALL_LIBDIR}/pkgconfig" CACHE STRING
+    "Where cairn.pc is installed, relative to the prefix")
+mark_as_advanced(CAIRN_INSTALL_CMAKEDIR CAIRN_INSTALL_PKGCONFIGDIR)
+
+get_target_property(_cairn_type cairn TYPE)
+if(_cairn_type STREQUAL "STATIC_LIBRARY")
+  set(CAIRN_STATIC_LIBRARY 1)
+  get_filename_component(CAIRN_XXHASH_LIBDIR "${XXHASH_LIBRARY}" DIRECTORY)
+else()
+  set(CAIRN_STATIC_LIBRARY 0)
+endif()
+
+# An installed libcairn.so finds dependencies that live outside the system directories
+# (Spack, modules, a private HDF5) without LD_LIBRARY_PATH. Users may still override it.
+if(NOT DEFINED CMAKE_INSTALL_RPATH_USE_LINK_PATH)
+  set_target_properties(cairn PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
+endif()
+
+# --- Library and headers.
+install(TARGETS cairn EXPORT cairnTargets
+  RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}" COMPONENT cairn_runtime
+  LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT cairn_runtime
+          NAMELINK_COMPONENT cairn_development
+  ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT cairn_development
+  INCLUDES DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
+
+# A static libcairn carries its PRIVATE dependencies as link-only entries of the exported
+# target: cairn_warnings (no link content; exported only so the reference resolves) and
+# cairn_xxhash (re-created by cairnConfig.cmake).
+if(CAIRN_STATIC_LIBRARY)
+  install(TARGETS cairn_warnings EXPORT cairnTargets)
+endif()
+
+# Every public header, including ones later layers add (*_internal.hpp too: they are
+# installed but not API), and the generated config.hpp next to them.
+install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/cairn"
+  DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}" COMPONENT cairn_development
+  FILES_MATCHING PATTERN "*.hpp" PATTERN "*.h")
+install(FILES "${PROJECT_BINARY_DIR}/include/cairn/config.hpp"
+  DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/cairn" COMPONENT cairn_development)
+
+# --- CMake package.
+install(EXPORT cairnTargets
+  NAMESPACE cairn::
+  FILE cairnTargets.cmake
+  DESTINATION "${CAIRN_INSTALL_CMAKEDIR}" COMPONENT cairn_development)
+
+configure_package_config_file(
+  "${CMAKE_CURRENT_LIST_DIR}/cairnConfig.cmake.in"
+  "${PROJECT_BINARY_DIR}/cairnConfig.cmake"
+  INSTALL_DESTINATION "${CAIRN_INSTALL_CMAKEDIR}")
+write_basic_package_version_file(
+  "${PROJECT_BINARY_DIR}/cairnConfigVersion.cmake"
+  VERSION "${PROJECT_VERSION}"
+  COMPATIBILITY SameMajorVersion)
+install(FILES
+  "${PROJECT_BINARY_DIR}/cairnConfig.cmake"
+  "${PROJECT_BINARY_DIR}/cairnConfigVersion.cmake"
+  DESTINATION "${CAIRN_INSTALL_CMAKEDIR}" COMPONENT cairn_development)
+
+# --- pkg-config.
+# The prefix is relative to the .pc file (${pcfiledir}), so the file stays right when the
+# tree is installed with `cmake --install --prefix`, DESTDIR, or moved afterwards.
+if(IS_ABSOLUTE "${CAIRN_INSTALL_PKGCONFIGDIR}")
+  set(CAIRN_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
+else()
+  file(RELATIVE_PATH _cairn_pc_up "/prefix/${CAIRN_INSTALL_PKGCONFIGDIR}" "/prefix")
+  string(REGEX REPLACE "/$" "" _cairn_pc_up "${_cairn_pc_up}")
+  set(CAIRN_PC_PREFIX "\${pcfiledir}/${_cairn_pc_up}")
+endif()
+foreach(_cairn_dir LIBDIR INCLUDEDIR)
+  if(IS_ABSOLUTE "${CMAKE_INSTALL_${_cairn_dir}}")
+    set(CAIRN_PC_${_cairn_dir} "${CMAKE_INSTALL_${_cairn_dir}}")
+  else()
+    set(CAIRN_PC_${_cairn_dir} "\${prefix}/${CMAKE_INSTALL_${_cairn_dir}}")
+  endif()
+endforeach()
+
+# MPI: cairn's public headers use the MPI C API only (mpi.h, MPI_Comm), so cairn.pc requires
+# the MPI implementation's C module when pkg-config knows one that matches the MPI cairn
+# was built with (Open MPI: ompi-c, MPICH: mpich, Debian alternatives: mpi). Otherwise the
+# flags FindMPI found are written out directly. CAIRN_PKGCONFIG_MPI_MODULE overrides both.
+set(CAIRN_PKGCONFIG_MPI_MODULE "" CACHE STRING
+    "pkg-config module cairn.pc requires for MPI (empty: detect; NONE: write flags instead)")
+mark_as_advanced(CAIRN_PKGCONFIG_MPI_MODULE)
+set(CAIRN_PC_REQUIRES "")
+set(_cairn_pc_mpi_cflags "")
+set(_cairn_pc_mpi_libs "")
+set(_cairn_pc_mpi_module "${CAIRN_PKGCONFIG_MPI_MODULE}")
+if(NOT _cairn_pc_mpi_module)
+  find_package(PkgConfig QUIET)
+  if(PKG_CONFIG_FOUND AND MPI_C_HEADER_DIR)
+    file(REAL_PATH "${MPI_C_HEADER_DIR}" _cairn_mpi_header_dir)
+    foreach(_cairn_candidate IN ITEMS ompi-c mpich mpi)
+      execute_process(
+        COMMAND "${PKG_CONFIG_EXECUTABLE}" --cflags-only-I "${_cairn_candidate}"
+        RESULT_VARIABLE _cairn_rc OUTPUT_VARIABLE _cairn_out ERROR_QUIET
+        OUTPUT_STRIP_TRAILING_WHITESPACE)
+      if(NOT _cairn_rc EQUAL 0)
+        continue()
+      endif()
+      # The module matches when one of its include directories holds the mpi.h we use.
+      # pkg-config omits system include directories, so an empty list matches /usr/include.
+      separate_arguments(_cairn_out UNIX_COMMAND "${_cairn_out}")
+      set(_cairn_dirs "/usr/include")
+      foreach(_cairn_flag IN LISTS _cairn_out)
+        string(REGEX REPLACE "^-I" "" _cairn_flag "${_cairn_flag}")
+        list(APPEND _cairn_dirs "${_cairn_flag}")
+      endforeach()
+      foreach(_cairn_dir IN LISTS _cairn_dirs)
+        if(EXISTS "${_cairn_dir}/mpi.h")
+          file(REAL_PATH "${_cairn_dir}" _cairn_dir)
+          if(_cairn_dir STREQUAL _cairn_mpi_header_dir)
+            set(_cairn_pc_mpi_module "${_cairn_candidate}")
+            break()
+          endif()
+        endif()
+      endforeach()
+      if(_cairn_pc_mpi_module)
+        break()
+      endif()
+    endforeach()
+  endif()
+endif()
+if(_cairn_pc_mpi_module AND NOT _cairn_pc_mpi_module STREQUAL "NONE")
+  set(CAIRN_PC_REQUIRES "${_cairn_pc_mpi_module}")
+  message(STATUS "cairn.pc: MPI from pkg-config module '${_cairn_pc_mpi_module}'")
+else()
+  foreach(_cairn_opt IN LISTS MPI_C_COMPILE_OPTIONS)
+    string(APPEND _cairn_pc_mpi_cflags " ${_cairn_opt}")
+  endforeach()
+  foreach(_cairn_def IN LISTS MPI_C_COMPILE_DEFINITIONS)
+    string(APPEND _cairn_pc_mpi_cflags " -D${_cairn_def}")
+  endforeach()
+  foreach(_cairn_dir IN LISTS MPI_C_INCLUDE_DIRS)
+    string(APPEND _cairn_pc_mpi_cflags " -I${_cairn_dir}")
+  endforeach()
+  foreach(_cairn_flag IN LISTS MPI_C_LINK_FLAGS)
+    string(APPEND _cairn_pc_mpi_libs " ${_cairn_flag}")
+  endforeach()
+  foreach(_cairn_lib IN LISTS MPI_C_LIBRARIES)
+    string(APPEND _cairn_pc_mpi_libs " ${_cairn_lib}")
+  endforeach()
+  message(STATUS "cairn.pc: no matching MPI pkg-config module, writing FindMPI's flags")
+endif()
+
+# _cairn_pc_link_files(<out-var> <target>): the library files a program must link to use the
+# imported <target>: its own file and those of the imported targets it links (Boost::json
+# brings Boost::container), as $<...> expressions, plus plain flags and paths found on the way.
+function(_cairn_pc_link_files out target)
+  set(files "")
+  set(seen "")
+  set(queue "${target}")
+  while(queue)
+    list(POP_FRONT queue t)
+    if(t IN_LIST seen)
+      continue()
+    endif()
+    list(APPEND seen "${t}")
+    get_target_property(type "${t}" TYPE)
+    if(type MATCHES "^(SHARED|STATIC)_LIBRARY$")
+      list(APPEND files "$<TARGET_LINKER_FILE:${t}>")
+    elseif(type STREQUAL "UNKNOWN_LIBRARY")
+      list(APPEND files "$<TARGET_FILE:${t}>")
+    endif()
+    get_target_property(deps "${t}" INTERFACE_LINK_LIBRARIES)
+    foreach(dep IN LISTS deps)
+      if(TARGET "${dep}")
+        list(APPEND queue "${dep}")
+      elseif(dep MATCHES "^-" OR IS_ABSOLUTE "${dep}")
+        list(APPEND files "${dep}")
+      endif()
+    endforeach()
+  endwhile()
+  list(JOIN files " " files)
+  set(${out} "${files}" PARENT_SCOPE)
+endfunction()
+
+# Boost.JSON has no .pc file: name its include directory and library files directly.
+# Compiler-implicit include directories (/usr/include) are left out: an explicit -I for
+# them breaks #include_next in the C++ standard library.
+set(CAIRN_PC_CFLAGS "${_cairn_pc_mpi_cflags}")
+foreach(_cairn_dir IN LISTS Boost_INCLUDE_DIRS)
+  if(NOT _cairn_dir IN_LIST CMAKE_CXX_IMPLICIT_INCLUDE_DIRECTORIES)
+    string(APPEND CAIRN_PC_CFLAGS " -I${_cairn_dir}")
+  endif()
+endforeach()
+_cairn_pc_link_files(_cairn_boost_libs Boost::json)
+set(CAIRN_PC_LIBS "${_cairn_pc_mpi_libs} ${_cairn_boost_libs}")
+
+# Static libcairn: its private dependencies go to Libs.private (pkg-config --static).
+set(CAIRN_PC_LIBS_PRIVATE "")
+if(CAIRN_STATIC_LIBRARY)
+  _cairn_pc_link_files(_cairn_spdlog_libs spdlog::spdlog)
+  _cairn_pc_link_files(_cairn_fmt_libs fmt::fmt)
+  set(CAIRN_PC_LIBS_PRIVATE "${_cairn_spdlog_libs} ${_cairn_fmt_libs} ${XXHASH_LIBRARY}")
+  if(CAIRN_HAVE_HDF5)
+    foreach(_cairn_lib IN LISTS HDF5_C_LIBRARIES)
+      string(APPEND CAIRN_PC_LIBS_PRIVATE " ${_cairn_lib}")
+    endforeach()
+  endif()
+  string(APPEND CAIRN_PC_LIBS_PRIVATE " -pthread -lstdc++")
+endif()
+
+# Two steps: configure_file fills in @VARIABLES@, file(GENERATE) the $<...> expressions.
+configure_file("${CMAKE_CURRENT_LIST_DIR}/cairn.pc.in" "${PROJECT_BINARY_DIR}/cairn.pc.in" @ONLY)
+file(GENERATE OUTPUT "${PROJECT_BINARY_DIR}/cairn.pc"
+     INPUT "${PROJECT_BINARY_DIR}/cairn.pc.in")
+install(FILES "${PROJECT_BINARY_DIR}/cairn.pc"
+  DESTINATION "${CAIRN_INSTALL_PKGCONFIGDIR}" COMPONENT cairn_development)
+
+unset(_cairn_type)

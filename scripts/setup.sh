@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs every package cairn needs to build, test and run its demo on Debian 12.
+# Idempotent: when everything is present it prints nothing and returns at once.
+# Must run as root (or with sudo available) the first time.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config git
+  openmpi-bin libopenmpi-dev            # MPI: coordination and collective I/O
+  libhdf5-openmpi-dev hdf5-tools        # parallel HDF5 format, h5dump for users
+  libboost-json1.81-dev                 # metadata files (JSON)
+  libxxhash-dev                         # XXH3-64 shard checksums
+  libfmt-dev libspdlog-dev              # formatting and the structured logger
+  libcli11-dev                          # command-line parsing for apps/
+  libgtest-dev googletest               # test framework
+  clang-format                          # formatting check in scripts/test.sh
+  gfortran                              # Fortran bindings
+  python3-h5py python3-numpy            # interoperability test: h5py reads cairn files
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  SUDO="sudo"
+fi
+
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "setup: done"

@@ -1,0 +1,56 @@
+// Shared main of cairn's MPI GoogleTest binaries.
+//
+// Initializes MPI with MPI_THREAD_MULTIPLE, prints the full GoogleTest report on rank 0 and
+// only failures (prefixed with the rank) elsewhere, and makes every rank exit non-zero when
+// any rank failed, so a failure on one rank fails the ctest case.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cstdio>
+
+namespace {
+
+class RankFailurePrinter : public testing::EmptyTestEventListener {
+ public:
+  explicit RankFailurePrinter(int rank) : rank_(rank) {}
+
+  void OnTestPartResult(const testing::TestPartResult& result) override {
+    if (!result.failed()) return;
+    std::fprintf(stderr, "[rank %d] %s:%d: Failure\n%s\n", rank_,
+                 result.file_name() ? result.file_name() : "?", result.line_number(),
+                 result.message());
+  }
+
+ private:
+  int rank_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  testing::InitGoogleTest(&argc, argv);
+  int rank = 0;
+  int size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (provided < MPI_THREAD_MULTIPLE && rank == 0) {
+    std::fprintf(stderr, "note: MPI provides thread level %d, not MPI_THREAD_MULTIPLE\n",
+                 provided);
+  }
+  if (rank != 0) {
+    auto& listeners = testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+    listeners.Append(new RankFailurePrinter(rank));
+  }
+
+  const int local_failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
+  int failed_ranks = 0;
+  MPI_Allreduce(&local_failed, &failed_ranks, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (rank == 0 && failed_ranks > 0) {
+    std::fprintf(stderr, "FAILED on %d of %d rank(s)\n", failed_ranks, size);
+  }
+  MPI_Finalize();
+  return failed_ranks > 0 ? 1 : 0;
+}
