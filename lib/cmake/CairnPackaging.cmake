@@ -87,22 +87,20 @@ foreach(_cairn_dir LIBDIR INCLUDEDIR)
   endif()
 endforeach()
 
-# MPI: cairn's public headers use the MPI C API only (mpi.h, MPI_Comm), so cairn.pc requires
-# the MPI implementation's C module when pkg-config knows one that matches the MPI cairn
-# was built with (Open MPI: ompi-c, MPICH: mpich, Debian alternatives: mpi). Otherwise the
-# flags FindMPI found are written out directly. CAIRN_PKGCONFIG_MPI_MODULE overrides both.
-set(CAIRN_PKGCONFIG_MPI_MODULE "" CACHE STRING
-    "pkg-config module cairn.pc requires for MPI (empty: detect; NONE: write flags instead)")
-mark_as_advanced(CAIRN_PKGCONFIG_MPI_MODULE)
+# MPI: cairn.pc requires Open MPI's C++ module (ompi-cxx) when pkg-config has one for the
+# MPI cairn was built with. C++, because mpi.h included from C++ pulls in the MPI C++
+# bindings, which need libmpi_cxx. Otherwise (MPICH, Cray, a wrapper-only MPI) the flags
+# FindMPI found for C++ are written out. CAIRN_PKGCONFIG_MPI_MODULE overrides the choice
+# (a module name, or NONE for the flags).
 set(CAIRN_PC_REQUIRES "")
 set(_cairn_pc_mpi_cflags "")
 set(_cairn_pc_mpi_libs "")
 set(_cairn_pc_mpi_module "${CAIRN_PKGCONFIG_MPI_MODULE}")
 if(NOT _cairn_pc_mpi_module)
   find_package(PkgConfig QUIET)
-  if(PKG_CONFIG_FOUND AND MPI_C_HEADER_DIR)
-    file(REAL_PATH "${MPI_C_HEADER_DIR}" _cairn_mpi_header_dir)
-    foreach(_cairn_candidate IN ITEMS ompi-c mpich mpi)
+  if(PKG_CONFIG_FOUND AND MPI_CXX_HEADER_DIR)
+    file(REAL_PATH "${MPI_CXX_HEADER_DIR}" _cairn_mpi_header_dir)
+    foreach(_cairn_candidate IN ITEMS ompi-cxx)
       execute_process(
         COMMAND "${PKG_CONFIG_EXECUTABLE}" --cflags-only-I "${_cairn_candidate}"
         RESULT_VARIABLE _cairn_rc OUTPUT_VARIABLE _cairn_out ERROR_QUIET
@@ -137,22 +135,22 @@ if(_cairn_pc_mpi_module AND NOT _cairn_pc_mpi_module STREQUAL "NONE")
   set(CAIRN_PC_REQUIRES "${_cairn_pc_mpi_module}")
   message(STATUS "cairn.pc: MPI from pkg-config module '${_cairn_pc_mpi_module}'")
 else()
-  foreach(_cairn_opt IN LISTS MPI_C_COMPILE_OPTIONS)
+  foreach(_cairn_opt IN LISTS MPI_CXX_COMPILE_OPTIONS)
     string(APPEND _cairn_pc_mpi_cflags " ${_cairn_opt}")
   endforeach()
-  foreach(_cairn_def IN LISTS MPI_C_COMPILE_DEFINITIONS)
+  foreach(_cairn_def IN LISTS MPI_CXX_COMPILE_DEFINITIONS)
     string(APPEND _cairn_pc_mpi_cflags " -D${_cairn_def}")
   endforeach()
-  foreach(_cairn_dir IN LISTS MPI_C_INCLUDE_DIRS)
+  foreach(_cairn_dir IN LISTS MPI_CXX_INCLUDE_DIRS)
     string(APPEND _cairn_pc_mpi_cflags " -I${_cairn_dir}")
   endforeach()
-  foreach(_cairn_flag IN LISTS MPI_C_LINK_FLAGS)
+  foreach(_cairn_flag IN LISTS MPI_CXX_LINK_FLAGS)
     string(APPEND _cairn_pc_mpi_libs " ${_cairn_flag}")
   endforeach()
-  foreach(_cairn_lib IN LISTS MPI_C_LIBRARIES)
+  foreach(_cairn_lib IN LISTS MPI_CXX_LIBRARIES)
     string(APPEND _cairn_pc_mpi_libs " ${_cairn_lib}")
   endforeach()
-  message(STATUS "cairn.pc: no matching MPI pkg-config module, writing FindMPI's flags")
+  message(STATUS "cairn.pc: MPI flags from FindMPI (no pkg-config module used)")
 endif()
 
 # _cairn_pc_link_files(<out-var> <target>): the library files a program must link to use the

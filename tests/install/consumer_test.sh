@@ -101,16 +101,21 @@ quiet "$cmake" --build "$work/consumer-build" || fail "building the consumer pro
 run_two_ranks "CMake consumer" "$work/consumer-build/cairn_consumer"
 
 # --- 2. pkg-config consumer.
-export PKG_CONFIG_PATH="$(dirname "$pc")${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+PKG_CONFIG_PATH="$(dirname "$pc")${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+export PKG_CONFIG_PATH
 command -v pkg-config >/dev/null || fail "pkg-config is not installed"
 pkg-config --print-errors --exists cairn || fail "pkg-config cannot resolve cairn.pc"
 pc_prefix="$(pkg-config --variable=prefix cairn)"
 [ "$(cd "$pc_prefix" && pwd -P)" = "$(cd "$prefix" && pwd -P)" ] ||
   fail "cairn.pc prefix '$pc_prefix' is not the install prefix '$prefix'"
-read -r -a cflags <<<"$(pkg-config --cflags cairn)"
-read -r -a libs <<<"$(pkg-config --libs cairn)"
 libdir="$(pkg-config --variable=libdir cairn)"
-step "compiling with pkg-config: $cxx -std=c++20 ${cflags[*]} ... ${libs[*]}"
+static=()
+if [ ! -e "$libdir/libcairn.so" ] && [ -e "$libdir/libcairn.a" ]; then
+  static=(--static)  # a static libcairn also needs its private dependencies (Libs.private)
+fi
+read -r -a cflags <<<"$(pkg-config "${static[@]}" --cflags cairn)"
+read -r -a libs <<<"$(pkg-config "${static[@]}" --libs cairn)"
+step "compiling with pkg-config ${static[*]}: $cxx -std=c++20 ${cflags[*]} ... ${libs[*]}"
 # The rpath only spares the test an LD_LIBRARY_PATH; cairn.pc itself has none, like any .pc.
 quiet "$cxx" -std=c++20 "${sanitize_flags[@]}" "${cflags[@]}" "$here/pkgconfig_main.cpp" \
   -o "$work/pkgconfig_consumer" "${libs[@]}" "-Wl,-rpath,$libdir" ||

@@ -1,0 +1,134 @@
+// cairn — storage of array trees: the two on-disk formats (one shared parallel HDF5 file, or
+// one file per process plus an index) and N->M restore.
+//
+// An item directory written by save_tree() holds cairn-tree.json (the tree structure, dtypes,
+// global shapes, shard index and XXH3-64 checksums) and the data: data.h5 (format hdf5, one
+// dataset per array leaf at its leaf path, readable with h5dump or h5py) and/or
+// shards/p<rank>.bin (format posix, each rank's shards 4 KiB-aligned). Restore works with any
+// number of ranks and any decomposition.
+//
+// Every function here is collective over the Comm passed to it.
+#pragma once
+
+#include <cairn/comm.hpp>
+#include <cairn/tree.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cairn {
+
+/// On-disk format of array leaves.
+enum class StorageFormat : std::uint8_t {
+  hdf5,   ///< one shared HDF5 file per item, collective hyperslab writes
+  posix,  ///< one file per writing process plus the index
+};
+
+/// Stable name of a format ("hdf5", "posix"). Never throws.
+[[nodiscard]] std::string_view storage_format_name(StorageFormat format) noexcept;
+/// The format named `name`, or std::nullopt. Never throws.
+[[nodiscard]] std::optional<StorageFormat> storage_format_from_name(std::string_view name) noexcept;
+/// Whether this build can write and read `format` (hdf5 needs CAIRN_HAVE_HDF5). Never throws.
+[[nodiscard]] bool storage_format_available(StorageFormat format) noexcept;
+
+/// How save_tree() writes. Aggregate: use designated initializers.
+struct TreeSaveOptions {
+  /// Format of every array leaf not listed in leaf_formats.
+  StorageFormat format = StorageFormat::posix;
+  /// Per-leaf format overrides (leaf path -> format).
+  std::map<std::string, StorageFormat> leaf_formats = {};
+  /// Leaves whose shards may leave parts of the global array unwritten (read back as zero).
+  /// An empty set plus allow_sparse = true allows it for every leaf.
+  bool allow_sparse = false;
+  std::set<std::string> sparse_leaves = {};
+  /// fsync every file written (turn off only for scratch data).
+  bool fsync = true;
+  /// Size of the buffer used to pack strided views and stage device memory.
+  std::size_t io_buffer_bytes = std::size_t{16} << 20;
+};
+
+/// How restore_tree() reads. Aggregate: use designated initializers.
+struct TreeRestoreOptions {
+  /// Verify the XXH3-64 checksum of every shard read. A rank then reads each saved shard that
+  /// intersects its box in full (the checksum covers whole shards); without verification it
+  /// reads only the bytes spanning the intersection.
+  bool verify_checksums = true;
+  /// Allow a target dtype that differs from the saved one (value-checked, see convert()).
+  bool allow_cast = false;
+  /// Target leaves that may be missing on disk: they are left untouched instead of raising
+  /// NotFound.
+  std::set<std::string> optional_leaves = {};
+};
+
+/// How restore_tree_as_saved() lays out what it returns. Aggregate.
+struct AsSavedOptions {
+  /// Every rank gets every array leaf whole (otherwise: the boxes it wrote, by rank number).
+  bool whole_arrays = false;
+  /// Only these leaves (and the leaves under these groups); empty: every leaf.
+  std::vector<std::string> select = {};
+  bool verify_checksums = true;
+};
+
+/// A description of one saved leaf (from cairn-tree.json).
+struct SavedLeafInfo {
+  std::string path;
+  LeafKind kind = LeafKind::array;
+  StorageFormat format = StorageFormat::posix;  ///< array leaves
+  DType dtype = DType::float64;                 ///< array and scalar leaves
+  std::vector<std::int64_t> shape;              ///< array leaves
+  bool replicated = false;                      ///< array leaves
+  std::size_t shard_count = 0;                  ///< array leaves
+  std::uint64_t bytes = 0;                      ///< array leaves: bytes of all shards
+};
+
+/// A description of one saved tree.
+struct SavedTreeInfo {
+  int world_size = 0;                 ///< ranks of the save
+  std::vector<SavedLeafInfo> leaves;  ///< sorted by path
+};
+
+/// Writes `tree` into the item directory `dir` (created by the primary rank; existing files of
+/// the same names are replaced). Collective over `comm`.
+///
+/// Before any byte is written every rank checks, identically: the tree structure agrees
+/// across ranks (CollectiveMismatch naming the first differing rank); for every array leaf
+/// the dtype and global shape agree, boxes lie inside the shape, boxes of non-replicated
+/// leaves do not overlap, and (unless sparse is allowed) they cover the array
+/// (CollectiveMismatch or InvalidArgument naming the leaf and ranks). Then each rank writes
+/// its shards and fsyncs them, and the primary writes cairn-tree.json. Any failure on any rank
+/// is thrown on every rank (IoError with the path, ...). A sync save copies no array: shards
+/// are written from the caller's memory (strided views are packed through one I/O buffer).
+void save_tree(const Comm& comm, const std::filesystem::path& dir, const ArrayTree& tree,
+               const TreeSaveOptions& options = {});
+
+/// Reads the description of the tree saved in `dir`. Collective (the primary reads, every
+/// rank parses). Throws NotFound when there is no cairn-tree.json, FormatError naming the
+/// file and field when it is damaged.
+[[nodiscard]] SavedTreeInfo read_tree_info(const Comm& comm, const std::filesystem::path& dir);
+
+/// Restores into `target`: for every leaf of `target` (the same set on every rank) reads the
+/// saved leaf of the same path. Array leaves are written into the target's buffers (its box
+/// and dtype; any number of ranks and any decomposition); scalar, string and JSON leaves are
+/// replaced by the saved values in `target`. Each rank reads only saved shards that intersect
+/// its box. Collective. Throws NotFound naming a missing leaf (unless optional),
+/// InvalidArgument for a kind, shape or (without allow_cast) dtype that differs from the
+/// saved one, FormatError naming the file and leaf for a checksum mismatch, truncated file or
+/// damaged index. On failure on any rank every rank throws.
+void restore_tree(const Comm& comm, const std::filesystem::path& dir, ArrayTree& target,
+                  const TreeRestoreOptions& options = {});
+
+/// Restores the tree as it was saved into tree-owned buffers: each rank gets the boxes that
+/// the rank of the same number wrote (nothing when the save had fewer ranks), or every array
+/// whole (options.whole_arrays). Replicated leaves come back whole on every rank.
+/// Collective. Throws as restore_tree().
+[[nodiscard]] ArrayTree restore_tree_as_saved(const Comm& comm, const std::filesystem::path& dir,
+                                              const AsSavedOptions& options = {});
+
+}  // namespace cairn

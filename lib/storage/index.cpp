@@ -1,0 +1,275 @@
+#include "storage/index.hpp"
+
+#include <boost/json.hpp>
+#include <cairn/error.hpp>
+#include <cairn/tree.hpp>
+#include <charconv>
+#include <fmt/format.h>
+#include <limits>
+
+#include "storage/checksum.hpp"
+
+namespace cairn::storage {
+namespace json = boost::json;
+
+namespace {
+
+json::array to_json_array(std::span<const std::int64_t> values) {
+  json::array out;
+  for (auto v : values) out.emplace_back(v);
+  return out;
+}
+
+// Reads fields of one JSON object and reports the first bad one as a FormatError.
+class Reader {
+ public:
+  Reader(const std::filesystem::path& source, std::string field)
+      : source_(source), field_(std::move(field)) {}
+
+  [[noreturn]] void fail(std::string_view name, std::string_view problem) const {
+    const std::string where = name.empty() ? field_ : field_ + "." + std::string(name);
+    throw FormatError(source_.string(), where,
+                      fmt::format("{}: field '{}' {}; the file is damaged or was not written "
+                                  "by this version of cairn",
+                                  source_.string(), where, problem));
+  }
+
+  const json::object& object(const json::value& v) const {
+    if (!v.is_object()) fail("", "is not a JSON object");
+    return v.get_object();
+  }
+
+  const json::value& member(const json::object& o, std::string_view name) const {
+    const auto* v = o.if_contains(name);
+    if (v == nullptr) fail(name, "is missing");
+    return *v;
+  }
+
+  std::int64_t integer(const json::object& o, std::string_view name, std::int64_t min,
+                       std::int64_t max) const {
+    const json::value& v = member(o, name);
+    std::int64_t n = 0;
+    if (v.is_int64()) {
+      n = v.get_int64();
+    } else if (v.is_uint64() && v.get_uint64() <= static_cast<std::uint64_t>(max)) {
+      n = static_cast<std::int64_t>(v.get_uint64());
+    } else {
+      fail(name, "is not an integer in range");
+    }
+    if (n < min || n > max) fail(name, fmt::format("is {}, outside [{}, {}]", n, min, max));
+    return n;
+  }
+
+  const std::string_view string(const json::object& o, std::string_view name) const {
+    const json::value& v = member(o, name);
+    if (!v.is_string()) fail(name, "is not a string");
+    return v.get_string();
+  }
+
+  bool boolean(const json::object& o, std::string_view name) const {
+    const json::value& v = member(o, name);
+    if (!v.is_bool()) fail(name, "is not true or false");
+    return v.get_bool();
+  }
+
+  std::vector<std::int64_t> dims(const json::object& o, std::string_view name) const {
+    const json::value& v = member(o, name);
+    if (!v.is_array()) fail(name, "is not an array of integers");
+    const auto& a = v.get_array();
+    if (a.size() > kMaxDims) fail(name, fmt::format("has more than {} dimensions", kMaxDims));
+    std::vector<std::int64_t> out;
+    for (const auto& e : a) {
+      if (!e.is_int64() || e.get_int64() < 0) fail(name, "holds a value that is not an integer >= 0");
+      out.push_back(e.get_int64());
+    }
+    return out;
+  }
+
+  Reader at(std::string_view name) const { return Reader(source_, field_ + "." + std::string(name)); }
+  Reader at(std::string_view name, std::size_t i) const {
+    return Reader(source_, fmt::format("{}.{}[{}]", field_, name, i));
+  }
+  const std::string& field() const { return field_; }
+
+ private:
+  const std::filesystem::path& source_;
+  std::string field_;
+};
+
+std::optional<LeafKind> kind_from_name(std::string_view name) {
+  for (auto kind : {LeafKind::array, LeafKind::scalar, LeafKind::string, LeafKind::json}) {
+    if (leaf_kind_name(kind) == name) return kind;
+  }
+  return std::nullopt;
+}
+
+bool valid_data_file(std::string_view file, StorageFormat format) {
+  if (format == StorageFormat::hdf5) return file == kHdf5File;
+  // "shards/p<rank>.bin" with decimal digits only: nothing else can be opened.
+  constexpr std::string_view prefix = "shards/p";
+  constexpr std::string_view suffix = ".bin";
+  if (file.size() <= prefix.size() + suffix.size() || !file.starts_with(prefix) ||
+      !file.ends_with(suffix)) {
+    return false;
+  }
+  const auto digits = file.substr(prefix.size(), file.size() - prefix.size() - suffix.size());
+  return digits.size() <= 9 &&
+         digits.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+}  // namespace
+
+const LeafRecord* TreeIndex::find(std::string_view path) const {
+  auto it = std::lower_bound(leaves.begin(), leaves.end(), path,
+                             [](const LeafRecord& l, std::string_view p) { return l.path < p; });
+  return it != leaves.end() && it->path == path ? &*it : nullptr;
+}
+
+std::string shard_file_name(int rank) { return fmt::format("shards/p{}.bin", rank); }
+
+json::value to_json(const TreeIndex& index) {
+  json::array leaves;
+  for (const auto& leaf : index.leaves) {
+    json::object o;
+    o["path"] = leaf.path;
+    o["kind"] = leaf_kind_name(leaf.kind);
+    switch (leaf.kind) {
+      case LeafKind::array: {
+        o["format"] = storage_format_name(leaf.format);
+        o["dtype"] = dtype_name(leaf.dtype);
+        o["shape"] = to_json_array(leaf.shape);
+        o["replicated"] = leaf.replicated;
+        json::array shards;
+        for (const auto& s : leaf.shards) {
+          json::object so;
+          so["rank"] = s.rank;
+          so["offset"] = to_json_array(s.box.offset);
+          so["extent"] = to_json_array(s.box.extent);
+          so["file"] = s.file;
+          so["byte_offset"] = s.byte_offset;
+          so["bytes"] = s.bytes;
+          so["xxh3"] = checksum_to_hex(s.checksum);
+          shards.emplace_back(std::move(so));
+        }
+        o["shards"] = std::move(shards);
+        break;
+      }
+      case LeafKind::scalar:
+      case LeafKind::string:
+      case LeafKind::json: o["value"] = leaf.value; break;
+    }
+    leaves.emplace_back(std::move(o));
+  }
+  json::object root;
+  root["format"] = "cairn-tree";
+  root["version"] = index.version;
+  root["world_size"] = index.world_size;
+  root["leaves"] = std::move(leaves);
+  return root;
+}
+
+TreeIndex index_from_json(const json::value& value, const std::filesystem::path& source) {
+  const Reader top(source, "tree");
+  const auto& root = top.object(value);
+  if (top.string(root, "format") != "cairn-tree") top.fail("format", "is not \"cairn-tree\"");
+  TreeIndex index;
+  index.version = top.integer(root, "version", 1, std::numeric_limits<std::int64_t>::max());
+  if (index.version > kTreeFormatVersion) {
+    top.fail("version", fmt::format("is {}, newer than the version {} this cairn reads; "
+                                    "upgrade cairn",
+                                    index.version, kTreeFormatVersion));
+  }
+  index.world_size = static_cast<int>(top.integer(root, "world_size", 1, 1 << 24));
+  const json::value& leaves = top.member(root, "leaves");
+  if (!leaves.is_array()) top.fail("leaves", "is not an array");
+
+  std::size_t i = 0;
+  for (const auto& lv : leaves.get_array()) {
+    const Reader r = top.at("leaves", i++);
+    const auto& o = r.object(lv);
+    LeafRecord leaf;
+    leaf.path = std::string(r.string(o, "path"));
+    if (auto problem = leaf_path_problem(leaf.path)) r.fail("path", *problem);
+    const auto kind = kind_from_name(r.string(o, "kind"));
+    if (!kind) r.fail("kind", "is not one of array, scalar, string, json");
+    leaf.kind = *kind;
+    if (!index.leaves.empty() && !(index.leaves.back().path < leaf.path)) {
+      r.fail("path", "is out of order or repeated (leaves must be sorted by path)");
+    }
+    if (leaf.kind == LeafKind::array) {
+      const auto format = storage_format_from_name(r.string(o, "format"));
+      if (!format) r.fail("format", "is not hdf5 or posix");
+      leaf.format = *format;
+      const auto dtype = dtype_from_name(r.string(o, "dtype"));
+      if (!dtype) r.fail("dtype", "is not a dtype name cairn knows");
+      leaf.dtype = *dtype;
+      leaf.shape = r.dims(o, "shape");
+      try {
+        (void)volume(leaf.shape);
+      } catch (const Error&) {
+        r.fail("shape", "has a number of elements that overflows 64 bits");
+      }
+      leaf.replicated = r.boolean(o, "replicated");
+      const json::value& shards = r.member(o, "shards");
+      if (!shards.is_array()) r.fail("shards", "is not an array");
+      std::size_t j = 0;
+      for (const auto& sv : shards.get_array()) {
+        const Reader sr = r.at("shards", j++);
+        const auto& so = sr.object(sv);
+        ShardRecord shard;
+        shard.rank = static_cast<int>(sr.integer(so, "rank", 0, index.world_size - 1));
+        shard.box.offset = sr.dims(so, "offset");
+        shard.box.extent = sr.dims(so, "extent");
+        if (auto problem = box_problem(shard.box, leaf.shape)) sr.fail("extent", *problem);
+        shard.file = std::string(sr.string(so, "file"));
+        if (!valid_data_file(shard.file, leaf.format)) {
+          sr.fail("file", fmt::format("is not a data file name of format {}",
+                                      storage_format_name(leaf.format)));
+        }
+        const auto max_offset = std::numeric_limits<std::int64_t>::max() / 2;
+        shard.byte_offset = static_cast<std::uint64_t>(sr.integer(so, "byte_offset", 0, max_offset));
+        shard.bytes = static_cast<std::uint64_t>(sr.integer(so, "bytes", 0, max_offset));
+        const auto elements = static_cast<std::uint64_t>(volume(shard.box));
+        if (elements > static_cast<std::uint64_t>(max_offset) / dtype_size(leaf.dtype) ||
+            elements * dtype_size(leaf.dtype) != shard.bytes) {
+          sr.fail("bytes", fmt::format("is {}, but the box holds {} elements of {}", shard.bytes,
+                                       elements, dtype_name(leaf.dtype)));
+        }
+        const auto checksum = checksum_from_hex(sr.string(so, "xxh3"));
+        if (!checksum) sr.fail("xxh3", "is not 16 lower-case hex digits");
+        shard.checksum = *checksum;
+        leaf.shards.push_back(std::move(shard));
+      }
+    } else {
+      leaf.value = r.member(o, "value");
+      if (leaf.kind == LeafKind::scalar) {
+        try {
+          leaf.dtype = Scalar::from_json(leaf.value, source.string(), r.field() + ".value").dtype();
+        } catch (const FormatError&) {
+          throw;
+        } catch (const Error& e) {
+          r.fail("value", e.what());
+        }
+      } else if (leaf.kind == LeafKind::string && !leaf.value.is_string()) {
+        r.fail("value", "is not a string");
+      }
+    }
+    index.leaves.push_back(std::move(leaf));
+  }
+  return index;
+}
+
+TreeIndex parse_index(std::string_view text, const std::filesystem::path& source) {
+  boost::system::error_code ec;
+  json::parse_options options;
+  options.max_depth = 64;
+  const json::value value = json::parse(text, ec, {}, options);
+  if (ec) {
+    throw FormatError(source.string(), "json",
+                      fmt::format("{} is not valid JSON ({}); the file is damaged or truncated",
+                                  source.string(), ec.message()));
+  }
+  return index_from_json(value, source);
+}
+
+}  // namespace cairn::storage

@@ -1,0 +1,75 @@
+// cairn — the shard index of one saved tree (internal): the content of cairn-tree.json, its
+// JSON form, and the validation of everything read back from disk.
+#pragma once
+
+#include <cairn/box.hpp>
+#include <cairn/dtype.hpp>
+#include <cairn/storage.hpp>
+
+#include <boost/json/value.hpp>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace cairn::storage {
+
+/// Version of the cairn-tree.json layout written by this build.
+inline constexpr std::int64_t kTreeFormatVersion = 1;
+/// Name of the index file inside an item directory.
+inline constexpr const char* kTreeIndexFile = "cairn-tree.json";
+/// Name of the shared HDF5 file inside an item directory.
+inline constexpr const char* kHdf5File = "data.h5";
+/// Alignment of shards inside a per-process file.
+inline constexpr std::uint64_t kShardAlignment = 4096;
+
+/// Where one rank's box of an array leaf is stored.
+struct ShardRecord {
+  int rank = 0;               ///< rank that wrote it
+  Box box;                    ///< its region of the global array
+  std::string file;           ///< relative to the item directory ("shards/p3.bin", "data.h5")
+  std::uint64_t byte_offset = 0;  ///< posix: offset in `file`; hdf5: 0
+  std::uint64_t bytes = 0;    ///< volume(box) * dtype_size
+  std::uint64_t checksum = 0; ///< XXH3-64 of the shard's bytes in row-major order
+};
+
+/// One leaf of a saved tree.
+struct LeafRecord {
+  std::string path;
+  LeafKind kind = LeafKind::array;
+  StorageFormat format = StorageFormat::posix;  ///< arrays only
+  DType dtype = DType::float64;                 ///< arrays and scalars
+  std::vector<std::int64_t> shape;              ///< arrays only
+  bool replicated = false;                      ///< arrays only
+  std::vector<ShardRecord> shards;              ///< arrays only, ascending rank
+  boost::json::value value;                     ///< scalars, strings, JSON values
+};
+
+/// The whole index of a saved tree.
+struct TreeIndex {
+  std::int64_t version = kTreeFormatVersion;
+  int world_size = 0;
+  std::vector<LeafRecord> leaves;  ///< sorted by path
+
+  /// The leaf at `path`, or nullptr.
+  [[nodiscard]] const LeafRecord* find(std::string_view path) const;
+};
+
+/// JSON form of the index (what cairn-tree.json holds).
+[[nodiscard]] boost::json::value to_json(const TreeIndex& index);
+
+/// Parses and validates an index read from `source`: every field's type and range, leaf
+/// paths, dtype names, shapes (at most kMaxDims dimensions, no overflow), shard boxes inside
+/// their shape, byte counts equal to the box volume times the element size, file names of
+/// the expected form (no "..", no absolute paths), checksums of 16 hex digits. Throws
+/// FormatError naming `source` and the first bad field; never crashes on hostile input.
+[[nodiscard]] TreeIndex index_from_json(const boost::json::value& json,
+                                        const std::filesystem::path& source);
+
+/// Parses the text of cairn-tree.json (FormatError on bad JSON) and validates it.
+[[nodiscard]] TreeIndex parse_index(std::string_view text, const std::filesystem::path& source);
+
+/// File name of rank `rank`'s per-process shard file, relative to the item directory.
+[[nodiscard]] std::string shard_file_name(int rank);
+
+}  // namespace cairn::storage

@@ -1,0 +1,59 @@
+// cairn — checked POSIX file access for the storage layer (internal).
+//
+// Every call that can fail is checked where it is made and turned into an IoError naming the
+// path and the errno text.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+
+namespace cairn::storage {
+
+/// An open file descriptor (RAII, move-only). The destructor closes without throwing.
+class PosixFile {
+ public:
+  enum class Mode { read, write_new };
+
+  /// Opens `path`: `read` opens an existing file read-only; `write_new` creates or truncates
+  /// it for writing (mode 0644). Throws NotFound (read, missing) or IoError.
+  PosixFile(std::filesystem::path path, Mode mode);
+  ~PosixFile();
+  PosixFile(PosixFile&& other) noexcept;
+  PosixFile& operator=(PosixFile&& other) noexcept;
+  PosixFile(const PosixFile&) = delete;
+  PosixFile& operator=(const PosixFile&) = delete;
+
+  /// Writes all of `data` at byte `offset`, retrying short writes. Throws IoError.
+  void write_at(std::uint64_t offset, std::span<const std::byte> data);
+  /// Reads exactly `data.size()` bytes at `offset`. Throws FormatError (file too short:
+  /// truncated) or IoError.
+  void read_at(std::uint64_t offset, std::span<std::byte> data) const;
+  /// Size of the file in bytes. Throws IoError.
+  [[nodiscard]] std::uint64_t size() const;
+  /// Flushes data and metadata to stable storage. Throws IoError.
+  void sync();
+  /// Closes the descriptor, reporting a failed close. Throws IoError.
+  void close();
+
+  [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
+
+ private:
+  std::filesystem::path path_;
+  int fd_ = -1;
+};
+
+/// Writes `text` to `path` (create or truncate) and fsyncs it. Throws IoError.
+void write_file_durably(const std::filesystem::path& path, std::string_view text);
+/// Reads a whole (small) file. Throws NotFound or IoError; FormatError when larger than
+/// `max_bytes` (protects against hostile files).
+std::string read_small_file(const std::filesystem::path& path,
+                            std::uint64_t max_bytes = 1ULL << 30);
+/// Fsyncs a directory so that entries created or renamed in it are durable. Throws IoError.
+void sync_directory(const std::filesystem::path& path);
+/// Creates `path` and missing parents. Throws IoError naming the path.
+void create_directories(const std::filesystem::path& path);
+
+}  // namespace cairn::storage

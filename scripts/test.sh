@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# Checks everything CI checks, from a clean or an existing checkout:
+#   1. scripts/setup.sh (installs missing packages; instant when all are there);
+#   2. formatting of every C/C++/CUDA file under include lib apps tests (clang-format);
+#   3. configure, build and ctest in $BUILD_DIR;
+#   4. the same with AddressSanitizer + UndefinedBehaviorSanitizer in $ASAN_BUILD_DIR.
+# Runs every step it can, prints a summary, and exits non-zero when any step failed.
+#
+# Environment:
+#   BUILD_DIR                   build directory of step 3 (default: build)
+#   ASAN_BUILD_DIR              build directory of step 4 (default: build-asan)
+#   CAIRN_TEST_SANITIZERS=0     skip step 4
+#   CAIRN_SANITIZER_CTEST_ARGS  extra ctest arguments for step 4, e.g. "-L mpi -LE slow"
+#                               (default: none, every test)
+#   CAIRN_CTEST_ARGS            extra ctest arguments for step 3 (default: none)
+#   CAIRN_CMAKE_ARGS            extra configure arguments for steps 3 and 4
+#   JOBS                        build and ctest parallelism (default: nproc)
+set -uo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root" || exit 1
+
+BUILD_DIR="${BUILD_DIR:-build}"
+ASAN_BUILD_DIR="${ASAN_BUILD_DIR:-build-asan}"
+JOBS="${JOBS:-$(nproc)}"
+read -r -a extra_cmake_args <<<"${CAIRN_CMAKE_ARGS:-}"
+
+start_all=$(date +%s)
+failed=()
+summary=()
+
+say() { printf '\n== %s\n' "$*"; }
+elapsed() { echo "$(($(date +%s) - $1))s"; }
+
+# --- 1. Packages.
+say "setup"
+if ! scripts/setup.sh; then
+  echo "test.sh: scripts/setup.sh failed; cannot build" >&2
+  exit 1
+fi
+
+# --- MPI environment for the tests. mpiexec refuses to run as root without these, and the
+# 4-rank tests need more ranks than this machine may have cores.
+mpiexec_flags="--oversubscribe"
+if [ "$(id -u)" -eq 0 ]; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  export OMPI_MCA_rmaps_base_oversubscribe=1
+  mpiexec_flags="--oversubscribe;--allow-run-as-root"
+fi
+# ctest runs several mpiexec at once and none of them knows about the others: let idle ranks
+# yield the CPU instead of spinning, or oversubscribed tests crawl (and time out).
+export OMPI_MCA_mpi_yield_when_idle=1
+
+# --- 2. Formatting.
+say "format (clang-format $(clang-format --version | grep -o '[0-9][0-9.]*' | head -1))"
+start=$(date +%s)
+unformatted=()
+while IFS= read -r -d '' f; do
+  if ! clang-format --dry-run -Werror "$f" >/dev/null 2>&1; then
+    unformatted+=("$f")
+  fi
+done < <(find include lib apps tests -type f \
+           \( -name '*.cpp' -o -name '*.hpp' -o -name '*.h' -o -name '*.cu' \) -print0 2>/dev/null |
+         sort -z)
+if [ ${#unformatted[@]} -eq 0 ]; then
+  summary+=("format: ok ($(elapsed "$start"))")
+else
+  echo "These files are not formatted with .clang-format:"
+  printf '  %s\n' "${unformatted[@]}"
+  echo "Fix with: clang-format -i ${unformatted[*]}"
+  failed+=("format")
+  summary+=("format: ${#unformatted[@]} files need clang-format")
+fi
+
+# configure_build_test <name> <build dir> <ctest args> [cmake args...]
+configure_build_test() {
+  local name="$1" dir="$2" ctest_args="$3"
+  shift 3
+  local start generator log line
+  start=$(date +%s)
+
+  # Keep the generator of an existing build directory; otherwise Ninja when available.
+  generator=""
+  if [ -f "$dir/CMakeCache.txt" ]; then
+    generator="$(sed -n 's/^CMAKE_GENERATOR:INTERNAL=//p' "$dir/CMakeCache.txt")"
+  elif command -v ninja >/dev/null; then
+    generator="Ninja"
+  else
+    generator="Unix Makefiles"
+  fi
+
+  say "$name: configure $dir ($generator)"
+  if ! cmake -S . -B "$dir" -G "$generator" "-DCAIRN_MPIEXEC_FLAGS=$mpiexec_flags" \
+       "${extra_cmake_args[@]}" "$@"; then
+    failed+=("$name configure")
+    summary+=("$name: configure failed")
+    return
+  fi
+
+  say "$name: build (-j$JOBS)"
+  if ! cmake --build "$dir" -j "$JOBS"; then
+    failed+=("$name build")
+    summary+=("$name: build failed ($(elapsed "$start"))")
+    return
+  fi
+
+  say "$name: ctest -j$JOBS $ctest_args"
+  log="$dir/test.sh-ctest.log"
+  local -a args
+  read -r -a args <<<"$ctest_args"
+  # ctest starts at most JOBS processors' worth of tests at once, counting each test's
+  # PROCESSORS (its rank count); a test wider than JOBS runs alone.
+  ctest --test-dir "$dir" --output-on-failure -j "$JOBS" "${args[@]}" 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  line="$(grep -E '[0-9]+% tests passed|No tests were found' "$log" | tail -1)"
+  [ -n "$line" ] || line="ctest exited with status $rc"
+  if [ "$rc" -ne 0 ]; then
+    failed+=("$name tests")
+  fi
+  summary+=("$name: $line ($(elapsed "$start"))")
+}
+
+# --- 3. Default build.
+configure_build_test "build" "$BUILD_DIR" "${CAIRN_CTEST_ARGS:-}"
+
+# --- 4. Sanitizers.
+if [ "${CAIRN_TEST_SANITIZERS:-1}" != "0" ]; then
+  # Open MPI keeps allocations alive past MPI_Finalize on purpose (and its helpers leak), so
+  # LeakSanitizer would fail every MPI test on memory cairn does not own: leaks are off.
+  # Any other ASan or UBSan report stops the test with a stack trace.
+  export ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}"
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
+  configure_build_test "sanitizers" "$ASAN_BUILD_DIR" "${CAIRN_SANITIZER_CTEST_ARGS:-}" \
+    "-DCAIRN_SANITIZE=address,undefined"
+else
+  summary+=("sanitizers: skipped (CAIRN_TEST_SANITIZERS=0)")
+fi
+
+say "summary"
+printf '  %s\n' "${summary[@]}"
+echo "  total: $(elapsed "$start_all")"
+if [ ${#failed[@]} -gt 0 ]; then
+  joined="$(printf '%s, ' "${failed[@]}")"
+  echo "FAILED: ${joined%, }"
+  exit 1
+fi
+echo "OK"

@@ -1,0 +1,83 @@
+# Spack recipe for cairn. Use it from a local repository:
+#   spack repo create myrepo && mkdir -p myrepo/packages/cairn
+#   cp spack/package.py myrepo/packages/cairn/ && spack repo add myrepo
+#   spack install cairn +hdf5 ^openmpi
+# or build this checkout directly: spack dev-build cairn@main
+
+from spack.package import *
+
+
+class Cairn(CMakePackage, CudaPackage):
+    """Checkpoint/restart and array I/O for MPI programs: collective, atomic checkpoints of
+    distributed arrays in parallel HDF5 or file-per-process files, with restart on a
+    different number of ranks, async saves, and C, C++ and Fortran APIs."""
+
+    # TODO: the public repository is not chosen yet; set both before publishing the recipe.
+    homepage = "https://example.invalid/cairn"
+    git = "https://example.invalid/cairn.git"
+
+    license("Apache-2.0")
+
+    version("main", branch="main")
+
+    variant("shared", default=True, description="Build a shared library")
+    variant("hdf5", default=True, description="Parallel HDF5 storage format")
+    variant("nccl", default=False, description="NCCL broadcast of device arrays (needs +cuda)")
+    variant("fortran", default=True, description="Fortran module over the C API")
+    # +cuda and cuda_arch come from CudaPackage.
+
+    depends_on("c", type="build")
+    depends_on("cxx", type="build")
+    depends_on("fortran", type="build", when="+fortran")
+    depends_on("cmake@3.25:", type="build")
+    depends_on("pkgconfig", type="build")  # cairn.pc refers to the MPI's own .pc when found
+
+    depends_on("mpi")
+    depends_on("boost@1.81: +json")
+    depends_on("xxhash")
+    depends_on("spdlog")
+    depends_on("fmt")
+    depends_on("cli11", type="build")  # argument parsing in the command-line tool
+    depends_on("hdf5@1.10: +mpi", when="+hdf5")
+    depends_on("nccl", when="+nccl")
+    depends_on("googletest", type="test")
+
+    conflicts("+nccl", when="~cuda", msg="NCCL support needs +cuda")
+
+    def cmake_args(self):
+        spec = self.spec
+
+        def use(name, variant):
+            # CAIRN_USE_* are tri-state (ON/OFF/AUTO); a Spack build always decides.
+            value = "ON" if spec.satisfies(f"+{variant}") else "OFF"
+            return self.define(f"CAIRN_USE_{name}", value)
+
+        args = [
+            self.define_from_variant("BUILD_SHARED_LIBS", "shared"),
+            use("HDF5", "hdf5"),
+            use("CUDA", "cuda"),
+            use("NCCL", "nccl"),
+            use("FORTRAN", "fortran"),
+            self.define("CAIRN_BUILD_TESTS", self.run_tests),
+            self.define("CAIRN_BUILD_APPS", True),
+            # Newer compilers warn about new things; a user's build must not fail on them.
+            self.define("CAIRN_WERROR", False),
+            self.define("MPI_CXX_COMPILER", spec["mpi"].mpicxx),
+            self.define("MPI_C_COMPILER", spec["mpi"].mpicc),
+        ]
+        if spec.satisfies("+hdf5"):
+            args.append(self.define("HDF5_ROOT", spec["hdf5"].prefix))
+            args.append(self.define("HDF5_PREFER_PARALLEL", True))
+        if spec.satisfies("+cuda"):
+            args.append(self.define("CMAKE_CUDA_COMPILER", spec["cuda"].prefix.bin.nvcc))
+            cuda_arch = spec.variants["cuda_arch"].value
+            if cuda_arch[0] != "none":
+                args.append(self.define("CMAKE_CUDA_ARCHITECTURES", ";".join(cuda_arch)))
+        if spec.satisfies("+nccl"):
+            args.append(self.define("NCCL_INCLUDE_DIR", spec["nccl"].prefix.include))
+            args.append(self.define("NCCL_LIBRARY", spec["nccl"].libs[0]))
+        if self.run_tests and spec.satisfies("^openmpi"):
+            # The 4-rank tests may need more ranks than the build machine has cores; Open MPI
+            # refuses that without --oversubscribe (MPICH oversubscribes by default).
+            args.append(self.define("CAIRN_MPIEXEC_FLAGS", "--oversubscribe"))
+        return args

@@ -1,0 +1,333 @@
+// save_tree / restore_tree: round trips of every dtype, N->M restores, partial restores,
+// casts, replicated leaves and validation errors, for both formats.
+#include <cairn/storage.hpp>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "storage/storage_test_util.hpp"
+#include "support/test_support.hpp"
+
+using namespace cairn;
+using cairn::testing::available_formats;
+using cairn::testing::block_box;
+using cairn::testing::first_ranks;
+using cairn::testing::reference_box;
+using cairn::testing::SharedTempDir;
+using cairn::testing::slab_box;
+using cairn::testing::world_rank;
+using cairn::testing::world_size;
+
+namespace {
+
+const std::vector<std::int64_t> kShape = {13, 10};
+
+// Saves the reference array `leaf` of `dtype` on the first `n` world ranks with `decompose`.
+template <class Decompose>
+void save_reference(const std::filesystem::path& dir, StorageFormat format, int n, DType dtype,
+                    Decompose decompose, const std::vector<std::int64_t>& shape = kShape) {
+  auto comm = first_ranks(n);
+  if (comm) {
+    const Box box = decompose(shape, comm->rank(), comm->size());
+    auto data = reference_box(dtype, shape, box);
+    ArrayTree tree;
+    tree.add_array("fields/u", {.dtype = dtype, .global_shape = shape, .box = box,
+                                .data = data.data()});
+    save_tree(*comm, dir, tree, {.format = format});
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+// Restores on the first `m` world ranks with `decompose` and checks the bytes.
+template <class Decompose>
+void check_restore(const std::filesystem::path& dir, int m, DType dtype, Decompose decompose,
+                   bool verify = true, const std::vector<std::int64_t>& shape = kShape) {
+  auto comm = first_ranks(m);
+  if (comm) {
+    const Box box = decompose(shape, comm->rank(), comm->size());
+    std::vector<std::byte> out(static_cast<std::size_t>(volume(box)) * dtype_size(dtype),
+                               std::byte{0xEE});
+    ArrayTree target;
+    target.add_array("fields/u", {.dtype = dtype, .global_shape = shape, .box = box,
+                                  .data = out.data()});
+    restore_tree(*comm, dir, target, {.verify_checksums = verify});
+    EXPECT_EQ(out, reference_box(dtype, shape, box))
+        << "rank " << comm->rank() << " of " << m << " box " << to_string(box);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+}  // namespace
+
+TEST(Storage, EveryDtypeRoundTripsInBothFormats) {
+  SharedTempDir tmp;
+  for (StorageFormat format : available_formats()) {
+    for (DType dtype : all_dtypes()) {
+      SCOPED_TRACE(std::string(storage_format_name(format)) + " " + std::string(dtype_name(dtype)));
+      const auto dir = tmp / (std::string(storage_format_name(format)) + "_" +
+                              std::string(dtype_name(dtype)));
+      save_reference(dir, format, world_size(), dtype, block_box);
+      check_restore(dir, world_size(), dtype, block_box);
+    }
+  }
+}
+
+TEST(Storage, RestoresWithAnyNumberOfRanksAndDecomposition) {
+  SharedTempDir tmp;
+  const std::vector<std::pair<int, int>> matrix = {{1, 4}, {4, 1}, {4, 3}, {3, 4},
+                                                   {2, 3}, {1, 2}, {2, 1}};
+  for (StorageFormat format : available_formats()) {
+    for (auto [n, m] : matrix) {
+      if (n > world_size() || m > world_size()) continue;
+      for (bool verify : {true, false}) {
+        SCOPED_TRACE(::testing::Message() << storage_format_name(format) << " " << n << "->" << m
+                                          << " verify=" << verify);
+        const auto dir = tmp / ::testing::PrintToString(std::make_tuple(
+                                   std::string(storage_format_name(format)), n, m, verify));
+        // 2-D blocks saved, 1-D slabs restored, and the other way round.
+        save_reference(dir / "block", format, n, DType::float64, block_box);
+        check_restore(dir / "block", m, DType::float64, slab_box, verify);
+        save_reference(dir / "slab", format, n, DType::int32, slab_box);
+        check_restore(dir / "slab", m, DType::int32, block_box, verify);
+      }
+    }
+  }
+}
+
+TEST(Storage, ThreeDimensionalAndZeroDimensionalArrays) {
+  SharedTempDir tmp;
+  const std::vector<std::int64_t> cube = {5, 4, 3};
+  for (StorageFormat format : available_formats()) {
+    const auto dir = tmp / std::string(storage_format_name(format));
+    save_reference(dir, format, world_size(), DType::uint16, slab_box, cube);
+    check_restore(dir, world_size(), DType::uint16, block_box, true, cube);
+
+    Comm comm(MPI_COMM_WORLD);
+    double scalar_array = 42.5;
+    ArrayTree tree;
+    tree.add_array("zero_d", {.dtype = DType::float64, .global_shape = {},
+                              .data = &scalar_array, .replicated = true});
+    save_tree(comm, dir / "zero", tree, {.format = format});
+    double back = 0;
+    ArrayTree target;
+    target.add_array("zero_d", {.dtype = DType::float64, .global_shape = {}, .data = &back,
+                                .replicated = true});
+    restore_tree(comm, dir / "zero", target);
+    EXPECT_EQ(back, 42.5);
+  }
+}
+
+TEST(Storage, ValuesAndPartialRestore) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  for (StorageFormat format : available_formats()) {
+    const auto dir = tmp / std::string(storage_format_name(format));
+    const Box box = slab_box(kShape, comm.rank(), comm.size());
+    auto u = reference_box(DType::float32, kShape, box);
+    auto v = reference_box(DType::int64, kShape, box);
+    ArrayTree tree;
+    tree.add_array("u", {.dtype = DType::float32, .global_shape = kShape, .box = box, .data = u.data()});
+    tree.add_array("v", {.dtype = DType::int64, .global_shape = kShape, .box = box, .data = v.data()});
+    tree.add_scalar("time", Scalar(0.125));
+    tree.add_scalar("step", Scalar(std::int32_t{17}));
+    tree.add_string("run/name", "heat 2d");
+    tree.add_json("run/config", boost::json::value{{"nx", 13}, {"scheme", "ftcs"}});
+    save_tree(comm, dir, tree, {.format = format});
+
+    // Only "v" and two values; "u" is never touched.
+    std::vector<std::byte> v_out(v.size());
+    ArrayTree target;
+    target.add_array("v", {.dtype = DType::int64, .global_shape = kShape, .box = box, .data = v_out.data()});
+    target.add_scalar("time", Scalar(0.0));
+    target.add_json("run/config", nullptr);
+    target.add_string("run/missing", "default");
+    restore_tree(comm, dir, target, {.optional_leaves = {"run/missing"}});
+    EXPECT_EQ(v_out, v);
+    EXPECT_EQ(target.at("time").as_scalar().as<double>(), 0.125);
+    EXPECT_EQ(target.at("run/config").as_json().at("scheme").as_string(), "ftcs");
+    EXPECT_EQ(target.at("run/missing").as_string(), "default");
+
+    // A missing leaf that is not optional names the leaf, on every rank.
+    ArrayTree missing;
+    missing.add_scalar("nope", Scalar(1));
+    try {
+      restore_tree(comm, dir, missing);
+      ADD_FAILURE() << "expected NotFound";
+    } catch (const NotFound& e) {
+      EXPECT_NE(std::string(e.what()).find("'nope'"), std::string::npos) << e.what();
+    }
+
+    // As saved: every rank gets its own boxes back, or everything whole.
+    const ArrayTree mine = restore_tree_as_saved(comm, dir);
+    const ArrayShard& u_back = mine.at("u").as_array();
+    EXPECT_EQ(u_back.box, box);
+    EXPECT_EQ(0, std::memcmp(u_back.data, u.data(), u.size()));
+    EXPECT_EQ(mine.at("run/name").as_string(), "heat 2d");
+    EXPECT_EQ(mine.at("step").as_scalar().as<int>(), 17);
+    const ArrayTree whole = restore_tree_as_saved(comm, dir, {.whole_arrays = true, .select = {"v"}});
+    EXPECT_FALSE(whole.contains("u"));
+    const auto all_v = reference_box(DType::int64, kShape, whole_box(kShape));
+    EXPECT_EQ(0, std::memcmp(whole.at("v").as_array().data, all_v.data(), all_v.size()));
+
+    const SavedTreeInfo info = read_tree_info(comm, dir);
+    EXPECT_EQ(info.world_size, comm.size());
+    ASSERT_EQ(info.leaves.size(), 6u);
+    EXPECT_EQ(info.leaves[0].path, "run/config");
+    EXPECT_EQ(info.leaves[2].path, "step");
+    EXPECT_EQ(info.leaves[4].shard_count, static_cast<std::size_t>(comm.size()));
+  }
+}
+
+TEST(Storage, CastOnRestoreOnlyWhenAsked) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  for (StorageFormat format : available_formats()) {
+    const auto dir = tmp / std::string(storage_format_name(format));
+    const Box box = slab_box(kShape, comm.rank(), comm.size());
+    std::vector<double> u(static_cast<std::size_t>(volume(box)));
+    for (std::size_t i = 0; i < u.size(); ++i) u[i] = 0.5 * static_cast<double>(i) + box.offset[0];
+    ArrayTree tree;
+    tree.add_array("u", ArrayShard::host(u.data(), kShape, box));
+    save_tree(comm, dir, tree, {.format = format});
+
+    const Box other = block_box(kShape, comm.rank(), comm.size());
+    std::vector<float> out(static_cast<std::size_t>(volume(other)));
+    ArrayTree target;
+    target.add_array("u", ArrayShard::host(out.data(), kShape, other));
+    EXPECT_THROW(restore_tree(comm, dir, target), InvalidArgument);
+    restore_tree(comm, dir, target, {.allow_cast = true});
+    // Compare with the float64 reference restored without a cast.
+    std::vector<double> exact(out.size());
+    ArrayTree exact_target;
+    exact_target.add_array("u", ArrayShard::host(exact.data(), kShape, other));
+    restore_tree(comm, dir, exact_target);
+    for (std::size_t i = 0; i < out.size(); ++i) EXPECT_EQ(out[i], static_cast<float>(exact[i]));
+  }
+}
+
+TEST(Storage, ReplicatedLeavesAreWrittenOnce) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  for (StorageFormat format : available_formats()) {
+    const auto dir = tmp / std::string(storage_format_name(format));
+    std::vector<std::int64_t> table = {1, 2, 3, 4, 5};
+    ArrayTree tree;
+    tree.add_array("table", ArrayShard::host(table.data(), {5}, {}, true));
+    save_tree(comm, dir, tree, {.format = format});
+    const SavedTreeInfo info = read_tree_info(comm, dir);
+    ASSERT_EQ(info.leaves.size(), 1u);
+    EXPECT_EQ(info.leaves[0].shard_count, 1u);
+    EXPECT_EQ(info.leaves[0].bytes, 5 * sizeof(std::int64_t));
+    const ArrayTree back = restore_tree_as_saved(comm, dir);
+    EXPECT_EQ(0, std::memcmp(back.at("table").as_array().data, table.data(), 40));
+  }
+}
+
+TEST(Storage, InvalidLayoutsThrowOnEveryRankAndWriteNothing) {
+  if (world_size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  std::vector<double> data(static_cast<std::size_t>(volume(kShape)), 1.0);
+  const Box mine = slab_box(kShape, comm.rank(), comm.size());
+
+  // Overlap: the last rank claims rank 0's rows too.
+  Box overlapping = mine;
+  if (comm.rank() == comm.size() - 1) overlapping = whole_box(kShape);
+  ArrayTree a;
+  a.add_array("u", ArrayShard::host(data.data(), kShape, overlapping));
+  try {
+    save_tree(comm, tmp / "overlap", a);
+    ADD_FAILURE() << "expected InvalidArgument";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("'u'"), std::string::npos) << e.what();
+  }
+
+  // Holes: rank 0 contributes nothing.
+  ArrayTree b;
+  Box empty{{0, 0}, {0, 0}};
+  b.add_array("u", ArrayShard::host(data.data(), kShape, comm.rank() == 0 ? empty : mine));
+  EXPECT_THROW(save_tree(comm, tmp / "holes", b), InvalidArgument);
+  // ... which sparse saves allow.
+  EXPECT_NO_THROW(save_tree(comm, tmp / "sparse", b, {.allow_sparse = true}));
+
+  // Disagreeing dtypes across ranks.
+  std::vector<float> f(data.size());
+  ArrayTree c;
+  if (comm.rank() == 1) {
+    c.add_array("u", ArrayShard::host(f.data(), kShape, mine));
+  } else {
+    c.add_array("u", ArrayShard::host(data.data(), kShape, mine));
+  }
+  EXPECT_THROW(save_tree(comm, tmp / "dtype", c), CollectiveMismatch);
+
+  comm.barrier("checked");
+  for (const char* name : {"overlap", "holes", "dtype"}) {
+    EXPECT_FALSE(std::filesystem::exists(tmp / name)) << name << " was created";
+  }
+}
+
+TEST(Storage, OutOfRangeBoxIsRejectedBeforeSaving) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  std::vector<double> data(200, 0.0);
+  ArrayTree tree;
+  EXPECT_THROW(tree.add_array("u", ArrayShard::host(data.data(), kShape, Box{{10, 0}, {5, 10}})),
+               InvalidArgument);
+}
+
+TEST(Storage, DamagedFilesGiveErrorsNamingFileAndLeaf) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  for (StorageFormat format : available_formats()) {
+    const auto dir = tmp / std::string(storage_format_name(format));
+    save_reference(dir, format, world_size(), DType::float64, slab_box);
+
+    // Flip one byte in the middle of rank 0's shard.
+    if (comm.is_primary()) {
+      const auto file = format == StorageFormat::posix ? dir / "shards/p0.bin" : dir / "data.h5";
+      std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+      std::streamoff at = 8;
+      if (format == StorageFormat::hdf5) {
+        // Find the data: the first 8 reference bytes of element 0.
+        const auto first = reference_box(DType::float64, kShape, Box{{0, 0}, {1, 1}});
+        std::string content((std::istreambuf_iterator<char>(f)), {});
+        at = static_cast<std::streamoff>(
+            content.find(std::string(reinterpret_cast<const char*>(first.data()), 8)));
+        ASSERT_NE(at, static_cast<std::streamoff>(std::string::npos));
+        f.clear();
+      }
+      f.seekg(at);
+      char c = 0;
+      f.read(&c, 1);
+      c = static_cast<char>(c ^ 0x10);
+      f.seekp(at);
+      f.write(&c, 1);
+    }
+    comm.barrier("flipped");
+    std::vector<double> out(static_cast<std::size_t>(volume(whole_box(kShape))));
+    ArrayTree target;
+    target.add_array("fields/u", ArrayShard::host(out.data(), kShape));  // whole array everywhere
+    try {
+      restore_tree(comm, dir, target);
+      ADD_FAILURE() << "expected FormatError";
+    } catch (const FormatError& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find("checksum mismatch"), std::string::npos) << message;
+      EXPECT_NE(message.find("fields/u"), std::string::npos) << message;
+      EXPECT_NE(message.find(format == StorageFormat::posix ? "p0.bin" : "data.h5"),
+                std::string::npos)
+          << message;
+    }
+
+    // Truncated index.
+    if (comm.is_primary()) std::filesystem::resize_file(dir / "cairn-tree.json", 40);
+    comm.barrier("truncated");
+    try {
+      restore_tree(comm, dir, target);
+      ADD_FAILURE() << "expected FormatError";
+    } catch (const FormatError& e) {
+      EXPECT_NE(std::string(e.what()).find("cairn-tree.json"), std::string::npos) << e.what();
+    }
+  }
+}
