@@ -25,11 +25,12 @@ inline constexpr std::size_t kMaxDims = 32;
 
 /// A rectangular region of a global array: [offset, offset + extent) per dimension.
 struct Box {
-  std::vector<std::int64_t> offset;  ///< first index per dimension
-  std::vector<std::int64_t> extent;  ///< number of elements per dimension (may be 0)
+  std::vector<std::int64_t> offset = {};  ///< first index per dimension
+  std::vector<std::int64_t> extent = {};  ///< number of elements per dimension (may be 0)
 
   /// Number of dimensions (offset.size(); the two vectors must have the same size).
   [[nodiscard]] std::size_t rank() const noexcept { return offset.size(); }
+  /// Same offsets and extents. Never throws.
   friend bool operator==(const Box&, const Box&) = default;
 };
 
@@ -61,8 +62,7 @@ struct Box {
                                                      std::span<const std::int64_t> shape);
 /// Throws InvalidArgument naming `what` (e.g. "leaf 'fields/u' on rank 3"), the box, the shape
 /// and the problem when box_problem() reports one. Not collective.
-void check_box_in_shape(const Box& box, std::span<const std::int64_t> shape,
-                        std::string_view what);
+void check_box_in_shape(const Box& box, std::span<const std::int64_t> shape, std::string_view what);
 
 /// The common region of `a` and `b`, or std::nullopt when it is empty. Two 0-d boxes
 /// intersect in the 0-d box. Not collective. Throws InvalidArgument when the boxes have

@@ -70,8 +70,8 @@ enum class DType : std::uint8_t {
 template <class T>
 inline constexpr bool has_dtype_v =
     std::is_same_v<T, bool> ||
-    (std::is_integral_v<T> && (sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 ||
-                               sizeof(T) == 8)) ||
+    (std::is_integral_v<T> &&
+     (sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8)) ||
     std::is_same_v<T, float> || std::is_same_v<T, double> ||
     std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
 

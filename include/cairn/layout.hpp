@@ -19,10 +19,12 @@ namespace cairn {
 
 /// One rank's description of one array leaf. Aggregate: use designated initializers.
 struct LeafLayout {
-  DType dtype = DType::float64;             ///< element type
-  std::vector<std::int64_t> global_shape;   ///< shape of the whole array (empty: 0-d)
-  std::optional<Box> box;                   ///< this rank's shard; nullopt: it holds none
-  bool replicated = false;                  ///< every holder has the whole array
+  // Every member has an initializer so that designated initializers may omit any of them
+  // without g++ -Wextra warnings.
+  DType dtype = DType::float64;                 ///< element type
+  std::vector<std::int64_t> global_shape = {};  ///< shape of the whole array (empty: 0-d)
+  std::optional<Box> box = {};                  ///< this rank's shard; nullopt: it holds none
+  bool replicated = false;                      ///< every holder has the whole array
 
   /// Whether this rank contributes data: a box that is present and not empty. Never throws.
   [[nodiscard]] bool has_shard() const noexcept { return box.has_value() && !is_empty(*box); }
@@ -40,6 +42,7 @@ struct LeafLayout {
                                             std::string_view source = {},
                                             std::string_view field_prefix = "layout");
 
+  /// Member-wise equality. Never throws.
   friend bool operator==(const LeafLayout&, const LeafLayout&) = default;
 };
 

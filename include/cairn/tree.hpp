@@ -122,7 +122,7 @@ class Scalar {
 /// when restoring into a target; it never owns the memory (see ArrayTree::add_array for
 /// keeping an owner alive). Aggregate: use designated initializers.
 struct ArrayShard {
-  DType dtype = DType::float64;            ///< element type
+  DType dtype = DType::float64;                 ///< element type
   std::vector<std::int64_t> global_shape = {};  ///< shape of the whole array; empty: 0-d
   /// This rank's part of the global array. Leaving offset and extent both empty means the
   /// whole array (ArrayTree stores the filled-in box).
@@ -203,6 +203,7 @@ struct TypeHandler;
 /// Not thread-safe for concurrent modification.
 class ArrayTree {
  public:
+  /// Iterates the leaves in insertion order.
   using const_iterator = std::vector<Leaf>::const_iterator;
 
   /// Adds an array leaf. The box is filled in when left empty, then checked: dtype valid, at
@@ -214,9 +215,8 @@ class ArrayTree {
   void add_array(std::string_view path, ArrayShard shard, std::shared_ptr<void> owner = {});
   /// Allocates a zeroed, tree-owned buffer for the box of a new array leaf and returns it.
   /// Throws as add_array().
-  void* add_owned_array(std::string_view path, DType dtype,
-                        std::vector<std::int64_t> global_shape, Box box = {},
-                        bool replicated = false);
+  void* add_owned_array(std::string_view path, DType dtype, std::vector<std::int64_t> global_shape,
+                        Box box = {}, bool replicated = false);
   /// Adds a scalar leaf. Throws InvalidArgument for an invalid, duplicate or conflicting path.
   void add_scalar(std::string_view path, Scalar value);
   /// Adds a string leaf. Throws as add_scalar().
@@ -231,11 +231,12 @@ class ArrayTree {
   /// (InvalidArgument for bad paths); leaves added before an error stay in the tree.
   template <class T>
   void add(std::string_view path, const T& value) {
-    static_assert(requires(const T& v, std::string_view p, ArrayTree& t) {
-                    TypeHandler<T>::to_leaves(v, p, t);
-                  },
-                  "cairn has no TypeHandler for this type: specialize cairn::TypeHandler<T> "
-                  "(see cairn/type_handler.hpp)");
+    static_assert(
+        requires(const T& v, std::string_view p, ArrayTree& t) {
+          TypeHandler<T>::to_leaves(v, p, t);
+        },
+        "cairn has no TypeHandler for this type: specialize cairn::TypeHandler<T> "
+        "(see cairn/type_handler.hpp)");
     TypeHandler<T>::to_leaves(value, path, *this);
   }
 
@@ -244,11 +245,12 @@ class ArrayTree {
   /// or a value that does not fit (see convert()).
   template <class T>
   void extract(std::string_view path, T& value) const {
-    static_assert(requires(T& v, std::string_view p, const ArrayTree& t) {
-                    TypeHandler<T>::from_leaves(t, p, v);
-                  },
-                  "cairn has no TypeHandler for this type: specialize cairn::TypeHandler<T> "
-                  "(see cairn/type_handler.hpp)");
+    static_assert(
+        requires(T & v, std::string_view p, const ArrayTree& t) {
+          TypeHandler<T>::from_leaves(t, p, v);
+        },
+        "cairn has no TypeHandler for this type: specialize cairn::TypeHandler<T> "
+        "(see cairn/type_handler.hpp)");
     TypeHandler<T>::from_leaves(*this, path, value);
   }
   /// extract() into a value-initialized T and return it. Throws as extract().

@@ -96,8 +96,7 @@ struct TypeHandler<std::string> {
 template <>
 struct TypeHandler<boost::json::value> {
   /// Adds a JSON leaf at `prefix`. Throws InvalidArgument for a bad or duplicate path.
-  static void to_leaves(const boost::json::value& value, std::string_view prefix,
-                        ArrayTree& tree) {
+  static void to_leaves(const boost::json::value& value, std::string_view prefix, ArrayTree& tree) {
     tree.add_json(prefix, value);
   }
   /// Reads the JSON leaf at `prefix`. Throws NotFound, InvalidArgument (wrong kind).
@@ -115,19 +114,17 @@ struct TypeHandler<boost::json::value> {
 /// vector to the saved length and converts with the checks of convert(). There is no handler
 /// for std::vector<bool> (it packs bits and has no element pointer): use std::uint8_t.
 template <HasDType T>
-  requires(!std::is_same_v<std::remove_cv_t<T>, bool>)
-struct TypeHandler<std::vector<T>> {
+requires(!std::is_same_v<std::remove_cv_t<T>, bool>) struct TypeHandler<std::vector<T>> {
   /// Adds a replicated 1-d array leaf viewing `value`. Throws InvalidArgument for a bad or
   /// duplicate path.
   static void to_leaves(const std::vector<T>& value, std::string_view prefix, ArrayTree& tree) {
-    tree.add_array(prefix, ArrayShard::host(value.data(),
-                                            {static_cast<std::int64_t>(value.size())}, {},
-                                            /*replicated=*/true));
+    tree.add_array(prefix,
+                   ArrayShard::host(value.data(), {static_cast<std::int64_t>(value.size())}, {},
+                                    /*replicated=*/true));
   }
   /// Reads the whole 1-d array leaf at `prefix`. Throws NotFound, InvalidArgument (not a
   /// whole 1-d array, or a value that does not fit T), Unsupported (device memory).
-  static void from_leaves(const ArrayTree& tree, std::string_view prefix,
-                          std::vector<T>& value) {
+  static void from_leaves(const ArrayTree& tree, std::string_view prefix, std::vector<T>& value) {
     const Leaf& leaf = tree.at(prefix);
     value.resize(static_cast<std::size_t>(whole_1d_length(leaf)));
     read_array_leaf(leaf, dtype_of<T>(), value.data());

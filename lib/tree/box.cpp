@@ -123,8 +123,8 @@ std::string to_string(const Box& box) {
     if (k > 0) out += ", ";
     out += std::to_string(box.offset[k]) + ":";
     const auto end = end_of(box.offset[k], box.extent[k]);
-    out += end ? std::to_string(*end) : "(" + std::to_string(box.offset[k]) + "+" +
-                                            std::to_string(box.extent[k]) + ")";
+    out += end ? std::to_string(*end)
+               : "(" + std::to_string(box.offset[k]) + "+" + std::to_string(box.extent[k]) + ")";
   }
   if (box.offset.size() != box.extent.size()) out += " (mismatched offset/extent sizes)";
   return out + "]";
@@ -234,8 +234,8 @@ bool contains(const Box& outer, const Box& inner) noexcept {
   }
   if (is_empty(inner)) return true;
   for (std::size_t k = 0; k < outer.rank(); ++k) {
-    if (outer.offset[k] < 0 || outer.extent[k] < 0 || inner.offset[k] < 0 ||
-        inner.extent[k] < 0 || inner.offset[k] < outer.offset[k]) {
+    if (outer.offset[k] < 0 || outer.extent[k] < 0 || inner.offset[k] < 0 || inner.extent[k] < 0 ||
+        inner.offset[k] < outer.offset[k]) {
       return false;
     }
     // Both sides are non-negative differences, so neither can overflow.
@@ -290,8 +290,8 @@ void pack_strided(std::size_t elem_size, const void* src, std::span<const std::i
   }
   if (volume(extent) == 0 && !extent.empty()) return;
   const std::vector<std::int64_t> dst_strides = row_major_strides(extent);
-  strided_copy(elem_size, static_cast<const std::byte*>(src), strides,
-               static_cast<std::byte*>(dst), dst_strides, extent);
+  strided_copy(elem_size, static_cast<const std::byte*>(src), strides, static_cast<std::byte*>(dst),
+               dst_strides, extent);
 }
 
 }  // namespace cairn

@@ -63,8 +63,8 @@ double round_half_even(double x) noexcept {
 std::uint16_t encode_small(double value, int ebits, int mbits) noexcept {
   const std::uint32_t sign = std::signbit(value) ? (1u << (ebits + mbits)) : 0u;
   const std::uint32_t exp_all = (1u << ebits) - 1u;
-  if (std::isnan(value)) return static_cast<std::uint16_t>(sign | (exp_all << mbits) |
-                                                           (1u << (mbits - 1)));
+  if (std::isnan(value))
+    return static_cast<std::uint16_t>(sign | (exp_all << mbits) | (1u << (mbits - 1)));
   const double magnitude = std::fabs(value);
   if (std::isinf(magnitude)) return static_cast<std::uint16_t>(sign | (exp_all << mbits));
   if (magnitude == 0.0) return static_cast<std::uint16_t>(sign);
@@ -153,16 +153,11 @@ std::string format_double(double x) {
 
 std::string format_value(const Value& v) {
   switch (v.cat) {
-    case Cat::boolean:
-      return v.u != 0 ? "true" : "false";
-    case Cat::sint:
-      return std::to_string(v.i);
-    case Cat::uint:
-      return std::to_string(v.u);
-    case Cat::real:
-      return format_double(v.re);
-    case Cat::complex:
-      return "(" + format_double(v.re) + ", " + format_double(v.im) + ")";
+    case Cat::boolean: return v.u != 0 ? "true" : "false";
+    case Cat::sint: return std::to_string(v.i);
+    case Cat::uint: return std::to_string(v.u);
+    case Cat::real: return format_double(v.re);
+    case Cat::complex: return "(" + format_double(v.re) + ", " + format_double(v.im) + ")";
   }
   return "?";
 }
@@ -223,19 +218,16 @@ Value load(const std::byte* p, const CastContext& ctx) {
 // integer sources so that they round exactly once).
 double real_for(const Value& v, int bits) noexcept {
   switch (v.cat) {
-    case Cat::boolean:
-      return static_cast<double>(v.u);
+    case Cat::boolean: return static_cast<double>(v.u);
     case Cat::sint: {
-      const std::uint64_t magnitude =
-          v.i < 0 ? std::uint64_t{0} - static_cast<std::uint64_t>(v.i) : static_cast<std::uint64_t>(v.i);
+      const std::uint64_t magnitude = v.i < 0 ? std::uint64_t{0} - static_cast<std::uint64_t>(v.i)
+                                              : static_cast<std::uint64_t>(v.i);
       const double r = round_integer(magnitude, bits);
       return v.i < 0 ? -r : r;
     }
-    case Cat::uint:
-      return round_integer(v.u, bits);
+    case Cat::uint: return round_integer(v.u, bits);
     case Cat::real:
-    case Cat::complex:
-      return v.re;
+    case Cat::complex: return v.re;
   }
   return 0;
 }
@@ -287,8 +279,7 @@ D store(const Value& v, const CastContext& ctx) {
     constexpr auto lo = std::numeric_limits<D>::min();
     constexpr auto hi = std::numeric_limits<D>::max();
     switch (v.cat) {
-      case Cat::boolean:
-        return static_cast<D>(v.u);
+      case Cat::boolean: return static_cast<D>(v.u);
       case Cat::sint:
         if (v.i < 0 ? (std::is_unsigned_v<D> || v.i < static_cast<std::int64_t>(lo))
                     : static_cast<std::uint64_t>(v.i) > static_cast<std::uint64_t>(hi))
@@ -306,8 +297,7 @@ D store(const Value& v, const CastContext& ctx) {
           ctx.does_not_fit(v, "outside the integer range");
         return static_cast<D>(v.re);
       }
-      case Cat::complex:
-        break;
+      case Cat::complex: break;
     }
     ctx.fail("complex values cannot be cast to integers");
   } else if constexpr (std::is_same_v<D, std::complex<float>> ||
@@ -355,8 +345,8 @@ void visit_storage(DType dtype, F&& f) {
     case DType::complex64: return f(Tag<std::complex<float>>{});
     case DType::complex128: return f(Tag<std::complex<double>>{});
   }
-  throw InvalidArgument("invalid dtype enumerator " +
-                        std::to_string(static_cast<int>(dtype)) + " passed to cairn::convert");
+  throw InvalidArgument("invalid dtype enumerator " + std::to_string(static_cast<int>(dtype)) +
+                        " passed to cairn::convert");
 }
 
 }  // namespace
@@ -423,9 +413,9 @@ void convert(DType from, const void* src, DType to, void* dst, std::size_t count
                           (what.empty() ? std::string() : " for " + std::string(what)));
   }
   if (!cast_allowed(from, to)) {
-    throw InvalidArgument("cannot cast " + (what.empty() ? std::string("values") : std::string(what)) +
-                          " from " + std::string(dtype_name(from)) + " to " +
-                          std::string(dtype_name(to)) +
+    throw InvalidArgument("cannot cast " +
+                          (what.empty() ? std::string("values") : std::string(what)) + " from " +
+                          std::string(dtype_name(from)) + " to " + std::string(dtype_name(to)) +
                           ": the imaginary part would be lost; restore into a complex dtype");
   }
   if (count == 0) return;

@@ -71,8 +71,8 @@ std::int64_t cross_section(const Box& box, const Box& region, std::size_t dim) {
   std::int64_t product = 1;
   for (std::size_t k = dim + 1; k < region.rank(); ++k) {
     const std::int64_t lo = std::max(box.offset[k], region.offset[k]);
-    const std::int64_t hi = std::min(box.offset[k] + box.extent[k],
-                                     region.offset[k] + region.extent[k]);
+    const std::int64_t hi =
+        std::min(box.offset[k] + box.extent[k], region.offset[k] + region.extent[k]);
     product *= std::max<std::int64_t>(hi - lo, 0);
   }
   return product;
@@ -169,8 +169,8 @@ LeafLayout LeafLayout::from_json(const json::value& value, std::string_view sour
   try {
     (void)volume(out.global_shape);
   } catch (const InvalidArgument&) {
-    r.fail(p + "shape", shape_to_string(out.global_shape) +
-                            " has more elements than an int64 can count");
+    r.fail(p + "shape",
+           shape_to_string(out.global_shape) + " has more elements than an int64 can count");
   }
 
   const json::value* box = o->if_contains("box");
@@ -273,8 +273,7 @@ LayoutSummary validate_layout(std::string_view leaf, std::span<const LeafLayout>
           const std::size_t r2 = std::max(order[i], order[j]);
           throw InvalidArgument(name + ": the shards of " + rank_name(r1) + " " +
                                 to_string(*per_rank[r1].box) + " and " + rank_name(r2) + " " +
-                                to_string(*per_rank[r2].box) + " overlap in " +
-                                to_string(*common) +
+                                to_string(*per_rank[r2].box) + " overlap in " + to_string(*common) +
                                 "; give each element to one rank, or mark the leaf replicated "
                                 "if every rank holds the whole array");
         }

@@ -12,8 +12,8 @@ namespace {
 using tree_detail::quote;
 
 bool allowed_path_char(char c) noexcept {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-         c == '_' || c == '.' || c == '-' || c == '+';
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '.' || c == '-' || c == '+';
 }
 
 // 64-bit FNV-1a, fed with explicitly little-endian integers so that every platform agrees.
@@ -69,9 +69,8 @@ std::optional<std::string> leaf_path_problem(std::string_view path) {
   std::size_t start = 0;
   while (true) {
     const std::size_t slash = path.find('/', start);
-    const std::string_view component =
-        path.substr(start, slash == std::string_view::npos ? std::string_view::npos
-                                                           : slash - start);
+    const std::string_view component = path.substr(
+        start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
     if (component.empty()) {
       if (start == 0) return std::string("it starts with '/'");
       if (slash == std::string_view::npos) return std::string("it ends with '/'");
@@ -167,9 +166,8 @@ Leaf::Leaf(std::string path, Value value, std::shared_ptr<void> owner)
     : path_(std::move(path)), value_(std::move(value)), owner_(std::move(owner)) {}
 
 void Leaf::wrong_kind(LeafKind wanted) const {
-  throw InvalidArgument(leaf_name(path_) + " is " + std::string(leaf_kind_name(kind())) +
-                        ", not " + std::string(leaf_kind_name(wanted)) +
-                        "; read it as what it was saved as");
+  throw InvalidArgument(leaf_name(path_) + " is " + std::string(leaf_kind_name(kind())) + ", not " +
+                        std::string(leaf_kind_name(wanted)) + "; read it as what it was saved as");
 }
 
 const ArrayShard& Leaf::as_array() const {
@@ -212,8 +210,7 @@ void ArrayTree::insert(std::string_view path, Leaf::Value value, std::shared_ptr
        slash = path.find('/', slash + 1)) {
     prefixes.emplace_back(path.substr(0, slash));
     if (index_.contains(prefixes.back())) {
-      throw InvalidArgument("cannot add " + leaf_name(path) + ": " +
-                            quote(prefixes.back(), 200) +
+      throw InvalidArgument("cannot add " + leaf_name(path) + ": " + quote(prefixes.back(), 200) +
                             " is already a leaf, and a leaf cannot also be a group");
     }
   }
@@ -254,30 +251,29 @@ void ArrayTree::add_array(std::string_view path, ArrayShard shard, std::shared_p
   shard.box = effective_box(shard);
   if (auto problem = box_problem(shard.box, shard.global_shape)) {
     throw InvalidArgument(what + ": box " + to_string(shard.box) +
-                          " does not fit the global shape " +
-                          shape_to_string(shard.global_shape) + ": " + *problem +
-                          "; give this rank's part of the global array");
+                          " does not fit the global shape " + shape_to_string(shard.global_shape) +
+                          ": " + *problem + "; give this rank's part of the global array");
   }
   if (shard.replicated && shard.box != whole_box(shard.global_shape)) {
-    throw InvalidArgument(what + ": it is marked replicated but its box " +
-                          to_string(shard.box) + " is not the whole array " +
-                          shape_to_string(shard.global_shape) +
+    throw InvalidArgument(what + ": it is marked replicated but its box " + to_string(shard.box) +
+                          " is not the whole array " + shape_to_string(shard.global_shape) +
                           "; a replicated leaf holds the whole array on every rank");
   }
   if (!shard.strides.empty()) {
     if (shard.memory != MemoryKind::host) {
-      throw Unsupported(what + ": strided views of device memory are not supported; pass a "
-                               "contiguous device buffer");
+      throw Unsupported(what +
+                        ": strided views of device memory are not supported; pass a "
+                        "contiguous device buffer");
     }
     if (shard.strides.size() != shard.global_shape.size()) {
-      throw InvalidArgument(what + ": " + std::to_string(shard.strides.size()) +
-                            " strides for a " + std::to_string(shard.global_shape.size()) +
+      throw InvalidArgument(what + ": " + std::to_string(shard.strides.size()) + " strides for a " +
+                            std::to_string(shard.global_shape.size()) +
                             "-d array; give one element stride per dimension or none");
     }
   }
   if (shard.data == nullptr && !is_empty(shard.box)) {
-    throw InvalidArgument(what + ": its data pointer is null but its box " +
-                          to_string(shard.box) + " holds elements");
+    throw InvalidArgument(what + ": its data pointer is null but its box " + to_string(shard.box) +
+                          " holds elements");
   }
   try {
     (void)shard.local_bytes();
@@ -288,8 +284,7 @@ void ArrayTree::add_array(std::string_view path, ArrayShard shard, std::shared_p
 }
 
 void* ArrayTree::add_owned_array(std::string_view path, DType dtype,
-                                 std::vector<std::int64_t> global_shape, Box box,
-                                 bool replicated) {
+                                 std::vector<std::int64_t> global_shape, Box box, bool replicated) {
   // Assigned member by member: g++ 12 -Wextra warns about omitted designated initializers.
   ArrayShard shard;
   shard.dtype = dtype;
@@ -313,9 +308,7 @@ void* ArrayTree::add_owned_array(std::string_view path, DType dtype,
   return data;
 }
 
-void ArrayTree::add_scalar(std::string_view path, Scalar value) {
-  insert(path, value, nullptr);
-}
+void ArrayTree::add_scalar(std::string_view path, Scalar value) { insert(path, value, nullptr); }
 
 void ArrayTree::add_string(std::string_view path, std::string value) {
   insert(path, std::move(value), nullptr);

@@ -12,8 +12,7 @@ std::string leaf_name(const Leaf& leaf) { return "leaf " + tree_detail::quote(le
 
 void require_host(const Leaf& leaf, const ArrayShard& shard) {
   if (shard.memory != MemoryKind::host) {
-    throw Unsupported(leaf_name(leaf) + " is in " +
-                      std::string(memory_kind_name(shard.memory)) +
+    throw Unsupported(leaf_name(leaf) + " is in " + std::string(memory_kind_name(shard.memory)) +
                       " memory; copy it to the host before reading it into a C++ value");
   }
 }
@@ -36,8 +35,7 @@ void read_array_leaf(const Leaf& leaf, DType dtype, void* dst) {
     return;
   }
   std::vector<std::byte> packed(count * dtype_size(shard.dtype));
-  pack_strided(dtype_size(shard.dtype), shard.data, shard.box.extent, shard.strides,
-               packed.data());
+  pack_strided(dtype_size(shard.dtype), shard.data, shard.box.extent, shard.strides, packed.data());
   convert(shard.dtype, packed.data(), dtype, dst, count, what);
 }
 

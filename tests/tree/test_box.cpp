@@ -38,7 +38,7 @@ TEST(Box, IntersectAndContains) {
   EXPECT_EQ(intersect(a, b), (Box{{2, 3}, {2, 1}}));
   EXPECT_FALSE(intersect(a, Box{{4, 0}, {2, 2}}).has_value());  // touching is not overlapping
   EXPECT_FALSE(intersect(a, Box{{1, 1}, {0, 2}}).has_value());  // empty
-  EXPECT_EQ(intersect(Box{}, Box{}), Box{});                     // 0-d boxes
+  EXPECT_EQ(intersect(Box{}, Box{}), Box{});                    // 0-d boxes
   EXPECT_THROW((void)intersect(a, Box{{0}, {1}}), InvalidArgument);
   EXPECT_THROW((void)intersect(a, Box{{0, std::numeric_limits<std::int64_t>::max()}, {1, 1}}),
                InvalidArgument);
@@ -192,9 +192,9 @@ TEST(Box, CopyRegionRejectsRegionsOutsideEitherBox) {
   std::vector<int> b(16);
   EXPECT_THROW(copy_region(4, a.data(), Box{{0}, {16}}, b.data(), Box{{4}, {16}}, Box{{0}, {8}}),
                InvalidArgument);
-  EXPECT_THROW(copy_region(4, a.data(), Box{{0}, {16}}, b.data(), Box{{0, 0}, {4, 4}},
-                           Box{{0}, {8}}),
-               InvalidArgument);
+  EXPECT_THROW(
+      copy_region(4, a.data(), Box{{0}, {16}}, b.data(), Box{{0, 0}, {4, 4}}, Box{{0}, {8}}),
+      InvalidArgument);
   EXPECT_THROW(copy_region(0, a.data(), Box{{0}, {16}}, b.data(), Box{{0}, {16}}, Box{{0}, {8}}),
                InvalidArgument);
 }
@@ -234,8 +234,7 @@ TEST(Box, StridedCopyMatchesPackThenCopy) {
     const Shape strides = row_major_strides(pad_extent);
     std::vector<std::int64_t> padded(static_cast<std::size_t>(volume(pad_extent)), -7);
     const auto dense = tagged(src_box);
-    copy_region(8, dense.data(), src_box, padded.data(),
-                Box{src_box.offset, pad_extent}, src_box);
+    copy_region(8, dense.data(), src_box, padded.data(), Box{src_box.offset, pad_extent}, src_box);
     std::vector<std::int64_t> got(static_cast<std::size_t>(volume(dst_box)), -1);
     std::vector<std::int64_t> want = got;
     copy_region(8, padded.data(), src_box, strides, got.data(), dst_box, *region);

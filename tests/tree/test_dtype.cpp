@@ -43,7 +43,7 @@ To cast_one(From value, std::string_view what = {}) {
 
 TEST(DType, NamesRoundTripAndAreStable) {
   const std::vector<std::string> expected = {
-      "bool",   "int8",    "int16",    "int32",   "int64",     "uint8",      "uint16", "uint32",
+      "bool",   "int8",    "int16",    "int32",   "int64",   "uint8",     "uint16",    "uint32",
       "uint64", "float16", "bfloat16", "float32", "float64", "complex64", "complex128"};
   ASSERT_EQ(all_dtypes().size(), expected.size());
   for (std::size_t k = 0; k < expected.size(); ++k) {
@@ -102,15 +102,14 @@ TEST(DType, CastAllowedRejectsOnlyComplexToReal) {
   }
   const std::complex<double> c(1, 2);
   double out = 0;
-  EXPECT_THAT(invalid_argument_message([&] {
-                convert(DType::complex128, &c, DType::float64, &out, 1, "leaf 'z'");
-              }),
+  EXPECT_THAT(invalid_argument_message(
+                  [&] { convert(DType::complex128, &c, DType::float64, &out, 1, "leaf 'z'"); }),
               HasSubstr("imaginary"));
 }
 
 TEST(DType, Float64ToFloat32RoundsAndRejectsOverflow) {
   EXPECT_EQ((cast_one<double, float>(1.5)), 1.5f);
-  EXPECT_EQ((cast_one<double, float>(0.1)), 0.1f);  // nearest float, as the hardware rounds
+  EXPECT_EQ((cast_one<double, float>(0.1)), 0.1f);      // nearest float, as the hardware rounds
   EXPECT_EQ((cast_one<double, float>(-1e-50)), -0.0f);  // underflow is rounding, not an error
   EXPECT_TRUE(std::isnan(cast_one<double, float>(std::nan(""))));
   EXPECT_EQ((cast_one<double, float>(-INFINITY)), -INFINITY);
@@ -122,9 +121,9 @@ TEST(DType, Float64ToFloat32RoundsAndRejectsOverflow) {
 }
 
 TEST(DType, Float16ExactValuesRoundTripThroughFloat32) {
-  const std::vector<float> exact = {0.0f,         -0.0f,     1.0f,       0.5f,   -3.75f,
-                                    65504.0f,     -65504.0f, 0x1p-24f,   0x1p-14f,
-                                    0x1.ff8p-15f, 1.0009765625f, 1024.0f, 2049.0f - 1.0f};
+  const std::vector<float> exact = {0.0f,          -0.0f,     1.0f,          0.5f,     -3.75f,
+                                    65504.0f,      -65504.0f, 0x1p-24f,      0x1p-14f, 0x1.ff8p-15f,
+                                    1.0009765625f, 1024.0f,   2049.0f - 1.0f};
   for (const float f : exact) {
     std::uint16_t half = 0;
     convert(DType::float32, &f, DType::float16, &half, 1);
@@ -141,12 +140,12 @@ TEST(DType, Float16ExactValuesRoundTripThroughFloat32) {
 }
 
 TEST(DType, Float16RoundsToNearestEven) {
-  EXPECT_EQ(float16_from_double(1.0 + 0x1p-11), 0x3c00);      // tie -> even (down)
-  EXPECT_EQ(float16_from_double(1.0 + 3 * 0x1p-11), 0x3c02);  // tie -> even (up)
+  EXPECT_EQ(float16_from_double(1.0 + 0x1p-11), 0x3c00);            // tie -> even (down)
+  EXPECT_EQ(float16_from_double(1.0 + 3 * 0x1p-11), 0x3c02);        // tie -> even (up)
   EXPECT_EQ(float16_from_double(1.0 + 0x1p-11 + 0x1p-30), 0x3c01);  // above the tie
-  EXPECT_EQ(float16_from_double(65519.0), 0x7bff);            // below the overflow threshold
-  EXPECT_EQ(float16_from_double(65520.0), 0x7c00);            // rounds to infinity
-  EXPECT_EQ(float16_from_double(0x1p-25), 0x0000);            // tie with zero -> even (zero)
+  EXPECT_EQ(float16_from_double(65519.0), 0x7bff);                  // below the overflow threshold
+  EXPECT_EQ(float16_from_double(65520.0), 0x7c00);                  // rounds to infinity
+  EXPECT_EQ(float16_from_double(0x1p-25), 0x0000);                  // tie with zero -> even (zero)
   EXPECT_EQ(float16_from_double(0x1.8p-25), 0x0001);
   EXPECT_EQ(float16_from_double(0x1.ffcp-15), 0x0400);  // largest subnormal rounds to normal
   // Overflow while casting is an error, not a silent infinity.
@@ -226,15 +225,13 @@ TEST(DType, IntegerToSmallFloatRoundsOnce) {
   const std::int32_t big = 70000;
   EXPECT_THAT(invalid_argument_message([&] { convert(DType::int32, &big, DType::float16, &h, 1); }),
               HasSubstr("float16"));
-  EXPECT_EQ((cast_one<std::uint64_t, float>(std::numeric_limits<std::uint64_t>::max())),
-            0x1p64f);
+  EXPECT_EQ((cast_one<std::uint64_t, float>(std::numeric_limits<std::uint64_t>::max())), 0x1p64f);
 }
 
 TEST(DType, IntegerCastsRejectValuesThatDoNotFit) {
   EXPECT_EQ((cast_one<std::int32_t, std::int8_t>(-128)), -128);
   EXPECT_EQ((cast_one<std::int8_t, std::uint64_t>(7)), 7u);
-  EXPECT_EQ((cast_one<std::uint64_t, std::int64_t>(std::uint64_t{1} << 62)),
-            std::int64_t{1} << 62);
+  EXPECT_EQ((cast_one<std::uint64_t, std::int64_t>(std::uint64_t{1} << 62)), std::int64_t{1} << 62);
   // 300 -> int8 reports the element, the value, both dtypes and the leaf.
   const std::vector<std::int32_t> values = {1, 300, 2};
   std::vector<std::int8_t> out(3);
@@ -279,9 +276,9 @@ TEST(DType, BoolCastsHoldOnlyZeroAndOne) {
   // A damaged bool byte in the source is reported, not read as "true".
   const std::uint8_t damaged = 2;
   std::int32_t out = 0;
-  EXPECT_THAT(invalid_argument_message(
-                  [&] { convert(DType::boolean, &damaged, DType::int32, &out, 1); }),
-              HasSubstr("bool"));
+  EXPECT_THAT(
+      invalid_argument_message([&] { convert(DType::boolean, &damaged, DType::int32, &out, 1); }),
+      HasSubstr("bool"));
 }
 
 TEST(DType, ComplexCasts) {
@@ -291,8 +288,9 @@ TEST(DType, ComplexCasts) {
             std::complex<float>(1.5f, -0.25f));
   EXPECT_EQ((cast_one<std::complex<float>, std::complex<double>>({3.0f, 4.0f})),
             std::complex<double>(3.0, 4.0));
-  invalid_argument_message(
-      [] { (void)cast_one<std::complex<double>, std::complex<float>>({1.0, 1e300}); });
+  invalid_argument_message([] {
+    (void)cast_one<std::complex<double>, std::complex<float>>({1.0, 1e300});
+  });
 }
 
 TEST(DType, ConvertArraysUnalignedAndSameType) {

@@ -153,7 +153,8 @@ TEST(Layout, ZeroDimensionalAndEmptyArrays) {
 
 TEST(Layout, ManyRanksSlabDecomposition) {
   std::vector<LeafLayout> per_rank;
-  for (int r = 0; r < 4096; ++r) per_rank.push_back(shard({4096 * 10, 7}, Box{{r * 10, 0}, {10, 7}}));
+  for (int r = 0; r < 4096; ++r)
+    per_rank.push_back(shard({4096 * 10, 7}, Box{{r * 10, 0}, {10, 7}}));
   EXPECT_EQ(validate_layout("big", per_rank).covered_volume, 4096 * 10 * 7);
   per_rank[1234].box->extent[1] = 6;  // a one-column hole at the end of rank 1234's rows
   const auto e = expect_throw<InvalidArgument>([&] { validate_layout("big", per_rank); });
@@ -228,8 +229,7 @@ TEST(LayoutJson, RoundTrips) {
 // Expects FormatError from parsing `text`; returns the error's field.
 std::string bad_field(std::string_view text) {
   try {
-    (void)LeafLayout::from_json(boost::json::parse(text), "/ckpt/cairn-tree.json",
-                                "leaves[3]");
+    (void)LeafLayout::from_json(boost::json::parse(text), "/ckpt/cairn-tree.json", "leaves[3]");
   } catch (const FormatError& e) {
     EXPECT_EQ(e.path(), "/ckpt/cairn-tree.json");
     EXPECT_THAT(e.what(), HasSubstr(e.field()));
@@ -279,8 +279,7 @@ TEST(LayoutJson, HostileInputIsAFormatErrorNamingTheField) {
   EXPECT_EQ(bad_field(R"({"dtype":"int8","shape":[4],"box":{"offset":[2],"extent":[4]},)"
                       R"("replicated":false})"),
             "leaves[3].box");
-  EXPECT_EQ(bad_field(R"({"dtype":"int8","shape":[4],)" + ok_box + "}"),
-            "leaves[3].replicated");
+  EXPECT_EQ(bad_field(R"({"dtype":"int8","shape":[4],)" + ok_box + "}"), "leaves[3].replicated");
   EXPECT_EQ(bad_field(R"({"dtype":"int8","shape":[4],)" + ok_box + R"(,"replicated":1})"),
             "leaves[3].replicated");
 }

@@ -32,8 +32,8 @@ std::string invalid_argument_message(const std::function<void()>& fn) {
 }
 
 TEST(LeafPath, AcceptsSafeNames) {
-  for (const char* ok : {"u", "fields/u", "particles/x", "a.b/c-d/e_f/g+h", "step.0/..a",
-                         "-x", "A9/...", "x/y/z/w"}) {
+  for (const char* ok : {"u", "fields/u", "particles/x", "a.b/c-d/e_f/g+h", "step.0/..a", "-x",
+                         "A9/...", "x/y/z/w"}) {
     EXPECT_FALSE(leaf_path_problem(ok).has_value()) << ok << ": " << *leaf_path_problem(ok);
     EXPECT_NO_THROW(validate_leaf_path(ok));
   }
@@ -41,10 +41,22 @@ TEST(LeafPath, AcceptsSafeNames) {
 }
 
 TEST(LeafPath, RejectsUnsafePathsNamingThem) {
-  const std::vector<std::string> bad = {"",       "/a",     "a/",    "a//b",   "..",
-                                        ".",      "a/../b", "a/./b", "a b",    "a\\b",
-                                        "a:b",    "caf\xc3\xa9", "a*", "x/\"y\"",
-                                        std::string("a\0b", 3), std::string(kMaxPathLength + 1, 'a')};
+  const std::vector<std::string> bad = {"",
+                                        "/a",
+                                        "a/",
+                                        "a//b",
+                                        "..",
+                                        ".",
+                                        "a/../b",
+                                        "a/./b",
+                                        "a b",
+                                        "a\\b",
+                                        "a:b",
+                                        "caf\xc3\xa9",
+                                        "a*",
+                                        "x/\"y\"",
+                                        std::string("a\0b", 3),
+                                        std::string(kMaxPathLength + 1, 'a')};
   for (const std::string& path : bad) {
     EXPECT_TRUE(leaf_path_problem(path).has_value()) << path;
     const std::string message = invalid_argument_message([&] { validate_leaf_path(path); });
@@ -235,8 +247,9 @@ TEST(Scalar, HoldsAnyDtypeAndConvertsWithChecks) {
   EXPECT_EQ(Scalar(std::int8_t{-5}).dtype(), DType::int8);
   EXPECT_EQ(Scalar(2.5).as<float>(), 2.5f);
   EXPECT_EQ(Scalar(std::int64_t{300}).as<std::int32_t>(), 300);
-  EXPECT_THAT(invalid_argument_message([] { (void)Scalar(std::int64_t{300}).as<std::int8_t>("leaf 'n'"); }),
-              HasSubstr("leaf 'n'"));
+  EXPECT_THAT(
+      invalid_argument_message([] { (void)Scalar(std::int64_t{300}).as<std::int8_t>("leaf 'n'"); }),
+      HasSubstr("leaf 'n'"));
   const std::uint16_t half = float16_from_double(0.5);
   EXPECT_EQ(Scalar(DType::float16, &half).as<double>(), 0.5);
   EXPECT_THROW(Scalar(DType::float16, nullptr), InvalidArgument);
@@ -246,17 +259,16 @@ TEST(Scalar, HoldsAnyDtypeAndConvertsWithChecks) {
 
 TEST(Scalar, JsonRoundTripIncludingSpecialValues) {
   const std::uint16_t bf = bfloat16_from_double(-1.5);
-  const std::vector<Scalar> values = {
-      Scalar(true),
-      Scalar(std::int8_t{-128}),
-      Scalar(std::numeric_limits<std::uint64_t>::max()),
-      Scalar(std::numeric_limits<std::int64_t>::min()),
-      Scalar(0.1f),
-      Scalar(1e300),
-      Scalar(std::numeric_limits<double>::infinity()),
-      Scalar(-std::numeric_limits<float>::infinity()),
-      Scalar(std::complex<double>(1.25, -3)),
-      Scalar(DType::bfloat16, &bf)};
+  const std::vector<Scalar> values = {Scalar(true),
+                                      Scalar(std::int8_t{-128}),
+                                      Scalar(std::numeric_limits<std::uint64_t>::max()),
+                                      Scalar(std::numeric_limits<std::int64_t>::min()),
+                                      Scalar(0.1f),
+                                      Scalar(1e300),
+                                      Scalar(std::numeric_limits<double>::infinity()),
+                                      Scalar(-std::numeric_limits<float>::infinity()),
+                                      Scalar(std::complex<double>(1.25, -3)),
+                                      Scalar(DType::bfloat16, &bf)};
   for (const Scalar& s : values) {
     const std::string text = boost::json::serialize(s.to_json());
     EXPECT_EQ(Scalar::from_json(boost::json::parse(text)), s) << text;

@@ -120,7 +120,8 @@ TEST(TypeHandler, VectorNeedsTheWholeOneDimensionalArray) {
   ArrayShard t = ArrayShard::host(m.data(), {6});
   t.strides = {1};
   tree.add_array("strided", t);
-  EXPECT_EQ(tree.get<std::vector<std::int64_t>>("strided"), std::vector<std::int64_t>(m.begin(), m.end()));
+  EXPECT_EQ(tree.get<std::vector<std::int64_t>>("strided"),
+            std::vector<std::int64_t>(m.begin(), m.end()));
   ArrayShard transposed = ArrayShard::host(m.data(), {3, 2});
   transposed.strides = {1, 3};
   tree.add_array("transposed", transposed);
