@@ -24,9 +24,15 @@ fi
 cmake -S . -B "$BUILD" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DCAIRN_BUILD_TESTS=OFF
 cmake --build "$BUILD" -j "$(nproc)"
 
-demo="$BUILD/apps/cairn_demo"
-if [ ! -x "$demo" ]; then
-  echo "demo.sh: $demo was not built: apps/ has no cairn_demo target yet" >&2
+demo=""
+for candidate in "$BUILD/apps/cairn_demo" "$BUILD/apps/demo/cairn_demo"; do
+  if [ -x "$candidate" ]; then
+    demo="$candidate"
+    break
+  fi
+done
+if [ -z "$demo" ]; then
+  echo "demo.sh: no cairn_demo under $BUILD/apps: the apps/ target cairn_demo was not built" >&2
   exit 1
 fi
 echo "demo.sh: mpiexec -n $RANKS $demo $*"

@@ -120,8 +120,8 @@ configure_build_test() {
   summary+=("$name: $line ($(elapsed "$start"))")
 }
 
-# --- 3. Default build.
-configure_build_test "build" "$BUILD_DIR" "${CAIRN_CTEST_ARGS:-}"
+# --- 3. Default configuration.
+configure_build_test "default" "$BUILD_DIR" "${CAIRN_CTEST_ARGS:-}"
 
 # --- 4. Sanitizers.
 if [ "${CAIRN_TEST_SANITIZERS:-1}" != "0" ]; then

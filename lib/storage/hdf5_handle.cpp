@@ -2,6 +2,7 @@
 
 #include <cairn/error.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <fmt/format.h>
@@ -15,6 +16,7 @@ namespace {
 // Longest error-stack text put into a message; HDF5 stacks of a failed MPI-IO call can be
 // dozens of entries deep, and the outermost and innermost ones say the most.
 constexpr std::size_t kMaxStackEntries = 12;
+constexpr std::size_t kMaxDescription = 400;
 
 struct StackEntry {
   hid_t major = H5I_INVALID_HID;
@@ -44,9 +46,14 @@ std::string message_text(hid_t id) {
 }
 
 std::string entry_text(const StackEntry& entry) {
-  std::string text = entry.function.empty() ? std::string("(unknown function)")
-                                            : entry.function + "()";
-  if (!entry.description.empty()) text += ": " + entry.description;
+  std::string text =
+      entry.function.empty() ? std::string("(unknown function)") : entry.function + "()";
+  if (!entry.description.empty()) {
+    // Some descriptions span lines ("time = ...\n, name = ..."): keep messages on one line.
+    std::string description = entry.description.substr(0, kMaxDescription);
+    std::replace(description.begin(), description.end(), '\n', ' ');
+    text += ": " + description;
+  }
   const std::string major = message_text(entry.major);
   const std::string minor = message_text(entry.minor);
   if (!major.empty() || !minor.empty()) text += fmt::format(" [{}: {}]", major, minor);

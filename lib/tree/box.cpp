@@ -121,10 +121,18 @@ std::string to_string(const Box& box) {
   const std::size_t n = std::min(box.offset.size(), box.extent.size());
   for (std::size_t k = 0; k < n; ++k) {
     if (k > 0) out += ", ";
-    out += std::to_string(box.offset[k]) + ":";
-    const auto end = end_of(box.offset[k], box.extent[k]);
-    out += end ? std::to_string(*end)
-               : "(" + std::to_string(box.offset[k]) + "+" + std::to_string(box.extent[k]) + ")";
+    out += std::to_string(box.offset[k]);
+    out += ':';
+    if (const auto end = end_of(box.offset[k], box.extent[k])) {
+      out += std::to_string(*end);
+    } else {
+      // offset + extent overflows: show the sum unevaluated.
+      out += '(';
+      out += std::to_string(box.offset[k]);
+      out += '+';
+      out += std::to_string(box.extent[k]);
+      out += ')';
+    }
   }
   if (box.offset.size() != box.extent.size()) out += " (mismatched offset/extent sizes)";
   return out + "]";

@@ -1,0 +1,568 @@
+// The hdf5 storage format: one shared file, one dataset per array leaf, collective writes.
+//
+// Collective discipline. Parallel HDF5 hangs when one rank leaves a collective call that the
+// others entered, so write_hdf5 is built to make every rank take the same path:
+//  1. agree on the list of arrays and values (CollectiveMismatch on misuse, rule 2);
+//  2. check every local input (boxes, dtypes, memory kinds) and agree on the verdict;
+//  3. create the file and each dataset collectively (these calls see identical input on
+//     every rank, so they succeed or fail together and throw directly);
+//  4. write each dataset with a collective H5Dwrite that every rank makes, selecting nothing
+//     when it has nothing to write or when preparing its data failed; a local failure is
+//     remembered, not thrown, so the rank keeps taking part;
+//  5. close (and fsync), then turn the remembered failures into one error on every rank.
+#include "storage/hdf5_format.hpp"
+
+#include <hdf5.h>
+
+#include <algorithm>
+#include <boost/json/serialize.hpp>
+#include <cstring>
+#include <fmt/format.h>
+#include <map>
+#include <optional>
+#include <string_view>
+
+#include "comm/log.hpp"
+#include "storage/checksum.hpp"
+#include "storage/hdf5_handle.hpp"
+#include "storage/hdf5_settings.hpp"
+#include "storage/posix_file.hpp"
+
+namespace cairn::storage {
+namespace {
+
+using h5::check;
+using h5::dataset_creation;
+using h5::describe_type;
+using h5::file_access;
+using h5::link_creation;
+using h5::make_type;
+using h5::string_type;
+using h5::transfer;
+using h5::type_holds;
+using h5::Where;
+
+constexpr std::string_view kHintStorage =
+    "Check that the directory exists and is writable, that the file system has space and "
+    "supports MPI-IO";
+constexpr std::string_view kHintCreate =
+    "Check that the leaf paths are distinct, that no path is both a leaf and a group, and "
+    "that the file system has space";
+constexpr std::string_view kHintDamaged =
+    "The file may be truncated or damaged; restore from another checkpoint";
+
+/// A local failure remembered until every rank can be told about it (step 4 above).
+struct FirstFailure {
+  bool ok = true;
+  ErrorCode code = ErrorCode::internal;
+  std::string message;
+  void record(const std::exception& e) {
+    if (!ok) return;
+    ok = false;
+    code = error_code_of(e);
+    message = e.what();
+  }
+};
+
+std::uint64_t fnv1a(std::uint64_t hash, std::string_view bytes) {
+  for (char c : bytes) hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  return hash;
+}
+std::uint64_t fnv1a(std::uint64_t hash, std::int64_t value) {
+  return fnv1a(hash, std::string_view(reinterpret_cast<const char*>(&value), sizeof value));
+}
+constexpr std::uint64_t kFnvOffset = 14695981039346656037ULL;
+
+std::vector<hsize_t> to_hsize(std::span<const std::int64_t> values) {
+  return std::vector<hsize_t>(values.begin(), values.end());  // validated non-negative
+}
+
+// ------------------------------------------------------------------ dataspaces
+
+/// A scalar dataspace for 0-d, else a simple one (zero extents allowed).
+h5::Dataspace make_space(std::span<const std::int64_t> shape, const Where& where) {
+  if (shape.empty()) {
+    return h5::Dataspace(check(H5Screate(H5S_SCALAR), where, "creating a dataspace"));
+  }
+  const std::vector<hsize_t> dims = to_hsize(shape);
+  return h5::Dataspace(check(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
+                             where, "creating a dataspace"));
+}
+
+// ------------------------------------------------------------------ writing
+
+void write_string_attribute(hid_t object, const char* name, std::string_view value,
+                            const Where& where) {
+  const std::string what = fmt::format("writing the attribute '{}'", name);
+  const h5::Datatype type = string_type(value.size(), where);
+  const h5::Dataspace space(check(H5Screate(H5S_SCALAR), where, what));
+  h5::Attribute attribute(check(
+      H5Acreate2(object, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), where, what));
+  // Attributes are metadata: every rank writes the same value.
+  check(H5Awrite(attribute.get(), type.get(), value.data()), where, what);
+  attribute.close(where);
+}
+
+/// The collective H5Dwrite every rank makes for every dataset: `box` (nullptr: nothing, or
+/// the whole of a 0-d dataset when `whole_scalar`) from `data`. Local failures go to
+/// `failure`; the rank still takes part, with an empty selection.
+void write_collectively(hid_t dataset, hid_t type, hid_t file_space, const Box* box,
+                        bool whole_scalar, const void* data, hid_t dxpl, const Where& where,
+                        FirstFailure& failure) {
+  static const std::byte no_data{};
+  h5::Dataspace memory_space;
+  bool selected = false;
+  try {
+    if (whole_scalar) {
+      check(H5Sselect_all(file_space), where, "selecting the dataset");
+      memory_space = h5::Dataspace(check(H5Screate(H5S_SCALAR), where, "selecting the data"));
+      selected = true;
+    } else if (box != nullptr) {
+      const std::vector<hsize_t> start = to_hsize(box->offset);
+      const std::vector<hsize_t> count = to_hsize(box->extent);
+      check(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start.data(), nullptr, count.data(),
+                                nullptr),
+            where, "selecting this rank's box");
+      memory_space = make_space(box->extent, where);
+      selected = true;
+    }
+  } catch (const std::exception& e) {
+    failure.record(e);
+  }
+  if (!selected) {
+    memory_space = h5::Dataspace(H5Scopy(file_space));
+    H5Sselect_none(file_space);
+    if (memory_space.valid()) H5Sselect_none(memory_space.get());
+    data = &no_data;
+  }
+  if (H5Dwrite(dataset, type, memory_space.get(), file_space, dxpl, data) < 0) {
+    try {
+      h5::throw_failure(where, "writing the data", kHintStorage);
+    } catch (const std::exception& e) {
+      failure.record(e);
+    }
+  }
+}
+
+/// This rank's box of `a` after checking the shard against the declared leaf. Throws
+/// InvalidArgument / Unsupported naming the leaf.
+Box checked_box(const Hdf5ArrayToWrite& a) {
+  const ArrayShard& s = *a.shard;
+  const std::string what = fmt::format("leaf '{}' on this rank", a.path);
+  if (s.dtype != a.dtype || s.global_shape != a.shape) {
+    throw InvalidArgument(fmt::format("{}: the shard is {} {} but the leaf is {} {}", what,
+                                      dtype_name(s.dtype), shape_to_string(s.global_shape),
+                                      dtype_name(a.dtype), shape_to_string(a.shape)));
+  }
+  if (s.memory != MemoryKind::host) {
+    throw Unsupported(
+        fmt::format("{}: the hdf5 format writes host memory only, this shard is "
+                    "in {} memory; copy it to the host or use the posix format",
+                    what, memory_kind_name(s.memory)));
+  }
+  Box box = s.box.offset.empty() && s.box.extent.empty() ? whole_box(a.shape) : s.box;
+  check_box_in_shape(box, a.shape, what);
+  if (!s.contiguous() && s.strides.size() != box.rank()) {
+    throw InvalidArgument(
+        fmt::format("{}: {} strides for a {}-d box", what, s.strides.size(), box.rank()));
+  }
+  if (s.data == nullptr && volume(box) > 0) {
+    throw InvalidArgument(fmt::format("{}: the data pointer is null", what));
+  }
+  (void)s.local_bytes();  // throws when the byte count overflows
+  return box;
+}
+
+std::uint64_t structure_hash(std::span<const Hdf5ArrayToWrite> arrays,
+                             std::span<const Hdf5ValueToWrite> values) {
+  std::uint64_t hash = kFnvOffset;
+  for (const auto& a : arrays) {
+    hash = fnv1a(fnv1a(hash, a.path), static_cast<std::int64_t>(a.dtype));
+    for (std::int64_t n : a.shape) hash = fnv1a(hash, n);
+    hash = fnv1a(hash, std::int64_t{-1});
+  }
+  for (const auto& v : values) {
+    hash = fnv1a(hash, v.path);
+    const std::int64_t kind = v.leaf ? static_cast<std::int64_t>(v.leaf->kind()) : -1;
+    const bool scalar = v.leaf && v.leaf->kind() == LeafKind::scalar;
+    hash = fnv1a(fnv1a(hash, kind),
+                 scalar ? static_cast<std::int64_t>(v.leaf->as_scalar().dtype()) : -1);
+  }
+  return hash;
+}
+
+}  // namespace
+
+std::vector<ShardRecord> write_hdf5(const Comm& comm, const std::filesystem::path& file,
+                                    std::span<const Hdf5ArrayToWrite> arrays,
+                                    std::span<const Hdf5ValueToWrite> values,
+                                    std::size_t io_buffer_bytes, bool fsync) {
+  const h5::QuietErrors quiet;
+  const std::string file_name = file.string();
+  const std::string record_file = file.filename().string();
+  comm.agree({.operation = "write_hdf5 " + record_file,
+              .step = -1,
+              .structure = structure_hash(arrays, values)});
+
+  // Step 2: local checks, then one verdict. The primary also renders the values' text,
+  // whose lengths every rank needs to create the string datasets identically.
+  std::vector<Box> boxes(arrays.size());
+  std::vector<std::string> texts(values.size());
+  comm.run_all(fmt::format("write_hdf5 '{}': checking the input", file_name), [&] {
+    for (std::size_t i = 0; i < arrays.size(); ++i) {
+      validate_leaf_path(arrays[i].path);  // a valid path is also a valid HDF5 path
+      (void)volume(arrays[i].shape);
+      if (arrays[i].shard != nullptr) boxes[i] = checked_box(arrays[i]);
+    }
+    for (std::size_t k = 0; k < values.size(); ++k) {
+      const Hdf5ValueToWrite& v = values[k];
+      validate_leaf_path(v.path);
+      if (v.leaf == nullptr || v.leaf->kind() == LeafKind::array) {
+        throw InvalidArgument(fmt::format("value leaf '{}' is null or an array", v.path));
+      }
+      if (!comm.is_primary()) continue;
+      if (v.leaf->kind() == LeafKind::string) texts[k] = v.leaf->as_string();
+      if (v.leaf->kind() == LeafKind::json) texts[k] = boost::json::serialize(v.leaf->as_json());
+    }
+  });
+  std::vector<std::uint64_t> text_sizes(values.size());
+  if (!values.empty()) {
+    for (std::size_t k = 0; k < values.size(); ++k) text_sizes[k] = texts[k].size();
+    const auto bytes = comm.broadcast_bytes(std::as_bytes(std::span(text_sizes)));
+    if (bytes.size() != text_sizes.size() * sizeof(std::uint64_t)) {
+      throw Error(ErrorCode::internal, "write_hdf5: broadcast of the value sizes was cut");
+    }
+    std::memcpy(text_sizes.data(), bytes.data(), bytes.size());
+  }
+
+  // Step 3: the file, created collectively.
+  const Where file_where{file_name, {}};
+  const h5::PropertyList fapl = file_access(comm, file_where);
+  h5::File h5file(check(H5Fcreate(file_name.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()),
+                        file_where, "creating the file", kHintStorage));
+  const h5::PropertyList dcpl = dataset_creation(file_where);
+  const h5::PropertyList lcpl = link_creation(file_where);
+  // Collective transfer: MPI-IO aggregates the ranks' hyperslabs into large writes.
+  const h5::PropertyList dxpl = transfer(H5FD_MPIO_COLLECTIVE, file_where);
+
+  FirstFailure failure;
+  std::vector<ShardRecord> records;
+  for (std::size_t i = 0; i < arrays.size(); ++i) {
+    const Hdf5ArrayToWrite& a = arrays[i];
+    const Where where{file_name, a.path};
+    const h5::Datatype type = make_type(a.dtype, where);
+    const h5::Dataspace space = make_space(a.shape, where);
+    h5::Dataset dataset(check(H5Dcreate2(h5file.get(), a.path.c_str(), type.get(), space.get(),
+                                         lcpl.get(), dcpl.get(), H5P_DEFAULT),
+                              where, "creating the dataset", kHintCreate));
+    // Names the dtype for readers that cannot tell it from the HDF5 type (bfloat16).
+    write_string_attribute(dataset.get(), "cairn_dtype", dtype_name(a.dtype), where);
+
+    // Step 4: this rank's data, packed when strided, checksummed from the bytes written.
+    const void* data = nullptr;
+    std::vector<std::byte> packed;
+    bool writes = false;
+    if (a.shard != nullptr && failure.ok) {
+      try {
+        const ArrayShard& s = *a.shard;
+        const std::int64_t count = volume(boxes[i]);
+        const auto bytes = static_cast<std::size_t>(count) * dtype_size(a.dtype);
+        data = s.data;
+        if (count > 0 && !s.contiguous()) {
+          // The whole shard is packed into one buffer, so each dataset takes one collective
+          // write; io_buffer_bytes is a hint that this may exceed (then logged).
+          if (bytes > io_buffer_bytes) {
+            log::debug("hdf5.pack", "leaf={} bytes={} io_buffer_bytes={}", a.path, bytes,
+                       io_buffer_bytes);
+          }
+          packed.resize(bytes);
+          pack_strided(dtype_size(a.dtype), s.data, boxes[i].extent, s.strides, packed.data());
+          data = packed.data();
+        }
+        const std::span<const std::byte> view(static_cast<const std::byte*>(data), bytes);
+        records.push_back({.rank = comm.rank(),
+                           .box = boxes[i],
+                           .file = record_file,
+                           .byte_offset = 0,
+                           .bytes = bytes,
+                           .checksum = checksum_of(view)});
+        writes = count > 0;
+      } catch (const std::exception& e) {
+        failure.record(e);
+      }
+    }
+    // A dataset without elements has no storage (its address is undefined) and HDF5 fails
+    // even an empty write to it; the shape is the same on every rank, so all skip it.
+    if (volume(a.shape) > 0) {
+      write_collectively(dataset.get(), type.get(), space.get(),
+                         writes && !a.shape.empty() ? &boxes[i] : nullptr,
+                         writes && a.shape.empty(), data, dxpl.get(), where, failure);
+    }
+    dataset.close(where);
+  }
+
+  // Values: small datasets, created by all, data written by the primary.
+  for (std::size_t k = 0; k < values.size(); ++k) {
+    const Hdf5ValueToWrite& v = values[k];
+    const Where where{file_name, v.path};
+    const bool scalar = v.leaf->kind() == LeafKind::scalar;
+    const h5::Datatype type =
+        scalar ? make_type(v.leaf->as_scalar().dtype(), where) : string_type(text_sizes[k], where);
+    const h5::Dataspace space(check(H5Screate(H5S_SCALAR), where, "creating a dataspace"));
+    h5::Dataset dataset(check(H5Dcreate2(h5file.get(), v.path.c_str(), type.get(), space.get(),
+                                         lcpl.get(), dcpl.get(), H5P_DEFAULT),
+                              where, "creating the dataset", kHintCreate));
+    write_string_attribute(dataset.get(), "cairn_kind", leaf_kind_name(v.leaf->kind()), where);
+    if (scalar) {
+      write_string_attribute(dataset.get(), "cairn_dtype", dtype_name(v.leaf->as_scalar().dtype()),
+                             where);
+    }
+    static const char empty_text[1] = {'\0'};
+    const void* data = scalar             ? v.leaf->as_scalar().data()
+                       : texts[k].empty() ? static_cast<const void*>(empty_text)
+                                          : static_cast<const void*>(texts[k].data());
+    write_collectively(dataset.get(), type.get(), space.get(), nullptr, comm.is_primary(), data,
+                       dxpl.get(), where, failure);
+    dataset.close(where);
+  }
+
+  // Step 5. H5Fclose is collective and writes the last metadata; its failure is remembered
+  // like a write failure so every rank still reaches the verdict below.
+  try {
+    h5file.close(file_where);
+  } catch (const std::exception& e) {
+    failure.record(e);
+  }
+  // Every rank fsyncs: raw data was written by the MPI-IO aggregators and metadata by any
+  // rank (HDF5's distributed metadata writes), and an fsync flushes only the calling node's
+  // cached pages of the file.
+  if (fsync && failure.ok) {
+    try {
+      PosixFile synced(file, PosixFile::Mode::read);
+      synced.sync();
+      synced.close();
+    } catch (const std::exception& e) {
+      failure.record(e);
+    }
+  }
+  comm.all_ok(failure.ok, failure.message, failure.code);
+  log::debug("hdf5.write", "file=\"{}\" arrays={} values={} my_shards={}", file_name, arrays.size(),
+             values.size(), records.size());
+  return records;
+}
+
+// ------------------------------------------------------------------ reading
+
+struct Hdf5Reader::Impl {
+  struct OpenDataset {
+    h5::Dataset dataset;
+    h5::Datatype memory_type;
+    DType dtype = DType::float64;
+    std::vector<std::int64_t> shape;
+  };
+
+  const Comm* comm = nullptr;
+  std::string file;
+  h5::File handle;
+  h5::PropertyList independent;
+  std::map<std::string, OpenDataset, std::less<>> datasets;  // closed before `handle`
+
+  [[noreturn]] void mismatch(std::string_view leaf, std::string_view problem) const {
+    throw FormatError(file, std::string(leaf),
+                      fmt::format("leaf '{}' in HDF5 file '{}': {}; the file does not match "
+                                  "its cairn-tree.json (damaged or replaced). Restore from "
+                                  "another checkpoint",
+                                  leaf, file, problem));
+  }
+
+  OpenDataset open_dataset(const LeafRecord& record) const;
+};
+
+Hdf5Reader::Impl::OpenDataset Hdf5Reader::Impl::open_dataset(const LeafRecord& record) const {
+  const std::string& path = record.path;
+  const Where where{file, path};
+  if (const auto problem = leaf_path_problem(path)) mismatch(path, *problem);
+  // Walk the links so that a missing group reads as a missing dataset, not an HDF5 error,
+  // and only hard links are followed: a soft or external link in a hostile file could make
+  // every rank open another file.
+  for (std::size_t end = path.find('/');; end = path.find('/', end + 1)) {
+    const std::string prefix = path.substr(0, end);
+    const htri_t exists = H5Lexists(handle.get(), prefix.c_str(), H5P_DEFAULT);
+    if (exists < 0) mismatch(path, h5::failure_message(where, "looking up '" + prefix + "'"));
+    if (exists == 0) mismatch(path, fmt::format("there is no dataset (no link '{}')", prefix));
+    H5L_info_t link{};
+    if (H5Lget_info(handle.get(), prefix.c_str(), &link, H5P_DEFAULT) < 0) {
+      mismatch(path, h5::failure_message(where, "looking up '" + prefix + "'"));
+    }
+    if (link.type != H5L_TYPE_HARD) {
+      mismatch(path,
+               fmt::format("'{}' is a soft or external link, which cairn never writes", prefix));
+    }
+    if (end == std::string::npos) break;
+  }
+  const hid_t object = H5Oopen(handle.get(), path.c_str(), H5P_DEFAULT);
+  if (object < 0) mismatch(path, h5::failure_message(where, "opening the object"));
+  if (H5Iget_type(object) != H5I_DATASET) {
+    const H5I_type_t kind = H5Iget_type(object);
+    H5Oclose(object);
+    mismatch(path, kind == H5I_GROUP ? "it is a group, not a dataset" : "it is not a dataset");
+  }
+  OpenDataset open{.dataset = h5::Dataset(object),
+                   .memory_type = make_type(record.dtype, where),
+                   .dtype = record.dtype,
+                   .shape = record.shape};
+
+  // Raw data must be in the file itself and readable without metadata I/O, because read()
+  // is independent while metadata reads are collective: contiguous or compact only.
+  const h5::PropertyList dcpl(H5Dget_create_plist(open.dataset.get()));
+  const H5D_layout_t layout = dcpl.valid() ? H5Pget_layout(dcpl.get()) : H5D_LAYOUT_ERROR;
+  if ((layout != H5D_CONTIGUOUS && layout != H5D_COMPACT) ||
+      H5Pget_external_count(dcpl.get()) != 0) {
+    mismatch(path, "its layout is not contiguous (cairn writes contiguous datasets only)");
+  }
+
+  const h5::Datatype type(H5Dget_type(open.dataset.get()));
+  if (!type.valid()) mismatch(path, h5::failure_message(where, "reading the datatype"));
+  if (!type_holds(type.get(), record.dtype)) {
+    mismatch(path, fmt::format("the dataset is {}, which does not hold {} values",
+                               describe_type(type.get()), dtype_name(record.dtype)));
+  }
+
+  const h5::Dataspace space(H5Dget_space(open.dataset.get()));
+  if (!space.valid()) mismatch(path, h5::failure_message(where, "reading the dataspace"));
+  std::vector<std::int64_t> shape;
+  const H5S_class_t cls = H5Sget_simple_extent_type(space.get());
+  if (cls == H5S_SIMPLE) {
+    const int rank = H5Sget_simple_extent_ndims(space.get());
+    std::vector<hsize_t> dims(static_cast<std::size_t>(std::max(rank, 0)));
+    if (rank < 0 || H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr) < 0) {
+      mismatch(path, h5::failure_message(where, "reading the dataspace"));
+    }
+    for (hsize_t d : dims) shape.push_back(static_cast<std::int64_t>(d));
+  } else if (cls != H5S_SCALAR) {
+    mismatch(path, "the dataset has a null dataspace (no elements)");
+  }
+  if (cls == H5S_SIMPLE && shape.empty()) shape.push_back(-1);  // never equals a record
+  if (shape != record.shape) {
+    mismatch(path, fmt::format("the dataset has shape {} but the index records {}",
+                               shape_to_string(shape), shape_to_string(record.shape)));
+  }
+  return open;
+}
+
+Hdf5Reader::Hdf5Reader(const Comm& comm, const std::filesystem::path& file)
+    : impl_(std::make_unique<Impl>()) {
+  const h5::QuietErrors quiet;
+  impl_->comm = &comm;
+  impl_->file = file.string();
+  const Where where{impl_->file, {}};
+  const h5::PropertyList fapl = file_access(comm, where);
+  const hid_t id = H5Fopen(impl_->file.c_str(), H5F_ACC_RDONLY, fapl.get());
+  if (id < 0) {
+    const std::string reason = h5::failure_message(where, "opening the file for reading");
+    std::error_code ec;
+    if (!std::filesystem::exists(file, ec)) {
+      throw NotFound(impl_->file, fmt::format("HDF5 file '{}' does not exist: the checkpoint "
+                                              "is incomplete or was moved",
+                                              impl_->file));
+    }
+    const htri_t is_hdf5 = H5Fis_hdf5(impl_->file.c_str());
+    if (is_hdf5 == 0) {
+      throw FormatError(impl_->file, "signature",
+                        fmt::format("'{}' is not an HDF5 file (no HDF5 signature found): it "
+                                    "was damaged or replaced; restore from another checkpoint",
+                                    impl_->file));
+    }
+    if (is_hdf5 > 0 && reason.find("truncated") != std::string::npos) {
+      throw FormatError(impl_->file, "size", fmt::format("{}. {}", reason, kHintDamaged));
+    }
+    throw IoError(impl_->file, fmt::format("{}. Check that the file is readable and that the "
+                                           "file system supports MPI-IO; otherwise: {}",
+                                           reason, kHintDamaged));
+  }
+  impl_->handle = h5::File(id);
+  impl_->independent = transfer(H5FD_MPIO_INDEPENDENT, where);
+}
+
+Hdf5Reader::~Hdf5Reader() {
+  if (!impl_) return;
+  const h5::QuietErrors quiet;
+  impl_->datasets.clear();
+  impl_->independent.reset();
+  impl_->handle.reset();  // collective, like close(); a failure is logged
+}
+
+void Hdf5Reader::open(std::span<const LeafRecord* const> records) {
+  const h5::QuietErrors quiet;
+  if (!impl_->handle.valid()) {
+    throw InvalidArgument(fmt::format("Hdf5Reader for '{}' is closed", impl_->file));
+  }
+  std::uint64_t hash = kFnvOffset;
+  for (const LeafRecord* record : records) {
+    if (record == nullptr) throw InvalidArgument("Hdf5Reader::open: null record");
+    hash = fnv1a(fnv1a(hash, record->path), static_cast<std::int64_t>(record->dtype));
+    for (std::int64_t n : record->shape) hash = fnv1a(hash, n);
+  }
+  impl_->comm->agree({.operation = "Hdf5Reader::open", .step = -1, .structure = hash});
+  for (const LeafRecord* record : records) {
+    if (impl_->datasets.contains(record->path)) continue;
+    if (record->kind != LeafKind::array) {
+      throw InvalidArgument(fmt::format("leaf '{}' is a {}, not an array stored in '{}'",
+                                        record->path, leaf_kind_name(record->kind), impl_->file));
+    }
+    impl_->datasets.emplace(record->path, impl_->open_dataset(*record));
+  }
+}
+
+void Hdf5Reader::read(const std::string& path, const Box& box, void* dst) {
+  const h5::QuietErrors quiet;
+  const auto it = impl_->datasets.find(path);
+  if (it == impl_->datasets.end()) {
+    throw InvalidArgument(
+        fmt::format("leaf '{}' of '{}' was not opened: pass its record to "
+                    "Hdf5Reader::open() first",
+                    path, impl_->file));
+  }
+  const Impl::OpenDataset& open = it->second;
+  check_box_in_shape(box, open.shape, fmt::format("leaf '{}' of '{}'", path, impl_->file));
+  if (volume(box) == 0) return;
+  if (dst == nullptr) {
+    throw InvalidArgument(fmt::format("leaf '{}': null destination buffer", path));
+  }
+  const Where where{impl_->file, path};
+  herr_t status = 0;
+  if (open.shape.empty()) {
+    status = H5Dread(open.dataset.get(), open.memory_type.get(), H5S_ALL, H5S_ALL,
+                     impl_->independent.get(), dst);
+  } else {
+    const h5::Dataspace file_space(
+        check(H5Dget_space(open.dataset.get()), where, "reading the dataspace"));
+    const std::vector<hsize_t> start = to_hsize(box.offset);
+    const std::vector<hsize_t> count = to_hsize(box.extent);
+    check(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(),
+                              nullptr),
+          where, "selecting the box " + to_string(box));
+    const h5::Dataspace memory_space = make_space(box.extent, where);
+    status = H5Dread(open.dataset.get(), open.memory_type.get(), memory_space.get(),
+                     file_space.get(), impl_->independent.get(), dst);
+  }
+  check(status, where, "reading the box " + to_string(box), kHintDamaged);
+}
+
+void Hdf5Reader::close() {
+  const h5::QuietErrors quiet;
+  std::optional<IoError> first;
+  for (auto& [path, open] : impl_->datasets) {
+    try {
+      open.dataset.close({impl_->file, path});
+    } catch (const IoError& e) {
+      if (!first) first = e;
+    }
+  }
+  impl_->datasets.clear();
+  impl_->independent.reset();
+  impl_->handle.close({impl_->file, {}});  // collective
+  if (first) throw *first;
+}
+
+}  // namespace cairn::storage

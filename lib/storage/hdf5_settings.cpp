@@ -1,0 +1,193 @@
+#include "storage/hdf5_settings.hpp"
+
+#include <cairn/error.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <fmt/format.h>
+#include <string_view>
+
+namespace cairn::storage::h5 {
+
+// ------------------------------------------------------------------ types
+
+namespace {
+
+Datatype copy_type(hid_t base, const Where& where) {
+  return Datatype(check(H5Tcopy(base), where, "copying a datatype"));
+}
+
+/// A 16-bit float with the given exponent and mantissa widths (float16: 5/10, bfloat16: 8/7).
+Datatype half_type(std::size_t exponent_bits, std::size_t mantissa_bits, std::size_t bias,
+                   const Where& where) {
+  Datatype type = copy_type(H5T_IEEE_F32LE, where);
+  // Fields first, then the size: HDF5 refuses to shrink a type whose fields do not fit.
+  check(H5Tset_fields(type.get(), 15, mantissa_bits, exponent_bits, 0, mantissa_bits), where,
+        "defining a 16-bit float type");
+  check(H5Tset_size(type.get(), 2), where, "defining a 16-bit float type");
+  check(H5Tset_ebias(type.get(), bias), where, "defining a 16-bit float type");
+  return type;
+}
+
+Datatype complex_type(hid_t part, std::size_t part_size, const Where& where) {
+  // h5py's convention: a compound {r, i}, which it reads as numpy complex.
+  Datatype type(check(H5Tcreate(H5T_COMPOUND, 2 * part_size), where, "defining a complex type"));
+  check(H5Tinsert(type.get(), "r", 0, part), where, "defining a complex type");
+  check(H5Tinsert(type.get(), "i", part_size, part), where, "defining a complex type");
+  return type;
+}
+
+}  // namespace
+
+Datatype make_type(DType dtype, const Where& where) {
+  switch (dtype) {
+    case DType::boolean: {
+      // h5py's convention for numpy bool: an enum of int8 {FALSE = 0, TRUE = 1}.
+      Datatype type(check(H5Tenum_create(H5T_STD_I8LE), where, "defining the bool type"));
+      const std::int8_t no = 0;
+      const std::int8_t yes = 1;
+      check(H5Tenum_insert(type.get(), "FALSE", &no), where, "defining the bool type");
+      check(H5Tenum_insert(type.get(), "TRUE", &yes), where, "defining the bool type");
+      return type;
+    }
+    case DType::int8: return copy_type(H5T_STD_I8LE, where);
+    case DType::int16: return copy_type(H5T_STD_I16LE, where);
+    case DType::int32: return copy_type(H5T_STD_I32LE, where);
+    case DType::int64: return copy_type(H5T_STD_I64LE, where);
+    case DType::uint8: return copy_type(H5T_STD_U8LE, where);
+    case DType::uint16: return copy_type(H5T_STD_U16LE, where);
+    case DType::uint32: return copy_type(H5T_STD_U32LE, where);
+    case DType::uint64: return copy_type(H5T_STD_U64LE, where);
+    case DType::float16: return half_type(5, 10, 15, where);
+    case DType::bfloat16: return half_type(8, 7, 127, where);
+    case DType::float32: return copy_type(H5T_IEEE_F32LE, where);
+    case DType::float64: return copy_type(H5T_IEEE_F64LE, where);
+    case DType::complex64: return complex_type(H5T_IEEE_F32LE, 4, where);
+    case DType::complex128: return complex_type(H5T_IEEE_F64LE, 8, where);
+  }
+  throw InvalidArgument(
+      fmt::format("leaf '{}': invalid dtype value {}", where.leaf, static_cast<int>(dtype)));
+}
+
+Datatype string_type(std::size_t size, const Where& where) {
+  Datatype type = copy_type(H5T_C_S1, where);
+  check(H5Tset_size(type.get(), std::max<std::size_t>(size, 1)), where, "defining a string");
+  check(H5Tset_cset(type.get(), H5T_CSET_UTF8), where, "defining a string type");
+  check(H5Tset_strpad(type.get(), H5T_STR_NULLPAD), where, "defining a string type");
+  return type;
+}
+
+std::string describe_type(hid_t type) {
+  const std::size_t size = H5Tget_size(type);
+  switch (H5Tget_class(type)) {
+    case H5T_INTEGER:
+      return fmt::format("a {}-byte {} integer", size,
+                         H5Tget_sign(type) == H5T_SGN_NONE ? "unsigned" : "signed");
+    case H5T_FLOAT: return fmt::format("a {}-byte float", size);
+    case H5T_STRING: return fmt::format("a {}-byte string", size);
+    case H5T_ENUM: return fmt::format("a {}-byte enum", size);
+    case H5T_COMPOUND:
+      return fmt::format("a {}-member compound of {} bytes", H5Tget_nmembers(type), size);
+    default:
+      return fmt::format("an HDF5 type of class {} and {} bytes",
+                         static_cast<int>(H5Tget_class(type)), size);
+  }
+}
+
+bool type_holds(hid_t type, DType dtype) {
+  const H5T_class_t cls = H5Tget_class(type);
+  if (H5Tget_size(type) != dtype_size(dtype)) return false;
+  if (dtype == DType::boolean) return cls == H5T_ENUM;
+  if (is_signed_integer(dtype) || is_unsigned_integer(dtype)) {
+    return cls == H5T_INTEGER && (H5Tget_sign(type) == H5T_SGN_NONE) == is_unsigned_integer(dtype);
+  }
+  if (is_floating(dtype)) {
+    if (cls != H5T_FLOAT) return false;
+    std::size_t spos = 0, epos = 0, esize = 0, mpos = 0, msize = 0;
+    if (H5Tget_fields(type, &spos, &epos, &esize, &mpos, &msize) < 0) return false;
+    const std::size_t want_esize = dtype == DType::float16    ? 5
+                                   : dtype == DType::bfloat16 ? 8
+                                   : dtype == DType::float32  ? 8
+                                                              : 11;
+    return esize == want_esize && msize == 8 * dtype_size(dtype) - 1 - want_esize;
+  }
+  if (cls != H5T_COMPOUND || H5Tget_nmembers(type) != 2) return false;
+  for (unsigned k = 0; k < 2; ++k) {
+    char* name = H5Tget_member_name(type, k);
+    const bool name_ok = name != nullptr && std::string_view(name) == (k == 0 ? "r" : "i");
+    if (name != nullptr) H5free_memory(name);
+    const Datatype part(H5Tget_member_type(type, k));
+    if (!name_ok || !part.valid() || H5Tget_class(part.get()) != H5T_FLOAT ||
+        H5Tget_size(part.get()) != dtype_size(dtype) / 2) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// ------------------------------------------------------------------ property lists
+
+namespace {
+
+// Datasets of at least 1 MiB start on a 1 MiB boundary: a multiple of Lustre's default stripe
+// size and of common GPFS/RAID block sizes, so collective-buffering aggregators write whole
+// file-system blocks and no two large datasets share a stripe (no lock ping-pong). Smaller
+// datasets stay packed: aligning them would waste up to 1 MiB each. The gaps are holes.
+constexpr hsize_t kAlignThreshold = hsize_t{1} << 20;
+constexpr hsize_t kAlignment = hsize_t{1} << 20;
+// Metadata is allocated in 64 KiB blocks (HDF5's default is 2 KiB) so the headers of many
+// leaves are written as a few larger contiguous pieces instead of scattered small ones.
+constexpr hsize_t kMetaBlockSize = hsize_t{64} << 10;
+
+}  // namespace
+
+PropertyList file_access(const Comm& comm, const Where& where) {
+  PropertyList fapl(
+      check(H5Pcreate(H5P_FILE_ACCESS), where, "creating a file-access property list"));
+  // Every rank opens the one file through MPI-IO (HDF5 duplicates the communicator).
+  check(H5Pset_fapl_mpio(fapl.get(), comm.get(), MPI_INFO_NULL), where, "selecting MPI-IO");
+  // Metadata is read by one rank and broadcast instead of every rank reading the same bytes
+  // (no read storm at scale). This requires every metadata-reading call to be collective:
+  // cairn's are (open, create, close); reads of contiguous raw data stay independent.
+  check(H5Pset_all_coll_metadata_ops(fapl.get(), true), where, "enabling collective metadata");
+  // Dirty metadata is flushed with one collective write, not many small independent ones.
+  check(H5Pset_coll_metadata_write(fapl.get(), true), where, "enabling collective metadata");
+  check(H5Pset_alignment(fapl.get(), kAlignThreshold, kAlignment), where, "setting alignment");
+  // Objects in the HDF5 1.8 format and nothing newer: indexed link storage (fast groups
+  // with many leaves) and checksummed object headers (damage is detected, not misread),
+  // while every HDF5 >= 1.8 reader (h5dump, h5py, MATLAB, ...) can open the file.
+  check(H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V18, H5F_LIBVER_V18), where,
+        "setting the file format version");
+  check(H5Pset_meta_block_size(fapl.get(), kMetaBlockSize), where, "setting the metadata block");
+  return fapl;
+}
+
+PropertyList transfer(H5FD_mpio_xfer_t mode, const Where& where) {
+  PropertyList dxpl(check(H5Pcreate(H5P_DATASET_XFER), where, "creating a transfer property list"));
+  check(H5Pset_dxpl_mpio(dxpl.get(), mode), where, "selecting the MPI-IO transfer mode");
+  return dxpl;
+}
+
+PropertyList dataset_creation(const Where& where) {
+  PropertyList dcpl(
+      check(H5Pcreate(H5P_DATASET_CREATE), where, "creating a dataset-creation property list"));
+  // Contiguous: each rank's hyperslab maps to plain file offsets that MPI-IO writes
+  // collectively; no chunk index to build, and readers without cairn see plain arrays.
+  check(H5Pset_layout(dcpl.get(), H5D_CONTIGUOUS), where, "setting the layout");
+  // Space is allocated when the dataset is created (collectively), never inside H5Dwrite.
+  check(H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY), where, "setting allocation");
+  // No fill values: the writers cover the array, so filling would write every byte twice
+  // (unwritten parts of sparse leaves are file holes and read as zero).
+  check(H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER), where, "setting the fill time");
+  return dcpl;
+}
+
+PropertyList link_creation(const Where& where) {
+  PropertyList lcpl(
+      check(H5Pcreate(H5P_LINK_CREATE), where, "creating a link-creation property list"));
+  // "fields/u" creates the group "fields" on the way (collectively, like the dataset).
+  check(H5Pset_create_intermediate_group(lcpl.get(), 1), where, "enabling intermediate groups");
+  return lcpl;
+}
+
+}  // namespace cairn::storage::h5

@@ -1,0 +1,66 @@
+// cairn — the HDF5 conventions of the hdf5 format (internal): how dtypes are stored as HDF5
+// types, and the property lists cairn opens, creates and writes files with. The reasons for
+// each setting are next to it in hdf5_settings.cpp.
+//
+// Types (h5py reads each one as the matching numpy dtype; h5dump shows all of them):
+//   bool            enum of int8 {FALSE = 0, TRUE = 1}                       (h5py: bool)
+//   int8..uint64    H5T_STD_{I,U}{8,16,32,64}LE
+//   float16         IEEE binary16: sign bit 15, exponent 10..14, mantissa 0..9, bias 15
+//   bfloat16        sign bit 15, exponent 7..14, mantissa 0..6, bias 127    (h5py: a float)
+//   float32/64      H5T_IEEE_F32LE / H5T_IEEE_F64LE
+//   complex64/128   compound {"r": f32, "i": f32} / {"r": f64, "i": f64}     (h5py: complex)
+//   strings         fixed-length, null-padded UTF-8                          (h5py: bytes)
+// Writes use the same type in memory and in the file, so HDF5 converts nothing (cairn casts
+// itself); reads accept either byte order and let HDF5 swap.
+//
+// Nothing here is collective (using the property lists may be).
+#pragma once
+
+#include <hdf5.h>
+
+#include <cairn/comm.hpp>
+#include <cairn/dtype.hpp>
+
+#include <cstddef>
+#include <string>
+
+#include "storage/hdf5_handle.hpp"
+
+namespace cairn::storage::h5 {
+
+/// A new HDF5 type (owned) in which cairn stores `dtype`. Throws IoError naming `where`
+/// when HDF5 fails, InvalidArgument for an out-of-range enumerator.
+[[nodiscard]] Datatype make_type(DType dtype, const Where& where);
+
+/// A new fixed-length UTF-8 string type of `size` bytes (at least 1), null-padded. Throws
+/// IoError naming `where`.
+[[nodiscard]] Datatype string_type(std::size_t size, const Where& where);
+
+/// Whether the file type `type` holds values of `dtype`: same class and size, same sign for
+/// integers, same exponent and mantissa widths for floats, exactly the members "r" and "i"
+/// (floats of half the size) for complex, an enum of one byte for bool. Byte order may
+/// differ. Never throws beyond std::bad_alloc; an HDF5 failure counts as "no".
+[[nodiscard]] bool type_holds(hid_t type, DType dtype);
+
+/// "a 4-byte float", "a 2-member compound of 16 bytes", ... for error messages. Never throws
+/// beyond std::bad_alloc.
+[[nodiscard]] std::string describe_type(hid_t type);
+
+/// The file-access property list of every data.h5, for writing and reading: MPI-IO over
+/// `comm`, collective metadata reads and writes, 1 MiB alignment of datasets of 1 MiB or
+/// more, HDF5 1.8 object formats, 64 KiB metadata blocks. Throws IoError naming `where`.
+[[nodiscard]] PropertyList file_access(const Comm& comm, const Where& where);
+
+/// A transfer property list with MPI-IO transfer `mode` (collective for writes,
+/// independent for reads). Throws IoError naming `where`.
+[[nodiscard]] PropertyList transfer(H5FD_mpio_xfer_t mode, const Where& where);
+
+/// The dataset-creation property list: contiguous, allocated at creation, never filled.
+/// Throws IoError naming `where`.
+[[nodiscard]] PropertyList dataset_creation(const Where& where);
+
+/// The link-creation property list: intermediate groups are created. Throws IoError naming
+/// `where`.
+[[nodiscard]] PropertyList link_creation(const Where& where);
+
+}  // namespace cairn::storage::h5

@@ -1,0 +1,70 @@
+// A sync save copies no array: the peak resident memory of save_tree() grows by at most a
+// small constant plus one I/O buffer, far less than the tree it writes.
+#include <cairn/storage.hpp>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+#include "storage/storage_test_util.hpp"
+#include "support/test_support.hpp"
+
+using namespace cairn;
+
+namespace {
+
+// Kernel counters of this process, in bytes (VmRSS: now, VmHWM: peak since the last reset).
+std::int64_t status_bytes(const std::string& key) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind(key + ":", 0) == 0) return std::stoll(line.substr(key.size() + 1)) * 1024;
+  }
+  return -1;
+}
+
+bool reset_peak() {
+  std::ofstream clear("/proc/self/clear_refs");
+  clear << "5";
+  clear.flush();
+  return clear.good();
+}
+
+}  // namespace
+
+TEST(StorageMemory, SyncSaveDoesNotCopyTheTree) {
+  cairn::testing::SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  constexpr std::int64_t kLeafBytes = 64 << 20;
+  constexpr std::int64_t kLeaves = 2;
+  constexpr std::int64_t kAllowed = 40 << 20;  // constant + one I/O buffer (16 MiB)
+  const std::int64_t n = kLeafBytes / 8;
+  const std::vector<std::int64_t> shape = {n * comm.size()};
+  const Box box{{n * comm.rank()}, {n}};
+
+  std::vector<std::vector<double>> data(kLeaves);
+  ArrayTree tree;
+  for (std::int64_t k = 0; k < kLeaves; ++k) {
+    data[k].assign(static_cast<std::size_t>(n), 1.0 + static_cast<double>(k));
+    tree.add_array("leaf" + std::to_string(k), ArrayShard::host(data[k].data(), shape, box));
+  }
+  for (StorageFormat format : cairn::testing::available_formats()) {
+    SCOPED_TRACE(std::string(storage_format_name(format)));
+    // Warm up once so that lazily loaded libraries are not counted.
+    save_tree(comm, tmp / ("warm_" + std::string(storage_format_name(format))), tree,
+              {.format = format, .fsync = false});
+    if (!reset_peak()) GTEST_SKIP() << "/proc/self/clear_refs is not writable here";
+    const std::int64_t before = status_bytes("VmRSS");
+    save_tree(comm, tmp / std::string(storage_format_name(format)), tree, {.format = format});
+    const std::int64_t growth = status_bytes("VmHWM") - before;
+    EXPECT_LT(growth, kAllowed) << "peak RSS grew by " << growth / (1 << 20)
+                                << " MiB while saving " << kLeaves * kLeafBytes / (1 << 20)
+                                << " MiB";
+    RecordProperty("peak_growth_bytes_" + std::string(storage_format_name(format)),
+                   std::to_string(growth));
+    std::fprintf(stderr, "[rank %d] %s save of %lld MiB: peak RSS grew by %.1f MiB\n",
+                 comm.rank(), std::string(storage_format_name(format)).c_str(),
+                 static_cast<long long>(kLeaves * kLeafBytes >> 20),
+                 static_cast<double>(growth) / (1 << 20));
+  }
+}
