@@ -72,9 +72,10 @@ int run(const std::filesystem::path& root) {
   for (std::size_t k = 0; k < ids.size(); ++k) ids[k] = rank * 100 + static_cast<std::int64_t>(k);
 
   cairn::ArrayTree state;
-  state.add_array("fields/temperature", cairn::ArrayShard::host(field.data(), {kRows, kCols}, mine));
-  state.add_array("particles/id",
-                  cairn::ArrayShard::host(ids.data(), {100 * size}, cairn::Box{{100 * rank}, {100}}));
+  state.add_array("fields/temperature",
+                  cairn::ArrayShard::host(field.data(), {kRows, kCols}, mine));
+  state.add_array("particles/id", cairn::ArrayShard::host(ids.data(), {100 * size},
+                                                          cairn::Box{{100 * rank}, {100}}));
   state.add_scalar("time", cairn::Scalar(12.5));
   state.add_json("run", boost::json::value{{"ranks", size}, {"grid", {kRows, kCols}}});
 

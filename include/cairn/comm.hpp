@@ -98,8 +98,7 @@ class Comm {
   /// rank passed `local_ok == true`; otherwise throws on every rank an Error whose code is
   /// the first failing rank's `code` and whose message lists every failing rank and its
   /// message. Throws TimeoutError as barrier().
-  void all_ok(bool local_ok, std::string_view message,
-              ErrorCode code = ErrorCode::io) const;
+  void all_ok(bool local_ok, std::string_view message, ErrorCode code = ErrorCode::io) const;
 
   /// Runs `fn` on this rank, then all_ok() with its outcome: an exception thrown by `fn` on
   /// any rank is rethrown (as the same ErrorCode, with every failing rank's message) on
@@ -123,11 +122,10 @@ class Comm {
   [[nodiscard]] std::vector<std::byte> broadcast_bytes(std::span<const std::byte> data,
                                                        std::optional<int> root = {}) const;
   /// Broadcasts a string from `root` (default: primary). Collective.
-  [[nodiscard]] std::string broadcast(std::string_view text,
-                                      std::optional<int> root = {}) const;
+  [[nodiscard]] std::string broadcast(std::string_view text, std::optional<int> root = {}) const;
   /// Broadcasts a JSON value from `root` (default: primary). Collective.
   [[nodiscard]] boost::json::value broadcast_json(const boost::json::value& value,
-                                             std::optional<int> root = {}) const;
+                                                  std::optional<int> root = {}) const;
 
   /// Gathers one byte string per rank at `root` (default: primary), in rank order; other
   /// ranks get an empty vector. Collective. Throws TimeoutError, IoError.
@@ -138,7 +136,7 @@ class Comm {
                                                 std::optional<int> root = {}) const;
   /// Gathers one JSON value per rank at `root` (default: primary). Collective.
   [[nodiscard]] std::vector<boost::json::value> gather_json(const boost::json::value& value,
-                                                       std::optional<int> root = {}) const;
+                                                            std::optional<int> root = {}) const;
 
   /// Every rank gets every rank's bytes, in rank order. Collective.
   [[nodiscard]] std::vector<std::vector<std::byte>> allgather_bytes(
@@ -160,8 +158,7 @@ class Comm {
   void check_options();
   void check_usable(std::string_view what) const;
   std::int64_t reduce(std::int64_t local, MPI_Op op, std::string_view what) const;
-  void wait(MPI_Request& request, std::string_view what,
-            std::chrono::milliseconds timeout) const;
+  void wait(MPI_Request& request, std::string_view what, std::chrono::milliseconds timeout) const;
   void wait(MPI_Request& request, std::string_view what) const;
   void agree_impl(const Agreement& what, std::string_view kind,
                   std::chrono::milliseconds timeout) const;

@@ -85,8 +85,8 @@ std::string format_seconds(std::chrono::milliseconds timeout) {
 int checked_count(std::size_t bytes, std::string_view what) {
   if (bytes > static_cast<std::size_t>(INT_MAX)) {
     throw InvalidArgument(fmt::format(
-        "{}: {} bytes exceed the 2 GiB limit of one collective exchange; split the data",
-        what, bytes));
+        "{}: {} bytes exceed the 2 GiB limit of one collective exchange; split the data", what,
+        bytes));
   }
   return static_cast<int>(bytes);
 }
@@ -150,8 +150,8 @@ void Comm::check_options() {
     } else if (active.front() < 0 || active.back() >= size_) {
       problem = fmt::format("active_processes must be ranks in [0, {})", size_);
     } else if (!std::binary_search(active.begin(), active.end(), options_.primary_rank)) {
-      problem = fmt::format("the primary rank {} must be one of active_processes",
-                            options_.primary_rank);
+      problem =
+          fmt::format("the primary rank {} must be one of active_processes", options_.primary_rank);
     }
     options_.active_processes = std::move(active);
   }
@@ -224,8 +224,8 @@ void Comm::release() noexcept {
 
 bool Comm::is_active() const noexcept {
   if (options_.active_processes.empty()) return true;
-  return std::binary_search(options_.active_processes.begin(),
-                            options_.active_processes.end(), rank_);
+  return std::binary_search(options_.active_processes.begin(), options_.active_processes.end(),
+                            rank_);
 }
 
 std::optional<Comm> Comm::active() const {
@@ -237,14 +237,14 @@ std::optional<Comm> Comm::active() const {
   if (!active_here) return std::nullopt;
   int primary_there = options_.primary_rank;
   if (!options_.active_processes.empty()) {
-    primary_there = static_cast<int>(
-        std::lower_bound(options_.active_processes.begin(), options_.active_processes.end(),
-                         options_.primary_rank) -
-        options_.active_processes.begin());
+    primary_there =
+        static_cast<int>(std::lower_bound(options_.active_processes.begin(),
+                                          options_.active_processes.end(), options_.primary_rank) -
+                         options_.active_processes.begin());
   }
   try {
-    Comm result(split, {.primary_rank = primary_there,
-                        .barrier_timeout = options_.barrier_timeout});
+    Comm result(split,
+                {.primary_rank = primary_there, .barrier_timeout = options_.barrier_timeout});
     MPI_Comm_free(&split);
     return result;
   } catch (...) {
@@ -315,8 +315,8 @@ void Comm::agree_impl(const Agreement& what, std::string_view kind,
   const std::string label = fmt::format("{} '{}'", kind, what.operation);
   check_usable(label);
   if (what.operation.size() >= kOperationBytes) {
-    throw InvalidArgument(fmt::format("{}: the name is longer than {} characters", label,
-                                      kOperationBytes - 1));
+    throw InvalidArgument(
+        fmt::format("{}: the name is longer than {} characters", label, kOperationBytes - 1));
   }
   const std::uint64_t sequence = ++sequence_;
   const int primary = options_.primary_rank;
@@ -343,8 +343,8 @@ void Comm::agree_impl(const Agreement& what, std::string_view kind,
                         &ex->requests[1]),
               label);
     // The primary waits `timeout` for the last rank, then answers: allow it a little more.
-    const auto grace = std::min(timeout / 10 + std::chrono::milliseconds(200),
-                                std::chrono::milliseconds(5000));
+    const auto grace =
+        std::min(timeout / 10 + std::chrono::milliseconds(200), std::chrono::milliseconds(5000));
     const auto deadline = Clock::now() + timeout + grace;
     auto pause = std::chrono::microseconds(1);
     for (;;) {
@@ -368,8 +368,8 @@ void Comm::agree_impl(const Agreement& what, std::string_view kind,
     const Verdict& verdict = ex->verdict;
     const std::string message(verdict.message, strnlen(verdict.message, kVerdictBytes));
     if (verdict.status == VerdictStatus::mismatch) {
-      throw CollectiveMismatch(verdict.rank,
-                               std::string(verdict.field, strnlen(verdict.field, 32)), message);
+      throw CollectiveMismatch(verdict.rank, std::string(verdict.field, strnlen(verdict.field, 32)),
+                               message);
     }
     if (verdict.status == VerdictStatus::timeout) {
       broken_ = true;
@@ -445,23 +445,25 @@ void Comm::agree_impl(const Agreement& what, std::string_view kind,
       std::string detail;
       if (other_kind != kind || other_op != what.operation) {
         field = "operation";
-        detail = fmt::format("rank {} is at {} '{}' while the primary rank {} is at {} '{}'",
-                             r, other_kind, other_op, primary, kind, what.operation);
+        detail = fmt::format("rank {} is at {} '{}' while the primary rank {} is at {} '{}'", r,
+                             other_kind, other_op, primary, kind, what.operation);
       } else if (other.step != what.step) {
         field = "step";
-        detail = fmt::format("rank {} passed step {} to {} while the primary rank {} passed {}",
-                             r, other.step, label, primary, what.step);
+        detail = fmt::format("rank {} passed step {} to {} while the primary rank {} passed {}", r,
+                             other.step, label, primary, what.step);
       } else if (other.structure != what.structure) {
         field = "structure";
-        detail = fmt::format("rank {} describes a different structure (hash {:016x}) in {} "
-                             "than the primary rank {} ({:016x}): item names or tree "
-                             "layout differ",
-                             r, other.structure, label, primary, what.structure);
+        detail = fmt::format(
+            "rank {} describes a different structure (hash {:016x}) in {} "
+            "than the primary rank {} ({:016x}): item names or tree "
+            "layout differ",
+            r, other.structure, label, primary, what.structure);
       } else if (other.sequence != sequence) {
         field = "sequence";
-        detail = fmt::format("rank {} is at its collective step #{} while the primary rank {} "
-                             "is at #{} ({}): a rank skipped or repeated a cairn call",
-                             r, other.sequence, primary, sequence, label);
+        detail = fmt::format(
+            "rank {} is at its collective step #{} while the primary rank {} "
+            "is at #{} ({}): a rank skipped or repeated a cairn call",
+            r, other.sequence, primary, sequence, label);
       }
       if (!field.empty()) {
         verdict->status = VerdictStatus::mismatch;
@@ -510,17 +512,16 @@ void Comm::agree_impl(const Agreement& what, std::string_view kind,
     if (Clock::now() >= send_deadline) {
       broken_ = true;
       abandon(answers);
-      throw TimeoutError({}, fmt::format("{}: could not deliver the verdict within {}",
-                                         label, format_seconds(timeout)));
+      throw TimeoutError({}, fmt::format("{}: could not deliver the verdict within {}", label,
+                                         format_seconds(timeout)));
     }
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(1000));
   }
   if (verdict->status == VerdictStatus::mismatch) {
-    throw CollectiveMismatch(verdict->rank,
-                             std::string(verdict->field, strnlen(verdict->field, 32)),
-                             std::string(verdict->message, strnlen(verdict->message,
-                                                                   kVerdictBytes)));
+    throw CollectiveMismatch(
+        verdict->rank, std::string(verdict->field, strnlen(verdict->field, 32)),
+        std::string(verdict->message, strnlen(verdict->message, kVerdictBytes)));
   }
 }
 
@@ -543,8 +544,8 @@ void Comm::all_ok(bool local_ok, std::string_view message, ErrorCode code) const
              static_cast<std::int32_t>(local_ok ? 0 : b->text.size())};
   b->all.resize(3 * static_cast<std::size_t>(size_));
   MPI_Request request = MPI_REQUEST_NULL;
-  check_mpi(MPI_Iallgather(b->mine.data(), 3, MPI_INT32_T, b->all.data(), 3, MPI_INT32_T,
-                           comm_, &request),
+  check_mpi(MPI_Iallgather(b->mine.data(), 3, MPI_INT32_T, b->all.data(), 3, MPI_INT32_T, comm_,
+                           &request),
             "all_ok");
   try {
     wait(request, "all_ok");
@@ -564,9 +565,8 @@ void Comm::all_ok(bool local_ok, std::string_view message, ErrorCode code) const
   }
   if (everyone_ok) return;
   b->texts.resize(static_cast<std::size_t>(std::max(total, 1)));
-  check_mpi(MPI_Iallgatherv(b->text.data(), b->mine[2], MPI_CHAR, b->texts.data(),
-                            b->counts.data(), b->displacements.data(), MPI_CHAR, comm_,
-                            &request),
+  check_mpi(MPI_Iallgatherv(b->text.data(), b->mine[2], MPI_CHAR, b->texts.data(), b->counts.data(),
+                            b->displacements.data(), MPI_CHAR, comm_, &request),
             "all_ok (messages)");
   try {
     wait(request, "all_ok (messages)");
@@ -579,10 +579,9 @@ void Comm::all_ok(bool local_ok, std::string_view message, ErrorCode code) const
   for (int r = 0; r < size_; ++r) {
     if (b->all[3 * r] == 1) continue;
     if (failures.empty()) first_code = static_cast<ErrorCode>(b->all[3 * r + 1]);
-    failures.push_back(fmt::format(
-        "rank {}: {}", r,
-        std::string_view(b->texts.data() + b->displacements[r],
-                         static_cast<std::size_t>(b->counts[r]))));
+    failures.push_back(fmt::format("rank {}: {}", r,
+                                   std::string_view(b->texts.data() + b->displacements[r],
+                                                    static_cast<std::size_t>(b->counts[r]))));
   }
   if (first_code < ErrorCode::invalid_argument || first_code > ErrorCode::internal) {
     first_code = ErrorCode::internal;
@@ -663,9 +662,9 @@ std::vector<std::byte> Comm::broadcast_bytes(std::span<const std::byte> data,
     wait(request, "broadcast (size)");
     b->data.resize(b->size);
     if (b->size > 0) {
-      check_mpi(MPI_Ibcast(b->data.data(), static_cast<int>(b->size), MPI_BYTE, from, comm_,
-                           &request),
-                "broadcast");
+      check_mpi(
+          MPI_Ibcast(b->data.data(), static_cast<int>(b->size), MPI_BYTE, from, comm_, &request),
+          "broadcast");
       wait(request, "broadcast (data)");
     }
   } catch (...) {
@@ -680,7 +679,7 @@ std::string Comm::broadcast(std::string_view text, std::optional<int> root) cons
 }
 
 boost::json::value Comm::broadcast_json(const boost::json::value& value,
-                                   std::optional<int> root) const {
+                                        std::optional<int> root) const {
   const int from = root.value_or(options_.primary_rank);
   const std::string text = rank_ == from ? boost::json::serialize(value) : std::string();
   return parse_json(broadcast(text, root), "broadcast");
@@ -706,8 +705,7 @@ std::vector<std::vector<std::byte>> Comm::gather_bytes(std::span<const std::byte
   b->sizes.resize(static_cast<std::size_t>(size_));
   MPI_Request request = MPI_REQUEST_NULL;
   try {
-    check_mpi(MPI_Igather(&b->size, 1, MPI_INT, b->sizes.data(), 1, MPI_INT, to, comm_,
-                          &request),
+    check_mpi(MPI_Igather(&b->size, 1, MPI_INT, b->sizes.data(), 1, MPI_INT, to, comm_, &request),
               "gather");
     wait(request, "gather (sizes)");
     std::size_t total = 0;
@@ -745,7 +743,7 @@ std::vector<std::string> Comm::gather(std::string_view text, std::optional<int> 
 }
 
 std::vector<boost::json::value> Comm::gather_json(const boost::json::value& value,
-                                             std::optional<int> root) const {
+                                                  std::optional<int> root) const {
   std::vector<boost::json::value> result;
   for (auto& text : gather(boost::json::serialize(value), root)) {
     result.push_back(parse_json(text, "gather"));
@@ -753,8 +751,7 @@ std::vector<boost::json::value> Comm::gather_json(const boost::json::value& valu
   return result;
 }
 
-std::vector<std::vector<std::byte>> Comm::allgather_bytes(
-    std::span<const std::byte> data) const {
+std::vector<std::vector<std::byte>> Comm::allgather_bytes(std::span<const std::byte> data) const {
   check_usable("allgather");
   struct Buffers {
     int size = 0;
@@ -770,8 +767,7 @@ std::vector<std::vector<std::byte>> Comm::allgather_bytes(
   b->displacements.resize(static_cast<std::size_t>(size_));
   MPI_Request request = MPI_REQUEST_NULL;
   try {
-    check_mpi(MPI_Iallgather(&b->size, 1, MPI_INT, b->sizes.data(), 1, MPI_INT, comm_,
-                             &request),
+    check_mpi(MPI_Iallgather(&b->size, 1, MPI_INT, b->sizes.data(), 1, MPI_INT, comm_, &request),
               "allgather");
     wait(request, "allgather (sizes)");
     std::size_t total = 0;
@@ -781,9 +777,8 @@ std::vector<std::vector<std::byte>> Comm::allgather_bytes(
     }
     checked_count(total, "allgather");
     b->all.resize(std::max<std::size_t>(total, 1));
-    check_mpi(MPI_Iallgatherv(b->mine.data(), b->size, MPI_BYTE, b->all.data(),
-                              b->sizes.data(), b->displacements.data(), MPI_BYTE, comm_,
-                              &request),
+    check_mpi(MPI_Iallgatherv(b->mine.data(), b->size, MPI_BYTE, b->all.data(), b->sizes.data(),
+                              b->displacements.data(), MPI_BYTE, comm_, &request),
               "allgather");
     wait(request, "allgather (data)");
   } catch (...) {
@@ -824,9 +819,9 @@ std::vector<std::int64_t> Comm::allgather(std::int64_t value) const {
   b->all.resize(static_cast<std::size_t>(size_));
   MPI_Request request = MPI_REQUEST_NULL;
   try {
-    check_mpi(MPI_Iallgather(&b->mine, 1, MPI_INT64_T, b->all.data(), 1, MPI_INT64_T, comm_,
-                             &request),
-              "allgather");
+    check_mpi(
+        MPI_Iallgather(&b->mine, 1, MPI_INT64_T, b->all.data(), 1, MPI_INT64_T, comm_, &request),
+        "allgather");
     wait(request, "allgather (integers)");
   } catch (...) {
     abandon(b);

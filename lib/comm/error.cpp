@@ -42,8 +42,7 @@ TimeoutError::TimeoutError(std::vector<int> missing_ranks, std::string message)
 NotFound::NotFound(std::string what, std::string message)
     : Error(ErrorCode::not_found, std::move(message)), what_(std::move(what)) {}
 
-Unsupported::Unsupported(std::string message)
-    : Error(ErrorCode::unsupported, std::move(message)) {}
+Unsupported::Unsupported(std::string message) : Error(ErrorCode::unsupported, std::move(message)) {}
 
 void throw_error(ErrorCode code, std::string message) {
   switch (code) {

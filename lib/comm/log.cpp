@@ -78,7 +78,8 @@ void set_log_all_ranks(bool all) noexcept { all_ranks().store(all); }
 
 std::optional<LogLevel> parse_log_level(std::string_view name) noexcept {
   std::string lower;
-  for (char c : name) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  for (char c : name)
+    lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
   if (lower == "trace") return LogLevel::trace;
   if (lower == "debug") return LogLevel::debug;
   if (lower == "info") return LogLevel::info;

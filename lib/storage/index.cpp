@@ -79,13 +79,16 @@ class Reader {
     if (a.size() > kMaxDims) fail(name, fmt::format("has more than {} dimensions", kMaxDims));
     std::vector<std::int64_t> out;
     for (const auto& e : a) {
-      if (!e.is_int64() || e.get_int64() < 0) fail(name, "holds a value that is not an integer >= 0");
+      if (!e.is_int64() || e.get_int64() < 0)
+        fail(name, "holds a value that is not an integer >= 0");
       out.push_back(e.get_int64());
     }
     return out;
   }
 
-  Reader at(std::string_view name) const { return Reader(source_, field_ + "." + std::string(name)); }
+  Reader at(std::string_view name) const {
+    return Reader(source_, field_ + "." + std::string(name));
+  }
   Reader at(std::string_view name, std::size_t i) const {
     return Reader(source_, fmt::format("{}.{}[{}]", field_, name, i));
   }
@@ -113,8 +116,7 @@ bool valid_data_file(std::string_view file, StorageFormat format) {
     return false;
   }
   const auto digits = file.substr(prefix.size(), file.size() - prefix.size() - suffix.size());
-  return digits.size() <= 9 &&
-         digits.find_first_not_of("0123456789") == std::string_view::npos;
+  return digits.size() <= 9 && digits.find_first_not_of("0123456789") == std::string_view::npos;
 }
 
 }  // namespace
@@ -227,7 +229,8 @@ TreeIndex index_from_json(const json::value& value, const std::filesystem::path&
                                       storage_format_name(leaf.format)));
         }
         const auto max_offset = std::numeric_limits<std::int64_t>::max() / 2;
-        shard.byte_offset = static_cast<std::uint64_t>(sr.integer(so, "byte_offset", 0, max_offset));
+        shard.byte_offset =
+            static_cast<std::uint64_t>(sr.integer(so, "byte_offset", 0, max_offset));
         shard.bytes = static_cast<std::uint64_t>(sr.integer(so, "bytes", 0, max_offset));
         const auto elements = static_cast<std::uint64_t>(volume(shard.box));
         if (elements > static_cast<std::uint64_t>(max_offset) / dtype_size(leaf.dtype) ||

@@ -25,12 +25,12 @@ inline constexpr std::uint64_t kShardAlignment = 4096;
 
 /// Where one rank's box of an array leaf is stored.
 struct ShardRecord {
-  int rank = 0;               ///< rank that wrote it
-  Box box;                    ///< its region of the global array
-  std::string file;           ///< relative to the item directory ("shards/p3.bin", "data.h5")
+  int rank = 0;                   ///< rank that wrote it
+  Box box;                        ///< its region of the global array
+  std::string file;               ///< relative to the item directory ("shards/p3.bin", "data.h5")
   std::uint64_t byte_offset = 0;  ///< posix: offset in `file`; hdf5: 0
-  std::uint64_t bytes = 0;    ///< volume(box) * dtype_size
-  std::uint64_t checksum = 0; ///< XXH3-64 of the shard's bytes in row-major order
+  std::uint64_t bytes = 0;        ///< volume(box) * dtype_size
+  std::uint64_t checksum = 0;     ///< XXH3-64 of the shard's bytes in row-major order
 };
 
 /// One leaf of a saved tree.

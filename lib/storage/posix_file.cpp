@@ -15,8 +15,7 @@
 namespace cairn::storage {
 namespace {
 
-[[noreturn]] void throw_errno(const std::filesystem::path& path, std::string_view what,
-                              int error) {
+[[noreturn]] void throw_errno(const std::filesystem::path& path, std::string_view what, int error) {
   throw IoError(path.string(),
                 fmt::format("{} '{}' failed: {}", what, path.string(), std::strerror(error)));
 }
@@ -24,8 +23,8 @@ namespace {
 }  // namespace
 
 PosixFile::PosixFile(std::filesystem::path path, Mode mode) : path_(std::move(path)) {
-  const int flags = mode == Mode::read ? (O_RDONLY | O_CLOEXEC)
-                                       : (O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC);
+  const int flags =
+      mode == Mode::read ? (O_RDONLY | O_CLOEXEC) : (O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC);
   do {
     fd_ = ::open(path_.c_str(), flags, 0644);
   } while (fd_ < 0 && errno == EINTR);

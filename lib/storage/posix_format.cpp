@@ -7,8 +7,7 @@
 namespace cairn::storage {
 
 std::vector<ShardRecord> write_posix_shards(const std::filesystem::path& item_dir, int rank,
-                                            std::span<const PosixShardToWrite> shards,
-                                            bool fsync) {
+                                            std::span<const PosixShardToWrite> shards, bool fsync) {
   std::vector<ShardRecord> records;
   if (shards.empty()) return records;
   const std::string name = shard_file_name(rank);
@@ -46,8 +45,8 @@ std::vector<ShardRecord> write_posix_shards(const std::filesystem::path& item_di
   return records;
 }
 
-void PosixShardReader::read(const ShardRecord& shard, std::uint64_t offset,
-                            std::uint64_t bytes, void* dst) {
+void PosixShardReader::read(const ShardRecord& shard, std::uint64_t offset, std::uint64_t bytes,
+                            void* dst) {
   auto it = files_.find(shard.file);
   if (it == files_.end()) {
     it = files_.emplace(shard.file, PosixFile(dir_ / shard.file, PosixFile::Mode::read)).first;

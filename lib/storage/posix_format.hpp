@@ -26,8 +26,7 @@ struct PosixShardToWrite {
 /// Returns one record per shard. Not collective. Throws IoError naming the file,
 /// Unsupported for device memory.
 std::vector<ShardRecord> write_posix_shards(const std::filesystem::path& item_dir, int rank,
-                                            std::span<const PosixShardToWrite> shards,
-                                            bool fsync);
+                                            std::span<const PosixShardToWrite> shards, bool fsync);
 
 /// Reads shards of posix leaves, keeping each file open once. Not collective.
 class PosixShardReader {

@@ -37,7 +37,8 @@ storage::TreeIndex load_index(const Comm& comm, const std::filesystem::path& dir
 // Reads saved shards (either format) into host buffers.
 class ShardSource {
  public:
-  ShardSource(const std::filesystem::path& dir, bool verify) : dir_(dir), posix_(dir), verify_(verify) {}
+  ShardSource(const std::filesystem::path& dir, bool verify)
+      : dir_(dir), posix_(dir), verify_(verify) {}
 
 #if CAIRN_HAVE_HDF5
   void set_hdf5(storage::Hdf5Reader* reader) { hdf5_ = reader; }
@@ -54,29 +55,31 @@ class ShardSource {
       std::uint64_t first = 0;
       if (box.rank() > 0 && !is_empty(box)) {
         const auto strides = row_major_strides(shard.box.extent);
-        first = static_cast<std::uint64_t>((box.offset[0] - shard.box.offset[0]) * strides[0]) * elem;
+        first =
+            static_cast<std::uint64_t>((box.offset[0] - shard.box.offset[0]) * strides[0]) * elem;
       }
       posix_.read(shard, first, bytes, dst);
     } else {
 #if CAIRN_HAVE_HDF5
       hdf5_->read(leaf.path, box, dst);
 #else
-      throw Unsupported(fmt::format("leaf '{}' in '{}' is stored in HDF5, which this build of "
-                                    "cairn cannot read (configure with CAIRN_USE_HDF5=ON)",
-                                    leaf.path, dir_.string()));
+      throw Unsupported(
+          fmt::format("leaf '{}' in '{}' is stored in HDF5, which this build of "
+                      "cairn cannot read (configure with CAIRN_USE_HDF5=ON)",
+                      leaf.path, dir_.string()));
 #endif
     }
     if (verify_ && box == shard.box) {
       const auto sum = storage::checksum_of({static_cast<const std::byte*>(dst), bytes});
       if (sum != shard.checksum) {
         const auto file = dir_ / shard.file;
-        throw FormatError(file.string(), leaf.path,
-                          fmt::format("checksum mismatch in '{}' for leaf '{}' (shard of rank "
-                                      "{}, box {}): stored {}, computed {}. The file is "
-                                      "damaged; restore an earlier checkpoint",
-                                      file.string(), leaf.path, shard.rank, to_string(shard.box),
-                                      storage::checksum_to_hex(shard.checksum),
-                                      storage::checksum_to_hex(sum)));
+        throw FormatError(
+            file.string(), leaf.path,
+            fmt::format("checksum mismatch in '{}' for leaf '{}' (shard of rank "
+                        "{}, box {}): stored {}, computed {}. The file is "
+                        "damaged; restore an earlier checkpoint",
+                        file.string(), leaf.path, shard.rank, to_string(shard.box),
+                        storage::checksum_to_hex(shard.checksum), storage::checksum_to_hex(sum)));
       }
     }
   }
@@ -134,28 +137,29 @@ void restore_array(const LeafRecord& leaf, const ArrayShard& target, ShardSource
 
 // Checks that the saved leaf can fill the target leaf; the same verdict on every rank except
 // for box problems, which are local (and reported through run_all).
-void check_compatible(const LeafRecord& saved, const Leaf& target, const TreeRestoreOptions& options,
-                      const std::filesystem::path& dir) {
+void check_compatible(const LeafRecord& saved, const Leaf& target,
+                      const TreeRestoreOptions& options, const std::filesystem::path& dir) {
   if (saved.kind != target.kind()) {
-    throw InvalidArgument(fmt::format("leaf '{}' in '{}' was saved as {}, but the restore target "
-                                      "holds {}",
-                                      saved.path, dir.string(), leaf_kind_name(saved.kind),
-                                      leaf_kind_name(target.kind())));
+    throw InvalidArgument(fmt::format(
+        "leaf '{}' in '{}' was saved as {}, but the restore target "
+        "holds {}",
+        saved.path, dir.string(), leaf_kind_name(saved.kind), leaf_kind_name(target.kind())));
   }
   if (saved.kind != LeafKind::array) return;
   const ArrayShard& shard = target.as_array();
   if (shard.global_shape != saved.shape) {
-    throw InvalidArgument(fmt::format("leaf '{}' in '{}' has global shape {}, but the restore "
-                                      "target has {}",
-                                      saved.path, dir.string(), shape_to_string(saved.shape),
-                                      shape_to_string(shard.global_shape)));
+    throw InvalidArgument(
+        fmt::format("leaf '{}' in '{}' has global shape {}, but the restore "
+                    "target has {}",
+                    saved.path, dir.string(), shape_to_string(saved.shape),
+                    shape_to_string(shard.global_shape)));
   }
   if (shard.dtype != saved.dtype) {
     if (!options.allow_cast) {
-      throw InvalidArgument(fmt::format("leaf '{}' in '{}' was saved as {}, but the restore target "
-                                        "is {}; pass allow_cast = true to convert",
-                                        saved.path, dir.string(), dtype_name(saved.dtype),
-                                        dtype_name(shard.dtype)));
+      throw InvalidArgument(
+          fmt::format("leaf '{}' in '{}' was saved as {}, but the restore target "
+                      "is {}; pass allow_cast = true to convert",
+                      saved.path, dir.string(), dtype_name(saved.dtype), dtype_name(shard.dtype)));
     }
     if (!cast_allowed(saved.dtype, shard.dtype)) {
       throw InvalidArgument(fmt::format("leaf '{}': cannot cast {} to {}", saved.path,
@@ -163,15 +167,17 @@ void check_compatible(const LeafRecord& saved, const Leaf& target, const TreeRes
     }
   }
   if (shard.memory != MemoryKind::host) {
-    throw Unsupported(fmt::format("leaf '{}': restoring into {} memory is not supported by this "
-                                  "build",
-                                  saved.path, memory_kind_name(shard.memory)));
+    throw Unsupported(
+        fmt::format("leaf '{}': restoring into {} memory is not supported by this "
+                    "build",
+                    saved.path, memory_kind_name(shard.memory)));
   }
   if (!shard.contiguous()) {
-    throw InvalidArgument(fmt::format("leaf '{}': a restore target must be a contiguous "
-                                      "row-major buffer (strided views are accepted for saving "
-                                      "only)",
-                                      saved.path));
+    throw InvalidArgument(
+        fmt::format("leaf '{}': a restore target must be a contiguous "
+                    "row-major buffer (strided views are accepted for saving "
+                    "only)",
+                    saved.path));
   }
 }
 
@@ -259,15 +265,17 @@ void restore_from_index(const Comm& comm, const std::filesystem::path& dir,
     switch (leaf.kind()) {
       case LeafKind::array: updated.add_array(leaf.path(), leaf.as_array(), leaf.owner()); break;
       case LeafKind::scalar:
-        updated.add_scalar(leaf.path(), restored ? Scalar::from_json(saved->value, dir.string(),
-                                                                     leaf.path())
-                                                 : leaf.as_scalar());
+        updated.add_scalar(leaf.path(),
+                           restored ? Scalar::from_json(saved->value, dir.string(), leaf.path())
+                                    : leaf.as_scalar());
         break;
       case LeafKind::string:
-        updated.add_string(leaf.path(), restored ? json::value_to<std::string>(saved->value)
-                                                 : leaf.as_string());
+        updated.add_string(leaf.path(),
+                           restored ? json::value_to<std::string>(saved->value) : leaf.as_string());
         break;
-      case LeafKind::json: updated.add_json(leaf.path(), restored ? saved->value : leaf.as_json()); break;
+      case LeafKind::json:
+        updated.add_json(leaf.path(), restored ? saved->value : leaf.as_json());
+        break;
     }
   }
   target = std::move(updated);
@@ -331,12 +339,13 @@ ArrayTree restore_tree_as_saved(const Comm& comm, const std::filesystem::path& d
       case LeafKind::scalar:
         target.add_scalar(leaf.path, Scalar::from_json(leaf.value, dir.string(), leaf.path));
         break;
-      case LeafKind::string: target.add_string(leaf.path, json::value_to<std::string>(leaf.value)); break;
+      case LeafKind::string:
+        target.add_string(leaf.path, json::value_to<std::string>(leaf.value));
+        break;
       case LeafKind::json: target.add_json(leaf.path, leaf.value); break;
     }
   }
-  restore_from_index(comm, dir, index, target,
-                     {.verify_checksums = options.verify_checksums});
+  restore_from_index(comm, dir, index, target, {.verify_checksums = options.verify_checksums});
   return target;
 }
 

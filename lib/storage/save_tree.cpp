@@ -59,8 +59,8 @@ json::value shard_to_json(const ShardRecord& s, std::size_t leaf_index) {
 
 void save_tree(const Comm& comm, const std::filesystem::path& dir, const ArrayTree& tree,
                const TreeSaveOptions& options) {
-  comm.agree({.operation = "save_tree " + dir.filename().string(),
-              .structure = tree.structure_hash()});
+  comm.agree(
+      {.operation = "save_tree " + dir.filename().string(), .structure = tree.structure_hash()});
   const std::vector<const Leaf*> leaves = tree.leaves_under("");
 
   // Local checks that can differ between ranks: every rank learns of any failure.
@@ -74,14 +74,16 @@ void save_tree(const Comm& comm, const std::filesystem::path& dir, const ArrayTr
       if (leaf->kind() != LeafKind::array) continue;
       const StorageFormat format = format_of(options, leaf->path());
       if (!storage_format_available(format)) {
-        throw Unsupported(fmt::format("leaf '{}': format {} is not available in this build "
-                                      "(configure with CAIRN_USE_HDF5=ON)",
-                                      leaf->path(), storage_format_name(format)));
+        throw Unsupported(
+            fmt::format("leaf '{}': format {} is not available in this build "
+                        "(configure with CAIRN_USE_HDF5=ON)",
+                        leaf->path(), storage_format_name(format)));
       }
       if (leaf->as_array().memory != MemoryKind::host) {
-        throw Unsupported(fmt::format("leaf '{}': arrays in {} memory are not supported by "
-                                      "this build; copy them to the host first",
-                                      leaf->path(), memory_kind_name(leaf->as_array().memory)));
+        throw Unsupported(
+            fmt::format("leaf '{}': arrays in {} memory are not supported by "
+                        "this build; copy them to the host first",
+                        leaf->path(), memory_kind_name(leaf->as_array().memory)));
       }
     }
   });
@@ -100,8 +102,8 @@ void save_tree(const Comm& comm, const std::filesystem::path& dir, const ArrayTr
     std::vector<LeafLayout> per_rank;
     per_rank.reserve(all.size());
     for (std::size_t r = 0; r < all.size(); ++r) {
-      per_rank.push_back(LeafLayout::from_json(all[r].as_array().at(i), {},
-                                               fmt::format("rank {} leaf {}", r, i)));
+      per_rank.push_back(
+          LeafLayout::from_json(all[r].as_array().at(i), {}, fmt::format("rank {} leaf {}", r, i)));
     }
     const std::string& path = arrays[i]->path();
     const bool sparse = options.allow_sparse &&
@@ -147,8 +149,8 @@ void save_tree(const Comm& comm, const std::filesystem::path& dir, const ArrayTr
       if (format_of(options, arrays[i]->path()) != StorageFormat::hdf5) continue;
       const ArrayShard& shard = arrays[i]->as_array();
       const bool writes = std::binary_search(writers[i].begin(), writers[i].end(), comm.rank());
-      h5_arrays.push_back({arrays[i]->path(), shard.dtype, shard.global_shape,
-                           writes ? &shard : nullptr});
+      h5_arrays.push_back(
+          {arrays[i]->path(), shard.dtype, shard.global_shape, writes ? &shard : nullptr});
       if (writes) h5_leaf.push_back(i);
     }
     std::vector<storage::Hdf5ValueToWrite> h5_values;
@@ -157,16 +159,14 @@ void save_tree(const Comm& comm, const std::filesystem::path& dir, const ArrayTr
         if (leaf->kind() != LeafKind::array) h5_values.push_back({leaf->path(), leaf});
       }
     }
-    comm.run_all(fmt::format("save_tree '{}': writing {}:", dir.string(), storage::kHdf5File),
-                 [&] {
-                   auto written = storage::write_hdf5(comm, dir / storage::kHdf5File, h5_arrays,
-                                                      h5_values, options.io_buffer_bytes,
-                                                      options.fsync);
-                   for (std::size_t k = 0; k < written.size(); ++k) {
-                     records.push_back(std::move(written[k]));
-                     record_leaf.push_back(h5_leaf.at(k));
-                   }
-                 });
+    comm.run_all(fmt::format("save_tree '{}': writing {}:", dir.string(), storage::kHdf5File), [&] {
+      auto written = storage::write_hdf5(comm, dir / storage::kHdf5File, h5_arrays, h5_values,
+                                         options.io_buffer_bytes, options.fsync);
+      for (std::size_t k = 0; k < written.size(); ++k) {
+        records.push_back(std::move(written[k]));
+        record_leaf.push_back(h5_leaf.at(k));
+      }
+    });
   }
 #endif
 

@@ -159,7 +159,8 @@ TEST(Comm, AllOkThrowsEveryFailingRanksMessageOnEveryRank) {
   const int failing = world_size() - 1;
   const bool ok = world_rank() != failing;
   try {
-    comm.all_ok(ok, "disk full writing shard " + std::to_string(world_rank()), cairn::ErrorCode::io);
+    comm.all_ok(ok, "disk full writing shard " + std::to_string(world_rank()),
+                cairn::ErrorCode::io);
     FAIL() << "expected IoError";
   } catch (const cairn::IoError& e) {
     const std::string message = e.what();

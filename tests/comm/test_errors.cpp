@@ -7,8 +7,7 @@
 TEST(Errors, ThrowErrorRaisesTheSubclassOfTheCode) {
   EXPECT_THROW(cairn::throw_error(cairn::ErrorCode::io, "x"), cairn::IoError);
   EXPECT_THROW(cairn::throw_error(cairn::ErrorCode::format, "x"), cairn::FormatError);
-  EXPECT_THROW(cairn::throw_error(cairn::ErrorCode::invalid_argument, "x"),
-               cairn::InvalidArgument);
+  EXPECT_THROW(cairn::throw_error(cairn::ErrorCode::invalid_argument, "x"), cairn::InvalidArgument);
   EXPECT_THROW(cairn::throw_error(cairn::ErrorCode::collective_mismatch, "x"),
                cairn::CollectiveMismatch);
   EXPECT_THROW(cairn::throw_error(cairn::ErrorCode::timeout, "x"), cairn::TimeoutError);

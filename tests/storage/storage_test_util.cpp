@@ -70,7 +70,8 @@ std::vector<std::byte> reference_box(DType dtype, const std::vector<std::int64_t
   std::vector<std::int64_t> index(box.rank(), 0);
   for (std::size_t k = 0; k < n; ++k) {
     std::int64_t global = 0;
-    for (std::size_t d = 0; d < box.rank(); ++d) global += (box.offset[d] + index[d]) * global_strides[d];
+    for (std::size_t d = 0; d < box.rank(); ++d)
+      global += (box.offset[d] + index[d]) * global_strides[d];
     reference_element(dtype, global, out.data() + k * size);
     for (std::size_t d = box.rank(); d-- > 0;) {
       if (++index[d] < box.extent[d]) break;

@@ -32,8 +32,8 @@ void save_reference(const std::filesystem::path& dir, StorageFormat format, int 
     const Box box = decompose(shape, comm->rank(), comm->size());
     auto data = reference_box(dtype, shape, box);
     ArrayTree tree;
-    tree.add_array("fields/u", {.dtype = dtype, .global_shape = shape, .box = box,
-                                .data = data.data()});
+    tree.add_array("fields/u",
+                   {.dtype = dtype, .global_shape = shape, .box = box, .data = data.data()});
     save_tree(*comm, dir, tree, {.format = format});
   }
   MPI_Barrier(MPI_COMM_WORLD);
@@ -49,8 +49,8 @@ void check_restore(const std::filesystem::path& dir, int m, DType dtype, Decompo
     std::vector<std::byte> out(static_cast<std::size_t>(volume(box)) * dtype_size(dtype),
                                std::byte{0xEE});
     ArrayTree target;
-    target.add_array("fields/u", {.dtype = dtype, .global_shape = shape, .box = box,
-                                  .data = out.data()});
+    target.add_array("fields/u",
+                     {.dtype = dtype, .global_shape = shape, .box = box, .data = out.data()});
     restore_tree(*comm, dir, target, {.verify_checksums = verify});
     EXPECT_EQ(out, reference_box(dtype, shape, box))
         << "rank " << comm->rank() << " of " << m << " box " << to_string(box);
@@ -65,8 +65,8 @@ TEST(Storage, EveryDtypeRoundTripsInBothFormats) {
   for (StorageFormat format : available_formats()) {
     for (DType dtype : all_dtypes()) {
       SCOPED_TRACE(std::string(storage_format_name(format)) + " " + std::string(dtype_name(dtype)));
-      const auto dir = tmp / (std::string(storage_format_name(format)) + "_" +
-                              std::string(dtype_name(dtype)));
+      const auto dir =
+          tmp / (std::string(storage_format_name(format)) + "_" + std::string(dtype_name(dtype)));
       save_reference(dir, format, world_size(), dtype, block_box);
       check_restore(dir, world_size(), dtype, block_box);
     }
@@ -106,13 +106,14 @@ TEST(Storage, ThreeDimensionalAndZeroDimensionalArrays) {
     Comm comm(MPI_COMM_WORLD);
     double scalar_array = 42.5;
     ArrayTree tree;
-    tree.add_array("zero_d", {.dtype = DType::float64, .global_shape = {},
-                              .data = &scalar_array, .replicated = true});
+    tree.add_array(
+        "zero_d",
+        {.dtype = DType::float64, .global_shape = {}, .data = &scalar_array, .replicated = true});
     save_tree(comm, dir / "zero", tree, {.format = format});
     double back = 0;
     ArrayTree target;
-    target.add_array("zero_d", {.dtype = DType::float64, .global_shape = {}, .data = &back,
-                                .replicated = true});
+    target.add_array(
+        "zero_d", {.dtype = DType::float64, .global_shape = {}, .data = &back, .replicated = true});
     restore_tree(comm, dir / "zero", target);
     EXPECT_EQ(back, 42.5);
   }
@@ -127,8 +128,10 @@ TEST(Storage, ValuesAndPartialRestore) {
     auto u = reference_box(DType::float32, kShape, box);
     auto v = reference_box(DType::int64, kShape, box);
     ArrayTree tree;
-    tree.add_array("u", {.dtype = DType::float32, .global_shape = kShape, .box = box, .data = u.data()});
-    tree.add_array("v", {.dtype = DType::int64, .global_shape = kShape, .box = box, .data = v.data()});
+    tree.add_array("u",
+                   {.dtype = DType::float32, .global_shape = kShape, .box = box, .data = u.data()});
+    tree.add_array("v",
+                   {.dtype = DType::int64, .global_shape = kShape, .box = box, .data = v.data()});
     tree.add_scalar("time", Scalar(0.125));
     tree.add_scalar("step", Scalar(std::int32_t{17}));
     tree.add_string("run/name", "heat 2d");
@@ -138,7 +141,8 @@ TEST(Storage, ValuesAndPartialRestore) {
     // Only "v" and two values; "u" is never touched.
     std::vector<std::byte> v_out(v.size());
     ArrayTree target;
-    target.add_array("v", {.dtype = DType::int64, .global_shape = kShape, .box = box, .data = v_out.data()});
+    target.add_array(
+        "v", {.dtype = DType::int64, .global_shape = kShape, .box = box, .data = v_out.data()});
     target.add_scalar("time", Scalar(0.0));
     target.add_json("run/config", nullptr);
     target.add_string("run/missing", "default");
@@ -165,7 +169,8 @@ TEST(Storage, ValuesAndPartialRestore) {
     EXPECT_EQ(0, std::memcmp(u_back.data, u.data(), u.size()));
     EXPECT_EQ(mine.at("run/name").as_string(), "heat 2d");
     EXPECT_EQ(mine.at("step").as_scalar().as<int>(), 17);
-    const ArrayTree whole = restore_tree_as_saved(comm, dir, {.whole_arrays = true, .select = {"v"}});
+    const ArrayTree whole =
+        restore_tree_as_saved(comm, dir, {.whole_arrays = true, .select = {"v"}});
     EXPECT_FALSE(whole.contains("u"));
     const auto all_v = reference_box(DType::int64, kShape, whole_box(kShape));
     EXPECT_EQ(0, std::memcmp(whole.at("v").as_array().data, all_v.data(), all_v.size()));

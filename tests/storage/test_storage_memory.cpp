@@ -57,13 +57,12 @@ TEST(StorageMemory, SyncSaveDoesNotCopyTheTree) {
     const std::int64_t before = status_bytes("VmRSS");
     save_tree(comm, tmp / std::string(storage_format_name(format)), tree, {.format = format});
     const std::int64_t growth = status_bytes("VmHWM") - before;
-    EXPECT_LT(growth, kAllowed) << "peak RSS grew by " << growth / (1 << 20)
-                                << " MiB while saving " << kLeaves * kLeafBytes / (1 << 20)
-                                << " MiB";
+    EXPECT_LT(growth, kAllowed) << "peak RSS grew by " << growth / (1 << 20) << " MiB while saving "
+                                << kLeaves * kLeafBytes / (1 << 20) << " MiB";
     RecordProperty("peak_growth_bytes_" + std::string(storage_format_name(format)),
                    std::to_string(growth));
-    std::fprintf(stderr, "[rank %d] %s save of %lld MiB: peak RSS grew by %.1f MiB\n",
-                 comm.rank(), std::string(storage_format_name(format)).c_str(),
+    std::fprintf(stderr, "[rank %d] %s save of %lld MiB: peak RSS grew by %.1f MiB\n", comm.rank(),
+                 std::string(storage_format_name(format)).c_str(),
                  static_cast<long long>(kLeaves * kLeafBytes >> 20),
                  static_cast<double>(growth) / (1 << 20));
   }

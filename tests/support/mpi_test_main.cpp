@@ -36,8 +36,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (provided < MPI_THREAD_MULTIPLE && rank == 0) {
-    std::fprintf(stderr, "note: MPI provides thread level %d, not MPI_THREAD_MULTIPLE\n",
-                 provided);
+    std::fprintf(stderr, "note: MPI provides thread level %d, not MPI_THREAD_MULTIPLE\n", provided);
   }
   if (rank != 0) {
     auto& listeners = testing::UnitTest::GetInstance()->listeners();

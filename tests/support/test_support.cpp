@@ -23,8 +23,9 @@ SharedTempDir::SharedTempDir() {
   std::string name;
   if (world_rank() == 0) {
     const char* base = std::getenv("CAIRN_TEST_TMPDIR");
-    std::string pattern = (base ? std::string(base) : std::filesystem::temp_directory_path().string()) +
-                          "/cairn-test-XXXXXX";
+    std::string pattern =
+        (base ? std::string(base) : std::filesystem::temp_directory_path().string()) +
+        "/cairn-test-XXXXXX";
     std::vector<char> buffer(pattern.begin(), pattern.end());
     buffer.push_back('\0');
     if (mkdtemp(buffer.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
