@@ -1,15 +1,16 @@
 // The hdf5 storage format: one shared file, one dataset per array leaf, collective writes.
 //
 // Collective discipline. Parallel HDF5 hangs when one rank leaves a collective call that the
-// others entered, so write_hdf5 is built to make every rank take the same path:
+// others entered, so Hdf5Writer is built to make every rank take the same path:
 //  1. agree on the list of arrays and values (CollectiveMismatch on misuse, rule 2);
-//  2. check every local input (boxes, dtypes, memory kinds) and agree on the verdict;
+//  2. check every local input (boxes, dtypes) and agree on the verdict;
 //  3. create the file and each dataset collectively (these calls see identical input on
 //     every rank, so they succeed or fail together and throw directly);
-//  4. write each dataset with a collective H5Dwrite that every rank makes, selecting nothing
-//     when it has nothing to write or when preparing its data failed; a local failure is
-//     remembered, not thrown, so the rank keeps taking part;
+//  4. write each dataset with a collective H5Dwrite that every rank makes, after agreeing on
+//     which one, selecting nothing when it has nothing to write or when preparing its data
+//     failed; a local failure is remembered, not thrown, so the rank keeps taking part;
 //  5. close (and fsync), then turn the remembered failures into one error on every rank.
+// Every HDF5 call is made with hdf5_mutex() held; agreements and checksums are not.
 #include "storage/hdf5_format.hpp"
 
 #include <hdf5.h>
@@ -19,6 +20,7 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string_view>
 
@@ -33,14 +35,15 @@ namespace {
 
 using h5::check;
 using h5::dataset_creation;
-using h5::describe_type;
 using h5::file_access;
 using h5::link_creation;
+using h5::make_space;
 using h5::make_type;
 using h5::string_type;
+using h5::to_hsize;
 using h5::transfer;
-using h5::type_holds;
 using h5::Where;
+using h5::write_string_attribute;
 
 constexpr std::string_view kHintStorage =
     "Check that the directory exists and is writable, that the file system has space and "
@@ -73,35 +76,7 @@ std::uint64_t fnv1a(std::uint64_t hash, std::int64_t value) {
 }
 constexpr std::uint64_t kFnvOffset = 14695981039346656037ULL;
 
-std::vector<hsize_t> to_hsize(std::span<const std::int64_t> values) {
-  return std::vector<hsize_t>(values.begin(), values.end());  // validated non-negative
-}
-
-// ------------------------------------------------------------------ dataspaces
-
-/// A scalar dataspace for 0-d, else a simple one (zero extents allowed).
-h5::Dataspace make_space(std::span<const std::int64_t> shape, const Where& where) {
-  if (shape.empty()) {
-    return h5::Dataspace(check(H5Screate(H5S_SCALAR), where, "creating a dataspace"));
-  }
-  const std::vector<hsize_t> dims = to_hsize(shape);
-  return h5::Dataspace(check(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
-                             where, "creating a dataspace"));
-}
-
 // ------------------------------------------------------------------ writing
-
-void write_string_attribute(hid_t object, const char* name, std::string_view value,
-                            const Where& where) {
-  const std::string what = fmt::format("writing the attribute '{}'", name);
-  const h5::Datatype type = string_type(value.size(), where);
-  const h5::Dataspace space(check(H5Screate(H5S_SCALAR), where, what));
-  h5::Attribute attribute(check(
-      H5Acreate2(object, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), where, what));
-  // Attributes are metadata: every rank writes the same value.
-  check(H5Awrite(attribute.get(), type.get(), value.data()), where, what);
-  attribute.close(where);
-}
 
 /// The collective H5Dwrite every rank makes for every dataset: `box` (nullptr: nothing, or
 /// the whole of a 0-d dataset when `whole_scalar`) from `data`. Local failures go to
@@ -145,7 +120,7 @@ void write_collectively(hid_t dataset, hid_t type, hid_t file_space, const Box* 
 }
 
 /// This rank's box of `a` after checking the shard against the declared leaf. Throws
-/// InvalidArgument / Unsupported naming the leaf.
+/// InvalidArgument naming the leaf.
 Box checked_box(const Hdf5ArrayToWrite& a) {
   const ArrayShard& s = *a.shard;
   const std::string what = fmt::format("leaf '{}' on this rank", a.path);
@@ -154,21 +129,8 @@ Box checked_box(const Hdf5ArrayToWrite& a) {
                                       dtype_name(s.dtype), shape_to_string(s.global_shape),
                                       dtype_name(a.dtype), shape_to_string(a.shape)));
   }
-  if (s.memory != MemoryKind::host) {
-    throw Unsupported(
-        fmt::format("{}: the hdf5 format writes host memory only, this shard is "
-                    "in {} memory; copy it to the host or use the posix format",
-                    what, memory_kind_name(s.memory)));
-  }
   Box box = s.box.offset.empty() && s.box.extent.empty() ? whole_box(a.shape) : s.box;
   check_box_in_shape(box, a.shape, what);
-  if (!s.contiguous() && s.strides.size() != box.rank()) {
-    throw InvalidArgument(
-        fmt::format("{}: {} strides for a {}-d box", what, s.strides.size(), box.rank()));
-  }
-  if (s.data == nullptr && volume(box) > 0) {
-    throw InvalidArgument(fmt::format("{}: the data pointer is null", what));
-  }
   (void)s.local_bytes();  // throws when the byte count overflows
   return box;
 }
@@ -193,26 +155,67 @@ std::uint64_t structure_hash(std::span<const Hdf5ArrayToWrite> arrays,
 
 }  // namespace
 
-std::vector<ShardRecord> write_hdf5(const Comm& comm, const std::filesystem::path& file,
-                                    std::span<const Hdf5ArrayToWrite> arrays,
-                                    std::span<const Hdf5ValueToWrite> values,
-                                    std::size_t io_buffer_bytes, bool fsync) {
-  const h5::QuietErrors quiet;
-  const std::string file_name = file.string();
-  const std::string record_file = file.filename().string();
-  comm.agree({.operation = "write_hdf5 " + record_file,
+// ------------------------------------------------------------------ Hdf5Writer
+
+struct Hdf5Writer::Impl {
+  struct Array {
+    std::string path;
+    DType dtype = DType::float64;
+    std::vector<std::int64_t> shape;
+    std::optional<Box> box;  // this rank's, when it has a shard
+    h5::Dataset dataset;     // open from the constructor to finish()
+  };
+
+  const Comm* comm = nullptr;
+  std::filesystem::path file;
+  std::string file_name;    // file.string(), for messages
+  std::string record_file;  // file.filename(), for ShardRecord::file
+  h5::File handle;
+  h5::PropertyList dxpl;
+  std::vector<Array> arrays;  // closed before `handle`
+  std::size_t next = 0;       // index of the next array to write (the same on every rank)
+  FirstFailure failure;
+  bool closed = false;  // finish() got past its agreement
+
+  Impl() = default;
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+  // Also runs when the constructor throws, after its lock is released: take it again.
+  ~Impl() {
+    const std::lock_guard lock(hdf5_mutex());
+    const h5::QuietErrors quiet;
+    arrays.clear();
+    dxpl.reset();
+    handle.reset();  // collective when still open; a failure is logged
+  }
+};
+
+Hdf5Writer::Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
+                       std::span<const Hdf5ArrayToWrite> arrays,
+                       std::span<const Hdf5ValueToWrite> values)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& w = *impl_;
+  w.comm = &comm;
+  w.file = file;
+  w.file_name = file.string();
+  w.record_file = file.filename().string();
+  comm.agree({.operation = "Hdf5Writer " + w.record_file,
               .step = -1,
               .structure = structure_hash(arrays, values)});
 
   // Step 2: local checks, then one verdict. The primary also renders the values' text,
   // whose lengths every rank needs to create the string datasets identically.
-  std::vector<Box> boxes(arrays.size());
+  w.arrays.resize(arrays.size());
   std::vector<std::string> texts(values.size());
-  comm.run_all(fmt::format("write_hdf5 '{}': checking the input", file_name), [&] {
+  comm.run_all(fmt::format("Hdf5Writer '{}': checking the input", w.file_name), [&] {
     for (std::size_t i = 0; i < arrays.size(); ++i) {
-      validate_leaf_path(arrays[i].path);  // a valid path is also a valid HDF5 path
-      (void)volume(arrays[i].shape);
-      if (arrays[i].shard != nullptr) boxes[i] = checked_box(arrays[i]);
+      const Hdf5ArrayToWrite& a = arrays[i];
+      validate_leaf_path(a.path);  // a valid path is also a valid HDF5 path
+      (void)volume(a.shape);
+      w.arrays[i].path = a.path;
+      w.arrays[i].dtype = a.dtype;
+      w.arrays[i].shape = a.shape;
+      if (a.shard != nullptr) w.arrays[i].box = checked_box(a);
     }
     for (std::size_t k = 0; k < values.size(); ++k) {
       const Hdf5ValueToWrite& v = values[k];
@@ -230,125 +233,193 @@ std::vector<ShardRecord> write_hdf5(const Comm& comm, const std::filesystem::pat
     for (std::size_t k = 0; k < values.size(); ++k) text_sizes[k] = texts[k].size();
     const auto bytes = comm.broadcast_bytes(std::as_bytes(std::span(text_sizes)));
     if (bytes.size() != text_sizes.size() * sizeof(std::uint64_t)) {
-      throw Error(ErrorCode::internal, "write_hdf5: broadcast of the value sizes was cut");
+      throw Error(ErrorCode::internal, "Hdf5Writer: broadcast of the value sizes was cut");
     }
     std::memcpy(text_sizes.data(), bytes.data(), bytes.size());
   }
 
-  // Step 3: the file, created collectively.
-  const Where file_where{file_name, {}};
-  const h5::PropertyList fapl = file_access(comm, file_where);
-  h5::File h5file(check(H5Fcreate(file_name.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()),
-                        file_where, "creating the file", kHintStorage));
-  const h5::PropertyList dcpl = dataset_creation(file_where);
-  const h5::PropertyList lcpl = link_creation(file_where);
-  // Collective transfer: MPI-IO aggregates the ranks' hyperslabs into large writes.
-  const h5::PropertyList dxpl = transfer(H5FD_MPIO_COLLECTIVE, file_where);
+  {
+    const std::lock_guard lock(hdf5_mutex());
+    const h5::QuietErrors quiet;
+    // Step 3: the file and the datasets, created collectively.
+    const Where file_where{w.file_name, {}};
+    const h5::PropertyList fapl = file_access(comm, file_where);
+    w.handle =
+        h5::File(check(H5Fcreate(w.file_name.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()),
+                       file_where, "creating the file", kHintStorage));
+    const h5::PropertyList dcpl = dataset_creation(file_where);
+    const h5::PropertyList lcpl = link_creation(file_where);
+    // Collective transfer: MPI-IO aggregates the ranks' hyperslabs into large writes.
+    w.dxpl = transfer(H5FD_MPIO_COLLECTIVE, file_where);
 
-  FirstFailure failure;
-  std::vector<ShardRecord> records;
-  for (std::size_t i = 0; i < arrays.size(); ++i) {
-    const Hdf5ArrayToWrite& a = arrays[i];
-    const Where where{file_name, a.path};
-    const h5::Datatype type = make_type(a.dtype, where);
-    const h5::Dataspace space = make_space(a.shape, where);
-    h5::Dataset dataset(check(H5Dcreate2(h5file.get(), a.path.c_str(), type.get(), space.get(),
-                                         lcpl.get(), dcpl.get(), H5P_DEFAULT),
-                              where, "creating the dataset", kHintCreate));
-    // Names the dtype for readers that cannot tell it from the HDF5 type (bfloat16).
-    write_string_attribute(dataset.get(), "cairn_dtype", dtype_name(a.dtype), where);
+    // The array datasets stay open until finish(): write() then makes no metadata calls.
+    for (Impl::Array& a : w.arrays) {
+      const Where where{w.file_name, a.path};
+      const h5::Datatype type = make_type(a.dtype, where);
+      const h5::Dataspace space = make_space(a.shape, where);
+      a.dataset = h5::Dataset(check(H5Dcreate2(w.handle.get(), a.path.c_str(), type.get(),
+                                               space.get(), lcpl.get(), dcpl.get(), H5P_DEFAULT),
+                                    where, "creating the dataset", kHintCreate));
+      // Names the dtype for readers that cannot tell it from the HDF5 type (bfloat16).
+      write_string_attribute(a.dataset.get(), "cairn_dtype", dtype_name(a.dtype), where);
+    }
 
-    // Step 4: this rank's data, packed when strided, checksummed from the bytes written.
-    const void* data = nullptr;
-    std::vector<std::byte> packed;
-    bool writes = false;
-    if (a.shard != nullptr && failure.ok) {
-      try {
-        const ArrayShard& s = *a.shard;
-        const std::int64_t count = volume(boxes[i]);
+    // Values: small datasets, created by all, data written by the primary.
+    for (std::size_t k = 0; k < values.size(); ++k) {
+      const Hdf5ValueToWrite& v = values[k];
+      const Where where{w.file_name, v.path};
+      const bool scalar = v.leaf->kind() == LeafKind::scalar;
+      const h5::Datatype type = scalar ? make_type(v.leaf->as_scalar().dtype(), where)
+                                       : string_type(text_sizes[k], where);
+      const h5::Dataspace space(check(H5Screate(H5S_SCALAR), where, "creating a dataspace"));
+      h5::Dataset dataset(check(H5Dcreate2(w.handle.get(), v.path.c_str(), type.get(), space.get(),
+                                           lcpl.get(), dcpl.get(), H5P_DEFAULT),
+                                where, "creating the dataset", kHintCreate));
+      write_string_attribute(dataset.get(), "cairn_kind", leaf_kind_name(v.leaf->kind()), where);
+      if (scalar) {
+        write_string_attribute(dataset.get(), "cairn_dtype",
+                               dtype_name(v.leaf->as_scalar().dtype()), where);
+      }
+      static const char empty_text[1] = {'\0'};
+      const void* data = scalar             ? v.leaf->as_scalar().data()
+                         : texts[k].empty() ? static_cast<const void*>(empty_text)
+                                            : static_cast<const void*>(texts[k].data());
+      write_collectively(dataset.get(), type.get(), space.get(), nullptr, comm.is_primary(), data,
+                         w.dxpl.get(), where, w.failure);
+      dataset.close(where);
+    }
+  }
+  // A failed value write is reported now rather than in finish(): nothing is worth writing
+  // into a file that already failed. (On throw, ~Impl closes the file on every rank.)
+  comm.all_ok(w.failure.ok, w.failure.message, w.failure.code);
+  log::debug("hdf5.create", "file=\"{}\" arrays={} values={}", w.file_name, arrays.size(),
+             values.size());
+}
+
+Hdf5Writer::~Hdf5Writer() {
+  if (!impl_) return;
+  if (!impl_->closed) {
+    log::warn("hdf5.unfinished", "file=\"{}\" arrays_written={} arrays={}", impl_->file_name,
+              impl_->next, impl_->arrays.size());
+  }
+  impl_.reset();  // ~Impl closes what is open, holding the lock
+}
+
+std::size_t Hdf5Writer::array_count() const noexcept { return impl_->arrays.size(); }
+
+std::optional<ShardRecord> Hdf5Writer::write(std::size_t index, const void* data) {
+  Impl& w = *impl_;
+  if (w.closed) {
+    throw InvalidArgument(fmt::format("Hdf5Writer for '{}': write() after finish()", w.file_name));
+  }
+  // Ranks writing different arrays would enter different collective H5Dwrite calls, or one
+  // of them none (arrays without elements are skipped), and hang: agree first.
+  w.comm->agree({.operation = "Hdf5Writer::write", .step = static_cast<std::int64_t>(index)});
+  // Every rank now has the same index and, having made the same calls, the same `next`.
+  if (index != w.next) {
+    throw InvalidArgument(fmt::format(
+        "Hdf5Writer for '{}': write({}) but the next array is {} of {}; write every array "
+        "once, in increasing index order",
+        w.file_name, index, w.next, w.arrays.size()));
+  }
+  ++w.next;
+  const Impl::Array& a = w.arrays[index];
+  const Where where{w.file_name, a.path};
+
+  // This rank's data, checksummed from the bytes written; not after a failure.
+  std::optional<ShardRecord> record;
+  if (w.failure.ok) {
+    try {
+      const std::string what = fmt::format("leaf '{}' on this rank", a.path);
+      if (a.box) {
+        const std::int64_t count = volume(*a.box);
         const auto bytes = static_cast<std::size_t>(count) * dtype_size(a.dtype);
-        data = s.data;
-        if (count > 0 && !s.contiguous()) {
-          // The whole shard is packed into one buffer, so each dataset takes one collective
-          // write; io_buffer_bytes is a hint that this may exceed (then logged).
-          if (bytes > io_buffer_bytes) {
-            log::debug("hdf5.pack", "leaf={} bytes={} io_buffer_bytes={}", a.path, bytes,
-                       io_buffer_bytes);
-          }
-          packed.resize(bytes);
-          pack_strided(dtype_size(a.dtype), s.data, boxes[i].extent, s.strides, packed.data());
-          data = packed.data();
+        if (data == nullptr && count > 0) {
+          throw InvalidArgument(
+              fmt::format("{}: no data passed for the box {}", what, to_string(*a.box)));
         }
         const std::span<const std::byte> view(static_cast<const std::byte*>(data), bytes);
-        records.push_back({.rank = comm.rank(),
-                           .box = boxes[i],
-                           .file = record_file,
-                           .byte_offset = 0,
-                           .bytes = bytes,
-                           .checksum = checksum_of(view)});
-        writes = count > 0;
+        record = ShardRecord{.rank = w.comm->rank(),
+                             .box = *a.box,
+                             .file = w.record_file,
+                             .byte_offset = 0,
+                             .bytes = bytes,
+                             .checksum = checksum_of(view)};
+      } else if (data != nullptr) {
+        throw InvalidArgument(
+            fmt::format("{}: data passed, but this rank has no shard of the leaf", what));
+      }
+    } catch (const std::exception& e) {
+      w.failure.record(e);
+      record.reset();
+    }
+  }
+  const bool writes = record && volume(*a.box) > 0;
+
+  // A dataset without elements has no storage (its address is undefined) and HDF5 fails
+  // even an empty write to it; the shape is the same on every rank, so all skip it.
+  if (volume(a.shape) > 0) {
+    const std::lock_guard lock(hdf5_mutex());
+    const h5::QuietErrors quiet;
+    // Same input on every rank: these fail on every rank together (step 3).
+    const h5::Datatype type = make_type(a.dtype, where);
+    const h5::Dataspace space = make_space(a.shape, where);
+    write_collectively(a.dataset.get(), type.get(), space.get(),
+                       writes && !a.shape.empty() ? &*a.box : nullptr, writes && a.shape.empty(),
+                       data, w.dxpl.get(), where, w.failure);
+  }
+  if (!w.failure.ok) return std::nullopt;
+  return record;
+}
+
+void Hdf5Writer::finish(bool fsync) {
+  Impl& w = *impl_;
+  if (w.closed) {
+    throw InvalidArgument(fmt::format("Hdf5Writer for '{}': finish() called twice", w.file_name));
+  }
+  // A rank still writing must not meet this rank's collective H5Fclose (a hang): agree on
+  // how many arrays each wrote.
+  w.comm->agree({.operation = "Hdf5Writer::finish", .step = static_cast<std::int64_t>(w.next)});
+  w.closed = true;
+  if (w.next != w.arrays.size()) {
+    w.failure.record(InvalidArgument(
+        fmt::format("Hdf5Writer for '{}': finish() after {} of {} arrays were written", w.file_name,
+                    w.next, w.arrays.size())));
+  }
+  const Where file_where{w.file_name, {}};
+  {
+    const std::lock_guard lock(hdf5_mutex());
+    const h5::QuietErrors quiet;
+    for (Impl::Array& a : w.arrays) {
+      try {
+        a.dataset.close({w.file_name, a.path});
       } catch (const std::exception& e) {
-        failure.record(e);
+        w.failure.record(e);
       }
     }
-    // A dataset without elements has no storage (its address is undefined) and HDF5 fails
-    // even an empty write to it; the shape is the same on every rank, so all skip it.
-    if (volume(a.shape) > 0) {
-      write_collectively(dataset.get(), type.get(), space.get(),
-                         writes && !a.shape.empty() ? &boxes[i] : nullptr,
-                         writes && a.shape.empty(), data, dxpl.get(), where, failure);
+    w.dxpl.reset();
+    // Step 5. H5Fclose is collective and writes the last metadata; its failure is remembered
+    // like a write failure so every rank still reaches the verdict below.
+    try {
+      w.handle.close(file_where);
+    } catch (const std::exception& e) {
+      w.failure.record(e);
     }
-    dataset.close(where);
-  }
-
-  // Values: small datasets, created by all, data written by the primary.
-  for (std::size_t k = 0; k < values.size(); ++k) {
-    const Hdf5ValueToWrite& v = values[k];
-    const Where where{file_name, v.path};
-    const bool scalar = v.leaf->kind() == LeafKind::scalar;
-    const h5::Datatype type =
-        scalar ? make_type(v.leaf->as_scalar().dtype(), where) : string_type(text_sizes[k], where);
-    const h5::Dataspace space(check(H5Screate(H5S_SCALAR), where, "creating a dataspace"));
-    h5::Dataset dataset(check(H5Dcreate2(h5file.get(), v.path.c_str(), type.get(), space.get(),
-                                         lcpl.get(), dcpl.get(), H5P_DEFAULT),
-                              where, "creating the dataset", kHintCreate));
-    write_string_attribute(dataset.get(), "cairn_kind", leaf_kind_name(v.leaf->kind()), where);
-    if (scalar) {
-      write_string_attribute(dataset.get(), "cairn_dtype", dtype_name(v.leaf->as_scalar().dtype()),
-                             where);
-    }
-    static const char empty_text[1] = {'\0'};
-    const void* data = scalar             ? v.leaf->as_scalar().data()
-                       : texts[k].empty() ? static_cast<const void*>(empty_text)
-                                          : static_cast<const void*>(texts[k].data());
-    write_collectively(dataset.get(), type.get(), space.get(), nullptr, comm.is_primary(), data,
-                       dxpl.get(), where, failure);
-    dataset.close(where);
-  }
-
-  // Step 5. H5Fclose is collective and writes the last metadata; its failure is remembered
-  // like a write failure so every rank still reaches the verdict below.
-  try {
-    h5file.close(file_where);
-  } catch (const std::exception& e) {
-    failure.record(e);
   }
   // Every rank fsyncs: raw data was written by the MPI-IO aggregators and metadata by any
   // rank (HDF5's distributed metadata writes), and an fsync flushes only the calling node's
   // cached pages of the file.
-  if (fsync && failure.ok) {
+  if (fsync && w.failure.ok) {
     try {
-      PosixFile synced(file, PosixFile::Mode::read);
+      PosixFile synced(w.file, PosixFile::Mode::read);
       synced.sync();
       synced.close();
     } catch (const std::exception& e) {
-      failure.record(e);
+      w.failure.record(e);
     }
   }
-  comm.all_ok(failure.ok, failure.message, failure.code);
-  log::debug("hdf5.write", "file=\"{}\" arrays={} values={} my_shards={}", file_name, arrays.size(),
-             values.size(), records.size());
-  return records;
+  w.comm->all_ok(w.failure.ok, w.failure.message, w.failure.code);
+  log::debug("hdf5.write", "file=\"{}\" arrays={}", w.file_name, w.arrays.size());
 }
 
 // ------------------------------------------------------------------ reading
@@ -366,6 +437,18 @@ struct Hdf5Reader::Impl {
   h5::File handle;
   h5::PropertyList independent;
   std::map<std::string, OpenDataset, std::less<>> datasets;  // closed before `handle`
+
+  Impl() = default;
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+  // Also runs when the constructor throws, after its lock is released: take it again.
+  ~Impl() {
+    const std::lock_guard lock(hdf5_mutex());
+    const h5::QuietErrors quiet;
+    datasets.clear();
+    independent.reset();
+    handle.reset();  // collective, like close(); a failure is logged
+  }
 
   [[noreturn]] void mismatch(std::string_view leaf, std::string_view problem) const {
     throw FormatError(file, std::string(leaf),
@@ -412,46 +495,17 @@ Hdf5Reader::Impl::OpenDataset Hdf5Reader::Impl::open_dataset(const LeafRecord& r
                    .dtype = record.dtype,
                    .shape = record.shape};
 
-  // Raw data must be in the file itself and readable without metadata I/O, because read()
-  // is independent while metadata reads are collective: contiguous or compact only.
-  const h5::PropertyList dcpl(H5Dget_create_plist(open.dataset.get()));
-  const H5D_layout_t layout = dcpl.valid() ? H5Pget_layout(dcpl.get()) : H5D_LAYOUT_ERROR;
-  if ((layout != H5D_CONTIGUOUS && layout != H5D_COMPACT) ||
-      H5Pget_external_count(dcpl.get()) != 0) {
-    mismatch(path, "its layout is not contiguous (cairn writes contiguous datasets only)");
-  }
-
-  const h5::Datatype type(H5Dget_type(open.dataset.get()));
-  if (!type.valid()) mismatch(path, h5::failure_message(where, "reading the datatype"));
-  if (!type_holds(type.get(), record.dtype)) {
-    mismatch(path, fmt::format("the dataset is {}, which does not hold {} values",
-                               describe_type(type.get()), dtype_name(record.dtype)));
-  }
-
-  const h5::Dataspace space(H5Dget_space(open.dataset.get()));
-  if (!space.valid()) mismatch(path, h5::failure_message(where, "reading the dataspace"));
-  std::vector<std::int64_t> shape;
-  const H5S_class_t cls = H5Sget_simple_extent_type(space.get());
-  if (cls == H5S_SIMPLE) {
-    const int rank = H5Sget_simple_extent_ndims(space.get());
-    std::vector<hsize_t> dims(static_cast<std::size_t>(std::max(rank, 0)));
-    if (rank < 0 || H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr) < 0) {
-      mismatch(path, h5::failure_message(where, "reading the dataspace"));
-    }
-    for (hsize_t d : dims) shape.push_back(static_cast<std::int64_t>(d));
-  } else if (cls != H5S_SCALAR) {
-    mismatch(path, "the dataset has a null dataspace (no elements)");
-  }
-  if (cls == H5S_SIMPLE && shape.empty()) shape.push_back(-1);  // never equals a record
-  if (shape != record.shape) {
-    mismatch(path, fmt::format("the dataset has shape {} but the index records {}",
-                               shape_to_string(shape), shape_to_string(record.shape)));
+  // Raw data must be readable without metadata I/O: read() is independent while metadata
+  // reads are collective.
+  if (auto problem = h5::dataset_problem(open.dataset.get(), record.dtype, record.shape, where)) {
+    mismatch(path, *problem);
   }
   return open;
 }
 
 Hdf5Reader::Hdf5Reader(const Comm& comm, const std::filesystem::path& file)
     : impl_(std::make_unique<Impl>()) {
+  const std::lock_guard lock(hdf5_mutex());
   const h5::QuietErrors quiet;
   impl_->comm = &comm;
   impl_->file = file.string();
@@ -484,16 +538,9 @@ Hdf5Reader::Hdf5Reader(const Comm& comm, const std::filesystem::path& file)
   impl_->independent = transfer(H5FD_MPIO_INDEPENDENT, where);
 }
 
-Hdf5Reader::~Hdf5Reader() {
-  if (!impl_) return;
-  const h5::QuietErrors quiet;
-  impl_->datasets.clear();
-  impl_->independent.reset();
-  impl_->handle.reset();  // collective, like close(); a failure is logged
-}
+Hdf5Reader::~Hdf5Reader() { impl_.reset(); }  // ~Impl closes what is open, holding the lock
 
 void Hdf5Reader::open(std::span<const LeafRecord* const> records) {
-  const h5::QuietErrors quiet;
   if (!impl_->handle.valid()) {
     throw InvalidArgument(fmt::format("Hdf5Reader for '{}' is closed", impl_->file));
   }
@@ -504,6 +551,8 @@ void Hdf5Reader::open(std::span<const LeafRecord* const> records) {
     for (std::int64_t n : record->shape) hash = fnv1a(hash, n);
   }
   impl_->comm->agree({.operation = "Hdf5Reader::open", .step = -1, .structure = hash});
+  const std::lock_guard lock(hdf5_mutex());
+  const h5::QuietErrors quiet;
   for (const LeafRecord* record : records) {
     if (impl_->datasets.contains(record->path)) continue;
     if (record->kind != LeafKind::array) {
@@ -515,6 +564,7 @@ void Hdf5Reader::open(std::span<const LeafRecord* const> records) {
 }
 
 void Hdf5Reader::read(const std::string& path, const Box& box, void* dst) {
+  const std::lock_guard lock(hdf5_mutex());
   const h5::QuietErrors quiet;
   const auto it = impl_->datasets.find(path);
   if (it == impl_->datasets.end()) {
@@ -550,6 +600,7 @@ void Hdf5Reader::read(const std::string& path, const Box& box, void* dst) {
 }
 
 void Hdf5Reader::close() {
+  const std::lock_guard lock(hdf5_mutex());
   const h5::QuietErrors quiet;
   std::optional<IoError> first;
   for (auto& [path, open] : impl_->datasets) {

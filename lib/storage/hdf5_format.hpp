@@ -12,6 +12,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -26,7 +27,8 @@ struct Hdf5ArrayToWrite {
   DType dtype = DType::float64;
   std::vector<std::int64_t> shape;
   /// This rank's shard, or nullptr when this rank writes nothing for the leaf (no shard, or
-  /// a replicated leaf written by another rank).
+  /// a replicated leaf written by another rank). Only its dtype, global shape and box are
+  /// used: the data is passed to Hdf5Writer::write().
   const ArrayShard* shard = nullptr;
 };
 
@@ -36,32 +38,77 @@ struct Hdf5ValueToWrite {
   const Leaf* leaf = nullptr;
 };
 
-/// Creates `file` (replacing it) and writes every array collectively (each rank its
-/// hyperslab, collective transfer; every rank takes part in every write, selecting nothing
-/// when it has no shard), then the values (datasets created collectively, data written by
-/// the primary). Collective over `comm`: every rank passes the same arrays and values (paths,
-/// dtypes, shapes, value kinds), checked first.
+/// Writes one data.h5 collectively, one array leaf at a time: the constructor creates the
+/// file and every dataset, write() fills one array's dataset (each rank its hyperslab,
+/// collective transfer; every rank takes part in every write, selecting nothing when it has
+/// nothing to write), finish() closes the file.
 ///
-/// Returns this rank's shard records: one per entry of `arrays` whose `shard` is not null, in
-/// the order of `arrays` (file = file.filename(), byte_offset 0, checksum = XXH3-64 of the
-/// bytes written in row-major order). A strided shard is packed whole into one buffer before
-/// its write (io_buffer_bytes is a hint that this may exceed). Host memory only.
-/// When `fsync`, every rank fsyncs the file after closing it (the data was written by the
-/// MPI-IO aggregators and metadata by any rank; an fsync flushes the calling node only).
+/// Local failures in write() (bad data pointer, failed HDF5 write) are remembered, not
+/// thrown, so the failing rank keeps taking part in the collective calls; finish() throws
+/// them on every rank. Collective misuse (ranks writing different arrays) throws
+/// CollectiveMismatch on every rank instead of hanging.
 ///
-/// Throws the same error on every rank: CollectiveMismatch when the ranks' lists differ,
-/// InvalidArgument for a bad path or shard (box outside the shape, dtype or shape differing
-/// from the leaf), Unsupported for device memory, IoError naming the file and the leaf with
-/// the HDF5 error stack's message for a failed HDF5 or POSIX call.
-std::vector<ShardRecord> write_hdf5(const Comm& comm, const std::filesystem::path& file,
-                                    std::span<const Hdf5ArrayToWrite> arrays,
-                                    std::span<const Hdf5ValueToWrite> values,
-                                    std::size_t io_buffer_bytes, bool fsync);
+/// Every HDF5 call is made with hdf5_mutex() held (see hdf5_handle.hpp), so a writer may
+/// run on a background thread while other threads use HDF5. One writer is used by one thread
+/// at a time. Host memory only: the caller copies device data and packs strided views.
+class Hdf5Writer {
+ public:
+  /// Creates `file` (replacing it) and every dataset of `arrays`, and creates and writes
+  /// every value of `values` (datasets created collectively, data written by the primary).
+  /// Collective over `comm`, which must outlive the writer; `arrays` and `values` (and the
+  /// shards and leaves they point to) need not. Every rank passes the same arrays and values
+  /// (paths, dtypes, shapes, value kinds), checked first.
+  ///
+  /// Throws the same error on every rank: CollectiveMismatch when the ranks' lists differ,
+  /// InvalidArgument for a bad path or shard (box outside the shape, dtype or shape
+  /// differing from the leaf), IoError naming the file and the leaf with the HDF5 error
+  /// stack's message for a failed HDF5 call.
+  Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
+             std::span<const Hdf5ArrayToWrite> arrays, std::span<const Hdf5ValueToWrite> values);
+  /// When finish() was not called (or threw before closing), closes the datasets and the
+  /// file without throwing and logs that the file is incomplete. Closing the file is
+  /// collective (H5Fclose over MPI-IO): destroying an unfinished writer is only safe when
+  /// every rank does it, e.g. after an error thrown on every rank. Never throws.
+  ~Hdf5Writer();
+  Hdf5Writer(const Hdf5Writer&) = delete;
+  Hdf5Writer& operator=(const Hdf5Writer&) = delete;
+
+  /// Number of arrays (entries of `arrays` in the constructor). Never throws.
+  [[nodiscard]] std::size_t array_count() const noexcept;
+
+  /// Writes array `index` (position in `arrays`) from `data`: a contiguous row-major buffer
+  /// of this rank's box (`arrays[index].shard->box`), or nullptr when this rank writes
+  /// nothing for it (then `arrays[index].shard` was null; an empty box may pass nullptr
+  /// too). Arrays without elements are skipped by every rank.
+  ///
+  /// Collective: every rank calls write() for every array, in increasing index order, and
+  /// the ranks first agree on `index` (one agreement round per call). Returns this rank's
+  /// record (file = the file's name, byte_offset 0, bytes and XXH3-64 checksum of `data`)
+  /// when it wrote a shard, std::nullopt when it has none or when a failure is remembered.
+  ///
+  /// Throws on every rank CollectiveMismatch when the ranks pass different indices,
+  /// InvalidArgument when `index` is not the next array or the writer is finished, and
+  /// TimeoutError as Comm::agree(). Local failures are remembered for finish().
+  std::optional<ShardRecord> write(std::size_t index, const void* data);
+
+  /// Closes the datasets and the file (collective) and, when `fsync`, fsyncs the file on
+  /// every rank (the data was written by the MPI-IO aggregators and metadata by any rank;
+  /// an fsync flushes the calling node only). Collective. Throws on every rank the first
+  /// failure remembered by write() or met here (IoError naming the file for a failed close
+  /// or fsync), InvalidArgument when not every array was written or when called twice,
+  /// CollectiveMismatch when the ranks wrote different numbers of arrays.
+  void finish(bool fsync);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 /// An hdf5 file opened for reading by every rank of a Comm (which must outlive the reader).
 /// Metadata is read collectively (one rank reads, all receive); array data is read by each
 /// rank independently. Only contiguous (or compact) datasets are accepted, so a read never
-/// needs metadata I/O.
+/// needs metadata I/O. Every HDF5 call is made with hdf5_mutex() held (see hdf5_handle.hpp);
+/// one reader is used by one thread at a time.
 class Hdf5Reader {
  public:
   /// Opens `file` read-only. Collective. Throws (on every rank) NotFound when the file does

@@ -10,6 +10,16 @@
 
 #include "comm/log.hpp"
 
+namespace cairn::storage {
+
+std::recursive_mutex& hdf5_mutex() noexcept {
+  // A function-local static: constructed on first use, safe from static-order problems.
+  thread_local std::recursive_mutex mutex;
+  return mutex;
+}
+
+}  // namespace cairn::storage
+
 namespace cairn::storage::h5 {
 namespace {
 

@@ -9,14 +9,34 @@
 //
 // Nothing in this header is collective by itself; whether an HDF5 call is collective depends
 // on the call (see hdf5_format.cpp).
+//
+// HDF5 is not built thread-safe: every cairn call into HDF5 happens with hdf5_mutex() held.
 #pragma once
 
 #include <hdf5.h>
 
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
+
+namespace cairn::storage {
+
+/// The process-wide lock of every HDF5 call cairn makes. HDF5 is not built thread-safe, and
+/// the async checkpointer writes data.h5 on a background thread while other threads may
+/// read or write other HDF5 files. Hdf5Writer and Hdf5Reader hold it around their HDF5 calls
+/// (and the destruction of their handles), and so must any other code calling HDF5 in
+/// cairn, including the QuietErrors scope (it changes the process's error handler).
+/// Recursive, so a member holding it may call another that takes it again.
+///
+/// Collective HDF5 calls run with the lock held: when two threads of one process both make
+/// collective HDF5 calls (over MPI-IO), they must do so in the same order on every rank, or a
+/// rank can block in a collective while the thread its peers wait for is blocked on this
+/// lock. Not collective; never throws.
+[[nodiscard]] std::recursive_mutex& hdf5_mutex() noexcept;
+
+}  // namespace cairn::storage
 
 namespace cairn::storage::h5 {
 

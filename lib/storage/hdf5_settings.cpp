@@ -1,11 +1,15 @@
 #include "storage/hdf5_settings.hpp"
 
+#include <cairn/box.hpp>
 #include <cairn/error.hpp>
 
 #include <algorithm>
 #include <cstdint>
 #include <fmt/format.h>
+#include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace cairn::storage::h5 {
 
@@ -77,6 +81,31 @@ Datatype string_type(std::size_t size, const Where& where) {
   return type;
 }
 
+// ------------------------------------------------------------------ dataspaces, attributes
+
+Dataspace make_space(std::span<const std::int64_t> shape, const Where& where) {
+  if (shape.empty()) return Dataspace(check(H5Screate(H5S_SCALAR), where, "creating a dataspace"));
+  const std::vector<hsize_t> dims = to_hsize(shape);
+  return Dataspace(check(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
+                         where, "creating a dataspace"));
+}
+
+std::vector<hsize_t> to_hsize(std::span<const std::int64_t> values) {
+  return std::vector<hsize_t>(values.begin(), values.end());
+}
+
+void write_string_attribute(hid_t object, const char* name, std::string_view value,
+                            const Where& where) {
+  const std::string what = fmt::format("writing the attribute '{}'", name);
+  const Datatype type = string_type(value.size(), where);
+  const Dataspace space(check(H5Screate(H5S_SCALAR), where, what));
+  Attribute attribute(check(
+      H5Acreate2(object, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), where, what));
+  // Attributes are metadata: every rank writes the same value.
+  check(H5Awrite(attribute.get(), type.get(), value.data()), where, what);
+  attribute.close(where);
+}
+
 std::string describe_type(hid_t type) {
   const std::size_t size = H5Tget_size(type);
   switch (H5Tget_class(type)) {
@@ -123,6 +152,48 @@ bool type_holds(hid_t type, DType dtype) {
     }
   }
   return true;
+}
+
+// ------------------------------------------------------------------ datasets cairn reads
+
+std::optional<std::string> dataset_problem(hid_t dataset, DType dtype,
+                                           std::span<const std::int64_t> shape,
+                                           const Where& where) {
+  // Raw data must be in the file itself and at a known address: contiguous or compact.
+  const PropertyList dcpl(H5Dget_create_plist(dataset));
+  const H5D_layout_t layout = dcpl.valid() ? H5Pget_layout(dcpl.get()) : H5D_LAYOUT_ERROR;
+  if ((layout != H5D_CONTIGUOUS && layout != H5D_COMPACT) ||
+      H5Pget_external_count(dcpl.get()) != 0) {
+    return "its layout is not contiguous (cairn writes contiguous datasets only)";
+  }
+
+  const Datatype type(H5Dget_type(dataset));
+  if (!type.valid()) return failure_message(where, "reading the datatype");
+  if (!type_holds(type.get(), dtype)) {
+    return fmt::format("the dataset is {}, which does not hold {} values",
+                       describe_type(type.get()), dtype_name(dtype));
+  }
+
+  const Dataspace space(H5Dget_space(dataset));
+  if (!space.valid()) return failure_message(where, "reading the dataspace");
+  std::vector<std::int64_t> found;
+  const H5S_class_t cls = H5Sget_simple_extent_type(space.get());
+  if (cls == H5S_SIMPLE) {
+    const int rank = H5Sget_simple_extent_ndims(space.get());
+    std::vector<hsize_t> dims(static_cast<std::size_t>(std::max(rank, 0)));
+    if (rank < 0 || H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr) < 0) {
+      return failure_message(where, "reading the dataspace");
+    }
+    for (hsize_t d : dims) found.push_back(static_cast<std::int64_t>(d));
+    if (found.empty()) found.push_back(-1);  // never equals a shape
+  } else if (cls != H5S_SCALAR) {
+    return "the dataset has a null dataspace (no elements)";
+  }
+  if (!std::equal(found.begin(), found.end(), shape.begin(), shape.end())) {
+    return fmt::format("the dataset has shape {} but the index records {}", shape_to_string(found),
+                       shape_to_string(shape));
+  }
+  return std::nullopt;
 }
 
 // ------------------------------------------------------------------ property lists

@@ -1,6 +1,6 @@
 // cairn — the HDF5 conventions of the hdf5 format (internal): how dtypes are stored as HDF5
-// types, and the property lists cairn opens, creates and writes files with. The reasons for
-// each setting are next to it in hdf5_settings.cpp.
+// types, shapes as dataspaces and names as string attributes, and the property lists cairn opens,
+// creates and writes files with. The reasons for each setting are next to it in hdf5_settings.cpp.
 //
 // Types (h5py reads each one as the matching numpy dtype; h5dump shows all of them):
 //   bool            enum of int8 {FALSE = 0, TRUE = 1}                       (h5py: bool)
@@ -22,7 +22,12 @@
 #include <cairn/dtype.hpp>
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "storage/hdf5_handle.hpp"
 
@@ -36,11 +41,35 @@ namespace cairn::storage::h5 {
 /// IoError naming `where`.
 [[nodiscard]] Datatype string_type(std::size_t size, const Where& where);
 
+/// The dataspace of an array of `shape`: scalar for 0-d, else simple (zero extents
+/// allowed). Throws IoError naming `where`.
+[[nodiscard]] Dataspace make_space(std::span<const std::int64_t> shape, const Where& where);
+
+/// `values` (validated non-negative: extents, offsets) as HDF5 sizes. Never throws beyond
+/// std::bad_alloc.
+[[nodiscard]] std::vector<hsize_t> to_hsize(std::span<const std::int64_t> values);
+
+/// Attaches the string attribute `name` = `value` (string_type(), scalar) to `object`. When
+/// the file is open with MPI-IO, collective: every rank passes the same value. Throws
+/// IoError naming `where`.
+void write_string_attribute(hid_t object, const char* name, std::string_view value,
+                            const Where& where);
+
 /// Whether the file type `type` holds values of `dtype`: same class and size, same sign for
 /// integers, same exponent and mantissa widths for floats, exactly the members "r" and "i"
 /// (floats of half the size) for complex, an enum of one byte for bool. Byte order may
 /// differ. Never throws beyond std::bad_alloc; an HDF5 failure counts as "no".
 [[nodiscard]] bool type_holds(hid_t type, DType dtype);
+
+/// Why the open dataset `dataset` is not one cairn reads as `dtype` values of `shape`
+/// ("the dataset has shape (4, 6) but the index records (4, 5)"), or std::nullopt when it
+/// is: contiguous or compact layout without external storage (so reading it needs no
+/// metadata I/O), a type that holds `dtype` (type_holds()), exactly `shape` (a scalar
+/// dataspace for 0-d). An HDF5 failure is a problem too, described with `where`. Not
+/// collective; never throws beyond std::bad_alloc.
+[[nodiscard]] std::optional<std::string> dataset_problem(hid_t dataset, DType dtype,
+                                                         std::span<const std::int64_t> shape,
+                                                         const Where& where);
 
 /// "a 4-byte float", "a 2-member compound of 16 bytes", ... for error messages. Never throws
 /// beyond std::bad_alloc.

@@ -1,48 +1,35 @@
 #include "storage/posix_format.hpp"
 
-#include <fmt/format.h>
-
+#include "comm/fault.hpp"
 #include "storage/checksum.hpp"
 
 namespace cairn::storage {
 
-std::vector<ShardRecord> write_posix_shards(const std::filesystem::path& item_dir, int rank,
-                                            std::span<const PosixShardToWrite> shards, bool fsync) {
-  std::vector<ShardRecord> records;
-  if (shards.empty()) return records;
-  const std::string name = shard_file_name(rank);
-  PosixFile file(item_dir / name, PosixFile::Mode::write_new);
-  std::uint64_t offset = 0;
-  std::vector<std::byte> packed;
-  for (const auto& item : shards) {
-    const ArrayShard& shard = *item.shard;
-    if (shard.memory != MemoryKind::host) {
-      throw Unsupported(fmt::format("leaf '{}': saving {} memory is not supported by this build",
-                                    *item.path, memory_kind_name(shard.memory)));
-    }
-    const auto bytes = static_cast<std::size_t>(shard.local_bytes());
-    std::span<const std::byte> data{static_cast<const std::byte*>(shard.data), bytes};
-    if (!shard.contiguous()) {
-      // A strided view is packed into one buffer of the shard's size.
-      packed.resize(bytes);
-      pack_strided(dtype_size(shard.dtype), shard.data, shard.box.extent, shard.strides,
-                   packed.data());
-      data = packed;
-    }
-    ShardRecord record;
-    record.rank = rank;
-    record.box = shard.box;
-    record.file = name;
-    record.byte_offset = offset;
-    record.bytes = bytes;
-    record.checksum = checksum_of(data);
-    file.write_at(offset, data);
-    records.push_back(std::move(record));
-    offset += (bytes + kShardAlignment - 1) / kShardAlignment * kShardAlignment;
-  }
-  if (fsync) file.sync();
-  file.close();
-  return records;
+PosixShardWriter::PosixShardWriter(std::filesystem::path item_dir, int rank)
+    : dir_(std::move(item_dir)), rank_(rank), name_(shard_file_name(rank)) {}
+
+ShardRecord PosixShardWriter::write(const Box& box, const void* data, std::uint64_t bytes) {
+  fault::point("storage.posix_write");
+  if (!file_) file_.emplace(dir_ / name_, PosixFile::Mode::write_new);
+  const std::span<const std::byte> span{static_cast<const std::byte*>(data),
+                                        static_cast<std::size_t>(bytes)};
+  ShardRecord record;
+  record.rank = rank_;
+  record.box = box;
+  record.file = name_;
+  record.byte_offset = offset_;
+  record.bytes = bytes;
+  record.checksum = checksum_of(span);
+  file_->write_at(offset_, span);
+  offset_ += (bytes + kShardAlignment - 1) / kShardAlignment * kShardAlignment;
+  return record;
+}
+
+void PosixShardWriter::close(bool fsync) {
+  if (!file_) return;
+  if (fsync) file_->sync();
+  file_->close();
+  file_.reset();
 }
 
 void PosixShardReader::read(const ShardRecord& shard, std::uint64_t offset, std::uint64_t bytes,

@@ -6,27 +6,33 @@
 
 #include <filesystem>
 #include <map>
-#include <memory>
-#include <span>
+#include <optional>
 #include <string>
-#include <vector>
 
 #include "storage/index.hpp"
 #include "storage/posix_file.hpp"
 
 namespace cairn::storage {
 
-/// One shard this rank writes.
-struct PosixShardToWrite {
-  const std::string* path = nullptr;
-  const ArrayShard* shard = nullptr;
-};
+/// Appends this rank's shards to `item_dir`/shards/p<rank>.bin (created on the first write).
+/// Not collective; one thread at a time.
+class PosixShardWriter {
+ public:
+  PosixShardWriter(std::filesystem::path item_dir, int rank);
 
-/// Writes `shards` (in order) into `item_dir`/shards/p<rank>.bin and fsyncs it when `fsync`.
-/// Returns one record per shard. Not collective. Throws IoError naming the file,
-/// Unsupported for device memory.
-std::vector<ShardRecord> write_posix_shards(const std::filesystem::path& item_dir, int rank,
-                                            std::span<const PosixShardToWrite> shards, bool fsync);
+  /// Writes `bytes` contiguous bytes of the shard `box` at the next aligned offset and
+  /// returns its record (with the XXH3-64 checksum). Throws IoError naming the file.
+  ShardRecord write(const Box& box, const void* data, std::uint64_t bytes);
+  /// fsyncs (when `fsync`) and closes the file, if one was created. Throws IoError.
+  void close(bool fsync);
+
+ private:
+  std::filesystem::path dir_;
+  int rank_;
+  std::string name_;
+  std::optional<PosixFile> file_;
+  std::uint64_t offset_ = 0;
+};
 
 /// Reads shards of posix leaves, keeping each file open once. Not collective.
 class PosixShardReader {

@@ -1,6 +1,7 @@
-// The hdf5 format directly (write_hdf5 + Hdf5Reader): every dtype at any rank count with 1-d
-// and 2-d decompositions, ranks without a shard, replicated leaves, values, sub-box reads,
-// files read by h5py, and the errors a damaged or mismatched file gives.
+// The hdf5 format directly (Hdf5Writer + Hdf5Reader): every dtype at any rank count with 1-d
+// and 2-d decompositions, ranks without a shard, replicated leaves, values, leaves streamed
+// one by one (also from a background thread), sub-box reads, files read by h5py, and the
+// errors a damaged or mismatched file or a misused writer gives.
 #include <cairn/comm.hpp>
 #include <cairn/tree.hpp>
 #include <gmock/gmock.h>
@@ -8,15 +9,18 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <atomic>
 #include <boost/json/parse.hpp>
 #include <complex>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <span>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -132,12 +136,29 @@ std::vector<std::byte> read_box(Hdf5Reader& reader, const std::string& path, DTy
   return out;
 }
 
+/// Writes `leaves` and `values` with one Hdf5Writer, leaf by leaf; returns this rank's
+/// records. Collective.
+std::vector<ShardRecord> write_all(const Comm& comm, const std::filesystem::path& file,
+                                   const std::vector<Owned>& leaves,
+                                   std::span<const Hdf5ValueToWrite> values = {},
+                                   bool fsync = true) {
+  const auto arrays = to_write(leaves);
+  Hdf5Writer writer(comm, file, arrays, values);
+  EXPECT_EQ(writer.array_count(), leaves.size());
+  std::vector<ShardRecord> records;
+  for (std::size_t i = 0; i < leaves.size(); ++i) {
+    const void* data = leaves[i].box ? leaves[i].data.data() : nullptr;
+    if (auto record = writer.write(i, data)) records.push_back(std::move(*record));
+  }
+  writer.finish(fsync);
+  return records;
+}
+
 /// Writes `leaves` and checks the records this rank gets back.
 void write_and_check_records(const Comm& comm, const std::filesystem::path& file,
                              const std::vector<Owned>& leaves,
                              std::span<const Hdf5ValueToWrite> values = {}) {
-  const auto arrays = to_write(leaves);
-  const auto records = write_hdf5(comm, file, arrays, values, 1 << 20, true);
+  const auto records = write_all(comm, file, leaves, values);
   std::size_t k = 0;
   for (const Owned& leaf : leaves) {
     if (!leaf.box) continue;
@@ -264,34 +285,112 @@ TEST(Hdf5Format, ReplicatedLeafIsWrittenByOneRank) {
   reader.close();
 }
 
-TEST(Hdf5Format, StridedShardIsPackedAndChecksummedAsWritten) {
+TEST(Hdf5Format, WriterStreamsLeavesOneByOne) {
   const SharedTempDir dir;
   const Comm comm(MPI_COMM_WORLD);
-  const std::vector<std::int64_t> shape = {3, 4 * comm.size()};
-  const Box box = block_of(shape, {1, comm.size()}, comm.rank());
-  // The box stored column-major: element (i, j) at j * 3 + i.
-  const std::vector<std::byte> row_major = reference_box(DType::int32, shape, box);
-  std::vector<std::int32_t> column_major(12);
-  for (int i = 0; i < 3; ++i) {
-    for (int j = 0; j < 4; ++j) {
-      std::memcpy(&column_major[static_cast<std::size_t>(j * 3 + i)],
-                  row_major.data() + 4 * (i * 4 + j), 4);
+  const int n = comm.size();
+  const int r = comm.rank();
+  // The last rank writes nothing for the middle leaf (at 1 rank, nobody writes it).
+  const int holders = std::max(1, n - 1);
+  const std::vector<std::int64_t> first = {4 * n + 1};
+  const std::vector<std::int64_t> middle = {3 * holders, 2};
+  const std::vector<std::int64_t> last = {2 * n + 1, 3};
+  std::vector<Owned> leaves;
+  leaves.push_back(make_leaf("a/first", DType::float64, first, block_of(first, {n}, r)));
+  leaves.push_back(
+      make_leaf("a/middle", DType::int32, middle,
+                r < n - 1 ? std::optional(block_of(middle, {holders}, r)) : std::nullopt));
+  leaves.push_back(make_leaf("b/last", DType::uint8, last, block_of(last, grid_2d(n), r)));
+  const auto arrays = to_write(leaves);
+  const auto file = dir / "data.h5";
+
+  Hdf5Writer writer(comm, file, arrays, {});
+  // One staging buffer, refilled for every leaf: write() must not keep the pointer.
+  std::vector<std::byte> staging;
+  for (std::size_t i = 0; i < leaves.size(); ++i) {
+    const Owned& leaf = leaves[i];
+    staging = leaf.data;
+    const auto record = writer.write(i, leaf.box ? staging.data() : nullptr);
+    std::fill(staging.begin(), staging.end(), std::byte{0xAB});
+    ASSERT_EQ(record.has_value(), leaf.box.has_value()) << leaf.path;
+    if (record) {
+      EXPECT_EQ(record->rank, r);
+      EXPECT_EQ(record->box, *leaf.box) << leaf.path;
+      EXPECT_EQ(record->file, "data.h5");
+      EXPECT_EQ(record->bytes, leaf.data.size()) << leaf.path;
+      EXPECT_EQ(record->checksum, checksum_of(leaf.data)) << leaf.path;
     }
   }
-  ArrayShard shard = ArrayShard::host(column_major.data(), shape, box);
-  shard.strides = {1, 3};
-  const std::vector<Hdf5ArrayToWrite> arrays = {{"s", DType::int32, shape, &shard}};
-  const auto file = dir / "data.h5";
-  const auto written = write_hdf5(comm, file, arrays, {}, 16, false);
-  ASSERT_EQ(written.size(), 1u);
-  EXPECT_EQ(written[0].checksum, checksum_of(row_major));
+  writer.finish(true);
 
-  const LeafRecord record = record_of("s", DType::int32, shape);
-  const std::vector<const LeafRecord*> records = {&record};
+  std::vector<LeafRecord> records;
+  for (const Owned& leaf : leaves) records.push_back(record_of(leaf.path, leaf.dtype, leaf.shape));
+  const std::vector<const LeafRecord*> pointers = {&records[0], &records[1], &records[2]};
   Hdf5Reader reader(comm, file);
-  reader.open(records);
-  EXPECT_EQ(read_box(reader, "s", DType::int32, box), row_major);
+  reader.open(pointers);
+  for (const Owned& leaf : leaves) {
+    if (leaf.path == "a/middle" && n == 1) continue;  // never written: contents undefined
+    const Box whole = whole_box(leaf.shape);
+    EXPECT_EQ(read_box(reader, leaf.path, leaf.dtype, whole),
+              reference_box(leaf.dtype, leaf.shape, whole))
+        << leaf.path << " on rank " << r;
+  }
   reader.close();
+}
+
+TEST(Hdf5Format, WriterOnABackgroundThreadWhileAnotherThreadReads) {
+  int provided = 0;
+  MPI_Query_thread(&provided);
+  if (provided < MPI_THREAD_MULTIPLE) GTEST_SKIP() << "MPI does not provide MPI_THREAD_MULTIPLE";
+  const SharedTempDir dir;
+  const Comm comm(MPI_COMM_WORLD);
+  const Comm background(MPI_COMM_WORLD);  // the writer thread's own communicator
+  const int n = comm.size();
+  const std::vector<std::int64_t> shape = {8 * n, 16};
+  const Box box = block_of(shape, {n}, comm.rank());
+  std::vector<Owned> source;
+  source.push_back(make_leaf("source", DType::float64, shape, box));
+  (void)write_all(comm, dir / "source.h5", source);
+  const LeafRecord source_record = record_of("source", DType::float64, shape);
+  const std::vector<const LeafRecord*> source_records = {&source_record};
+  Hdf5Reader reader(comm, dir / "source.h5");
+  reader.open(source_records);
+
+  // HDF5 is not thread-safe: without hdf5_mutex() these overlapping calls corrupt its state.
+  std::vector<Owned> leaves;
+  for (int k = 0; k < 24; ++k) {
+    leaves.push_back(make_leaf("f/" + std::to_string(10 + k), DType::float32, shape, box));
+  }
+  std::atomic<bool> done{false};
+  std::exception_ptr error;
+  std::thread writer([&] {
+    try {
+      (void)write_all(background, dir / "data.h5", leaves);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    done = true;
+  });
+  const std::vector<std::byte> expected = reference_box(DType::float64, shape, whole_box(shape));
+  int reads = 0;
+  int wrong = 0;
+  do {
+    wrong += read_box(reader, "source", DType::float64, whole_box(shape)) != expected ? 1 : 0;
+    ++reads;
+  } while (!done);
+  writer.join();
+  reader.close();
+  if (error) std::rethrow_exception(error);
+  EXPECT_EQ(wrong, 0) << "of " << reads << " reads";
+
+  Hdf5Reader check(comm, dir / "data.h5");
+  for (const Owned& leaf : leaves) {
+    const LeafRecord record = record_of(leaf.path, leaf.dtype, leaf.shape);
+    const std::vector<const LeafRecord*> records = {&record};
+    check.open(records);
+    EXPECT_EQ(read_box(check, leaf.path, leaf.dtype, box), leaf.data) << leaf.path;
+  }
+  check.close();
 }
 
 TEST(Hdf5Format, SubBoxesAcrossShardBoundaries) {
@@ -341,7 +440,7 @@ TEST(Hdf5Format, ValuesAreStoredAsSmallDatasets) {
   std::vector<Hdf5ValueToWrite> values;
   for (const std::string& path : tree.sorted_paths()) values.push_back({path, tree.find(path)});
   const auto file = dir / "data.h5";
-  EXPECT_TRUE(write_hdf5(comm, file, {}, values, 1 << 20, true).empty());
+  EXPECT_TRUE(write_all(comm, file, {}, values).empty());
 
   // Scalars are 0-d datasets of their dtype: the reader reads them as 0-d arrays.
   const LeafRecord step = record_of("meta/step", DType::int32, {});
@@ -536,26 +635,94 @@ TEST(Hdf5Format, MisuseFailsOnEveryRank) {
   const Comm comm(MPI_COMM_WORLD);
   const std::vector<std::int64_t> shape = {4};
   std::vector<float> data(4, 1.0f);
-  // Device memory is not supported (yet): every rank throws, not only the holder.
-  ArrayShard device = ArrayShard::host(data.data(), shape);
-  device.memory = MemoryKind::cuda_device;
-  const std::vector<Hdf5ArrayToWrite> arrays = {
-      {"d", DType::float32, shape, comm.rank() == 0 ? &device : nullptr}};
-  EXPECT_THROW((void)write_hdf5(comm, dir / "a.h5", arrays, {}, 1 << 20, false), Unsupported);
-
-  // A box outside the shape.
+  // A box outside the shape, and a shard of another dtype: every rank throws, not only the
+  // holder.
   ArrayShard outside = ArrayShard::host(data.data(), shape, Box{{2}, {4}});
   const std::vector<Hdf5ArrayToWrite> bad = {
       {"o", DType::float32, shape, comm.rank() == 0 ? &outside : nullptr}};
-  EXPECT_THROW((void)write_hdf5(comm, dir / "b.h5", bad, {}, 1 << 20, false), InvalidArgument);
+  EXPECT_THROW(Hdf5Writer(comm, dir / "b.h5", bad, {}), InvalidArgument);
+  const ArrayShard floats = ArrayShard::host(data.data(), shape);
+  const std::vector<Hdf5ArrayToWrite> other_dtype = {
+      {"d", DType::float64, shape, comm.rank() == 0 ? &floats : nullptr}};
+  EXPECT_THROW(Hdf5Writer(comm, dir / "d.h5", other_dtype, {}), InvalidArgument);
 
   // Ranks that disagree about the arrays get CollectiveMismatch instead of a hang.
   if (comm.size() > 1) {
     const std::vector<std::int64_t> mine = {comm.rank() == 1 ? 5 : 4};
     const std::vector<Hdf5ArrayToWrite> differing = {{"m", DType::float32, mine, nullptr}};
-    EXPECT_THROW((void)write_hdf5(comm, dir / "c.h5", differing, {}, 1 << 20, false),
+    EXPECT_THROW(Hdf5Writer(comm, dir / "c.h5", differing, {}), CollectiveMismatch);
+  }
+}
+
+TEST(Hdf5Format, WriterMisuseFailsOnEveryRank) {
+  const SharedTempDir dir;
+  const Comm comm(MPI_COMM_WORLD);
+  const int last = comm.size() - 1;
+  const std::vector<std::int64_t> shape = {6};
+  const auto held_by_0 = comm.rank() == 0 ? std::optional(whole_box(shape)) : std::nullopt;
+  std::vector<Owned> leaves;
+  leaves.push_back(make_leaf("x", DType::int32, shape, held_by_0));
+  leaves.push_back(make_leaf("y", DType::int32, shape, held_by_0));
+  const auto arrays = to_write(leaves);
+  const std::vector<std::byte> stray(24);
+
+  // No data for a rank's shard, or data from a rank without one: remembered, the rank keeps
+  // taking part, and finish() throws on every rank naming the leaf.
+  for (const int culprit : {0, last}) {
+    if (culprit == last && last == 0) continue;  // at 1 rank, rank 0 holds every shard
+    Hdf5Writer writer(comm, dir / "a.h5", arrays, {});
+    const void* x = comm.rank() == 0 ? leaves[0].data.data() : nullptr;
+    if (comm.rank() == culprit) x = culprit == 0 ? nullptr : stray.data();
+    const auto record = writer.write(0, x);
+    if (comm.rank() == culprit) {
+      EXPECT_FALSE(record.has_value());
+    }
+    (void)writer.write(1, comm.rank() == 0 ? leaves[1].data.data() : nullptr);
+    try {
+      writer.finish(false);
+      ADD_FAILURE() << "no error with culprit rank " << culprit;
+    } catch (const InvalidArgument& e) {
+      EXPECT_THAT(e.what(), HasSubstr("leaf 'x'"));
+    }
+  }
+
+  // Ranks writing different arrays get CollectiveMismatch, not a hang; the writer is then
+  // destroyed on every rank.
+  if (comm.size() > 1) {
+    Hdf5Writer writer(comm, dir / "b.h5", arrays, {});
+    const std::size_t index = comm.rank() == 1 ? 1 : 0;
+    EXPECT_THROW((void)writer.write(index, comm.rank() == 0 ? leaves[index].data.data() : nullptr),
                  CollectiveMismatch);
   }
+
+  // Out of order on every rank, finish() early, finish() twice.
+  {
+    Hdf5Writer writer(comm, dir / "c.h5", arrays, {});
+    EXPECT_THROW((void)writer.write(1, comm.rank() == 0 ? leaves[1].data.data() : nullptr),
+                 InvalidArgument);
+    try {
+      writer.finish(false);
+      ADD_FAILURE() << "finish() accepted unwritten arrays";
+    } catch (const InvalidArgument& e) {
+      EXPECT_THAT(e.what(), HasSubstr("0 of 2"));
+    }
+    EXPECT_THROW(writer.finish(false), InvalidArgument);
+    EXPECT_THROW((void)writer.write(0, nullptr), InvalidArgument);
+  }
+
+  // An unfinished writer closes its file when destroyed: the file can be written again.
+  {
+    Hdf5Writer writer(comm, dir / "d.h5", arrays, {});
+    (void)writer.write(0, comm.rank() == 0 ? leaves[0].data.data() : nullptr);
+  }
+  (void)write_all(comm, dir / "d.h5", leaves, {}, false);
+  const LeafRecord y = record_of("y", DType::int32, shape);
+  const std::vector<const LeafRecord*> records = {&y};
+  Hdf5Reader reader(comm, dir / "d.h5");
+  reader.open(records);
+  EXPECT_EQ(read_box(reader, "y", DType::int32, whole_box(shape)),
+            reference_box(DType::int32, shape, whole_box(shape)));
+  reader.close();
 }
 
 }  // namespace

@@ -1,0 +1,169 @@
+// cairn — the checkpoint layer: atomic commit of one checkpoint directory, synchronously
+// (Checkpointer) or in the background (AsyncCheckpointer).
+//
+// Commit protocol (both): all ranks agree on the call; the primary creates
+// `<dir>.cairn-tmp` (replacing a stale one); the handler writes the item(s) there and every
+// rank fsyncs what it wrote; all ranks agree that they succeeded; the primary writes
+// cairn-step.json and the COMMITTED marker, fsyncs them and the directory, renames it to
+// `<dir>` and fsyncs the parent. A checkpoint is valid only with its final name and the
+// marker. On any failure on any rank, every rank throws from the same call, the temporary
+// directory is removed and nothing committed before is touched.
+#pragma once
+
+#include <cairn/comm.hpp>
+#include <cairn/handler.hpp>
+
+#include <any>
+#include <boost/json/value.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace cairn {
+
+/// Name of the step metadata file in a checkpoint directory.
+inline constexpr const char* kStepMetadataFile = "cairn-step.json";
+/// Name of the commit marker, the last file written before the rename.
+inline constexpr const char* kCommitMarker = "COMMITTED";
+/// Suffix of the temporary directory a checkpoint is written in.
+inline constexpr const char* kTmpSuffix = ".cairn-tmp";
+
+/// Options of one save. Aggregate: use designated initializers.
+struct CheckpointSaveOptions {
+  /// Replace an existing committed checkpoint at the same path (otherwise an error).
+  bool force = false;
+  /// Stored in cairn-step.json under "custom" (any JSON value).
+  boost::json::value custom_metadata = nullptr;
+};
+
+/// Whether `dir` is a committed checkpoint (final name, COMMITTED marker present). Not
+/// collective; never throws.
+[[nodiscard]] bool is_committed(const std::filesystem::path& dir) noexcept;
+
+/// Saves and restores checkpoints synchronously with one handler.
+///
+/// Every member is collective over the Comm given at construction: all ranks call it in the
+/// same order.
+class Checkpointer {
+ public:
+  /// Uses `handler` for every save and restore. Duplicates `comm` (collective). Throws
+  /// InvalidArgument for a null handler.
+  Checkpointer(const Comm& comm, std::shared_ptr<CheckpointHandler> handler);
+  ~Checkpointer();
+  Checkpointer(const Checkpointer&) = delete;
+  Checkpointer& operator=(const Checkpointer&) = delete;
+
+  /// Writes a checkpoint at `dir` with the commit protocol. Collective. Throws
+  /// InvalidArgument when `dir` already holds a committed checkpoint (unless force) or the
+  /// arguments do not suit the handler; any handler or I/O failure on any rank on every rank
+  /// (nothing is committed then).
+  void save(const std::filesystem::path& dir, const CheckpointArgs& args,
+            const CheckpointSaveOptions& options = {});
+  /// Restores the checkpoint at `dir` (args may be null: restore as saved). Returns the
+  /// handler's result (see the handler). Collective. Throws NotFound when `dir` does not
+  /// exist, FormatError when it is incomplete (no COMMITTED marker: the save did not finish)
+  /// or damaged.
+  [[nodiscard]] std::any restore(const std::filesystem::path& dir,
+                                 const CheckpointArgs* args = nullptr);
+  /// restore() with the result cast to T. Throws as restore(), and InvalidArgument when the
+  /// handler returns another type.
+  template <class T>
+  [[nodiscard]] T restore_as(const std::filesystem::path& dir, const CheckpointArgs* args) {
+    return result_as<T>(restore(dir, args));
+  }
+  /// The step metadata of the checkpoint at `dir` (cairn-step.json) with the handler's
+  /// description under "item". Collective. Throws as restore().
+  [[nodiscard]] boost::json::value metadata(const std::filesystem::path& dir);
+
+  /// The checkpointer's Comm. Never throws.
+  [[nodiscard]] const Comm& comm() const noexcept { return comm_; }
+  /// The handler. Never throws.
+  [[nodiscard]] const std::shared_ptr<CheckpointHandler>& handler() const noexcept {
+    return handler_;
+  }
+
+  /// Casts a handler result. Throws InvalidArgument naming both types.
+  template <class T>
+  [[nodiscard]] static T result_as(std::any result) {
+    if (T* typed = std::any_cast<T>(&result)) return std::move(*typed);
+    throw_wrong_result(result.type().name(), typeid(T).name());
+  }
+
+ private:
+  [[noreturn]] static void throw_wrong_result(const char* held, const char* wanted);
+
+  Comm comm_;
+  std::shared_ptr<CheckpointHandler> handler_;
+};
+
+/// Options of an AsyncCheckpointer. Aggregate: use designated initializers.
+struct AsyncOptions {
+  /// Budget for staged copies of the caller's data. When it is smaller than the data, save()
+  /// blocks until the rest fits (earlier data being written frees it); a single shard larger
+  /// than the whole budget is written from the caller's memory before save() returns.
+  std::size_t staging_bytes = std::size_t{1} << 30;
+  /// Keep references instead of copies: save() returns at once and the caller must not
+  /// modify its buffers until wait_until_finished() returns.
+  bool zero_copy = false;
+};
+
+/// Saves checkpoints in the background: save() returns once the caller may modify its data;
+/// writing, fsync, agreement and commit happen on a background thread.
+///
+/// The background thread uses its own duplicate of the communicator and needs
+/// MPI_THREAD_MULTIPLE. With a lower thread level (MPI_THREAD_FUNNELED or SERIALIZED) only
+/// local file writes run in the background; collective steps (HDF5 data, the agreement and
+/// the commit) run on the caller's thread in save() and at the next call
+/// (wait_until_finished(), check_for_errors(), save(), restore(), metadata() or the
+/// destructor). Either way a step counts as committed only once its commit completed.
+///
+/// HDF5 is not thread-safe: cairn serializes its own HDF5 calls; the application must not call
+/// HDF5 while a save in hdf5 format is in flight.
+///
+/// Every member except is_saving_in_progress() and staging() is collective.
+class AsyncCheckpointer {
+ public:
+  /// Duplicates `comm` twice (collective): one for the caller's thread, one for the
+  /// background. Throws InvalidArgument for a null handler.
+  AsyncCheckpointer(const Comm& comm, std::shared_ptr<CheckpointHandler> handler,
+                    AsyncOptions options = {});
+  /// Waits for the save in flight and commits it (never abandons it); a failure is logged,
+  /// not thrown. Collective, like every destructor of a collective object.
+  ~AsyncCheckpointer();
+  AsyncCheckpointer(const AsyncCheckpointer&) = delete;
+  AsyncCheckpointer& operator=(const AsyncCheckpointer&) = delete;
+
+  /// Starts a save of `args` into `dir`: waits for the previous save (rethrowing its
+  /// failure), agrees, prepares the temporary directory, stages the data and returns.
+  /// Collective. Throws as Checkpointer::save() for problems found before the return; later
+  /// failures surface at the next call.
+  void save(const std::filesystem::path& dir, const CheckpointArgs& args,
+            const CheckpointSaveOptions& options = {});
+  /// Waits for the save in flight, then restores. Collective. Throws as
+  /// Checkpointer::restore().
+  [[nodiscard]] std::any restore(const std::filesystem::path& dir,
+                                 const CheckpointArgs* args = nullptr);
+  /// Waits for the save in flight, then returns the step metadata. Collective.
+  [[nodiscard]] boost::json::value metadata(const std::filesystem::path& dir);
+  /// Blocks until the save in flight is committed (or failed). Collective. Throws on every
+  /// rank when it failed on any rank (the checkpoint is then not committed).
+  void wait_until_finished();
+  /// Whether this rank's part of a save is still running. Not collective; never throws.
+  [[nodiscard]] bool is_saving_in_progress() const noexcept;
+  /// Rethrows (on every rank) the failure of a save that failed on any rank, waiting for it
+  /// to end when needed; does nothing while a save is running fine. Collective.
+  void check_for_errors();
+  /// The staging budget (capacity, bytes in use, peak). Not collective.
+  [[nodiscard]] const StagingArea& staging() const noexcept;
+  /// Whether the background thread may call MPI (MPI_THREAD_MULTIPLE). Never throws.
+  [[nodiscard]] bool background_mpi() const noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cairn

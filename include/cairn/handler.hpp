@@ -1,0 +1,176 @@
+// cairn — the handler layer: how one item of a checkpoint is saved and restored.
+//
+// A CheckpointHandler stores one kind of item (an array tree, a JSON value, opaque bytes, or a
+// composite of named items) in a directory. It is paired with argument types derived from
+// CheckpointArgs; the HandlerRegistry maps argument types to handlers so that a Checkpointer
+// or a CompositeHandler can find the handler for arguments it has not seen before (and, on
+// restore, for the handler type recorded in the step metadata). Users add their own handler +
+// arguments pair with HandlerRegistry::add().
+#pragma once
+
+#include <cairn/comm.hpp>
+
+#include <any>
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+namespace cairn {
+
+/// Base of every save and restore argument type. Each subclass names the handler type that
+/// understands it.
+class CheckpointArgs {
+ public:
+  virtual ~CheckpointArgs() = default;
+  /// The type name of the handler for these arguments ("cairn.array_tree", ...). Never
+  /// throws.
+  [[nodiscard]] virtual std::string_view handler_type() const noexcept = 0;
+};
+
+/// A byte budget for staged copies of the caller's data (async saves). Thread-safe.
+///
+/// acquire() blocks until the bytes fit; memory is returned when the last owner of the
+/// buffer it hands out is destroyed. A request larger than the whole budget can never fit:
+/// acquire() returns nullptr at once and the caller must write from its own memory instead.
+class StagingArea {
+ public:
+  /// A budget of `capacity_bytes` (0: nothing is ever staged). Never throws.
+  explicit StagingArea(std::size_t capacity_bytes) noexcept : capacity_(capacity_bytes) {}
+  StagingArea(const StagingArea&) = delete;
+  StagingArea& operator=(const StagingArea&) = delete;
+
+  /// A buffer of `bytes` counted against the budget, waiting until enough is free; nullptr
+  /// when `bytes` exceeds the whole budget. Not collective. Throws std::bad_alloc.
+  [[nodiscard]] std::shared_ptr<std::byte[]> acquire(std::size_t bytes);
+  /// The budget. Never throws.
+  [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
+  /// Bytes handed out and not yet returned. Never throws.
+  [[nodiscard]] std::size_t in_use() const noexcept;
+  /// The largest in_use() ever reached (since construction or reset_peak()). Never throws.
+  [[nodiscard]] std::size_t peak() const noexcept;
+  /// Restarts peak() from in_use(). Never throws.
+  void reset_peak() noexcept;
+
+ private:
+  void release(std::size_t bytes) noexcept;
+
+  std::size_t capacity_;
+  mutable std::mutex mutex_;
+  std::condition_variable freed_;
+  std::size_t in_use_ = 0;
+  std::size_t peak_ = 0;
+};
+
+/// Where and how an async save may run its phases.
+struct AsyncContext {
+  /// Budget for copies of the caller's data; nullptr: nothing is copied.
+  StagingArea* staging = nullptr;
+  /// Data that is not copied (no staging, or larger than the whole budget) is written from
+  /// the caller's memory. With zero_copy, stage() returns without waiting for those writes
+  /// (the caller promises not to touch its buffers until the save finished); without it,
+  /// stage() returns only once they were written.
+  bool zero_copy = false;
+  /// Whether write() will be given a Comm (the background thread may call MPI). When false,
+  /// anything collective must happen in stage() or finish().
+  bool background_mpi = true;
+};
+
+/// The part of an async save that remains after the arguments were taken. The checkpointer
+/// calls stage() on the caller's thread, write() on a background thread (or the caller's),
+/// then finish() with a Comm over the same ranks.
+class PendingSave {
+ public:
+  virtual ~PendingSave() = default;
+  /// Copies (or pins) what the save needs from the caller's memory; when it returns the
+  /// caller may modify its buffers (unless it asked for zero-copy). May block on the staging
+  /// budget while write() drains it, so write() must already be running. Collective over the
+  /// save's Comm only when AsyncContext::background_mpi is false. Throws on local failures;
+  /// the checkpointer then still calls write() and finish() so that every rank reports it.
+  virtual void stage() = 0;
+  /// Writes what stage() produced. `comm` is null when MPI may not be called on this
+  /// thread. Collective over `*comm` when it is given. Records failures instead of throwing.
+  virtual void write(const Comm* comm) = 0;
+  /// Completes the item (indexes, metadata) and throws on every rank when any rank failed.
+  /// Collective over `comm`.
+  virtual void finish(const Comm& comm) = 0;
+  /// Bytes of data this rank wrote. Never throws.
+  [[nodiscard]] virtual std::uint64_t bytes_written() const noexcept = 0;
+  /// Records a failure from outside (e.g. stage() threw) so that finish() reports it.
+  virtual void fail(const std::exception& error) noexcept = 0;
+  /// Extra step metadata of the item (a composite lists its items and their handler
+  /// types). Default: an empty object. Never throws beyond std::bad_alloc.
+  [[nodiscard]] virtual boost::json::object step_metadata() const { return {}; }
+};
+
+/// Saves and restores one kind of item in a directory. Every member that takes a Comm is
+/// collective over it. Implementations must be usable from one thread at a time.
+class CheckpointHandler {
+ public:
+  virtual ~CheckpointHandler() = default;
+
+  /// Stable type name, recorded in step metadata ("cairn.array_tree"). Never throws.
+  [[nodiscard]] virtual std::string_view type_name() const noexcept = 0;
+
+  /// Writes the item described by `args` into the existing, empty directory `dir` and
+  /// fsyncs what it wrote. Collective. Throws InvalidArgument when `args` is not this
+  /// handler's type; any failure is thrown on every rank.
+  virtual void save(const Comm& comm, const std::filesystem::path& dir,
+                    const CheckpointArgs& args);
+
+  /// Starts an async save: takes `args` and returns the phases that remain. Collective (it
+  /// may validate across ranks). `args` must stay alive until stage() returns. Throws as
+  /// save() for problems found before any byte is written.
+  [[nodiscard]] virtual std::unique_ptr<PendingSave> async_save(
+      const Comm& comm, const std::filesystem::path& dir, const CheckpointArgs& args,
+      const AsyncContext& context) = 0;
+
+  /// Restores the item from `dir`. `args` may be null (restore as saved). The result's type
+  /// is documented by each handler (ArrayTree, boost::json::value, ...). Collective. Throws
+  /// NotFound, FormatError, InvalidArgument as the storage layer does.
+  [[nodiscard]] virtual std::any restore(const Comm& comm, const std::filesystem::path& dir,
+                                         const CheckpointArgs* args) = 0;
+
+  /// A JSON description of the saved item (structure, shapes, sizes). Collective.
+  [[nodiscard]] virtual boost::json::value metadata(const Comm& comm,
+                                                    const std::filesystem::path& dir) = 0;
+
+  /// Called once the checkpoint holding the item is committed. Collective. Default: nothing.
+  virtual void finalize(const Comm& comm, const std::filesystem::path& dir);
+
+  /// Releases resources. Not collective. Default: nothing.
+  virtual void close() {}
+};
+
+/// Maps argument types and handler type names to handler factories. Thread-safe.
+class HandlerRegistry {
+ public:
+  using Factory = std::function<std::shared_ptr<CheckpointHandler>()>;
+
+  /// The process-wide registry, with cairn's handlers registered. Never throws.
+  [[nodiscard]] static HandlerRegistry& global() noexcept;
+
+  /// Registers `factory` for the handler type `type_name`: arguments whose handler_type()
+  /// is `type_name` are then saved and restored by the handlers it makes. Re-registering a
+  /// name replaces it. Not collective; never throws beyond std::bad_alloc.
+  void add(std::string type_name, Factory factory);
+  /// A new handler of type `type_name`. Throws NotFound naming the type when it was never
+  /// registered.
+  [[nodiscard]] std::shared_ptr<CheckpointHandler> create(std::string_view type_name) const;
+  /// Whether `type_name` is registered. Never throws.
+  [[nodiscard]] bool contains(std::string_view type_name) const noexcept;
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::string, Factory, std::less<>> factories_;
+};
+
+}  // namespace cairn

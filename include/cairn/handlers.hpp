@@ -1,0 +1,207 @@
+// cairn — the handlers cairn ships and their argument types: array trees, JSON values, opaque
+// bytes, and composites of named items.
+#pragma once
+
+#include <cairn/handler.hpp>
+#include <cairn/storage.hpp>
+#include <cairn/tree.hpp>
+
+#include <boost/json/value.hpp>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace cairn {
+
+// ------------------------------------------------------------------ array trees
+
+/// Save arguments of ArrayTreeHandler: the tree (a view of the caller's arrays) and how to
+/// store it (format per tree or per leaf, sparse leaves, fsync).
+struct ArrayTreeSave final : CheckpointArgs {
+  ArrayTreeSave(ArrayTree tree_, TreeSaveOptions options_ = {})
+      : tree(std::move(tree_)), options(std::move(options_)) {}
+  std::string_view handler_type() const noexcept override { return "cairn.array_tree"; }
+  ArrayTree tree;
+  TreeSaveOptions options;
+};
+
+/// Restore arguments of ArrayTreeHandler. With a target, the saved leaves are read into the
+/// target's buffers (any decomposition; casts when options.allow_cast); without one, the tree
+/// comes back as saved (as_saved options: whole arrays, selection).
+struct ArrayTreeRestore final : CheckpointArgs {
+  ArrayTreeRestore() = default;
+  explicit ArrayTreeRestore(ArrayTree target_, TreeRestoreOptions options_ = {})
+      : target(std::move(target_)), options(std::move(options_)) {}
+  explicit ArrayTreeRestore(AsSavedOptions as_saved_) : as_saved(std::move(as_saved_)) {}
+  std::string_view handler_type() const noexcept override { return "cairn.array_tree"; }
+  std::optional<ArrayTree> target;
+  TreeRestoreOptions options;
+  AsSavedOptions as_saved;
+};
+
+/// Stores an ArrayTree with save_tree()/restore_tree(). restore() returns an ArrayTree (the
+/// target with its values filled in, or a tree that owns its buffers).
+class ArrayTreeHandler final : public CheckpointHandler {
+ public:
+  std::string_view type_name() const noexcept override { return "cairn.array_tree"; }
+  std::unique_ptr<PendingSave> async_save(const Comm& comm, const std::filesystem::path& dir,
+                                          const CheckpointArgs& args,
+                                          const AsyncContext& context) override;
+  std::any restore(const Comm& comm, const std::filesystem::path& dir,
+                   const CheckpointArgs* args) override;
+  boost::json::value metadata(const Comm& comm, const std::filesystem::path& dir) override;
+};
+
+// ------------------------------------------------------------------ JSON
+
+/// Save arguments of JsonHandler. The primary rank's value is written.
+struct JsonSave final : CheckpointArgs {
+  explicit JsonSave(boost::json::value value_) : value(std::move(value_)) {}
+  std::string_view handler_type() const noexcept override { return "cairn.json"; }
+  boost::json::value value;
+};
+
+/// Restore arguments of JsonHandler (none are needed).
+struct JsonRestore final : CheckpointArgs {
+  std::string_view handler_type() const noexcept override { return "cairn.json"; }
+};
+
+/// Stores one JSON value as `value.json`, written by the primary rank. restore() returns a
+/// boost::json::value (read by the primary, broadcast to all ranks).
+class JsonHandler final : public CheckpointHandler {
+ public:
+  std::string_view type_name() const noexcept override { return "cairn.json"; }
+  std::unique_ptr<PendingSave> async_save(const Comm& comm, const std::filesystem::path& dir,
+                                          const CheckpointArgs& args,
+                                          const AsyncContext& context) override;
+  std::any restore(const Comm& comm, const std::filesystem::path& dir,
+                   const CheckpointArgs* args) override;
+  boost::json::value metadata(const Comm& comm, const std::filesystem::path& dir) override;
+};
+
+// ------------------------------------------------------------------ bytes
+
+/// Save arguments of BytesHandler: this rank's bytes (per-rank), or the same bytes on every
+/// rank (replicated: the primary writes them once). The bytes are copied when the args are
+/// made.
+struct BytesSave final : CheckpointArgs {
+  explicit BytesSave(std::vector<std::byte> bytes_, bool replicated_ = false)
+      : bytes(std::move(bytes_)), replicated(replicated_) {}
+  std::string_view handler_type() const noexcept override { return "cairn.bytes"; }
+  std::vector<std::byte> bytes;
+  bool replicated;
+};
+
+/// Restore arguments of BytesHandler. Per-rank blobs: rank r gets what rank `from_rank`
+/// (default: r) saved; replicated blobs: every rank gets the one blob.
+struct BytesRestore final : CheckpointArgs {
+  BytesRestore() = default;
+  explicit BytesRestore(int from_rank_) : from_rank(from_rank_) {}
+  std::string_view handler_type() const noexcept override { return "cairn.bytes"; }
+  std::optional<int> from_rank;
+};
+
+/// Stores opaque bytes for codes that serialize themselves: `p<rank>.bin` per rank (or one
+/// `replicated.bin`) with an XXH3-64 checksum each in `cairn-bytes.json`. restore() returns
+/// std::vector<std::byte>. Restoring per-rank bytes on a rank the save did not have throws
+/// NotFound naming the rank.
+class BytesHandler final : public CheckpointHandler {
+ public:
+  std::string_view type_name() const noexcept override { return "cairn.bytes"; }
+  std::unique_ptr<PendingSave> async_save(const Comm& comm, const std::filesystem::path& dir,
+                                          const CheckpointArgs& args,
+                                          const AsyncContext& context) override;
+  std::any restore(const Comm& comm, const std::filesystem::path& dir,
+                   const CheckpointArgs* args) override;
+  boost::json::value metadata(const Comm& comm, const std::filesystem::path& dir) override;
+};
+
+// ------------------------------------------------------------------ composites
+
+/// Arguments of a CompositeHandler: an immutable map from item name to the item's (save or
+/// restore) arguments. Names are non-empty, valid as a path component, and do not start with
+/// "__". Throws InvalidArgument naming a bad name or a null argument.
+class Composite final : public CheckpointArgs {
+ public:
+  using Items = std::map<std::string, std::shared_ptr<const CheckpointArgs>>;
+  Composite() = default;
+  Composite(std::initializer_list<Items::value_type> items);
+  explicit Composite(Items items);
+  std::string_view handler_type() const noexcept override { return "cairn.composite"; }
+  /// The items, sorted by name. Never throws.
+  [[nodiscard]] const Items& items() const noexcept { return items_; }
+  /// The arguments of `name`, or null. Never throws.
+  [[nodiscard]] const CheckpointArgs* find(std::string_view name) const noexcept;
+
+ private:
+  Items items_;
+};
+
+/// What a CompositeHandler restores: item name -> the item handler's result.
+class CompositeResult {
+ public:
+  /// Whether `name` was restored. Never throws.
+  [[nodiscard]] bool contains(std::string_view name) const noexcept;
+  /// The result of `name` as T. Throws NotFound naming the item when it was not restored
+  /// (e.g. absent on disk), InvalidArgument when it holds another type.
+  template <class T>
+  [[nodiscard]] const T& get(std::string_view name) const {
+    const std::any& value = at(name);
+    if (const T* typed = std::any_cast<T>(&value)) return *typed;
+    throw_wrong_type(name);
+  }
+  /// Names restored, sorted. Never throws beyond std::bad_alloc.
+  [[nodiscard]] std::vector<std::string> names() const;
+  /// Adds or replaces an item's result. Not collective.
+  void set(std::string name, std::any value) { items_[std::move(name)] = std::move(value); }
+
+ private:
+  [[nodiscard]] const std::any& at(std::string_view name) const;
+  [[noreturn]] void throw_wrong_type(std::string_view name) const;
+  std::map<std::string, std::any, std::less<>> items_;
+};
+
+/// Stores several named items, each in its own sub-directory, each with its own handler.
+/// Items are processed in sorted name order on every rank. restore() returns a
+/// CompositeResult.
+class CompositeHandler final : public CheckpointHandler {
+ public:
+  /// Items may be named up front with their handlers (fixed), or left to be resolved from
+  /// the argument types on first use. `item_names`, when not empty, fixes the set of names a
+  /// save may use. Throws InvalidArgument for bad names.
+  explicit CompositeHandler(std::map<std::string, std::shared_ptr<CheckpointHandler>> handlers = {},
+                            std::set<std::string> item_names = {});
+
+  std::string_view type_name() const noexcept override { return "cairn.composite"; }
+  std::unique_ptr<PendingSave> async_save(const Comm& comm, const std::filesystem::path& dir,
+                                          const CheckpointArgs& args,
+                                          const AsyncContext& context) override;
+  /// Restores the items of `args` (a Composite of restore arguments) or, with null args,
+  /// every item on disk whose handler is known (given, used before, or recorded in the
+  /// directory's cairn-items.json and registered). Items absent on disk are left out of the
+  /// result unless `args` names them, then NotFound names the item.
+  std::any restore(const Comm& comm, const std::filesystem::path& dir,
+                   const CheckpointArgs* args) override;
+  boost::json::value metadata(const Comm& comm, const std::filesystem::path& dir) override;
+  void finalize(const Comm& comm, const std::filesystem::path& dir) override;
+  void close() override;
+
+  /// The handler fixed for `name`, or null. Never throws.
+  [[nodiscard]] std::shared_ptr<CheckpointHandler> handler(std::string_view name) const;
+
+ private:
+  std::shared_ptr<CheckpointHandler> resolve(const std::string& name, std::string_view type);
+
+  std::map<std::string, std::shared_ptr<CheckpointHandler>, std::less<>> handlers_;
+  std::set<std::string, std::less<>> names_;
+};
+
+/// Checks that `name` can name a composite item: a valid leaf-path component that does not
+/// start with "__". Throws InvalidArgument naming it. Not collective.
+void validate_item_name(std::string_view name);
+
+}  // namespace cairn

@@ -1,0 +1,186 @@
+// AsyncCheckpointer: stage on the caller's thread, write and commit in the background.
+#include <atomic>
+#include <cairn/checkpointer.hpp>
+#include <fmt/format.h>
+#include <thread>
+
+#include "checkpoint/commit.hpp"
+#include "comm/log.hpp"
+
+namespace cairn {
+
+struct AsyncCheckpointer::Impl {
+  // One save from the return of save() to its commit.
+  struct Flight {
+    std::filesystem::path dir;
+    std::filesystem::path tmp;
+    bool force = false;
+    checkpoint::StepRecord record;
+    std::unique_ptr<PendingSave> pending;
+    std::thread thread;
+    std::atomic<bool> done{false};
+    std::optional<std::pair<ErrorCode, std::string>> error;  // set by the background thread
+  };
+
+  Impl(const Comm& c, std::shared_ptr<CheckpointHandler> h, AsyncOptions o)
+      : comm(c.get(), c.options()),
+        background(c.get(), c.options()),
+        handler(std::move(h)),
+        options(o),
+        staging(o.staging_bytes) {
+    int level = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&level);
+    background_mpi = level >= MPI_THREAD_MULTIPLE;
+  }
+
+  // Runs on the background thread.
+  void run(Flight& flight) {
+    try {
+      const auto start = std::chrono::steady_clock::now();
+      flight.pending->write(background_mpi ? &background : nullptr);
+      flight.record.timings["write_s"] = checkpoint::seconds_since(start);
+      if (background_mpi) complete(flight, background);
+    } catch (const std::exception& e) {
+      flight.error.emplace(error_code_of(e), e.what());
+    }
+    flight.done = true;
+  }
+
+  // The collective end of a save: the handler's finish, then the commit. Throws on every
+  // rank of `with`; removes the temporary directory on failure.
+  void complete(Flight& flight, const Comm& with) {
+    try {
+      const auto start = std::chrono::steady_clock::now();
+      flight.pending->finish(with);
+      flight.record.timings["finish_s"] = checkpoint::seconds_since(start);
+      flight.record.bytes = static_cast<std::uint64_t>(
+          with.sum(static_cast<std::int64_t>(flight.pending->bytes_written())));
+      flight.record.item_metadata = flight.pending->step_metadata();
+      checkpoint::commit(with, flight.tmp, flight.dir, std::move(flight.record), flight.force);
+    } catch (...) {
+      checkpoint::discard(with, flight.tmp);
+      throw;
+    }
+    handler->finalize(with, flight.dir);
+  }
+
+  // Waits for the save in flight and, without background MPI, completes it here. Throws on
+  // every rank when it failed on any rank. Collective.
+  void land() {
+    const bool flying = flight != nullptr;
+    if (!comm.any(flying)) return;
+    std::optional<std::pair<ErrorCode, std::string>> error;
+    if (flying) {
+      flight->thread.join();
+      error = flight->error;
+      if (!background_mpi && !error) {
+        try {
+          complete(*flight, comm);
+        } catch (const std::exception& e) {
+          error.emplace(error_code_of(e), e.what());
+        }
+      } else if (!background_mpi) {
+        // The local writes failed: the collective end still runs so every rank learns it.
+        flight->pending->fail(std::runtime_error(error->second));
+        try {
+          complete(*flight, comm);
+        } catch (const std::exception&) {
+        }
+      }
+      const std::string dir = flight->dir.string();
+      flight.reset();
+      if (error) error->second = fmt::format("async save of '{}': {}", dir, error->second);
+    }
+    comm.all_ok(!error, error ? error->second : std::string(),
+                error ? error->first : ErrorCode::internal);
+  }
+
+  Comm comm;
+  Comm background;
+  std::shared_ptr<CheckpointHandler> handler;
+  AsyncOptions options;
+  StagingArea staging;
+  bool background_mpi = true;
+  std::unique_ptr<Flight> flight;
+};
+
+AsyncCheckpointer::AsyncCheckpointer(const Comm& comm, std::shared_ptr<CheckpointHandler> handler,
+                                     AsyncOptions options) {
+  if (!handler) throw InvalidArgument("cairn::AsyncCheckpointer: the handler is null");
+  impl_ = std::make_unique<Impl>(comm, std::move(handler), options);
+}
+
+AsyncCheckpointer::~AsyncCheckpointer() {
+  try {
+    impl_->land();
+  } catch (const std::exception& e) {
+    log::error("checkpoint.async_failed", "error=\"{}\"", e.what());
+  }
+}
+
+void AsyncCheckpointer::save(const std::filesystem::path& dir, const CheckpointArgs& args,
+                             const CheckpointSaveOptions& options) {
+  Impl& m = *impl_;
+  m.land();
+  auto flight = std::make_unique<Impl::Flight>();
+  flight->dir = dir;
+  flight->force = options.force;
+  flight->record = {.handler_type = std::string(m.handler->type_name()),
+                    .custom = options.custom_metadata,
+                    .started = std::chrono::system_clock::now()};
+  flight->tmp = checkpoint::begin_save(m.comm, dir, options.force, m.handler->type_name());
+  try {
+    flight->pending = m.handler->async_save(m.comm, flight->tmp, args,
+                                            {.staging = m.options.zero_copy ? nullptr : &m.staging,
+                                             .zero_copy = m.options.zero_copy,
+                                             .background_mpi = m.background_mpi});
+  } catch (...) {
+    checkpoint::discard(m.comm, flight->tmp);
+    throw;
+  }
+  Impl::Flight& f = *flight;
+  m.flight = std::move(flight);
+  f.thread = std::thread([&m, &f] { m.run(f); });
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    f.pending->stage();
+  } catch (const std::exception& e) {
+    f.pending->fail(e);
+  }
+  f.record.timings["stage_s"] = checkpoint::seconds_since(start);
+}
+
+std::any AsyncCheckpointer::restore(const std::filesystem::path& dir, const CheckpointArgs* args) {
+  impl_->land();
+  (void)checkpoint::open_committed(impl_->comm, dir);
+  return impl_->handler->restore(impl_->comm, dir, args);
+}
+
+boost::json::value AsyncCheckpointer::metadata(const std::filesystem::path& dir) {
+  impl_->land();
+  boost::json::object step = checkpoint::open_committed(impl_->comm, dir);
+  step["item"] = impl_->handler->metadata(impl_->comm, dir);
+  return step;
+}
+
+void AsyncCheckpointer::wait_until_finished() { impl_->land(); }
+
+bool AsyncCheckpointer::is_saving_in_progress() const noexcept {
+  const auto& flight = impl_->flight;
+  // Without background MPI a save is committed only at the next call: until then it is in
+  // progress even after its local writes ended.
+  return flight != nullptr && (!flight->done || !impl_->background_mpi);
+}
+
+void AsyncCheckpointer::check_for_errors() {
+  Impl& m = *impl_;
+  const bool done = m.flight && m.flight->done;
+  const bool failed = done && m.flight->error.has_value();
+  if (m.background_mpi ? m.comm.any(failed) : m.comm.all(m.flight == nullptr || done)) m.land();
+}
+
+const StagingArea& AsyncCheckpointer::staging() const noexcept { return impl_->staging; }
+
+bool AsyncCheckpointer::background_mpi() const noexcept { return impl_->background_mpi; }
+
+}  // namespace cairn

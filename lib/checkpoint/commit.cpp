@@ -1,0 +1,158 @@
+#include "checkpoint/commit.hpp"
+
+#include <boost/json.hpp>
+#include <cairn/checkpointer.hpp>
+#include <ctime>
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include "comm/fault.hpp"
+#include "comm/log.hpp"
+#include "storage/posix_file.hpp"
+
+namespace cairn::checkpoint {
+namespace {
+
+constexpr std::int64_t kStepFormatVersion = 1;
+
+std::string iso_time(std::chrono::system_clock::time_point t) {
+  const std::time_t seconds = std::chrono::system_clock::to_time_t(t);
+  return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(seconds));
+}
+
+std::uint64_t fnv(std::string_view text) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
+  return h;
+}
+
+std::filesystem::path with_suffix(const std::filesystem::path& dir, std::string_view suffix) {
+  std::filesystem::path out = dir;
+  out += suffix;
+  return out;
+}
+
+std::filesystem::path parent_of(const std::filesystem::path& dir) {
+  const auto parent = dir.parent_path();
+  return parent.empty() ? std::filesystem::path(".") : parent;
+}
+
+}  // namespace
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::filesystem::path begin_save(const Comm& comm, const std::filesystem::path& dir, bool force,
+                                 std::string_view handler_type) {
+  if (dir.empty() || !dir.has_filename()) {
+    throw InvalidArgument(fmt::format("checkpoint path '{}' has no final component; name the "
+                                      "checkpoint directory, without a trailing '/'",
+                                      dir.string()));
+  }
+  comm.agree({.operation = "checkpoint save",
+              .step = force ? 1 : 0,
+              .structure = fnv(dir.string()) ^ fnv(handler_type)});
+  const auto tmp = with_suffix(dir, kTmpSuffix);
+  comm.run_all(fmt::format("saving checkpoint '{}':", dir.string()), [&] {
+    if (!comm.is_primary()) return;
+    std::error_code ec;
+    if (std::filesystem::exists(dir, ec) && !force) {
+      throw InvalidArgument(fmt::format(
+          "checkpoint '{}' already exists{}; pass force = true to replace it", dir.string(),
+          is_committed(dir) ? "" : " (incomplete)"));
+    }
+    if (std::filesystem::exists(tmp, ec)) {
+      log::info("checkpoint.stale_tmp", "path=\"{}\"", tmp.string());
+      std::filesystem::remove_all(tmp, ec);
+      if (ec) {
+        throw IoError(tmp.string(), fmt::format("removing the stale '{}' failed: {}",
+                                                tmp.string(), ec.message()));
+      }
+    }
+    storage::create_directories(tmp);
+  });
+  return tmp;
+}
+
+void commit(const Comm& comm, const std::filesystem::path& tmp, const std::filesystem::path& dir,
+            StepRecord record, bool force) {
+  const auto start = std::chrono::steady_clock::now();
+  comm.run_all(fmt::format("committing checkpoint '{}':", dir.string()), [&] {
+    if (!comm.is_primary()) return;
+    const auto committed_at = std::chrono::system_clock::now();
+    record.timings["commit_s"] = seconds_since(start);
+    boost::json::object step = {{"format", "cairn-step"},
+                                {"version", kStepFormatVersion},
+                                {"handler", record.handler_type},
+                                {"world_size", comm.size()},
+                                {"bytes", record.bytes},
+                                {"init_time", iso_time(record.started)},
+                                {"commit_time", iso_time(committed_at)},
+                                {"timings", record.timings},
+                                {"custom", record.custom}};
+    for (const auto& [key, value] : record.item_metadata) step[key] = value;
+    storage::write_file_durably(tmp / kStepMetadataFile, boost::json::serialize(step));
+    storage::write_file_durably(tmp / kCommitMarker, "cairn checkpoint committed " +
+                                                         iso_time(committed_at) + "\n");
+    storage::sync_directory(tmp);
+
+    fault::point("checkpoint.before_rename");
+    std::error_code ec;
+    const auto old = with_suffix(dir, ".cairn-old");
+    const bool replacing = force && std::filesystem::exists(dir, ec);
+    if (replacing) {
+      std::filesystem::remove_all(old, ec);
+      std::filesystem::rename(dir, old, ec);
+      if (ec) {
+        throw IoError(dir.string(), fmt::format("moving the old '{}' aside failed: {}",
+                                                dir.string(), ec.message()));
+      }
+    }
+    std::filesystem::rename(tmp, dir, ec);
+    if (ec) {
+      throw IoError(dir.string(), fmt::format("renaming '{}' to '{}' failed: {}", tmp.string(),
+                                              dir.string(), ec.message()));
+    }
+    storage::sync_directory(parent_of(dir));
+    if (replacing) std::filesystem::remove_all(old, ec);
+    log::info("checkpoint.commit", "path=\"{}\" bytes={}", dir.string(), record.bytes);
+  });
+}
+
+void discard(const Comm& comm, const std::filesystem::path& tmp) noexcept {
+  if (!comm.is_primary()) return;
+  std::error_code ec;
+  std::filesystem::remove_all(tmp, ec);
+  if (ec) log::warn("checkpoint.discard", "path=\"{}\" error=\"{}\"", tmp.string(), ec.message());
+}
+
+boost::json::object open_committed(const Comm& comm, const std::filesystem::path& dir) {
+  const auto file = dir / kStepMetadataFile;
+  std::string text;
+  comm.run_all(fmt::format("opening checkpoint '{}':", dir.string()), [&] {
+    if (!comm.is_primary()) return;
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec)) {
+      throw NotFound(dir.string(), fmt::format("checkpoint '{}' does not exist", dir.string()));
+    }
+    if (!std::filesystem::exists(dir / kCommitMarker, ec)) {
+      throw FormatError(dir.string(), kCommitMarker,
+                        fmt::format("checkpoint '{}' is incomplete: it has no {} marker, so its "
+                                    "save did not finish; restore an earlier checkpoint",
+                                    dir.string(), kCommitMarker));
+    }
+    text = storage::read_small_file(file);
+  });
+  text = comm.broadcast(text);
+  boost::system::error_code ec;
+  const boost::json::value step = boost::json::parse(text, ec);
+  if (ec || !step.is_object() || !step.get_object().contains("handler")) {
+    throw FormatError(file.string(), "json",
+                      fmt::format("'{}' is damaged (not a cairn step metadata object)",
+                                  file.string()));
+  }
+  return step.get_object();
+}
+
+}  // namespace cairn::checkpoint

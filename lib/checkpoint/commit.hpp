@@ -1,0 +1,48 @@
+// cairn — the steps of the commit protocol shared by Checkpointer and AsyncCheckpointer
+// (internal). See include/cairn/checkpointer.hpp for the protocol.
+#pragma once
+
+#include <cairn/comm.hpp>
+
+#include <boost/json/object.hpp>
+#include <chrono>
+#include <filesystem>
+#include <string_view>
+
+namespace cairn::checkpoint {
+
+/// Agrees on the save and has the primary create a fresh `<dir>.cairn-tmp`. Throws
+/// InvalidArgument on every rank when `dir` exists and `force` is false. Collective.
+/// Returns the temporary directory.
+std::filesystem::path begin_save(const Comm& comm, const std::filesystem::path& dir,
+                                 bool force, std::string_view handler_type);
+
+/// What the primary records in cairn-step.json.
+struct StepRecord {
+  std::string handler_type = {};
+  boost::json::object item_metadata = {};  ///< merged in (e.g. "items" of a composite)
+  boost::json::value custom = nullptr;
+  std::uint64_t bytes = 0;            ///< summed over ranks
+  std::chrono::system_clock::time_point started = {};
+  boost::json::object timings = {};  ///< seconds per phase
+};
+
+/// Writes cairn-step.json and the COMMITTED marker into `tmp`, fsyncs them, renames `tmp` to
+/// `dir` (replacing an existing `dir` when `force`) and fsyncs the parent; the primary does
+/// the work, every rank gets the verdict. Collective. Throws IoError on every rank.
+void commit(const Comm& comm, const std::filesystem::path& tmp, const std::filesystem::path& dir,
+            StepRecord record, bool force);
+
+/// Removes `tmp` after a failed save (primary only, best effort). Not collective; never
+/// throws.
+void discard(const Comm& comm, const std::filesystem::path& tmp) noexcept;
+
+/// Checks that `dir` is a committed checkpoint and returns its cairn-step.json (read by the
+/// primary, broadcast). Collective. Throws NotFound, or FormatError for an incomplete or
+/// damaged checkpoint.
+boost::json::object open_committed(const Comm& comm, const std::filesystem::path& dir);
+
+/// Seconds since `start`.
+double seconds_since(std::chrono::steady_clock::time_point start);
+
+}  // namespace cairn::checkpoint

@@ -1,0 +1,192 @@
+// ArrayTreeHandler: array trees through the storage layer, streamed from staging buffers in
+// async saves.
+#include <boost/json.hpp>
+#include <cairn/handlers.hpp>
+#include <cstring>
+#include <fmt/format.h>
+#include <future>
+#include <vector>
+
+#include "handlers/piece_queue.hpp"
+#include "storage/tree_writer.hpp"
+
+namespace cairn {
+namespace {
+
+template <class Args>
+const Args& args_as(const CheckpointArgs& args, std::string_view handler) {
+  if (const auto* typed = dynamic_cast<const Args*>(&args)) return *typed;
+  throw InvalidArgument(fmt::format("the {} handler cannot take arguments for handler '{}'",
+                                    handler, args.handler_type()));
+}
+
+class ArrayTreePendingSave final : public PendingSave {
+ public:
+  ArrayTreePendingSave(const Comm& comm, const std::filesystem::path& dir,
+                       const ArrayTreeSave& args, const AsyncContext& context)
+      : comm_(comm),
+        tree_(args.tree),
+        context_(context),
+        writer_(comm, dir, tree_, args.options) {}
+
+  void stage() override {
+    const bool hdf5_here = writer_.uses_hdf5() && !context_.background_mpi;
+    const auto& arrays = writer_.arrays();
+    std::vector<std::future<void>> pinned;
+    std::size_t i = 0;
+    try {
+      if (hdf5_here) writer_.open_hdf5(comm_);
+      for (; i < arrays.size(); ++i) stage_one(i, hdf5_here, pinned);
+    } catch (...) {
+      // Every rank must still take part in the collective write of every hdf5 leaf, in
+      // order: the rest go through with nothing to write.
+      for (; i < arrays.size(); ++i) {
+        if (arrays[i].format != StorageFormat::hdf5) continue;
+        if (hdf5_here) {
+          writer_.write(i, nullptr);
+        } else {
+          queue_.push({.index = i});
+        }
+      }
+      queue_.close();
+      if (hdf5_here) writer_.close_hdf5();
+      throw;
+    }
+    queue_.close();
+    if (!context_.zero_copy) {
+      for (auto& done : pinned) done.wait();
+    }
+    if (hdf5_here) writer_.close_hdf5();
+  }
+
+  void write(const Comm* comm) override {
+    writer_.open_posix();
+    const bool hdf5_here = writer_.uses_hdf5() && comm != nullptr;
+    if (hdf5_here) writer_.open_hdf5(*comm);
+    while (auto piece = queue_.pop()) {
+      handlers::WrittenSignal signal(piece->written);
+      writer_.write(piece->index, piece->data);
+      piece->owner.reset();  // returns the staging bytes before the next piece
+    }
+    if (hdf5_here) writer_.close_hdf5();
+    writer_.close_posix();
+  }
+
+  void finish(const Comm& comm) override { writer_.finish(comm); }
+  std::uint64_t bytes_written() const noexcept override { return writer_.bytes_written(); }
+  void fail(const std::exception& error) noexcept override { writer_.fail(error); }
+
+ private:
+  static void copy_out(const ArrayShard& shard, std::byte* out) {
+    if (shard.contiguous()) {
+      std::memcpy(out, shard.data, static_cast<std::size_t>(shard.local_bytes()));
+    } else {
+      pack_strided(dtype_size(shard.dtype), shard.data, shard.box.extent, shard.strides, out);
+    }
+  }
+
+  void write_now(std::size_t i) {
+    const storage::ArrayJob& job = writer_.arrays()[i];
+    const void* data = nullptr;
+    std::vector<std::byte> packed;
+    if (job.writes) {
+      const ArrayShard& shard = job.leaf->as_array();
+      data = shard.data;
+      if (!shard.contiguous()) {
+        packed.resize(static_cast<std::size_t>(job.bytes));
+        copy_out(shard, packed.data());
+        data = packed.data();
+      }
+    }
+    writer_.write(i, data);
+  }
+
+  // Stages array `i`: hdf5 leaves without background MPI are written now; every other hdf5
+  // leaf is queued even when this rank writes nothing for it, because its write is
+  // collective and every rank must reach it in the same order.
+  void stage_one(std::size_t i, bool hdf5_here, std::vector<std::future<void>>& pinned) {
+    const storage::ArrayJob& job = writer_.arrays()[i];
+    if (hdf5_here && job.format == StorageFormat::hdf5) {
+      write_now(i);
+      return;
+    }
+    if (!job.writes) {
+      if (job.format == StorageFormat::hdf5) queue_.push({.index = i});
+      return;
+    }
+    const ArrayShard& shard = job.leaf->as_array();
+    const auto bytes = static_cast<std::size_t>(job.bytes);
+    auto staged = context_.staging ? context_.staging->acquire(bytes) : nullptr;
+    if (staged) {
+      copy_out(shard, staged.get());
+      queue_.push({.index = i, .data = staged.get(), .owner = staged});
+      return;
+    }
+    handlers::Piece piece{.index = i, .data = shard.data};
+    if (!shard.contiguous()) {
+      // A strided view is packed into its own buffer, outside the staging budget.
+      std::shared_ptr<std::byte[]> packed(new std::byte[bytes]);
+      copy_out(shard, packed.get());
+      piece.data = packed.get();
+      piece.owner = packed;
+    } else {
+      piece.written = std::make_shared<std::promise<void>>();
+      pinned.push_back(piece.written->get_future());
+    }
+    queue_.push(std::move(piece));
+  }
+
+  const Comm& comm_;
+  ArrayTree tree_;
+  AsyncContext context_;
+  storage::TreeWriter writer_;
+  handlers::PieceQueue queue_;
+};
+
+}  // namespace
+
+std::unique_ptr<PendingSave> ArrayTreeHandler::async_save(const Comm& comm,
+                                                          const std::filesystem::path& dir,
+                                                          const CheckpointArgs& args,
+                                                          const AsyncContext& context) {
+  return std::make_unique<ArrayTreePendingSave>(
+      comm, dir, args_as<ArrayTreeSave>(args, type_name()), context);
+}
+
+std::any ArrayTreeHandler::restore(const Comm& comm, const std::filesystem::path& dir,
+                                   const CheckpointArgs* args) {
+  if (args == nullptr) return restore_tree_as_saved(comm, dir);
+  const auto& typed = args_as<ArrayTreeRestore>(*args, type_name());
+  if (!typed.target) return restore_tree_as_saved(comm, dir, typed.as_saved);
+  ArrayTree target = *typed.target;
+  restore_tree(comm, dir, target, typed.options);
+  return target;
+}
+
+boost::json::value ArrayTreeHandler::metadata(const Comm& comm, const std::filesystem::path& dir) {
+  const SavedTreeInfo info = read_tree_info(comm, dir);
+  boost::json::array leaves;
+  std::uint64_t bytes = 0;
+  for (const auto& leaf : info.leaves) {
+    boost::json::object o;
+    o["path"] = leaf.path;
+    o["kind"] = leaf_kind_name(leaf.kind);
+    if (leaf.kind == LeafKind::array) {
+      o["format"] = storage_format_name(leaf.format);
+      o["dtype"] = dtype_name(leaf.dtype);
+      o["shape"] = boost::json::value_from(leaf.shape);
+      o["shards"] = leaf.shard_count;
+      o["bytes"] = leaf.bytes;
+      bytes += leaf.bytes;
+    } else if (leaf.kind == LeafKind::scalar) {
+      o["dtype"] = dtype_name(leaf.dtype);
+    }
+    leaves.push_back(std::move(o));
+  }
+  return {{"handler", type_name()},
+          {"world_size", info.world_size},
+          {"bytes", bytes},
+          {"leaves", std::move(leaves)}};
+}
+
+}  // namespace cairn

@@ -1,0 +1,251 @@
+// CompositeHandler: several named items, each in its own sub-directory with its own handler.
+#include <boost/json.hpp>
+#include <cairn/handlers.hpp>
+#include <fmt/format.h>
+
+#include "storage/posix_file.hpp"
+
+namespace cairn {
+namespace {
+
+// Written by the checkpoint layer in the checkpoint directory; read here to learn the handler
+// type of each item when restoring without arguments.
+constexpr const char* kStepMetadataFile = "cairn-step.json";
+
+class CompositePendingSave final : public PendingSave {
+ public:
+  void add(std::string name, std::string type, std::unique_ptr<PendingSave> item) {
+    items_.push_back({std::move(name), std::move(type), std::move(item)});
+  }
+
+  void stage() override {
+    for (auto& item : items_) {
+      try {
+        item.pending->stage();
+      } catch (const std::exception& e) {
+        item.pending->fail(e);
+      }
+    }
+  }
+
+  void write(const Comm* comm) override {
+    for (auto& item : items_) item.pending->write(comm);
+  }
+
+  void finish(const Comm& comm) override {
+    for (auto& item : items_) item.pending->finish(comm);
+  }
+
+  std::uint64_t bytes_written() const noexcept override {
+    std::uint64_t total = 0;
+    for (const auto& item : items_) total += item.pending->bytes_written();
+    return total;
+  }
+
+  void fail(const std::exception& error) noexcept override {
+    for (auto& item : items_) item.pending->fail(error);
+  }
+
+  boost::json::object step_metadata() const override {
+    boost::json::object items;
+    for (const auto& item : items_) items[item.name] = item.type;
+    return {{"items", std::move(items)}};
+  }
+
+ private:
+  struct Item {
+    std::string name;
+    std::string type;
+    std::unique_ptr<PendingSave> pending;
+  };
+  std::vector<Item> items_;
+};
+
+const Composite& composite_args(const CheckpointArgs& args) {
+  if (const auto* typed = dynamic_cast<const Composite*>(&args)) return *typed;
+  throw InvalidArgument(fmt::format(
+      "the cairn.composite handler takes cairn::Composite arguments, not arguments for "
+      "handler '{}'",
+      args.handler_type()));
+}
+
+std::uint64_t hash_names(const std::vector<std::string>& names) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (const auto& name : names) {
+    for (unsigned char c : name) h = (h ^ c) * 1099511628211ULL;
+    h = (h ^ 0xff) * 1099511628211ULL;
+  }
+  return h;
+}
+
+}  // namespace
+
+CompositeHandler::CompositeHandler(std::map<std::string, std::shared_ptr<CheckpointHandler>> handlers,
+                                   std::set<std::string> item_names) {
+  for (auto& [name, handler] : handlers) {
+    validate_item_name(name);
+    if (!handler) throw InvalidArgument(fmt::format("item '{}' has a null handler", name));
+    handlers_.emplace(name, std::move(handler));
+  }
+  for (const auto& name : item_names) {
+    validate_item_name(name);
+    names_.insert(name);
+  }
+  if (!names_.empty()) {
+    for (const auto& [name, handler] : handlers_) {
+      if (!names_.contains(name)) {
+        throw InvalidArgument(fmt::format("item '{}' has a handler but is not one of the item "
+                                          "names",
+                                          name));
+      }
+    }
+  }
+}
+
+std::shared_ptr<CheckpointHandler> CompositeHandler::handler(std::string_view name) const {
+  auto it = handlers_.find(name);
+  return it == handlers_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<CheckpointHandler> CompositeHandler::resolve(const std::string& name,
+                                                             std::string_view type) {
+  if (!names_.empty() && !names_.contains(name)) {
+    throw InvalidArgument(fmt::format("item '{}' is not one of the items this checkpoint was "
+                                      "set up with",
+                                      name));
+  }
+  auto it = handlers_.find(name);
+  if (it != handlers_.end()) {
+    if (it->second->type_name() != type) {
+      throw InvalidArgument(fmt::format("item '{}' is handled by '{}', but the arguments are for "
+                                        "'{}'; an item keeps the handler of its first use",
+                                        name, it->second->type_name(), type));
+    }
+    return it->second;
+  }
+  auto created = HandlerRegistry::global().create(type);
+  handlers_.emplace(name, created);
+  return created;
+}
+
+std::unique_ptr<PendingSave> CompositeHandler::async_save(const Comm& comm,
+                                                          const std::filesystem::path& dir,
+                                                          const CheckpointArgs& args,
+                                                          const AsyncContext& context) {
+  const Composite& composite = composite_args(args);
+  std::vector<std::string> names;
+  for (const auto& [name, item] : composite.items()) names.push_back(name);
+  comm.agree({.operation = "composite save", .structure = hash_names(names)});
+
+  // Resolving handlers and creating the item directories can fail on one rank only.
+  std::vector<std::shared_ptr<CheckpointHandler>> handlers;
+  comm.run_all("composite save:", [&] {
+    for (const auto& [name, item] : composite.items()) {
+      handlers.push_back(resolve(name, item->handler_type()));
+    }
+    if (comm.is_primary()) {
+      for (const auto& name : names) storage::create_directories(dir / name);
+    }
+  });
+
+  auto pending = std::make_unique<CompositePendingSave>();
+  std::size_t k = 0;
+  for (const auto& [name, item] : composite.items()) {
+    const auto& handler = handlers[k++];
+    pending->add(name, std::string(handler->type_name()),
+                 handler->async_save(comm, dir / name, *item, context));
+  }
+  return pending;
+}
+
+std::any CompositeHandler::restore(const Comm& comm, const std::filesystem::path& dir,
+                                   const CheckpointArgs* args) {
+  const Composite* composite = args ? &composite_args(*args) : nullptr;
+
+  // The primary looks at the directory and the step metadata; every rank gets the verdict.
+  boost::json::object seen;
+  comm.run_all(fmt::format("composite restore from '{}':", dir.string()), [&] {
+    if (!comm.is_primary()) return;
+    boost::json::array present;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+      if (entry.is_directory()) present.push_back(boost::json::string(entry.path().filename().string()));
+    }
+    if (ec) {
+      throw IoError(dir.string(), fmt::format("listing '{}' failed: {}", dir.string(), ec.message()));
+    }
+    seen["present"] = std::move(present);
+    const auto step_file = dir / kStepMetadataFile;
+    if (std::filesystem::exists(step_file)) {
+      boost::system::error_code jec;
+      const auto meta = boost::json::parse(storage::read_small_file(step_file), jec);
+      if (!jec && meta.is_object()) {
+        if (const auto* items = meta.get_object().if_contains("items"); items && items->is_object()) {
+          seen["types"] = *items;
+        }
+      }
+    }
+  });
+  seen = comm.broadcast_json(seen).as_object();
+  std::set<std::string> present;
+  for (const auto& name : seen["present"].as_array()) present.insert(std::string(name.as_string()));
+  std::map<std::string, std::string> recorded;
+  if (const auto* types = seen.if_contains("types")) {
+    for (const auto& [name, type] : types->as_object()) {
+      if (type.is_string()) recorded[std::string(name)] = std::string(type.as_string());
+    }
+  }
+
+  // Which items, and with which handler; the same decisions on every rank.
+  std::vector<std::pair<std::string, std::shared_ptr<CheckpointHandler>>> plan;
+  if (composite) {
+    for (const auto& [name, item] : composite->items()) {
+      if (!present.contains(name)) {
+        throw NotFound(name, fmt::format("item '{}' is not in the checkpoint '{}'", name,
+                                         dir.string()));
+      }
+      plan.emplace_back(name, resolve(name, item->handler_type()));
+    }
+  } else {
+    for (const auto& name : present) {
+      if (auto known = handler(name)) {
+        plan.emplace_back(name, known);
+      } else if (auto it = recorded.find(name);
+                 it != recorded.end() && HandlerRegistry::global().contains(it->second)) {
+        plan.emplace_back(name, resolve(name, it->second));
+      }
+    }
+  }
+
+  CompositeResult result;
+  for (const auto& [name, item_handler] : plan) {
+    const CheckpointArgs* item_args = composite ? composite->find(name) : nullptr;
+    result.set(name, item_handler->restore(comm, dir / name, item_args));
+  }
+  return result;
+}
+
+boost::json::value CompositeHandler::metadata(const Comm& comm, const std::filesystem::path& dir) {
+  const auto restored_types = [&] {
+    boost::json::object out;
+    for (const auto& [name, handler] : handlers_) out[name] = handler->type_name();
+    return out;
+  }();
+  boost::json::object items;
+  for (const auto& [name, handler] : handlers_) {
+    std::error_code ec;
+    if (!comm.all(std::filesystem::is_directory(dir / name, ec))) continue;
+    items[name] = handler->metadata(comm, dir / name);
+  }
+  return {{"handler", type_name()}, {"handlers", restored_types}, {"items", std::move(items)}};
+}
+
+void CompositeHandler::finalize(const Comm& comm, const std::filesystem::path& dir) {
+  for (const auto& [name, handler] : handlers_) handler->finalize(comm, dir / name);
+}
+
+void CompositeHandler::close() {
+  for (const auto& [name, handler] : handlers_) handler->close();
+}
+
+}  // namespace cairn

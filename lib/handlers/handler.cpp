@@ -1,0 +1,116 @@
+// The handler interface's defaults, the registry, composite arguments and results.
+#include <cairn/handler.hpp>
+#include <cairn/handlers.hpp>
+#include <fmt/format.h>
+
+namespace cairn {
+
+void CheckpointHandler::save(const Comm& comm, const std::filesystem::path& dir,
+                             const CheckpointArgs& args) {
+  // A sync save is an async save run to the end on this thread, writing from the caller's
+  // memory.
+  auto pending = async_save(comm, dir, args, {.staging = nullptr, .zero_copy = true});
+  try {
+    pending->stage();
+  } catch (const std::exception& e) {
+    pending->fail(e);
+  }
+  pending->write(&comm);
+  pending->finish(comm);
+}
+
+void CheckpointHandler::finalize(const Comm&, const std::filesystem::path&) {}
+
+HandlerRegistry& HandlerRegistry::global() noexcept {
+  static HandlerRegistry* registry = [] {
+    auto* r = new HandlerRegistry;  // never destroyed: handlers may be made during exit
+    r->add("cairn.array_tree", [] { return std::make_shared<ArrayTreeHandler>(); });
+    r->add("cairn.json", [] { return std::make_shared<JsonHandler>(); });
+    r->add("cairn.bytes", [] { return std::make_shared<BytesHandler>(); });
+    r->add("cairn.composite", [] { return std::make_shared<CompositeHandler>(); });
+    return r;
+  }();
+  return *registry;
+}
+
+void HandlerRegistry::add(std::string type_name, Factory factory) {
+  std::lock_guard lock(mutex_);
+  factories_.insert_or_assign(std::move(type_name), std::move(factory));
+}
+
+std::shared_ptr<CheckpointHandler> HandlerRegistry::create(std::string_view type_name) const {
+  Factory factory;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = factories_.find(type_name);
+    if (it == factories_.end()) {
+      throw NotFound(std::string(type_name),
+                     fmt::format("no checkpoint handler is registered for type '{}'; register "
+                                 "one with cairn::HandlerRegistry::global().add()",
+                                 type_name));
+    }
+    factory = it->second;
+  }
+  return factory();
+}
+
+bool HandlerRegistry::contains(std::string_view type_name) const noexcept {
+  std::lock_guard lock(mutex_);
+  return factories_.find(type_name) != factories_.end();
+}
+
+void validate_item_name(std::string_view name) {
+  if (name.starts_with("__")) {
+    throw InvalidArgument(
+        fmt::format("item name '{}' starts with \"__\", which cairn reserves", name));
+  }
+  if (name.find('/') != std::string_view::npos) {
+    throw InvalidArgument(fmt::format("item name '{}' contains '/'; use a single name", name));
+  }
+  if (auto problem = leaf_path_problem(name)) {
+    throw InvalidArgument(fmt::format("item name '{}' is not valid: {}", name, *problem));
+  }
+}
+
+Composite::Composite(std::initializer_list<Items::value_type> items)
+    : Composite(Items(items.begin(), items.end())) {}
+
+Composite::Composite(Items items) : items_(std::move(items)) {
+  for (const auto& [name, args] : items_) {
+    validate_item_name(name);
+    if (!args) throw InvalidArgument(fmt::format("item '{}' has no arguments (null)", name));
+  }
+}
+
+const CheckpointArgs* Composite::find(std::string_view name) const noexcept {
+  auto it = items_.find(std::string(name));
+  return it == items_.end() ? nullptr : it->second.get();
+}
+
+bool CompositeResult::contains(std::string_view name) const noexcept {
+  return items_.find(name) != items_.end();
+}
+
+std::vector<std::string> CompositeResult::names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, value] : items_) out.push_back(name);
+  return out;
+}
+
+const std::any& CompositeResult::at(std::string_view name) const {
+  auto it = items_.find(name);
+  if (it == items_.end()) {
+    throw NotFound(std::string(name),
+                   fmt::format("item '{}' was not restored (it is not in the checkpoint or was "
+                               "not asked for)",
+                               name));
+  }
+  return it->second;
+}
+
+void CompositeResult::throw_wrong_type(std::string_view name) const {
+  throw InvalidArgument(fmt::format("item '{}' was restored as {}, not the type asked for",
+                                    name, at(name).type().name()));
+}
+
+}  // namespace cairn

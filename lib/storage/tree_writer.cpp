@@ -1,0 +1,262 @@
+#include "storage/tree_writer.hpp"
+
+#include <boost/json.hpp>
+#include <cairn/config.hpp>
+#include <fmt/format.h>
+
+#include "comm/fault.hpp"
+#include "comm/log.hpp"
+#include "storage/checksum.hpp"
+#include "storage/posix_format.hpp"
+#if CAIRN_HAVE_HDF5
+#include "storage/hdf5_format.hpp"
+#endif
+
+namespace cairn::storage {
+namespace json = boost::json;
+
+#if !CAIRN_HAVE_HDF5
+// Never instantiated in a build without HDF5; complete so that TreeWriter can own a pointer.
+class Hdf5Writer {};
+#endif
+
+namespace {
+
+StorageFormat format_of(const TreeSaveOptions& options, const std::string& path) {
+  auto it = options.leaf_formats.find(path);
+  return it == options.leaf_formats.end() ? options.format : it->second;
+}
+
+json::value record_to_json(std::size_t array_index, const ShardRecord& s) {
+  json::object o;
+  o["array"] = array_index;
+  o["rank"] = s.rank;
+  o["offset"] = json::value_from(s.box.offset);
+  o["extent"] = json::value_from(s.box.extent);
+  o["file"] = s.file;
+  o["byte_offset"] = s.byte_offset;
+  o["bytes"] = s.bytes;
+  o["xxh3"] = checksum_to_hex(s.checksum);
+  return o;
+}
+
+ShardRecord record_from_json(const json::object& o) {
+  ShardRecord s;
+  s.rank = static_cast<int>(o.at("rank").as_int64());
+  s.box.offset = json::value_to<std::vector<std::int64_t>>(o.at("offset"));
+  s.box.extent = json::value_to<std::vector<std::int64_t>>(o.at("extent"));
+  s.file = json::value_to<std::string>(o.at("file"));
+  s.byte_offset = json::value_to<std::uint64_t>(o.at("byte_offset"));
+  s.bytes = json::value_to<std::uint64_t>(o.at("bytes"));
+  s.checksum = *checksum_from_hex(o.at("xxh3").as_string());
+  return s;
+}
+
+}  // namespace
+
+TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayTree& tree,
+                       TreeSaveOptions options)
+    : dir_(std::move(dir)), tree_(tree), options_(std::move(options)), rank_(comm.rank()) {
+  comm.agree({.operation = "save_tree " + dir_.filename().string(),
+              .structure = tree.structure_hash()});
+  const std::vector<const Leaf*> leaves = tree.leaves_under("");
+
+  // Local checks that can differ between ranks: every rank learns of any failure.
+  comm.run_all(fmt::format("save_tree '{}':", dir_.string()), [&] {
+    for (const auto& [path, format] : options_.leaf_formats) {
+      if (!tree.contains(path)) {
+        throw InvalidArgument(fmt::format("leaf_formats names '{}', which is not a leaf", path));
+      }
+    }
+    for (const Leaf* leaf : leaves) {
+      if (leaf->kind() != LeafKind::array) continue;
+      const StorageFormat format = format_of(options_, leaf->path());
+      if (!storage_format_available(format)) {
+        throw Unsupported(fmt::format(
+            "leaf '{}': format {} is not available in this build (configure with "
+            "CAIRN_USE_HDF5=ON)",
+            leaf->path(), storage_format_name(format)));
+      }
+      if (leaf->as_array().memory != MemoryKind::host) {
+        throw Unsupported(fmt::format(
+            "leaf '{}': arrays in {} memory are not supported by this build; copy them to the "
+            "host first",
+            leaf->path(), memory_kind_name(leaf->as_array().memory)));
+      }
+    }
+  });
+
+  // Every rank's layout of every array leaf, validated identically on every rank.
+  json::array mine;
+  for (const Leaf* leaf : leaves) {
+    if (leaf->kind() != LeafKind::array) continue;
+    arrays_.push_back({.leaf = leaf, .format = format_of(options_, leaf->path())});
+    mine.push_back(leaf->as_array().layout().to_json());
+  }
+  const std::vector<json::value> all = comm.allgather_json(mine);
+  for (std::size_t i = 0; i < arrays_.size(); ++i) {
+    std::vector<LeafLayout> per_rank;
+    per_rank.reserve(all.size());
+    for (std::size_t r = 0; r < all.size(); ++r) {
+      per_rank.push_back(LeafLayout::from_json(all[r].as_array().at(i), {},
+                                               fmt::format("rank {} leaf {}", r, i)));
+    }
+    const std::string& path = arrays_[i].leaf->path();
+    const bool sparse = options_.allow_sparse &&
+                        (options_.sparse_leaves.empty() || options_.sparse_leaves.contains(path));
+    const auto writers = validate_layout(path, per_rank, sparse).writers;
+    ArrayJob& job = arrays_[i];
+    job.writes = std::binary_search(writers.begin(), writers.end(), comm.rank());
+    job.bytes = job.writes ? static_cast<std::uint64_t>(job.leaf->as_array().local_bytes()) : 0;
+    (job.format == StorageFormat::posix ? uses_posix_ : uses_hdf5_) = true;
+  }
+
+  // The primary creates the directories; the verdict doubles as the barrier.
+  comm.run_all(fmt::format("save_tree: creating '{}':", dir_.string()), [&] {
+    if (comm.is_primary()) storage::create_directories(uses_posix_ ? dir_ / "shards" : dir_);
+  });
+}
+
+TreeWriter::~TreeWriter() = default;
+
+void TreeWriter::fail(const std::exception& error) noexcept {
+  if (error_) return;
+  try {
+    error_.emplace(error_code_of(error), error.what());
+  } catch (...) {
+    // Out of memory while recording: finish() still reports a failure below.
+  }
+}
+
+void TreeWriter::open_posix() {
+  if (uses_posix_) posix_ = std::make_unique<PosixShardWriter>(dir_, rank_);
+}
+
+void TreeWriter::open_hdf5([[maybe_unused]] const Comm& comm) {
+#if CAIRN_HAVE_HDF5
+  if (!uses_hdf5_) return;
+  std::vector<Hdf5ArrayToWrite> h5_arrays;
+  for (const ArrayJob& job : arrays_) {
+    if (job.format != StorageFormat::hdf5) continue;
+    const ArrayShard& shard = job.leaf->as_array();
+    h5_arrays.push_back(
+        {job.leaf->path(), shard.dtype, shard.global_shape, job.writes ? &shard : nullptr});
+  }
+  std::vector<Hdf5ValueToWrite> h5_values;
+  if (options_.format == StorageFormat::hdf5) {
+    for (const Leaf* leaf : tree_.leaves_under("")) {
+      if (leaf->kind() != LeafKind::array) h5_values.push_back({leaf->path(), leaf});
+    }
+  }
+  // Creating data.h5 is collective and its errors reach every rank alike.
+  hdf5_ = std::make_unique<Hdf5Writer>(comm, dir_ / kHdf5File, h5_arrays, h5_values);
+#endif
+}
+
+void TreeWriter::write(std::size_t index, const void* data) {
+  const ArrayJob& job = arrays_.at(index);
+  if (job.format == StorageFormat::posix) {
+    if (!job.writes || error_) return;
+    try {
+      records_.emplace_back(index, posix_->write(job.leaf->as_array().box, data, job.bytes));
+      bytes_written_ += job.bytes;
+    } catch (const std::exception& e) {
+      fail(e);
+    }
+    return;
+  }
+#if CAIRN_HAVE_HDF5
+  // Every rank takes part in the collective write, even after a local failure (then with
+  // nothing to write), so that no rank waits for another forever.
+  std::size_t h5_index = 0;
+  for (std::size_t i = 0; i < index; ++i) h5_index += arrays_[i].format == StorageFormat::hdf5;
+  try {
+    fault::point("storage.hdf5_write");
+  } catch (const std::exception& e) {
+    fail(e);
+  }
+  try {
+    auto record = hdf5_->write(h5_index, error_ ? nullptr : data);
+    if (record) {
+      records_.emplace_back(index, std::move(*record));
+      bytes_written_ += job.bytes;
+    }
+  } catch (const std::exception& e) {
+    fail(e);
+  }
+#endif
+}
+
+void TreeWriter::close_posix() {
+  try {
+    if (posix_) posix_->close(options_.fsync);
+  } catch (const std::exception& e) {
+    fail(e);
+  }
+}
+
+void TreeWriter::close_hdf5() {
+#if CAIRN_HAVE_HDF5
+  if (hdf5_) {
+    try {
+      hdf5_->finish(options_.fsync);
+    } catch (const std::exception& e) {
+      fail(e);
+    }
+  }
+#endif
+}
+
+void TreeWriter::finish(const Comm& comm) {
+  comm.all_ok(!error_, error_ ? fmt::format("save_tree '{}': {}", dir_.string(), error_->second)
+                              : std::string(),
+              error_ ? error_->first : ErrorCode::internal);
+
+  // The index: the primary gathers every rank's shard records and writes cairn-tree.json.
+  json::array my_records;
+  for (const auto& [index, record] : records_) my_records.push_back(record_to_json(index, record));
+  const std::vector<json::value> gathered = comm.gather_json(my_records);
+  comm.run_all(fmt::format("save_tree '{}': writing the index:", dir_.string()), [&] {
+    if (!comm.is_primary()) return;
+    TreeIndex index;
+    index.world_size = comm.size();
+    std::vector<std::size_t> slot_of_array;
+    for (const Leaf* leaf : tree_.leaves_under("")) {
+      LeafRecord record;
+      record.path = leaf->path();
+      record.kind = leaf->kind();
+      switch (leaf->kind()) {
+        case LeafKind::array: {
+          const ArrayShard& shard = leaf->as_array();
+          record.format = format_of(options_, leaf->path());
+          record.dtype = shard.dtype;
+          record.shape = shard.global_shape;
+          record.replicated = shard.replicated;
+          slot_of_array.push_back(index.leaves.size());
+          break;
+        }
+        case LeafKind::scalar: record.value = leaf->as_scalar().to_json(); break;
+        case LeafKind::string: record.value = json::string(leaf->as_string()); break;
+        case LeafKind::json: record.value = leaf->as_json(); break;
+      }
+      index.leaves.push_back(std::move(record));
+    }
+    // Ranks are gathered in order, so each leaf's shards come out in ascending rank.
+    for (const json::value& from_rank : gathered) {
+      for (const json::value& v : from_rank.as_array()) {
+        const auto array = json::value_to<std::size_t>(v.at("array"));
+        index.leaves.at(slot_of_array.at(array)).shards.push_back(record_from_json(v.as_object()));
+      }
+    }
+    const std::string text = json::serialize(to_json(index));
+    write_file_durably(dir_ / kTreeIndexFile, text);
+    if (options_.fsync) {
+      if (uses_posix_) sync_directory(dir_ / "shards");
+      sync_directory(dir_);
+    }
+    log::info("storage.save", "dir=\"{}\" leaves={} index_bytes={}", dir_.string(),
+              index.leaves.size(), text.size());
+  });
+}
+
+}  // namespace cairn::storage

@@ -1,0 +1,92 @@
+// cairn — writing one saved tree leaf by leaf (internal). save_tree() drives it in one go;
+// the async checkpointer plans on the caller's thread, then streams staged leaves into it from
+// a background thread.
+#pragma once
+
+#include <cairn/comm.hpp>
+#include <cairn/storage.hpp>
+#include <cairn/tree.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "storage/index.hpp"
+
+namespace cairn::storage {
+
+class Hdf5Writer;
+class PosixShardWriter;
+
+/// One array leaf of the tree being written.
+struct ArrayJob {
+  const Leaf* leaf = nullptr;
+  StorageFormat format = StorageFormat::posix;
+  bool writes = false;      ///< this rank writes a shard of it
+  std::uint64_t bytes = 0;  ///< bytes of this rank's shard (0 when it writes none)
+};
+
+/// Writes one tree into an item directory: plan (validation, directories), open, one write
+/// per array leaf in order, finish (index). Local write failures are remembered, not thrown,
+/// so that a failing rank keeps taking part in the collective steps; finish() throws them on
+/// every rank.
+class TreeWriter {
+ public:
+  /// Plans the save: agrees on the tree structure, validates every array leaf's layout
+  /// across ranks, checks formats and memory kinds, and has the primary create the
+  /// directories. Collective over `comm`. Throws as save_tree() documents; nothing is written
+  /// on failure. `tree` must outlive the writer (scalars, strings and JSON are read from it).
+  TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayTree& tree,
+             TreeSaveOptions options);
+  ~TreeWriter();
+  TreeWriter(const TreeWriter&) = delete;
+  TreeWriter& operator=(const TreeWriter&) = delete;
+
+  /// The array leaves in sorted path order (the same list on every rank; `writes` and
+  /// `bytes` are this rank's). Never throws.
+  [[nodiscard]] const std::vector<ArrayJob>& arrays() const noexcept { return arrays_; }
+  /// Whether any array is stored in HDF5 (then open() and hdf5 writes are collective).
+  [[nodiscard]] bool uses_hdf5() const noexcept { return uses_hdf5_; }
+
+  /// Prepares the per-process file of posix leaves (created on the first write). Local.
+  void open_posix();
+  /// Creates data.h5 and its datasets when uses_hdf5(). Collective over `comm`, which must
+  /// outlive the writer and may differ from the planning Comm if it has the same ranks.
+  void open_hdf5(const Comm& comm);
+  /// Writes array `index` from `data`, a contiguous row-major buffer of this rank's box, or
+  /// nullptr when this rank writes nothing for it. Collective for hdf5 leaves (every rank,
+  /// every hdf5 leaf, increasing index); local for posix leaves. Remembers failures.
+  void write(std::size_t index, const void* data);
+  /// Remembers a failure that happened outside the writer (e.g. while staging); the next
+  /// writes are skipped and finish() reports it on every rank. Never throws.
+  void fail(const std::exception& error) noexcept;
+  /// Closes the per-process file (fsyncs it when asked). Local. Remembers failures.
+  void close_posix();
+  /// Closes data.h5 (fsynced when asked). Collective over the open_hdf5() Comm when
+  /// uses_hdf5(). Remembers failures.
+  void close_hdf5();
+  /// Shares every rank's verdict, then the primary writes cairn-tree.json. Collective over
+  /// `comm`. Throws on every rank when any rank failed anywhere in the save.
+  void finish(const Comm& comm);
+  /// Bytes of shard data this rank wrote. Never throws.
+  [[nodiscard]] std::uint64_t bytes_written() const noexcept { return bytes_written_; }
+
+ private:
+  std::filesystem::path dir_;
+  const ArrayTree& tree_;
+  TreeSaveOptions options_;
+  std::vector<ArrayJob> arrays_;
+  bool uses_hdf5_ = false;
+  bool uses_posix_ = false;
+  int rank_ = 0;
+  std::unique_ptr<PosixShardWriter> posix_;
+  std::unique_ptr<Hdf5Writer> hdf5_;
+  std::vector<std::pair<std::size_t, ShardRecord>> records_;  // (array index, record)
+  std::optional<std::pair<ErrorCode, std::string>> error_;
+  std::uint64_t bytes_written_ = 0;
+};
+
+}  // namespace cairn::storage
