@@ -6,9 +6,10 @@
 //  2. check every local input (boxes, dtypes) and agree on the verdict;
 //  3. create the file and each dataset collectively (these calls see identical input on
 //     every rank, so they succeed or fail together and throw directly);
-//  4. write each dataset with a collective H5Dwrite that every rank makes, after agreeing on
-//     which one, selecting nothing when it has nothing to write or when preparing its data
-//     failed; a local failure is remembered, not thrown, so the rank keeps taking part;
+//  4. write each dataset with a collective H5Dwrite that every rank makes (the k-th write()
+//     call writes dataset k), selecting nothing when it has nothing to write or when
+//     preparing its data failed; a local failure is remembered, not thrown, so the rank
+//     keeps taking part;
 //  5. close (and fsync), then turn the remembered failures into one error on every rank.
 // Every HDF5 call is made with hdf5_mutex() held; agreements and checksums are not.
 #include "storage/hdf5_format.hpp"
@@ -309,22 +310,23 @@ std::size_t Hdf5Writer::array_count() const noexcept { return impl_->arrays.size
 
 std::optional<ShardRecord> Hdf5Writer::write(std::size_t index, const void* data) {
   Impl& w = *impl_;
-  if (w.closed) {
-    throw InvalidArgument(fmt::format("Hdf5Writer for '{}': write() after finish()", w.file_name));
+  if (w.closed || w.next == w.arrays.size()) {
+    throw InvalidArgument(fmt::format("Hdf5Writer for '{}': write({}) after {}", w.file_name, index,
+                                      w.closed ? "finish()" : "every array was written"));
   }
-  // Ranks writing different arrays would enter different collective H5Dwrite calls, or one
-  // of them none (arrays without elements are skipped), and hang: agree first.
-  w.comm->agree({.operation = "Hdf5Writer::write", .step = static_cast<std::int64_t>(index)});
-  // Every rank now has the same index and, having made the same calls, the same `next`.
-  if (index != w.next) {
-    throw InvalidArgument(fmt::format(
-        "Hdf5Writer for '{}': write({}) but the next array is {} of {}; write every array "
-        "once, in increasing index order",
-        w.file_name, index, w.next, w.arrays.size()));
-  }
-  ++w.next;
-  const Impl::Array& a = w.arrays[index];
+  // The call's position, not `index`, picks the dataset: ranks that pass different indices
+  // still meet in the same collective H5Dwrite (or all skip it), so misuse cannot hang. The
+  // ranks do not agree on `index`: one agreement round costs more than writing a small leaf
+  // (see the header), and the constructor agreed on the whole list.
+  const std::size_t k = w.next++;
+  const Impl::Array& a = w.arrays[k];
   const Where where{w.file_name, a.path};
+  if (index != k) {
+    w.failure.record(InvalidArgument(fmt::format(
+        "Hdf5Writer for '{}': write({}) was call {}, which writes array {} (leaf '{}'); "
+        "write every array once, in increasing index order, on every rank",
+        w.file_name, index, k, k, a.path)));
+  }
 
   // This rank's data, checksummed from the bytes written; not after a failure.
   std::optional<ShardRecord> record;
@@ -377,8 +379,9 @@ void Hdf5Writer::finish(bool fsync) {
   if (w.closed) {
     throw InvalidArgument(fmt::format("Hdf5Writer for '{}': finish() called twice", w.file_name));
   }
-  // A rank still writing must not meet this rank's collective H5Fclose (a hang): agree on
-  // how many arrays each wrote.
+  // Ranks that made different numbers of write() calls must not meet in H5Fclose: agree on
+  // the count. (They get here only when the calls in between skipped arrays without
+  // elements; otherwise the ranks still writing wait in H5Dwrite, see write().)
   w.comm->agree({.operation = "Hdf5Writer::finish", .step = static_cast<std::int64_t>(w.next)});
   w.closed = true;
   if (w.next != w.arrays.size()) {

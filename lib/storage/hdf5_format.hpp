@@ -43,10 +43,10 @@ struct Hdf5ValueToWrite {
 /// collective transfer; every rank takes part in every write, selecting nothing when it has
 /// nothing to write), finish() closes the file.
 ///
-/// Local failures in write() (bad data pointer, failed HDF5 write) are remembered, not
-/// thrown, so the failing rank keeps taking part in the collective calls; finish() throws
-/// them on every rank. Collective misuse (ranks writing different arrays) throws
-/// CollectiveMismatch on every rank instead of hanging.
+/// Local failures in write() (bad data pointer or index, failed HDF5 write) are remembered,
+/// not thrown, so the failing rank keeps taking part in the collective calls; finish()
+/// throws them on every rank. Ranks passing different lists to the constructor get
+/// CollectiveMismatch instead of a hang; write() documents the ordering rule.
 ///
 /// Every HDF5 call is made with hdf5_mutex() held (see hdf5_handle.hpp), so a writer may
 /// run on a background thread while other threads use HDF5. One writer is used by one thread
@@ -79,24 +79,32 @@ class Hdf5Writer {
   /// Writes array `index` (position in `arrays`) from `data`: a contiguous row-major buffer
   /// of this rank's box (`arrays[index].shard->box`), or nullptr when this rank writes
   /// nothing for it (then `arrays[index].shard` was null; an empty box may pass nullptr
-  /// too). Arrays without elements are skipped by every rank.
+  /// too). `data` is not used after the call returns. Arrays without elements are skipped
+  /// by every rank.
   ///
-  /// Collective: every rank calls write() for every array, in increasing index order, and
-  /// the ranks first agree on `index` (one agreement round per call). Returns this rank's
-  /// record (file = the file's name, byte_offset 0, bytes and XXH3-64 checksum of `data`)
-  /// when it wrote a shard, std::nullopt when it has none or when a failure is remembered.
+  /// Collective: every rank calls write() once for every array, in increasing index order
+  /// (0, 1, ..., array_count() - 1), then finish(). The ranks do not agree on `index` per call
+  /// (an agreement round costs several times the write of a small leaf): the k-th call
+  /// takes part in the collective write of array k on every rank, and an `index` other than
+  /// k is remembered as InvalidArgument (the call then writes no data). A rank that makes
+  /// fewer write() calls than the others hangs them in HDF5's collective write, like any
+  /// collective call made by some ranks only.
   ///
-  /// Throws on every rank CollectiveMismatch when the ranks pass different indices,
-  /// InvalidArgument when `index` is not the next array or the writer is finished, and
-  /// TimeoutError as Comm::agree(). Local failures are remembered for finish().
+  /// Returns this rank's record (file = the file's name, byte_offset 0, bytes and XXH3-64
+  /// checksum of `data`) when it wrote a shard, std::nullopt when it has none or when a
+  /// failure is remembered. Throws IoError (on every rank) when HDF5 cannot describe the
+  /// array, InvalidArgument (on the calling rank) after finish() or after every array was
+  /// written. Local failures are remembered for finish().
   std::optional<ShardRecord> write(std::size_t index, const void* data);
 
   /// Closes the datasets and the file (collective) and, when `fsync`, fsyncs the file on
   /// every rank (the data was written by the MPI-IO aggregators and metadata by any rank;
-  /// an fsync flushes the calling node only). Collective. Throws on every rank the first
-  /// failure remembered by write() or met here (IoError naming the file for a failed close
-  /// or fsync), InvalidArgument when not every array was written or when called twice,
-  /// CollectiveMismatch when the ranks wrote different numbers of arrays.
+  /// an fsync flushes the calling node only). Collective; the ranks first agree on the
+  /// number of write() calls they made. Throws on every rank the first failure remembered by
+  /// write() or met here (IoError naming the file for a failed close or fsync),
+  /// InvalidArgument when not every array was written, CollectiveMismatch when the ranks
+  /// made different numbers of write() calls (then the file stays open until the writer is
+  /// destroyed). Throws InvalidArgument on the calling rank alone when called twice.
   void finish(bool fsync);
 
  private:

@@ -14,7 +14,7 @@ namespace cairn::storage {
 
 std::recursive_mutex& hdf5_mutex() noexcept {
   // A function-local static: constructed on first use, safe from static-order problems.
-  thread_local std::recursive_mutex mutex;
+  static std::recursive_mutex mutex;
   return mutex;
 }
 
