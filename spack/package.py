@@ -12,7 +12,8 @@ class Cairn(CMakePackage, CudaPackage):
     distributed arrays in parallel HDF5 or file-per-process files, with restart on a
     different number of ranks, async saves, and C, C++ and Fortran APIs."""
 
-    # TODO: the public repository is not chosen yet; set both before publishing the recipe.
+    # cairn has no public home yet: these two addresses are reserved names, so build a local
+    # checkout with `spack dev-build -d <checkout> cairn@main` until they are set.
     homepage = "https://example.invalid/cairn"
     git = "https://example.invalid/cairn.git"
 

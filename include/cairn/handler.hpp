@@ -123,15 +123,15 @@ class CheckpointHandler {
   /// Writes the item described by `args` into the existing, empty directory `dir` and
   /// fsyncs what it wrote. Collective. Throws InvalidArgument when `args` is not this
   /// handler's type; any failure is thrown on every rank.
-  virtual void save(const Comm& comm, const std::filesystem::path& dir,
-                    const CheckpointArgs& args);
+  virtual void save(const Comm& comm, const std::filesystem::path& dir, const CheckpointArgs& args);
 
   /// Starts an async save: takes `args` and returns the phases that remain. Collective (it
   /// may validate across ranks). `args` must stay alive until stage() returns. Throws as
   /// save() for problems found before any byte is written.
-  [[nodiscard]] virtual std::unique_ptr<PendingSave> async_save(
-      const Comm& comm, const std::filesystem::path& dir, const CheckpointArgs& args,
-      const AsyncContext& context) = 0;
+  [[nodiscard]] virtual std::unique_ptr<PendingSave> async_save(const Comm& comm,
+                                                                const std::filesystem::path& dir,
+                                                                const CheckpointArgs& args,
+                                                                const AsyncContext& context) = 0;
 
   /// Restores the item from `dir`. `args` may be null (restore as saved). The result's type
   /// is documented by each handler (ArrayTree, boost::json::value, ...). Collective. Throws

@@ -8,8 +8,7 @@ namespace cairn {
 
 bool is_committed(const std::filesystem::path& dir) noexcept {
   std::error_code ec;
-  return std::filesystem::is_directory(dir, ec) &&
-         std::filesystem::exists(dir / kCommitMarker, ec);
+  return std::filesystem::is_directory(dir, ec) && std::filesystem::exists(dir / kCommitMarker, ec);
 }
 
 Checkpointer::Checkpointer(const Comm& comm, std::shared_ptr<CheckpointHandler> handler)
@@ -38,8 +37,8 @@ void Checkpointer::save(const std::filesystem::path& dir, const CheckpointArgs& 
     start = std::chrono::steady_clock::now();
     pending->finish(comm_);
     record.timings["finish_s"] = checkpoint::seconds_since(start);
-    record.bytes = static_cast<std::uint64_t>(
-        comm_.sum(static_cast<std::int64_t>(pending->bytes_written())));
+    record.bytes =
+        static_cast<std::uint64_t>(comm_.sum(static_cast<std::int64_t>(pending->bytes_written())));
     record.item_metadata = pending->step_metadata();
     checkpoint::commit(comm_, tmp, dir, std::move(record), options.force);
   } catch (...) {

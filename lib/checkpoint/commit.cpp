@@ -46,9 +46,10 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 std::filesystem::path begin_save(const Comm& comm, const std::filesystem::path& dir, bool force,
                                  std::string_view handler_type) {
   if (dir.empty() || !dir.has_filename()) {
-    throw InvalidArgument(fmt::format("checkpoint path '{}' has no final component; name the "
-                                      "checkpoint directory, without a trailing '/'",
-                                      dir.string()));
+    throw InvalidArgument(
+        fmt::format("checkpoint path '{}' has no final component; name the "
+                    "checkpoint directory, without a trailing '/'",
+                    dir.string()));
   }
   comm.agree({.operation = "checkpoint save",
               .step = force ? 1 : 0,
@@ -58,16 +59,16 @@ std::filesystem::path begin_save(const Comm& comm, const std::filesystem::path& 
     if (!comm.is_primary()) return;
     std::error_code ec;
     if (std::filesystem::exists(dir, ec) && !force) {
-      throw InvalidArgument(fmt::format(
-          "checkpoint '{}' already exists{}; pass force = true to replace it", dir.string(),
-          is_committed(dir) ? "" : " (incomplete)"));
+      throw InvalidArgument(
+          fmt::format("checkpoint '{}' already exists{}; pass force = true to replace it",
+                      dir.string(), is_committed(dir) ? "" : " (incomplete)"));
     }
     if (std::filesystem::exists(tmp, ec)) {
       log::info("checkpoint.stale_tmp", "path=\"{}\"", tmp.string());
       std::filesystem::remove_all(tmp, ec);
       if (ec) {
-        throw IoError(tmp.string(), fmt::format("removing the stale '{}' failed: {}",
-                                                tmp.string(), ec.message()));
+        throw IoError(tmp.string(), fmt::format("removing the stale '{}' failed: {}", tmp.string(),
+                                                ec.message()));
       }
     }
     storage::create_directories(tmp);
@@ -93,8 +94,8 @@ void commit(const Comm& comm, const std::filesystem::path& tmp, const std::files
                                 {"custom", record.custom}};
     for (const auto& [key, value] : record.item_metadata) step[key] = value;
     storage::write_file_durably(tmp / kStepMetadataFile, boost::json::serialize(step));
-    storage::write_file_durably(tmp / kCommitMarker, "cairn checkpoint committed " +
-                                                         iso_time(committed_at) + "\n");
+    storage::write_file_durably(tmp / kCommitMarker,
+                                "cairn checkpoint committed " + iso_time(committed_at) + "\n");
     storage::sync_directory(tmp);
 
     fault::point("checkpoint.before_rename");
@@ -148,9 +149,9 @@ boost::json::object open_committed(const Comm& comm, const std::filesystem::path
   boost::system::error_code ec;
   const boost::json::value step = boost::json::parse(text, ec);
   if (ec || !step.is_object() || !step.get_object().contains("handler")) {
-    throw FormatError(file.string(), "json",
-                      fmt::format("'{}' is damaged (not a cairn step metadata object)",
-                                  file.string()));
+    throw FormatError(
+        file.string(), "json",
+        fmt::format("'{}' is damaged (not a cairn step metadata object)", file.string()));
   }
   return step.get_object();
 }

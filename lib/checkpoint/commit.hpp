@@ -14,15 +14,15 @@ namespace cairn::checkpoint {
 /// Agrees on the save and has the primary create a fresh `<dir>.cairn-tmp`. Throws
 /// InvalidArgument on every rank when `dir` exists and `force` is false. Collective.
 /// Returns the temporary directory.
-std::filesystem::path begin_save(const Comm& comm, const std::filesystem::path& dir,
-                                 bool force, std::string_view handler_type);
+std::filesystem::path begin_save(const Comm& comm, const std::filesystem::path& dir, bool force,
+                                 std::string_view handler_type);
 
 /// What the primary records in cairn-step.json.
 struct StepRecord {
   std::string handler_type = {};
   boost::json::object item_metadata = {};  ///< merged in (e.g. "items" of a composite)
   boost::json::value custom = nullptr;
-  std::uint64_t bytes = 0;            ///< summed over ranks
+  std::uint64_t bytes = 0;  ///< summed over ranks
   std::chrono::system_clock::time_point started = {};
   boost::json::object timings = {};  ///< seconds per phase
 };

@@ -78,6 +78,7 @@ target_compile_options(cairn_warnings INTERFACE
   $<$<COMPILE_LANGUAGE:CXX,C>:-Wall -Wextra>
   $<$<AND:$<COMPILE_LANGUAGE:CXX,C>,$<BOOL:${CAIRN_WERROR}>>:-Werror>)
 if(CAIRN_SANITIZE)
-  add_compile_options(-fsanitize=${CAIRN_SANITIZE} -fno-omit-frame-pointer)
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX,C>:-fsanitize=${CAIRN_SANITIZE}>
+                      $<$<COMPILE_LANGUAGE:CXX,C>:-fno-omit-frame-pointer>)
   add_link_options(-fsanitize=${CAIRN_SANITIZE})
 endif()

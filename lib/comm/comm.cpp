@@ -839,7 +839,9 @@ std::vector<std::int64_t> Comm::common_steps(std::span<const std::int64_t> local
   std::vector<std::int64_t> common = mine;
   for (const auto& theirs_bytes : allgather_bytes(bytes)) {
     std::vector<std::int64_t> theirs(theirs_bytes.size() / sizeof(std::int64_t));
-    std::memcpy(theirs.data(), theirs_bytes.data(), theirs.size() * sizeof(std::int64_t));
+    if (!theirs.empty()) {
+      std::memcpy(theirs.data(), theirs_bytes.data(), theirs.size() * sizeof(std::int64_t));
+    }
     std::vector<std::int64_t> both;
     std::set_intersection(common.begin(), common.end(), theirs.begin(), theirs.end(),
                           std::back_inserter(both));

@@ -24,10 +24,7 @@ class ArrayTreePendingSave final : public PendingSave {
  public:
   ArrayTreePendingSave(const Comm& comm, const std::filesystem::path& dir,
                        const ArrayTreeSave& args, const AsyncContext& context)
-      : comm_(comm),
-        tree_(args.tree),
-        context_(context),
-        writer_(comm, dir, tree_, args.options) {}
+      : comm_(comm), tree_(args.tree), context_(context), writer_(comm, dir, tree_, args.options) {}
 
   void stage() override {
     const bool hdf5_here = writer_.uses_hdf5() && !context_.background_mpi;
@@ -149,8 +146,8 @@ std::unique_ptr<PendingSave> ArrayTreeHandler::async_save(const Comm& comm,
                                                           const std::filesystem::path& dir,
                                                           const CheckpointArgs& args,
                                                           const AsyncContext& context) {
-  return std::make_unique<ArrayTreePendingSave>(
-      comm, dir, args_as<ArrayTreeSave>(args, type_name()), context);
+  return std::make_unique<ArrayTreePendingSave>(comm, dir,
+                                                args_as<ArrayTreeSave>(args, type_name()), context);
 }
 
 std::any ArrayTreeHandler::restore(const Comm& comm, const std::filesystem::path& dir,

@@ -48,9 +48,8 @@ class BytesPendingSave final : public PendingSave {
                 error_ ? error_->first : ErrorCode::internal);
     boost::json::value mine = nullptr;
     if (writes_) {
-      mine = {{"rank", rank_},
-              {"bytes", bytes_.size()},
-              {"xxh3", storage::checksum_to_hex(checksum_)}};
+      mine = {
+          {"rank", rank_}, {"bytes", bytes_.size()}, {"xxh3", storage::checksum_to_hex(checksum_)}};
     }
     const auto all = comm.gather_json(mine);
     comm.run_all(fmt::format("writing '{}':", (dir_ / kIndexFile).string()), [&] {
@@ -118,7 +117,8 @@ BytesIndex read_index(const Comm& comm, const std::filesystem::path& dir) {
   const auto* world_size = o.if_contains("world_size");
   const auto* blobs = o.if_contains("blobs");
   if (!replicated || !replicated->is_bool()) throw bad("replicated");
-  if (!world_size || !world_size->is_int64() || world_size->get_int64() < 1) throw bad("world_size");
+  if (!world_size || !world_size->is_int64() || world_size->get_int64() < 1)
+    throw bad("world_size");
   if (!blobs || !blobs->is_array()) throw bad("blobs");
   index.replicated = replicated->get_bool();
   index.world_size = static_cast<int>(std::min<std::int64_t>(world_size->get_int64(), 1 << 24));
@@ -150,12 +150,13 @@ std::unique_ptr<PendingSave> BytesHandler::async_save(const Comm& comm,
                                                       const AsyncContext&) {
   const auto* typed = dynamic_cast<const BytesSave*>(&args);
   if (typed == nullptr) {
-    throw InvalidArgument(fmt::format("the cairn.bytes handler cannot take arguments for "
-                                      "handler '{}'",
-                                      args.handler_type()));
+    throw InvalidArgument(
+        fmt::format("the cairn.bytes handler cannot take arguments for "
+                    "handler '{}'",
+                    args.handler_type()));
   }
-  comm.agree({.operation = "bytes save " + dir.filename().string(),
-              .step = typed->replicated ? 1 : 0});
+  comm.agree(
+      {.operation = "bytes save " + dir.filename().string(), .step = typed->replicated ? 1 : 0});
   return std::make_unique<BytesPendingSave>(comm, dir, *typed);
 }
 
@@ -163,16 +164,17 @@ std::any BytesHandler::restore(const Comm& comm, const std::filesystem::path& di
                                const CheckpointArgs* args) {
   const auto* typed = args ? dynamic_cast<const BytesRestore*>(args) : nullptr;
   if (args != nullptr && typed == nullptr) {
-    throw InvalidArgument(fmt::format("the cairn.bytes handler cannot take arguments for "
-                                      "handler '{}'",
-                                      args->handler_type()));
+    throw InvalidArgument(
+        fmt::format("the cairn.bytes handler cannot take arguments for "
+                    "handler '{}'",
+                    args->handler_type()));
   }
   const BytesIndex index = read_index(comm, dir);
   std::vector<std::byte> out;
   comm.run_all(fmt::format("restoring bytes from '{}':", dir.string()), [&] {
-    const int from = index.replicated ? index.blobs.empty() ? -1 : index.blobs.begin()->first
-                                      : (typed && typed->from_rank ? *typed->from_rank
-                                                                   : comm.rank());
+    const int from = index.replicated
+                         ? index.blobs.empty() ? -1 : index.blobs.begin()->first
+                         : (typed && typed->from_rank ? *typed->from_rank : comm.rank());
     auto it = index.blobs.find(from);
     if (it == index.blobs.end()) {
       throw NotFound(dir.string(), fmt::format("'{}' holds no bytes of rank {} (the save had {} "
@@ -191,9 +193,9 @@ std::any BytesHandler::restore(const Comm& comm, const std::filesystem::path& di
     out.resize(static_cast<std::size_t>(bytes));
     input.read_at(0, out);
     if (storage::checksum_of(out) != checksum) {
-      throw FormatError(file.string(), "xxh3",
-                        fmt::format("checksum mismatch in '{}'; the file is damaged",
-                                    file.string()));
+      throw FormatError(
+          file.string(), "xxh3",
+          fmt::format("checksum mismatch in '{}'; the file is damaged", file.string()));
     }
   });
   return out;

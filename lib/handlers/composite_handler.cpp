@@ -63,10 +63,10 @@ class CompositePendingSave final : public PendingSave {
 
 const Composite& composite_args(const CheckpointArgs& args) {
   if (const auto* typed = dynamic_cast<const Composite*>(&args)) return *typed;
-  throw InvalidArgument(fmt::format(
-      "the cairn.composite handler takes cairn::Composite arguments, not arguments for "
-      "handler '{}'",
-      args.handler_type()));
+  throw InvalidArgument(
+      fmt::format("the cairn.composite handler takes cairn::Composite arguments, not arguments for "
+                  "handler '{}'",
+                  args.handler_type()));
 }
 
 std::uint64_t hash_names(const std::vector<std::string>& names) {
@@ -80,8 +80,9 @@ std::uint64_t hash_names(const std::vector<std::string>& names) {
 
 }  // namespace
 
-CompositeHandler::CompositeHandler(std::map<std::string, std::shared_ptr<CheckpointHandler>> handlers,
-                                   std::set<std::string> item_names) {
+CompositeHandler::CompositeHandler(
+    std::map<std::string, std::shared_ptr<CheckpointHandler>> handlers,
+    std::set<std::string> item_names) {
   for (auto& [name, handler] : handlers) {
     validate_item_name(name);
     if (!handler) throw InvalidArgument(fmt::format("item '{}' has a null handler", name));
@@ -94,9 +95,10 @@ CompositeHandler::CompositeHandler(std::map<std::string, std::shared_ptr<Checkpo
   if (!names_.empty()) {
     for (const auto& [name, handler] : handlers_) {
       if (!names_.contains(name)) {
-        throw InvalidArgument(fmt::format("item '{}' has a handler but is not one of the item "
-                                          "names",
-                                          name));
+        throw InvalidArgument(
+            fmt::format("item '{}' has a handler but is not one of the item "
+                        "names",
+                        name));
       }
     }
   }
@@ -110,16 +112,18 @@ std::shared_ptr<CheckpointHandler> CompositeHandler::handler(std::string_view na
 std::shared_ptr<CheckpointHandler> CompositeHandler::resolve(const std::string& name,
                                                              std::string_view type) {
   if (!names_.empty() && !names_.contains(name)) {
-    throw InvalidArgument(fmt::format("item '{}' is not one of the items this checkpoint was "
-                                      "set up with",
-                                      name));
+    throw InvalidArgument(
+        fmt::format("item '{}' is not one of the items this checkpoint was "
+                    "set up with",
+                    name));
   }
   auto it = handlers_.find(name);
   if (it != handlers_.end()) {
     if (it->second->type_name() != type) {
-      throw InvalidArgument(fmt::format("item '{}' is handled by '{}', but the arguments are for "
-                                        "'{}'; an item keeps the handler of its first use",
-                                        name, it->second->type_name(), type));
+      throw InvalidArgument(
+          fmt::format("item '{}' is handled by '{}', but the arguments are for "
+                      "'{}'; an item keeps the handler of its first use",
+                      name, it->second->type_name(), type));
     }
     return it->second;
   }
@@ -169,10 +173,12 @@ std::any CompositeHandler::restore(const Comm& comm, const std::filesystem::path
     boost::json::array present;
     std::error_code ec;
     for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-      if (entry.is_directory()) present.push_back(boost::json::string(entry.path().filename().string()));
+      if (entry.is_directory())
+        present.push_back(boost::json::string(entry.path().filename().string()));
     }
     if (ec) {
-      throw IoError(dir.string(), fmt::format("listing '{}' failed: {}", dir.string(), ec.message()));
+      throw IoError(dir.string(),
+                    fmt::format("listing '{}' failed: {}", dir.string(), ec.message()));
     }
     seen["present"] = std::move(present);
     const auto step_file = dir / kStepMetadataFile;
@@ -180,7 +186,8 @@ std::any CompositeHandler::restore(const Comm& comm, const std::filesystem::path
       boost::system::error_code jec;
       const auto meta = boost::json::parse(storage::read_small_file(step_file), jec);
       if (!jec && meta.is_object()) {
-        if (const auto* items = meta.get_object().if_contains("items"); items && items->is_object()) {
+        if (const auto* items = meta.get_object().if_contains("items");
+            items && items->is_object()) {
           seen["types"] = *items;
         }
       }
@@ -201,8 +208,8 @@ std::any CompositeHandler::restore(const Comm& comm, const std::filesystem::path
   if (composite) {
     for (const auto& [name, item] : composite->items()) {
       if (!present.contains(name)) {
-        throw NotFound(name, fmt::format("item '{}' is not in the checkpoint '{}'", name,
-                                         dir.string()));
+        throw NotFound(name,
+                       fmt::format("item '{}' is not in the checkpoint '{}'", name, dir.string()));
       }
       plan.emplace_back(name, resolve(name, item->handler_type()));
     }

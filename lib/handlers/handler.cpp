@@ -109,8 +109,8 @@ const std::any& CompositeResult::at(std::string_view name) const {
 }
 
 void CompositeResult::throw_wrong_type(std::string_view name) const {
-  throw InvalidArgument(fmt::format("item '{}' was restored as {}, not the type asked for",
-                                    name, at(name).type().name()));
+  throw InvalidArgument(fmt::format("item '{}' was restored as {}, not the type asked for", name,
+                                    at(name).type().name()));
 }
 
 }  // namespace cairn

@@ -61,9 +61,10 @@ std::unique_ptr<PendingSave> JsonHandler::async_save(const Comm& comm,
                                                      const AsyncContext&) {
   const auto* typed = dynamic_cast<const JsonSave*>(&args);
   if (typed == nullptr) {
-    throw InvalidArgument(fmt::format("the cairn.json handler cannot take arguments for "
-                                      "handler '{}'",
-                                      args.handler_type()));
+    throw InvalidArgument(
+        fmt::format("the cairn.json handler cannot take arguments for "
+                    "handler '{}'",
+                    args.handler_type()));
   }
   comm.agree({.operation = "json save " + dir.filename().string()});
   return std::make_unique<JsonPendingSave>(comm, dir, typed->value);
@@ -72,9 +73,10 @@ std::unique_ptr<PendingSave> JsonHandler::async_save(const Comm& comm,
 std::any JsonHandler::restore(const Comm& comm, const std::filesystem::path& dir,
                               const CheckpointArgs* args) {
   if (args != nullptr && dynamic_cast<const JsonRestore*>(args) == nullptr) {
-    throw InvalidArgument(fmt::format("the cairn.json handler cannot take arguments for "
-                                      "handler '{}'",
-                                      args->handler_type()));
+    throw InvalidArgument(
+        fmt::format("the cairn.json handler cannot take arguments for "
+                    "handler '{}'",
+                    args->handler_type()));
   }
   const auto file = dir / kValueFile;
   std::string text;
@@ -88,8 +90,8 @@ std::any JsonHandler::restore(const Comm& comm, const std::filesystem::path& dir
   boost::json::value value = boost::json::parse(text, ec, {}, options);
   if (ec) {
     throw FormatError(file.string(), "json",
-                      fmt::format("'{}' is not valid JSON ({}); the file is damaged",
-                                  file.string(), ec.message()));
+                      fmt::format("'{}' is not valid JSON ({}); the file is damaged", file.string(),
+                                  ec.message()));
   }
   return value;
 }

@@ -57,8 +57,8 @@ ShardRecord record_from_json(const json::object& o) {
 TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayTree& tree,
                        TreeSaveOptions options)
     : dir_(std::move(dir)), tree_(tree), options_(std::move(options)), rank_(comm.rank()) {
-  comm.agree({.operation = "save_tree " + dir_.filename().string(),
-              .structure = tree.structure_hash()});
+  comm.agree(
+      {.operation = "save_tree " + dir_.filename().string(), .structure = tree.structure_hash()});
   const std::vector<const Leaf*> leaves = tree.leaves_under("");
 
   // Local checks that can differ between ranks: every rank learns of any failure.
@@ -72,10 +72,10 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
       if (leaf->kind() != LeafKind::array) continue;
       const StorageFormat format = format_of(options_, leaf->path());
       if (!storage_format_available(format)) {
-        throw Unsupported(fmt::format(
-            "leaf '{}': format {} is not available in this build (configure with "
-            "CAIRN_USE_HDF5=ON)",
-            leaf->path(), storage_format_name(format)));
+        throw Unsupported(
+            fmt::format("leaf '{}': format {} is not available in this build (configure with "
+                        "CAIRN_USE_HDF5=ON)",
+                        leaf->path(), storage_format_name(format)));
       }
       if (leaf->as_array().memory != MemoryKind::host) {
         throw Unsupported(fmt::format(
@@ -98,8 +98,8 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
     std::vector<LeafLayout> per_rank;
     per_rank.reserve(all.size());
     for (std::size_t r = 0; r < all.size(); ++r) {
-      per_rank.push_back(LeafLayout::from_json(all[r].as_array().at(i), {},
-                                               fmt::format("rank {} leaf {}", r, i)));
+      per_rank.push_back(
+          LeafLayout::from_json(all[r].as_array().at(i), {}, fmt::format("rank {} leaf {}", r, i)));
     }
     const std::string& path = arrays_[i].leaf->path();
     const bool sparse = options_.allow_sparse &&
@@ -120,6 +120,7 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
 TreeWriter::~TreeWriter() = default;
 
 void TreeWriter::fail(const std::exception& error) noexcept {
+  std::lock_guard lock(mutex_);
   if (error_) return;
   try {
     error_.emplace(error_code_of(error), error.what());
@@ -148,17 +149,24 @@ void TreeWriter::open_hdf5([[maybe_unused]] const Comm& comm) {
       if (leaf->kind() != LeafKind::array) h5_values.push_back({leaf->path(), leaf});
     }
   }
-  // Creating data.h5 is collective and its errors reach every rank alike.
-  hdf5_ = std::make_unique<Hdf5Writer>(comm, dir_ / kHdf5File, h5_arrays, h5_values);
+  // Creating data.h5 is collective and its errors reach every rank alike, so after a failure
+  // every rank skips the hdf5 writes.
+  try {
+    hdf5_ = std::make_unique<Hdf5Writer>(comm, dir_ / kHdf5File, h5_arrays, h5_values);
+  } catch (const std::exception& e) {
+    fail(e);
+  }
 #endif
 }
 
 void TreeWriter::write(std::size_t index, const void* data) {
   const ArrayJob& job = arrays_.at(index);
   if (job.format == StorageFormat::posix) {
-    if (!job.writes || error_) return;
+    if (!job.writes || failed()) return;
     try {
-      records_.emplace_back(index, posix_->write(job.leaf->as_array().box, data, job.bytes));
+      auto record = posix_->write(job.leaf->as_array().box, data, job.bytes);
+      std::lock_guard lock(mutex_);
+      records_.emplace_back(index, std::move(record));
       bytes_written_ += job.bytes;
     } catch (const std::exception& e) {
       fail(e);
@@ -166,6 +174,7 @@ void TreeWriter::write(std::size_t index, const void* data) {
     return;
   }
 #if CAIRN_HAVE_HDF5
+  if (!hdf5_) return;  // data.h5 could not be created, on every rank
   // Every rank takes part in the collective write, even after a local failure (then with
   // nothing to write), so that no rank waits for another forever.
   std::size_t h5_index = 0;
@@ -176,8 +185,9 @@ void TreeWriter::write(std::size_t index, const void* data) {
     fail(e);
   }
   try {
-    auto record = hdf5_->write(h5_index, error_ ? nullptr : data);
+    auto record = hdf5_->write(h5_index, failed() ? nullptr : data);
     if (record) {
+      std::lock_guard lock(mutex_);
       records_.emplace_back(index, std::move(*record));
       bytes_written_ += job.bytes;
     }
@@ -207,10 +217,18 @@ void TreeWriter::close_hdf5() {
 #endif
 }
 
+bool TreeWriter::failed() const {
+  std::lock_guard lock(mutex_);
+  return error_.has_value();
+}
+
 void TreeWriter::finish(const Comm& comm) {
-  comm.all_ok(!error_, error_ ? fmt::format("save_tree '{}': {}", dir_.string(), error_->second)
-                              : std::string(),
-              error_ ? error_->first : ErrorCode::internal);
+  std::sort(records_.begin(), records_.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  comm.all_ok(
+      !error_,
+      error_ ? fmt::format("save_tree '{}': {}", dir_.string(), error_->second) : std::string(),
+      error_ ? error_->first : ErrorCode::internal);
 
   // The index: the primary gathers every rank's shard records and writes cairn-tree.json.
   json::array my_records;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,7 +33,7 @@ struct ArrayJob {
 /// Writes one tree into an item directory: plan (validation, directories), open, one write
 /// per array leaf in order, finish (index). Local write failures are remembered, not thrown,
 /// so that a failing rank keeps taking part in the collective steps; finish() throws them on
-/// every rank.
+/// every rank. Posix writes and hdf5 writes may come from two different threads.
 class TreeWriter {
  public:
   /// Plans the save: agrees on the tree structure, validates every array leaf's layout
@@ -45,6 +46,9 @@ class TreeWriter {
   TreeWriter(const TreeWriter&) = delete;
   TreeWriter& operator=(const TreeWriter&) = delete;
 
+  /// Whether a failure was remembered. Never throws.
+  [[nodiscard]] bool failed() const;
+
   /// The array leaves in sorted path order (the same list on every rank; `writes` and
   /// `bytes` are this rank's). Never throws.
   [[nodiscard]] const std::vector<ArrayJob>& arrays() const noexcept { return arrays_; }
@@ -55,6 +59,7 @@ class TreeWriter {
   void open_posix();
   /// Creates data.h5 and its datasets when uses_hdf5(). Collective over `comm`, which must
   /// outlive the writer and may differ from the planning Comm if it has the same ranks.
+  /// Remembers failures (which are the same on every rank).
   void open_hdf5(const Comm& comm);
   /// Writes array `index` from `data`, a contiguous row-major buffer of this rank's box, or
   /// nullptr when this rank writes nothing for it. Collective for hdf5 leaves (every rank,
@@ -72,7 +77,10 @@ class TreeWriter {
   /// `comm`. Throws on every rank when any rank failed anywhere in the save.
   void finish(const Comm& comm);
   /// Bytes of shard data this rank wrote. Never throws.
-  [[nodiscard]] std::uint64_t bytes_written() const noexcept { return bytes_written_; }
+  [[nodiscard]] std::uint64_t bytes_written() const noexcept {
+    std::lock_guard lock(mutex_);
+    return bytes_written_;
+  }
 
  private:
   std::filesystem::path dir_;
@@ -84,6 +92,8 @@ class TreeWriter {
   int rank_ = 0;
   std::unique_ptr<PosixShardWriter> posix_;
   std::unique_ptr<Hdf5Writer> hdf5_;
+  // Guards what posix writes (one thread) and hdf5 writes (maybe another) both update.
+  mutable std::mutex mutex_;
   std::vector<std::pair<std::size_t, ShardRecord>> records_;  // (array index, record)
   std::optional<std::pair<ErrorCode, std::string>> error_;
   std::uint64_t bytes_written_ = 0;

@@ -1,12 +1,16 @@
 // Shared main of cairn's MPI GoogleTest binaries.
 //
-// Initializes MPI with MPI_THREAD_MULTIPLE, prints the full GoogleTest report on rank 0 and
-// only failures (prefixed with the rank) elsewhere, and makes every rank exit non-zero when
-// any rank failed, so a failure on one rank fails the ctest case.
+// Initializes MPI with MPI_THREAD_MULTIPLE (MPI_THREAD_FUNNELED when the environment sets
+// CAIRN_TEST_THREAD_LEVEL=funneled, to test cairn without MPI on its background threads),
+// prints the full GoogleTest report on rank 0 and only failures (prefixed with the rank)
+// elsewhere, and makes every rank exit non-zero when any rank failed, so a failure on one rank
+// fails the ctest case.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <string_view>
 
 namespace {
 
@@ -28,15 +32,19 @@ class RankFailurePrinter : public testing::EmptyTestEventListener {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const char* level = std::getenv("CAIRN_TEST_THREAD_LEVEL");
+  const bool funneled = level != nullptr && std::string_view(level) == "funneled";
+  const int required = funneled ? MPI_THREAD_FUNNELED : MPI_THREAD_MULTIPLE;
   int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  MPI_Init_thread(&argc, &argv, required, &provided);
   testing::InitGoogleTest(&argc, argv);
   int rank = 0;
   int size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (provided < MPI_THREAD_MULTIPLE && rank == 0) {
-    std::fprintf(stderr, "note: MPI provides thread level %d, not MPI_THREAD_MULTIPLE\n", provided);
+  if (provided < required && rank == 0) {
+    std::fprintf(stderr, "note: MPI provides thread level %d, not %s\n", provided,
+                 funneled ? "MPI_THREAD_FUNNELED" : "MPI_THREAD_MULTIPLE");
   }
   if (rank != 0) {
     auto& listeners = testing::UnitTest::GetInstance()->listeners();

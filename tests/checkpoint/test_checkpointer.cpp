@@ -1,0 +1,289 @@
+// Checkpointer: the commit protocol seen from outside. Overwrite only with force, incomplete
+// and missing checkpoints on restore, step metadata, stale temporary directories, and
+// arguments that are wrong (on every rank or on one rank only) commit nothing.
+#include <cairn/checkpointer.hpp>
+#include <cairn/handlers.hpp>
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "checkpoint/checkpoint_test_util.hpp"
+#include "support/test_support.hpp"
+
+using namespace cairn;
+using namespace cairn::testing;
+
+namespace {
+
+std::string format_name(StorageFormat format) { return std::string(storage_format_name(format)); }
+
+// Restores "fields/u" and "time" of `dir` in slabs and checks them against `salt`.
+void expect_restores(Checkpointer& ck, const std::filesystem::path& dir, int salt) {
+  const Comm& comm = ck.comm();
+  FieldTarget target(slab_box(kFieldShape, comm.rank(), comm.size()));
+  const ArrayTreeRestore args(target.tree);
+  expect_field(target, ck.restore_as<ArrayTree>(dir, &args), salt);
+}
+
+}  // namespace
+
+TEST(Checkpointer, SavesAndRestoresAnArrayTree) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  for (StorageFormat format : available_formats()) {
+    SCOPED_TRACE(format_name(format));
+    const auto dir = tmp / format_name(format);
+    Field field(block_box(kFieldShape, comm.rank(), comm.size()), 1);
+    Checkpointer ck(comm, std::make_shared<ArrayTreeHandler>());
+    ck.save(dir, ArrayTreeSave(field.tree(), {.format = format}));
+    EXPECT_TRUE(is_committed(dir));
+    EXPECT_TRUE(std::filesystem::exists(dir / kStepMetadataFile));
+    EXPECT_FALSE(std::filesystem::exists(tmp_of(dir)));
+    expect_restores(ck, dir, 1);
+    // Without arguments: as saved, each rank the box it wrote.
+    expect_field_as_saved(ck.restore_as<ArrayTree>(dir, nullptr), field.box, 1);
+  }
+}
+
+TEST(Checkpointer, OverwritesACommittedCheckpointOnlyWithForce) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  const Box box = block_box(kFieldShape, comm.rank(), comm.size());
+  for (StorageFormat format : available_formats()) {
+    SCOPED_TRACE(format_name(format));
+    const auto dir = tmp / format_name(format);
+    Checkpointer ck(comm, std::make_shared<ArrayTreeHandler>());
+    Field first(box, 1);
+    ck.save(dir, ArrayTreeSave(first.tree(), {.format = format}));
+
+    Field second(box, 2);
+    const std::string message = error_of<InvalidArgument>(
+        [&] { ck.save(dir, ArrayTreeSave(second.tree(), {.format = format})); });
+    EXPECT_TRUE(mentions(message, {dir.string(), "force"})) << message;
+    EXPECT_TRUE(is_committed(dir));
+    EXPECT_FALSE(std::filesystem::exists(tmp_of(dir)));
+    expect_restores(ck, dir, 1);
+
+    ck.save(dir, ArrayTreeSave(second.tree(), {.format = format}), {.force = true});
+    EXPECT_TRUE(is_committed(dir));
+    expect_restores(ck, dir, 2);
+    MPI_Barrier(MPI_COMM_WORLD);
+    // Nothing of the replaced checkpoint or of the save is left next to it.
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(dir.parent_path())) {
+      if (entry.path().filename().string().starts_with(dir.filename().string())) {
+        names.push_back(entry.path().filename().string());
+      }
+    }
+    EXPECT_EQ(names, std::vector<std::string>{dir.filename().string()});
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+}
+
+TEST(Checkpointer, RestoringAnIncompleteCheckpointIsAFormatError) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  const auto dir = tmp / "ckpt";
+  Checkpointer ck(comm, std::make_shared<ArrayTreeHandler>());
+  Field field(block_box(kFieldShape, comm.rank(), comm.size()), 1);
+  ck.save(dir, ArrayTreeSave(field.tree()));
+  MPI_Barrier(MPI_COMM_WORLD);
+  // A save that died between writing the data and the commit marker looks like this.
+  if (comm.is_primary()) std::filesystem::remove(dir / kCommitMarker);
+  MPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_FALSE(is_committed(dir));
+
+  const std::string on_restore = error_of<FormatError>([&] { (void)ck.restore(dir); });
+  EXPECT_TRUE(mentions(on_restore, {dir.string(), "incomplete"})) << on_restore;
+  const std::string on_metadata = error_of<FormatError>([&] { (void)ck.metadata(dir); });
+  EXPECT_TRUE(mentions(on_metadata, {"incomplete"})) << on_metadata;
+
+  // Saving over it needs force too, and then gives a valid checkpoint.
+  const std::string on_save =
+      error_of<InvalidArgument>([&] { ck.save(dir, ArrayTreeSave(field.tree())); });
+  EXPECT_TRUE(mentions(on_save, {"incomplete", "force"})) << on_save;
+  ck.save(dir, ArrayTreeSave(field.tree()), {.force = true});
+  EXPECT_TRUE(is_committed(dir));
+  expect_restores(ck, dir, 1);
+}
+
+TEST(Checkpointer, RestoringAMissingCheckpointIsNotFound) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  const auto dir = tmp / "never_saved";
+  Checkpointer ck(comm, std::make_shared<CompositeHandler>());
+  const std::string on_restore = error_of<NotFound>([&] { (void)ck.restore(dir); });
+  EXPECT_TRUE(mentions(on_restore, {dir.string()})) << on_restore;
+  (void)error_of<NotFound>([&] { (void)ck.metadata(dir); });
+  EXPECT_FALSE(std::filesystem::exists(dir));
+}
+
+TEST(Checkpointer, MetadataDescribesTheStep) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  const auto dir = tmp / "ckpt";
+  Field field(block_box(kFieldShape, comm.rank(), comm.size()), 3);
+  Checkpointer ck(comm, std::make_shared<CompositeHandler>());
+  const boost::json::value custom = {{"run", "heat"}, {"step", 7}, {"tags", {"a", "b"}}};
+  ck.save(dir, full_save(field, StorageFormat::posix, comm.rank(), 3), {.custom_metadata = custom});
+
+  const boost::json::value meta = ck.metadata(dir);
+  ASSERT_TRUE(meta.is_object()) << meta;
+  const auto& m = meta.as_object();
+  EXPECT_EQ(m.at("format"), "cairn-step");
+  EXPECT_EQ(m.at("version"), 1);
+  EXPECT_EQ(m.at("handler"), "cairn.composite");
+  EXPECT_EQ(m.at("world_size"), comm.size());
+  EXPECT_EQ(m.at("custom"), custom);
+  EXPECT_TRUE(m.at("init_time").is_string());
+  EXPECT_TRUE(m.at("commit_time").is_string());
+  // Every byte of item data, summed over ranks.
+  std::uint64_t expected_bytes = 13 * 10 * sizeof(double) +
+                                 boost::json::serialize(meta_value(3)).size() +
+                                 shared_blob(3).size();
+  for (int r = 0; r < comm.size(); ++r) expected_bytes += rank_blob(r, 3).size();
+  EXPECT_EQ(boost::json::value_to<std::uint64_t>(m.at("bytes")), expected_bytes) << meta;
+  const auto& timings = m.at("timings").as_object();
+  for (const char* phase : {"write_s", "finish_s", "commit_s"}) {
+    ASSERT_TRUE(timings.contains(phase)) << phase << " in " << meta;
+    EXPECT_GE(timings.at(phase).to_number<double>(), 0.0) << phase;
+  }
+  const boost::json::value items = {{"blob", "cairn.bytes"},
+                                    {"meta", "cairn.json"},
+                                    {"rep", "cairn.bytes"},
+                                    {"state", "cairn.array_tree"}};
+  EXPECT_EQ(m.at("items"), items);
+
+  // The handler's description of the items.
+  const auto& item = m.at("item").as_object();
+  EXPECT_EQ(item.at("handler"), "cairn.composite");
+  const auto& state = item.at("items").at("state").as_object();
+  EXPECT_EQ(state.at("handler"), "cairn.array_tree");
+  EXPECT_EQ(state.at("world_size"), comm.size());
+  EXPECT_EQ(boost::json::value_to<std::uint64_t>(state.at("bytes")), 13 * 10 * sizeof(double));
+  EXPECT_EQ(item.at("items").at("meta").at("handler"), "cairn.json");
+  EXPECT_EQ(boost::json::value_to<std::uint64_t>(item.at("items").at("rep").at("bytes")),
+            shared_blob(3).size());
+
+  // The same on disk, where cairn-step.json is readable without cairn.
+  std::ifstream file(dir / kStepMetadataFile);
+  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const boost::json::value on_disk = boost::json::parse(text);
+  EXPECT_EQ(on_disk.at("items"), items);
+  EXPECT_EQ(on_disk.at("custom"), custom);
+}
+
+TEST(Checkpointer, MetadataOfACompositeWithAFreshHandlerDescribesItsItems) {
+  // A new process (e.g. `cairn ls`) asks for the metadata of a composite checkpoint: the
+  // item handlers recorded in cairn-step.json describe the items, as restore-all finds them.
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  const auto dir = tmp / "ckpt";
+  {
+    Field field(block_box(kFieldShape, comm.rank(), comm.size()), 3);
+    Checkpointer ck(comm, std::make_shared<CompositeHandler>());
+    ck.save(dir, full_save(field, StorageFormat::posix, comm.rank(), 3));
+  }
+  Checkpointer fresh(comm, std::make_shared<CompositeHandler>());
+  const boost::json::value meta = fresh.metadata(dir);
+  const auto& items = meta.at("item").at("items").as_object();
+  for (const char* name : {"blob", "meta", "rep", "state"}) {
+    EXPECT_TRUE(items.contains(name)) << name << " missing in " << meta;
+  }
+  if (items.contains("state")) {
+    EXPECT_EQ(boost::json::value_to<std::uint64_t>(items.at("state").at("bytes")),
+              13 * 10 * sizeof(double));
+  }
+}
+
+TEST(Checkpointer, ReplacesAStaleTemporaryDirectory) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  const auto dir = tmp / "ckpt";
+  // What a save that died before its commit leaves behind.
+  if (comm.is_primary()) {
+    std::filesystem::create_directories(tmp_of(dir) / "state");
+    std::ofstream(tmp_of(dir) / "state" / "junk.bin") << "junk";
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  Checkpointer ck(comm, std::make_shared<ArrayTreeHandler>());
+  Field field(block_box(kFieldShape, comm.rank(), comm.size()), 4);
+  ck.save(dir, ArrayTreeSave(field.tree()));
+  EXPECT_TRUE(is_committed(dir));
+  EXPECT_FALSE(std::filesystem::exists(tmp_of(dir)));
+  EXPECT_FALSE(std::filesystem::exists(dir / "state"));
+  expect_restores(ck, dir, 4);
+}
+
+TEST(Checkpointer, WrongArgumentsCommitNothing) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  (void)error_of<InvalidArgument>([&] { Checkpointer bad(comm, nullptr); });
+
+  Checkpointer ck(comm, std::make_shared<ArrayTreeHandler>());
+  const auto dir = tmp / "ckpt";
+  // Arguments of another handler.
+  const std::string other =
+      error_of<InvalidArgument>([&] { ck.save(dir, JsonSave(meta_value(0))); });
+  EXPECT_TRUE(mentions(other, {"cairn.json"})) << other;
+  expect_no_checkpoint(dir);
+
+  // A path without a final component.
+  Field field(block_box(kFieldShape, comm.rank(), comm.size()), 1);
+  (void)error_of<InvalidArgument>(
+      [&] { ck.save(tmp.path() / "trailing/", ArrayTreeSave(field.tree())); });
+  (void)error_of<InvalidArgument>([&] { ck.save("", ArrayTreeSave(field.tree())); });
+
+  // A restore result of another type.
+  ck.save(dir, ArrayTreeSave(field.tree()));
+  const std::string cast =
+      error_of<InvalidArgument>([&] { (void)ck.restore_as<std::string>(dir, nullptr); });
+  EXPECT_FALSE(cast.empty());
+}
+
+TEST(Checkpointer, ATreeThatIsWrongOnOneRankFailsOnEveryRank) {
+  // Only the last rank's box is wrong (it repeats rank 0's box, or with one rank covers half
+  // the array): only the collective validation can see it, and every rank throws. Saved over
+  // an existing checkpoint with force, the old one stays intact.
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  const int last = comm.size() - 1;
+  for (StorageFormat format : available_formats()) {
+    SCOPED_TRACE(format_name(format));
+    const auto dir = tmp / format_name(format);
+    Checkpointer ck(comm, std::make_shared<ArrayTreeHandler>());
+    Field good(block_box(kFieldShape, comm.rank(), comm.size()), 1);
+    ck.save(dir, ArrayTreeSave(good.tree(), {.format = format}));
+
+    Box box = block_box(kFieldShape, comm.rank(), comm.size());
+    if (comm.rank() == last) {
+      box = comm.size() > 1 ? block_box(kFieldShape, 0, comm.size()) : slab_box(kFieldShape, 0, 2);
+    }
+    Field bad(box, 2);
+    const std::string message = error_of<Error>(
+        [&] { ck.save(dir, ArrayTreeSave(bad.tree(), {.format = format}), {.force = true}); });
+    EXPECT_TRUE(mentions(message, {"fields/u"})) << message;
+    MPI_Barrier(MPI_COMM_WORLD);
+    EXPECT_FALSE(std::filesystem::exists(tmp_of(dir)));
+    EXPECT_TRUE(is_committed(dir));
+    expect_restores(ck, dir, 1);
+  }
+}
+
+TEST(Checkpointer, RanksThatDisagreeOnThePathFailTogether) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  if (comm.size() == 1) GTEST_SKIP() << "needs two ranks";
+  Checkpointer ck(comm, std::make_shared<ArrayTreeHandler>());
+  Field field(block_box(kFieldShape, comm.rank(), comm.size()), 1);
+  const auto mine = tmp / ("rank" + std::to_string(comm.rank()));
+  const std::string message =
+      error_of<CollectiveMismatch>([&] { ck.save(mine, ArrayTreeSave(field.tree())); });
+  EXPECT_FALSE(message.empty());
+  for (int r = 0; r < comm.size(); ++r) expect_no_checkpoint(tmp / ("rank" + std::to_string(r)));
+}
