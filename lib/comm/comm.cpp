@@ -383,10 +383,12 @@ void Comm::agree_impl(const Agreement& what, std::string_view kind,
   struct Collection {
     std::vector<Record> records;
     std::vector<MPI_Request> requests;
+    std::vector<int> indices;
   };
   auto co = std::make_shared<Collection>();
   co->records.resize(static_cast<std::size_t>(size_));
   co->requests.assign(static_cast<std::size_t>(size_), MPI_REQUEST_NULL);
+  co->indices.resize(static_cast<std::size_t>(size_));
   co->records[static_cast<std::size_t>(rank_)] = *mine;
   for (int r = 0; r < size_; ++r) {
     if (r == rank_) continue;
@@ -398,9 +400,13 @@ void Comm::agree_impl(const Agreement& what, std::string_view kind,
   auto pause = std::chrono::microseconds(1);
   bool timed_out = false;
   for (;;) {
-    int done = 0;
-    check_mpi(MPI_Testall(size_, co->requests.data(), &done, MPI_STATUSES_IGNORE), label);
-    if (done) break;
+    // Testsome (not Testall) so that each record that arrived frees its request: after a
+    // timeout the requests still pending are exactly the ranks that did not arrive.
+    int completed = 0;
+    check_mpi(MPI_Testsome(size_, co->requests.data(), &completed, co->indices.data(),
+                           MPI_STATUSES_IGNORE),
+              label);
+    if (completed == MPI_UNDEFINED) break;  // no active request left: everyone arrived
     if (Clock::now() >= deadline) {
       timed_out = true;
       break;

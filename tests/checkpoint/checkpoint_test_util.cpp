@@ -8,7 +8,27 @@
 #include <cstring>
 #include <string>
 
+#include "support/test_support.hpp"
+
 namespace cairn::testing {
+namespace {
+
+// Fails every test of the binary when it runs on another number of ranks than ctest
+// registered it for (CAIRN_TEST_RANKS_EXPECTED), e.g. when a harness forgets mpiexec.
+class RankCountCheck final : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    const char* expected = std::getenv("CAIRN_TEST_RANKS_EXPECTED");
+    if (expected == nullptr) return;
+    ASSERT_EQ(world_size(), std::atoi(expected))
+        << "the case is registered for " << expected << " ranks but runs on " << world_size();
+  }
+};
+
+[[maybe_unused]] ::testing::Environment* const rank_count_check =
+    ::testing::AddGlobalTestEnvironment(new RankCountCheck);
+
+}  // namespace
 
 std::vector<std::byte> field_bytes(const Box& box, int salt) {
   auto bytes = reference_box(DType::float64, kFieldShape, box);

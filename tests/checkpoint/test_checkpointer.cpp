@@ -88,28 +88,31 @@ TEST(Checkpointer, OverwritesACommittedCheckpointOnlyWithForce) {
 TEST(Checkpointer, RestoringAnIncompleteCheckpointIsAFormatError) {
   SharedTempDir tmp;
   Comm comm(MPI_COMM_WORLD);
-  const auto dir = tmp / "ckpt";
-  Checkpointer ck(comm, std::make_shared<ArrayTreeHandler>());
-  Field field(block_box(kFieldShape, comm.rank(), comm.size()), 1);
-  ck.save(dir, ArrayTreeSave(field.tree()));
-  MPI_Barrier(MPI_COMM_WORLD);
-  // A save that died between writing the data and the commit marker looks like this.
-  if (comm.is_primary()) std::filesystem::remove(dir / kCommitMarker);
-  MPI_Barrier(MPI_COMM_WORLD);
-  EXPECT_FALSE(is_committed(dir));
+  for (StorageFormat format : available_formats()) {
+    SCOPED_TRACE(format_name(format));
+    const auto dir = tmp / format_name(format);
+    Checkpointer ck(comm, std::make_shared<ArrayTreeHandler>());
+    Field field(block_box(kFieldShape, comm.rank(), comm.size()), 1);
+    ck.save(dir, ArrayTreeSave(field.tree(), {.format = format}));
+    MPI_Barrier(MPI_COMM_WORLD);
+    // A save that died between writing the data and the commit marker looks like this.
+    if (comm.is_primary()) std::filesystem::remove(dir / kCommitMarker);
+    MPI_Barrier(MPI_COMM_WORLD);
+    EXPECT_FALSE(is_committed(dir));
 
-  const std::string on_restore = error_of<FormatError>([&] { (void)ck.restore(dir); });
-  EXPECT_TRUE(mentions(on_restore, {dir.string(), "incomplete"})) << on_restore;
-  const std::string on_metadata = error_of<FormatError>([&] { (void)ck.metadata(dir); });
-  EXPECT_TRUE(mentions(on_metadata, {"incomplete"})) << on_metadata;
+    const std::string on_restore = error_of<FormatError>([&] { (void)ck.restore(dir); });
+    EXPECT_TRUE(mentions(on_restore, {dir.string(), "incomplete"})) << on_restore;
+    const std::string on_metadata = error_of<FormatError>([&] { (void)ck.metadata(dir); });
+    EXPECT_TRUE(mentions(on_metadata, {"incomplete"})) << on_metadata;
 
-  // Saving over it needs force too, and then gives a valid checkpoint.
-  const std::string on_save =
-      error_of<InvalidArgument>([&] { ck.save(dir, ArrayTreeSave(field.tree())); });
-  EXPECT_TRUE(mentions(on_save, {"incomplete", "force"})) << on_save;
-  ck.save(dir, ArrayTreeSave(field.tree()), {.force = true});
-  EXPECT_TRUE(is_committed(dir));
-  expect_restores(ck, dir, 1);
+    // Saving over it needs force too, and then gives a valid checkpoint.
+    const std::string on_save = error_of<InvalidArgument>(
+        [&] { ck.save(dir, ArrayTreeSave(field.tree(), {.format = format})); });
+    EXPECT_TRUE(mentions(on_save, {"incomplete", "force"})) << on_save;
+    ck.save(dir, ArrayTreeSave(field.tree(), {.format = format}), {.force = true});
+    EXPECT_TRUE(is_committed(dir));
+    expect_restores(ck, dir, 1);
+  }
 }
 
 TEST(Checkpointer, RestoringAMissingCheckpointIsNotFound) {
@@ -126,56 +129,59 @@ TEST(Checkpointer, RestoringAMissingCheckpointIsNotFound) {
 TEST(Checkpointer, MetadataDescribesTheStep) {
   SharedTempDir tmp;
   Comm comm(MPI_COMM_WORLD);
-  const auto dir = tmp / "ckpt";
-  Field field(block_box(kFieldShape, comm.rank(), comm.size()), 3);
-  Checkpointer ck(comm, std::make_shared<CompositeHandler>());
-  const boost::json::value custom = {{"run", "heat"}, {"step", 7}, {"tags", {"a", "b"}}};
-  ck.save(dir, full_save(field, StorageFormat::posix, comm.rank(), 3), {.custom_metadata = custom});
+  for (StorageFormat format : available_formats()) {
+    SCOPED_TRACE(format_name(format));
+    const auto dir = tmp / format_name(format);
+    Field field(block_box(kFieldShape, comm.rank(), comm.size()), 3);
+    Checkpointer ck(comm, std::make_shared<CompositeHandler>());
+    const boost::json::value custom = {{"run", "heat"}, {"step", 7}, {"tags", {"a", "b"}}};
+    ck.save(dir, full_save(field, format, comm.rank(), 3), {.custom_metadata = custom});
 
-  const boost::json::value meta = ck.metadata(dir);
-  ASSERT_TRUE(meta.is_object()) << meta;
-  const auto& m = meta.as_object();
-  EXPECT_EQ(m.at("format"), "cairn-step");
-  EXPECT_EQ(m.at("version"), 1);
-  EXPECT_EQ(m.at("handler"), "cairn.composite");
-  EXPECT_EQ(m.at("world_size"), comm.size());
-  EXPECT_EQ(m.at("custom"), custom);
-  EXPECT_TRUE(m.at("init_time").is_string());
-  EXPECT_TRUE(m.at("commit_time").is_string());
-  // Every byte of item data, summed over ranks.
-  std::uint64_t expected_bytes = 13 * 10 * sizeof(double) +
-                                 boost::json::serialize(meta_value(3)).size() +
-                                 shared_blob(3).size();
-  for (int r = 0; r < comm.size(); ++r) expected_bytes += rank_blob(r, 3).size();
-  EXPECT_EQ(boost::json::value_to<std::uint64_t>(m.at("bytes")), expected_bytes) << meta;
-  const auto& timings = m.at("timings").as_object();
-  for (const char* phase : {"write_s", "finish_s", "commit_s"}) {
-    ASSERT_TRUE(timings.contains(phase)) << phase << " in " << meta;
-    EXPECT_GE(timings.at(phase).to_number<double>(), 0.0) << phase;
+    const boost::json::value meta = ck.metadata(dir);
+    ASSERT_TRUE(meta.is_object()) << meta;
+    const auto& m = meta.as_object();
+    EXPECT_EQ(m.at("format"), "cairn-step");
+    EXPECT_EQ(m.at("version"), 1);
+    EXPECT_EQ(m.at("handler"), "cairn.composite");
+    EXPECT_EQ(m.at("world_size"), comm.size());
+    EXPECT_EQ(m.at("custom"), custom);
+    EXPECT_TRUE(m.at("init_time").is_string());
+    EXPECT_TRUE(m.at("commit_time").is_string());
+    // Every byte of item data, summed over ranks.
+    std::uint64_t expected_bytes = 13 * 10 * sizeof(double) +
+                                   boost::json::serialize(meta_value(3)).size() +
+                                   shared_blob(3).size();
+    for (int r = 0; r < comm.size(); ++r) expected_bytes += rank_blob(r, 3).size();
+    EXPECT_EQ(boost::json::value_to<std::uint64_t>(m.at("bytes")), expected_bytes) << meta;
+    const auto& timings = m.at("timings").as_object();
+    for (const char* phase : {"write_s", "finish_s", "commit_s"}) {
+      ASSERT_TRUE(timings.contains(phase)) << phase << " in " << meta;
+      EXPECT_GE(timings.at(phase).to_number<double>(), 0.0) << phase;
+    }
+    const boost::json::value items = {{"blob", "cairn.bytes"},
+                                      {"meta", "cairn.json"},
+                                      {"rep", "cairn.bytes"},
+                                      {"state", "cairn.array_tree"}};
+    EXPECT_EQ(m.at("items"), items);
+
+    // The handler's description of the items.
+    const auto& item = m.at("item").as_object();
+    EXPECT_EQ(item.at("handler"), "cairn.composite");
+    const auto& state = item.at("items").at("state").as_object();
+    EXPECT_EQ(state.at("handler"), "cairn.array_tree");
+    EXPECT_EQ(state.at("world_size"), comm.size());
+    EXPECT_EQ(boost::json::value_to<std::uint64_t>(state.at("bytes")), 13 * 10 * sizeof(double));
+    EXPECT_EQ(item.at("items").at("meta").at("handler"), "cairn.json");
+    EXPECT_EQ(boost::json::value_to<std::uint64_t>(item.at("items").at("rep").at("bytes")),
+              shared_blob(3).size());
+
+    // The same on disk, where cairn-step.json is readable without cairn.
+    std::ifstream file(dir / kStepMetadataFile);
+    std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    const boost::json::value on_disk = boost::json::parse(text);
+    EXPECT_EQ(on_disk.at("items"), items);
+    EXPECT_EQ(on_disk.at("custom"), custom);
   }
-  const boost::json::value items = {{"blob", "cairn.bytes"},
-                                    {"meta", "cairn.json"},
-                                    {"rep", "cairn.bytes"},
-                                    {"state", "cairn.array_tree"}};
-  EXPECT_EQ(m.at("items"), items);
-
-  // The handler's description of the items.
-  const auto& item = m.at("item").as_object();
-  EXPECT_EQ(item.at("handler"), "cairn.composite");
-  const auto& state = item.at("items").at("state").as_object();
-  EXPECT_EQ(state.at("handler"), "cairn.array_tree");
-  EXPECT_EQ(state.at("world_size"), comm.size());
-  EXPECT_EQ(boost::json::value_to<std::uint64_t>(state.at("bytes")), 13 * 10 * sizeof(double));
-  EXPECT_EQ(item.at("items").at("meta").at("handler"), "cairn.json");
-  EXPECT_EQ(boost::json::value_to<std::uint64_t>(item.at("items").at("rep").at("bytes")),
-            shared_blob(3).size());
-
-  // The same on disk, where cairn-step.json is readable without cairn.
-  std::ifstream file(dir / kStepMetadataFile);
-  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  const boost::json::value on_disk = boost::json::parse(text);
-  EXPECT_EQ(on_disk.at("items"), items);
-  EXPECT_EQ(on_disk.at("custom"), custom);
 }
 
 TEST(Checkpointer, MetadataOfACompositeWithAFreshHandlerDescribesItsItems) {

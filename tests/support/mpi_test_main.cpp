@@ -46,6 +46,18 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "note: MPI provides thread level %d, not %s\n", provided,
                  funneled ? "MPI_THREAD_FUNNELED" : "MPI_THREAD_MULTIPLE");
   }
+  // The harness says how many ranks it launched: running with another number would make the
+  // multi-rank cases test nothing, so it is a failure, not a skip.
+  if (const char* expected = std::getenv("CAIRN_TEST_RANKS_EXPECTED")) {
+    if (std::atoi(expected) != size) {
+      if (rank == 0) {
+        std::fprintf(stderr, "harness error: launched with %d rank(s), expected %s\n", size,
+                     expected);
+      }
+      MPI_Finalize();
+      return 1;
+    }
+  }
   if (rank != 0) {
     auto& listeners = testing::UnitTest::GetInstance()->listeners();
     delete listeners.Release(listeners.default_result_printer());

@@ -1,0 +1,201 @@
+// cairn — CheckpointManager: a series of checkpoints of a running simulation (when to save,
+// what to keep, best by metric, preemption), on top of the checkpoint layer.
+#pragma once
+
+#include <cairn/checkpointer.hpp>
+#include <cairn/comm.hpp>
+#include <cairn/handlers.hpp>
+#include <cairn/policies.hpp>
+#include <cairn/preemption.hpp>
+
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace cairn {
+
+/// Options of a CheckpointManager (Orbax's CheckpointManagerOptions). Aggregate: use
+/// designated initializers. The plain save and preservation fields build the policies unless
+/// a policy object is given.
+struct CheckpointManagerOptions {
+  // ---- when to save
+  /// Save every this many steps.
+  std::int64_t save_interval_steps = 1;
+  /// Also save at these steps.
+  std::set<std::int64_t> save_on_steps = {};
+  /// Also save when this returns true.
+  std::function<bool(std::int64_t step)> should_save_fn = {};
+  /// Replaces the three fields above (a preemption save is always added).
+  std::shared_ptr<const SaveDecisionPolicy> save_decision_policy = {};
+
+  // ---- what to keep (the newest committed checkpoint is always kept)
+  /// Keep at most this many (the latest, or the best with best_fn). Empty: keep all.
+  std::optional<int> max_to_keep = {};
+  /// Also keep every step that is a multiple of this.
+  std::optional<std::int64_t> keep_period = {};
+  /// Also keep one checkpoint per this interval.
+  std::optional<std::chrono::seconds> keep_time_interval = {};
+  /// The metric a checkpoint is ranked by, from the metrics saved with it.
+  std::function<double(const boost::json::object& metrics)> best_fn = {};
+  /// Whether larger or smaller best_fn values are better.
+  BestMode best_mode = BestMode::max;
+  /// With best_fn: keep checkpoints saved without metrics.
+  bool keep_checkpoints_without_metrics = true;
+  /// Replaces the preservation fields above.
+  std::shared_ptr<const PreservationPolicy> preservation_policy = {};
+
+  // ---- layout and behaviour
+  /// Step directories are named `<step_prefix><step>`.
+  std::string step_prefix = {};
+  /// Zero-pad step numbers to this many digits.
+  std::optional<int> step_format_fixed_length = {};
+  /// Create the root when it does not exist (else NotFound).
+  bool create = true;
+  /// Remove temporary directories of unfinished saves and deletes at start.
+  bool cleanup_tmp_directories = false;
+  /// Never write: save() and delete_step() do nothing and say so; no lock is taken.
+  bool read_only = false;
+  /// Move deleted steps into this sub-directory of the root instead of removing them.
+  std::optional<std::string> todelete_subdir = {};
+  /// Remove deleted steps on a background thread (finished by close()).
+  bool enable_background_delete = false;
+  /// The primary lists steps and reads metadata, then broadcasts (else every rank reads).
+  bool single_host_load_and_broadcast = false;
+  /// Rank that does the single-writer work.
+  int primary_host = 0;
+  /// Ranks that take part (empty: all).
+  std::vector<int> active_processes = {};
+  /// Deadline of every collective step.
+  std::chrono::milliseconds barrier_timeout = std::chrono::minutes(10);
+  /// Save in the background (AsyncCheckpointer) or synchronously.
+  bool enable_async = true;
+  /// Staging budget and zero-copy of async saves.
+  AsyncOptions async = {};
+  /// Install preemption detection (signals, Slurm end time) when set.
+  std::optional<PreemptionOptions> preemption = {};
+};
+
+/// Options of one CheckpointManager::save(). Aggregate.
+struct ManagerSaveOptions {
+  /// Stored with the step; best_fn ranks checkpoints by them.
+  boost::json::object metrics = {};
+  /// Save even when the save policy says no, and replace an existing step.
+  bool force = false;
+  /// Stored in the step metadata.
+  boost::json::value custom_metadata = nullptr;
+};
+
+/// A series of checkpoints under one root directory.
+///
+/// Single-item mode (no item names): save() takes the arguments of one handler and the step
+/// directory holds that item. Composite mode (item names, or item -> handler): save() takes a
+/// cairn::Composite and each item has its own sub-directory.
+///
+/// Every member is collective over the manager's communicator unless it says otherwise.
+class CheckpointManager {
+ public:
+  /// Opens (and unless read_only, creates and locks) `root`. Collective. Throws NotFound
+  /// (root missing and !create), InvalidArgument (bad options, root locked by another job).
+  CheckpointManager(const Comm& comm, std::filesystem::path root,
+                    CheckpointManagerOptions options = {},
+                    std::map<std::string, std::shared_ptr<CheckpointHandler>> item_handlers = {},
+                    std::set<std::string> item_names = {});
+  /// close(), logging instead of throwing. Collective.
+  ~CheckpointManager();
+  CheckpointManager(const CheckpointManager&) = delete;
+  CheckpointManager& operator=(const CheckpointManager&) = delete;
+
+  /// Saves `args` as `step` when the save policy (or force, or preemption) says so; returns
+  /// whether a save started. Async by default: the step is reported by all_steps() only once
+  /// committed. Retention runs after each commit. Collective. Throws InvalidArgument when the
+  /// step already exists (without force) or is older than the newest step, and what the
+  /// checkpoint layer throws.
+  bool save(std::int64_t step, const CheckpointArgs& args, const ManagerSaveOptions& options = {});
+  /// Restores `step` (default: the latest). `args` null: every item as saved. Collective.
+  /// Throws NotFound when there is no such step.
+  [[nodiscard]] std::any restore(std::optional<std::int64_t> step = std::nullopt,
+                                 const CheckpointArgs* args = nullptr);
+
+  /// The newest committed step, or std::nullopt. Collective.
+  [[nodiscard]] std::optional<std::int64_t> latest_step();
+  /// The best committed step by best_fn, or std::nullopt (no best_fn, or no metrics).
+  /// Collective.
+  [[nodiscard]] std::optional<std::int64_t> best_step();
+  /// Committed steps, ascending. `read` re-lists the root first. Collective.
+  [[nodiscard]] std::vector<std::int64_t> all_steps(bool read = false);
+  /// Re-reads the steps and their metadata from the root. Collective.
+  void reload();
+  /// Whether save(step) would save (policy and preemption). Collective.
+  [[nodiscard]] bool should_save(std::int64_t step);
+  /// Whether any rank was signalled or the time limit is near (see PreemptionWatcher); false
+  /// when preemption detection is off. Collective.
+  [[nodiscard]] bool reached_preemption(std::int64_t step);
+  /// Deletes a committed step (or moves it to todelete_subdir). Collective. Throws NotFound.
+  void delete_step(std::int64_t step);
+  /// The metrics saved with `step` (empty when none). Collective. Throws NotFound.
+  [[nodiscard]] boost::json::object metrics(std::int64_t step);
+  /// The root metadata (cairn-root.json). Collective.
+  [[nodiscard]] boost::json::object metadata();
+  /// The step metadata of `step` (cairn-step.json). Collective. Throws NotFound.
+  [[nodiscard]] boost::json::object metadata(std::int64_t step);
+  /// The handler's description of the items of `step`. Collective. Throws NotFound.
+  [[nodiscard]] boost::json::value item_metadata(std::int64_t step);
+  /// Blocks until the save in flight is committed and retention ran. Collective. Throws on
+  /// every rank when the save failed.
+  void wait_until_finished();
+  /// Whether a save is in flight on this rank. Not collective; never throws.
+  [[nodiscard]] bool is_saving_in_progress() const noexcept;
+  /// Rethrows a failed save on every rank. Collective.
+  void check_for_errors();
+  /// Finishes the save in flight and background deletes, releases the lock. Collective.
+  /// Idempotent.
+  void close();
+
+  /// The directory of `step`. Not collective.
+  [[nodiscard]] std::filesystem::path step_path(std::int64_t step) const;
+  /// The manager's root. Not collective.
+  [[nodiscard]] const std::filesystem::path& root() const noexcept { return root_; }
+
+ private:
+  struct StepInfo {
+    std::int64_t step = 0;
+    std::chrono::system_clock::time_point time = {};
+    boost::json::object metrics = {};
+  };
+
+  [[nodiscard]] std::string step_name(std::int64_t step) const;
+  void ensure_checkpointer(std::string_view handler_type);
+  void after_commit();
+  void apply_retention();
+  [[nodiscard]] std::optional<double> metric_of(const StepInfo& info) const;
+  [[nodiscard]] StepInfo read_step_info(std::int64_t step);
+  [[nodiscard]] boost::json::object read_step_metadata(std::int64_t step);
+  void check_writable(std::string_view what) const;
+
+  Comm comm_;
+  std::filesystem::path root_;
+  CheckpointManagerOptions options_;
+  std::shared_ptr<CheckpointHandler> handler_;
+  std::unique_ptr<Checkpointer> sync_;
+  std::unique_ptr<AsyncCheckpointer> async_;
+  std::shared_ptr<const SaveDecisionPolicy> save_policy_;
+  std::shared_ptr<const PreservationPolicy> keep_policy_;
+  std::unique_ptr<PreemptionWatcher> preemption_;
+  std::vector<StepInfo> steps_;        // committed, ascending
+  std::optional<StepInfo> in_flight_;  // saved, not yet known to be committed
+  std::vector<std::thread> deleters_;
+  bool closed_ = false;
+  bool locked_ = false;
+};
+
+}  // namespace cairn

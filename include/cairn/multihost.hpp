@@ -1,0 +1,64 @@
+// cairn — MultihostCheckpoint (after CLU's): every process checkpoints into its own directory
+// `<base>-<rank>`, on storage that only it may see (node-local disk, /dev/shm), and a restart
+// resumes from the newest step that every process has committed.
+#pragma once
+
+#include <cairn/comm.hpp>
+#include <cairn/manager.hpp>
+#include <cairn/tree.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace cairn {
+
+/// The newest step in `local_steps` that every rank of `comm` also has, or std::nullopt.
+/// Collective (an MPI agreement: no directory is listed across hosts). Throws TimeoutError.
+[[nodiscard]] std::optional<std::int64_t> latest_common_step(
+    const Comm& comm, std::span<const std::int64_t> local_steps);
+
+/// Options of a MultihostCheckpoint. Aggregate.
+struct MultihostOptions {
+  /// Checkpoints kept per process; at least 2, so that a newer step some process did not
+  /// finish never leaves a process without the common step.
+  int max_to_keep = 3;
+  /// Step directories are named `<step_prefix><step>` inside each process's directory.
+  std::string step_prefix = "ckpt-";
+};
+
+/// Per-process checkpoints with a collective restart. Every member is collective over the
+/// Comm given at construction.
+class MultihostCheckpoint {
+ public:
+  /// Uses `<base>-<rank>` for this process (created when missing). Throws InvalidArgument
+  /// when max_to_keep < 2.
+  MultihostCheckpoint(const Comm& comm, std::filesystem::path base, MultihostOptions options = {});
+  ~MultihostCheckpoint();
+  MultihostCheckpoint(const MultihostCheckpoint&) = delete;
+  MultihostCheckpoint& operator=(const MultihostCheckpoint&) = delete;
+
+  /// Restores the newest step that every process has into `state` (a target tree: each
+  /// process its own boxes) and returns it; steps newer than it are deleted on the processes
+  /// that have them (saves the others did not finish). When no step is common to all, saves
+  /// `state` as `initial_step` and returns that. Collective.
+  std::int64_t restore_or_initialize(ArrayTree& state, std::int64_t initial_step = 0);
+  /// Saves this process's `state` as `step` in its own directory (synchronously, with the
+  /// commit protocol), after checking that every process saves the same step. Collective.
+  void save(std::int64_t step, const ArrayTree& state);
+  /// The newest step every process has. Collective.
+  [[nodiscard]] std::optional<std::int64_t> latest_common_step();
+  /// This process's directory. Not collective.
+  [[nodiscard]] const std::filesystem::path& directory() const noexcept { return directory_; }
+
+ private:
+  const Comm& comm_;
+  std::filesystem::path directory_;
+  std::unique_ptr<Comm> self_;
+  std::unique_ptr<CheckpointManager> manager_;
+};
+
+}  // namespace cairn

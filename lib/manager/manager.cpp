@@ -1,0 +1,413 @@
+// CheckpointManager: steps, policies, retention and preemption over the checkpoint layer.
+#include <boost/json.hpp>
+#include <cairn/manager.hpp>
+#include <fmt/format.h>
+
+#include "comm/log.hpp"
+#include "manager/step_dirs.hpp"
+#include "storage/posix_file.hpp"
+
+namespace cairn {
+namespace {
+
+std::chrono::system_clock::time_point parse_time(const boost::json::object& step) {
+  // commit_time is "YYYY-MM-DDTHH:MM:SSZ"; a damaged value counts as the epoch.
+  const auto* v = step.if_contains("commit_time");
+  if (v == nullptr || !v->is_string()) return {};
+  std::tm tm{};
+  const std::string text(v->get_string());
+  if (::strptime(text.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm) == nullptr) return {};
+  return std::chrono::system_clock::from_time_t(::timegm(&tm));
+}
+
+}  // namespace
+
+CheckpointManager::CheckpointManager(
+    const Comm& comm, std::filesystem::path root, CheckpointManagerOptions options,
+    std::map<std::string, std::shared_ptr<CheckpointHandler>> item_handlers,
+    std::set<std::string> item_names)
+    : comm_(comm.get(), {.primary_rank = options.primary_host,
+                         .active_processes = options.active_processes,
+                         .barrier_timeout = options.barrier_timeout}),
+      root_(std::move(root)),
+      options_(std::move(options)) {
+  if (options_.save_interval_steps <= 0) {
+    throw InvalidArgument(
+        fmt::format("save_interval_steps must be positive, not {}", options_.save_interval_steps));
+  }
+  if (options_.max_to_keep && *options_.max_to_keep <= 0) {
+    throw InvalidArgument(
+        fmt::format("max_to_keep must be positive, not {}", *options_.max_to_keep));
+  }
+  if (!item_handlers.empty() || !item_names.empty()) {
+    handler_ = std::make_shared<CompositeHandler>(std::move(item_handlers), std::move(item_names));
+  }
+  save_policy_ = options_.save_decision_policy
+                     ? options_.save_decision_policy
+                     : make_save_policy({.save_interval_steps = options_.save_interval_steps,
+                                         .save_on_steps = options_.save_on_steps,
+                                         .should_save_fn = options_.should_save_fn});
+  keep_policy_ = options_.preservation_policy
+                     ? options_.preservation_policy
+                     : make_preservation_policy({.max_to_keep = options_.max_to_keep,
+                                                 .keep_period = options_.keep_period,
+                                                 .keep_time_interval = options_.keep_time_interval,
+                                                 .has_best_fn = static_cast<bool>(options_.best_fn),
+                                                 .best_mode = options_.best_mode,
+                                                 .keep_checkpoints_without_metrics =
+                                                     options_.keep_checkpoints_without_metrics});
+  if (options_.preemption) preemption_ = std::make_unique<PreemptionWatcher>(*options_.preemption);
+
+  comm_.run_all(fmt::format("opening checkpoint root '{}':", root_.string()), [&] {
+    if (!comm_.is_primary()) return;
+    std::error_code ec;
+    if (!std::filesystem::is_directory(root_, ec)) {
+      if (!options_.create || options_.read_only) {
+        throw NotFound(root_.string(),
+                       fmt::format("checkpoint root '{}' does not exist", root_.string()));
+      }
+      storage::create_directories(root_);
+    }
+    if (options_.read_only) return;
+    manager::acquire_lock(root_);
+    locked_ = true;
+    if (!std::filesystem::exists(root_ / manager::kRootMetadataFile, ec)) {
+      // Written once: a later manager on the same root keeps it.
+      const boost::json::object meta = {{"format", "cairn-root"},
+                                        {"version", 1},
+                                        {"step_prefix", options_.step_prefix},
+                                        {"world_size", comm_.size()}};
+      storage::write_file_durably(root_ / manager::kRootMetadataFile, boost::json::serialize(meta));
+    }
+    if (options_.cleanup_tmp_directories) {
+      for (const auto& path : manager::leftover_paths(root_)) {
+        log::info("manager.cleanup", "path=\"{}\"", path.string());
+        std::filesystem::remove_all(path, ec);
+      }
+    }
+  });
+  reload();
+}
+
+CheckpointManager::~CheckpointManager() {
+  try {
+    close();
+  } catch (const std::exception& e) {
+    log::error("manager.close_failed", "root=\"{}\" error=\"{}\"", root_.string(), e.what());
+  }
+}
+
+std::string CheckpointManager::step_name(std::int64_t step) const {
+  return manager::StepNaming{options_.step_prefix, options_.step_format_fixed_length}.name(step);
+}
+
+std::filesystem::path CheckpointManager::step_path(std::int64_t step) const {
+  return root_ / step_name(step);
+}
+
+void CheckpointManager::check_writable(std::string_view what) const {
+  if (closed_) throw InvalidArgument(fmt::format("{}: the manager is closed", what));
+}
+
+void CheckpointManager::ensure_checkpointer(std::string_view handler_type) {
+  if (!handler_) handler_ = HandlerRegistry::global().create(handler_type);
+  if (sync_ || async_) return;
+  if (options_.enable_async) {
+    async_ = std::make_unique<AsyncCheckpointer>(comm_, handler_, options_.async);
+  } else {
+    sync_ = std::make_unique<Checkpointer>(comm_, handler_);
+  }
+}
+
+boost::json::object CheckpointManager::read_step_metadata(std::int64_t step) {
+  const auto file = step_path(step) / kStepMetadataFile;
+  std::string text;
+  const bool one_reader = options_.single_host_load_and_broadcast;
+  comm_.run_all(fmt::format("reading '{}':", file.string()), [&] {
+    if (!one_reader || comm_.is_primary()) text = storage::read_small_file(file);
+  });
+  if (one_reader) text = comm_.broadcast(text);
+  boost::system::error_code ec;
+  const auto value = boost::json::parse(text, ec);
+  if (ec || !value.is_object()) {
+    throw FormatError(file.string(), "json", fmt::format("'{}' is damaged", file.string()));
+  }
+  return value.get_object();
+}
+
+CheckpointManager::StepInfo CheckpointManager::read_step_info(std::int64_t step) {
+  const auto meta = read_step_metadata(step);
+  StepInfo info{.step = step, .time = parse_time(meta)};
+  if (const auto* custom = meta.if_contains("custom"); custom && custom->is_object()) {
+    if (const auto* m = custom->get_object().if_contains("metrics"); m && m->is_object()) {
+      info.metrics = m->get_object();
+    }
+  }
+  return info;
+}
+
+void CheckpointManager::reload() {
+  std::vector<std::int64_t> steps;
+  const manager::StepNaming naming{options_.step_prefix, options_.step_format_fixed_length};
+  if (options_.single_host_load_and_broadcast) {
+    comm_.run_all("listing steps:", [&] {
+      if (comm_.is_primary()) steps = manager::list_committed_steps(root_, naming);
+    });
+    boost::json::array listed;
+    for (auto s : steps) listed.emplace_back(s);
+    steps = boost::json::value_to<std::vector<std::int64_t>>(comm_.broadcast_json(listed));
+  } else {
+    comm_.run_all("listing steps:", [&] { steps = manager::list_committed_steps(root_, naming); });
+    // Every rank listed for itself; they must agree.
+    comm_.agree({.operation = "listing steps",
+                 .step = steps.empty() ? -1 : steps.back(),
+                 .structure = steps.size()});
+  }
+  steps_.clear();
+  for (auto step : steps) steps_.push_back(read_step_info(step));
+}
+
+std::vector<std::int64_t> CheckpointManager::all_steps(bool read) {
+  if (read) reload();
+  std::vector<std::int64_t> out;
+  for (const auto& info : steps_) out.push_back(info.step);
+  return out;
+}
+
+std::optional<std::int64_t> CheckpointManager::latest_step() {
+  if (steps_.empty()) return std::nullopt;
+  return steps_.back().step;
+}
+
+std::optional<double> CheckpointManager::metric_of(const StepInfo& info) const {
+  if (!options_.best_fn || info.metrics.empty()) return std::nullopt;
+  return options_.best_fn(info.metrics);
+}
+
+std::optional<std::int64_t> CheckpointManager::best_step() {
+  std::optional<std::int64_t> best;
+  std::optional<double> best_value;
+  for (const auto& info : steps_) {
+    const auto value = metric_of(info);
+    if (!value) continue;
+    const bool better =
+        !best_value ||
+        (options_.best_mode == BestMode::max ? *value >= *best_value : *value <= *best_value);
+    if (better) {
+      best = info.step;
+      best_value = value;
+    }
+  }
+  return best;
+}
+
+bool CheckpointManager::reached_preemption(std::int64_t step) {
+  if (!preemption_) return false;
+  return preemption_->reached_preemption(comm_, step);
+}
+
+bool CheckpointManager::should_save(std::int64_t step) {
+  const bool preempted = reached_preemption(step);
+  if (!steps_.empty() && step <= steps_.back().step) return false;
+  if (in_flight_ && step <= in_flight_->step) return false;
+  const auto* last = in_flight_ ? &*in_flight_ : (steps_.empty() ? nullptr : &steps_.back());
+  SaveContext context{.step = step,
+                      .last_saved_step = last ? std::optional(last->step) : std::nullopt,
+                      .last_saved_time = last ? std::optional(last->time) : std::nullopt,
+                      .now = std::chrono::system_clock::now(),
+                      .reached_preemption = preempted,
+                      .is_initial = last == nullptr};
+  return save_policy_->should_save(context);
+}
+
+bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
+                             const ManagerSaveOptions& options) {
+  check_writable("save");
+  if (options_.read_only) {
+    log::warn("manager.read_only", "root=\"{}\" step={} saved=false", root_.string(), step);
+    return false;
+  }
+  if (!options.force) {
+    const bool exists = std::any_of(steps_.begin(), steps_.end(),
+                                    [&](const StepInfo& s) { return s.step == step; }) ||
+                        (in_flight_ && in_flight_->step == step);
+    if (exists) {
+      throw InvalidArgument(
+          fmt::format("step {} already exists in '{}'; pass force = true to "
+                      "replace it",
+                      step, root_.string()));
+    }
+    if (!should_save(step)) return false;
+  }
+  // The previous save commits (and its retention runs) before the next one starts.
+  wait_until_finished();
+  ensure_checkpointer(args.handler_type());
+  boost::json::object custom = {{"metrics", options.metrics}, {"user", options.custom_metadata}};
+  const auto dir = step_path(step);
+  const CheckpointSaveOptions save_options{.force = options.force, .custom_metadata = custom};
+  if (async_) {
+    async_->save(dir, args, save_options);
+    in_flight_ = StepInfo{
+        .step = step, .time = std::chrono::system_clock::now(), .metrics = options.metrics};
+  } else {
+    sync_->save(dir, args, save_options);
+    in_flight_ = StepInfo{
+        .step = step, .time = std::chrono::system_clock::now(), .metrics = options.metrics};
+    after_commit();
+  }
+  return true;
+}
+
+void CheckpointManager::after_commit() {
+  if (!in_flight_) return;
+  StepInfo info = *in_flight_;
+  in_flight_.reset();
+  std::erase_if(steps_, [&](const StepInfo& s) { return s.step == info.step; });
+  steps_.push_back(std::move(info));
+  std::sort(steps_.begin(), steps_.end(),
+            [](const StepInfo& a, const StepInfo& b) { return a.step < b.step; });
+  apply_retention();
+}
+
+void CheckpointManager::apply_retention() {
+  std::vector<CheckpointInfo> infos;
+  for (const auto& info : steps_) {
+    infos.push_back({.step = info.step, .time = info.time, .metric = metric_of(info)});
+  }
+  for (std::int64_t step : steps_to_delete(*keep_policy_, infos)) delete_step(step);
+}
+
+void CheckpointManager::delete_step(std::int64_t step) {
+  check_writable("delete_step");
+  if (options_.read_only) {
+    log::warn("manager.read_only", "root=\"{}\" step={} deleted=false", root_.string(), step);
+    return;
+  }
+  auto it =
+      std::find_if(steps_.begin(), steps_.end(), [&](const StepInfo& s) { return s.step == step; });
+  if (it == steps_.end()) {
+    throw NotFound(step_name(step), fmt::format("step {} is not a committed checkpoint in '{}'",
+                                                step, root_.string()));
+  }
+  std::optional<std::filesystem::path> deferred;
+  comm_.run_all(fmt::format("deleting step {}:", step), [&] {
+    if (!comm_.is_primary()) return;
+    deferred = manager::delete_step_dir(root_, step_name(step), options_.todelete_subdir,
+                                        options_.enable_background_delete);
+  });
+  steps_.erase(it);
+  if (deferred) {
+    deleters_.emplace_back([path = *deferred] {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+      if (ec)
+        log::warn("manager.background_delete", "path=\"{}\" error=\"{}\"", path.string(),
+                  ec.message());
+    });
+  }
+}
+
+std::any CheckpointManager::restore(std::optional<std::int64_t> step, const CheckpointArgs* args) {
+  wait_until_finished();
+  const auto chosen = step ? step : latest_step();
+  if (!chosen) {
+    throw NotFound(root_.string(),
+                   fmt::format("no committed checkpoint in '{}' to restore", root_.string()));
+  }
+  if (std::none_of(steps_.begin(), steps_.end(),
+                   [&](const StepInfo& s) { return s.step == *chosen; })) {
+    throw NotFound(step_name(*chosen), fmt::format("step {} is not a committed checkpoint in '{}'",
+                                                   *chosen, root_.string()));
+  }
+  if (!handler_) {
+    const auto meta = read_step_metadata(*chosen);
+    const auto* type = meta.if_contains("handler");
+    ensure_checkpointer(type && type->is_string() ? std::string_view(type->get_string())
+                                                  : std::string_view("cairn.array_tree"));
+  } else {
+    ensure_checkpointer(handler_->type_name());
+  }
+  return async_ ? async_->restore(step_path(*chosen), args)
+                : sync_->restore(step_path(*chosen), args);
+}
+
+boost::json::object CheckpointManager::metrics(std::int64_t step) {
+  for (const auto& info : steps_) {
+    if (info.step == step) return info.metrics;
+  }
+  throw NotFound(step_name(step), fmt::format("step {} is not a committed checkpoint in '{}'", step,
+                                              root_.string()));
+}
+
+boost::json::object CheckpointManager::metadata() {
+  const auto file = root_ / manager::kRootMetadataFile;
+  std::string text;
+  comm_.run_all(fmt::format("reading '{}':", file.string()), [&] {
+    if (comm_.is_primary()) text = storage::read_small_file(file);
+  });
+  boost::system::error_code ec;
+  const auto value = boost::json::parse(comm_.broadcast(text), ec);
+  if (ec || !value.is_object()) {
+    throw FormatError(file.string(), "json", fmt::format("'{}' is damaged", file.string()));
+  }
+  return value.get_object();
+}
+
+boost::json::object CheckpointManager::metadata(std::int64_t step) {
+  (void)metrics(step);  // NotFound for an unknown step
+  return read_step_metadata(step);
+}
+
+boost::json::value CheckpointManager::item_metadata(std::int64_t step) {
+  (void)metrics(step);
+  const auto meta = read_step_metadata(step);
+  const auto* type = meta.if_contains("handler");
+  ensure_checkpointer(type && type->is_string() ? std::string_view(type->get_string())
+                                                : std::string_view("cairn.array_tree"));
+  return handler_->metadata(comm_, step_path(step));
+}
+
+void CheckpointManager::wait_until_finished() {
+  if (async_) {
+    try {
+      async_->wait_until_finished();
+    } catch (...) {
+      in_flight_.reset();
+      throw;
+    }
+  }
+  after_commit();
+}
+
+bool CheckpointManager::is_saving_in_progress() const noexcept {
+  return async_ && async_->is_saving_in_progress();
+}
+
+void CheckpointManager::check_for_errors() {
+  if (!async_) return;
+  try {
+    async_->check_for_errors();
+  } catch (...) {
+    in_flight_.reset();
+    throw;
+  }
+}
+
+void CheckpointManager::close() {
+  if (closed_) return;
+  closed_ = true;
+  std::exception_ptr failure;
+  try {
+    wait_until_finished();
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  for (auto& deleter : deleters_) deleter.join();
+  deleters_.clear();
+  if (locked_) manager::release_lock(root_);
+  locked_ = false;
+  if (handler_) handler_->close();
+  if (failure) std::rethrow_exception(failure);
+}
+
+}  // namespace cairn

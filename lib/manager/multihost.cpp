@@ -1,0 +1,78 @@
+// MultihostCheckpoint: per-process managers on MPI_COMM_SELF, agreed over the job's Comm.
+#include <cairn/multihost.hpp>
+#include <fmt/format.h>
+
+#include "comm/log.hpp"
+
+namespace cairn {
+
+std::optional<std::int64_t> latest_common_step(const Comm& comm,
+                                               std::span<const std::int64_t> local_steps) {
+  const auto common = comm.common_steps(local_steps);
+  if (common.empty()) return std::nullopt;
+  return common.back();
+}
+
+MultihostCheckpoint::MultihostCheckpoint(const Comm& comm, std::filesystem::path base,
+                                         MultihostOptions options)
+    : comm_(comm) {
+  if (options.max_to_keep < 2) {
+    throw InvalidArgument(
+        fmt::format("MultihostCheckpoint needs max_to_keep >= 2, not {}: with "
+                    "one, a save some process did not finish could leave no "
+                    "common step",
+                    options.max_to_keep));
+  }
+  directory_ = base;
+  directory_ += fmt::format("-{}", comm.rank());
+  self_ = std::make_unique<Comm>(MPI_COMM_SELF,
+                                 CommOptions{.barrier_timeout = comm.options().barrier_timeout});
+  comm_.run_all(fmt::format("opening '{}':", directory_.string()), [&] {
+    manager_ = std::make_unique<CheckpointManager>(
+        *self_, directory_,
+        CheckpointManagerOptions{.max_to_keep = options.max_to_keep,
+                                 .step_prefix = options.step_prefix,
+                                 .cleanup_tmp_directories = true,
+                                 .enable_async = false});
+  });
+}
+
+MultihostCheckpoint::~MultihostCheckpoint() = default;
+
+std::optional<std::int64_t> MultihostCheckpoint::latest_common_step() {
+  const auto steps = manager_->all_steps();
+  return cairn::latest_common_step(comm_, steps);
+}
+
+void MultihostCheckpoint::save(std::int64_t step, const ArrayTree& state) {
+  comm_.agree({.operation = "multihost save", .step = step, .structure = state.structure_hash()});
+  comm_.run_all(fmt::format("multihost save of step {}:", step), [&] {
+    // Each process stores only its own boxes: sparse with respect to the global arrays.
+    manager_->save(step, ArrayTreeSave(state, {.allow_sparse = true}), {.force = true});
+  });
+}
+
+std::int64_t MultihostCheckpoint::restore_or_initialize(ArrayTree& state,
+                                                        std::int64_t initial_step) {
+  comm_.agree(
+      {.operation = "multihost restore_or_initialize", .structure = state.structure_hash()});
+  const auto common = latest_common_step();
+  if (!common) {
+    save(initial_step, state);
+    return initial_step;
+  }
+  comm_.run_all(fmt::format("multihost restore of step {}:", *common), [&] {
+    // Steps newer than the common one were finished by some processes only.
+    for (std::int64_t step : manager_->all_steps()) {
+      if (step > *common) {
+        log::info("multihost.drop_future_step", "dir=\"{}\" step={}", directory_.string(), step);
+        manager_->delete_step(step);
+      }
+    }
+    const ArrayTreeRestore args(state);
+    state = Checkpointer::result_as<ArrayTree>(manager_->restore(*common, &args));
+  });
+  return *common;
+}
+
+}  // namespace cairn

@@ -1,0 +1,171 @@
+#include "manager/step_dirs.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <boost/json.hpp>
+#include <cairn/checkpointer.hpp>
+#include <cairn/error.hpp>
+#include <charconv>
+#include <cstdlib>
+#include <fmt/format.h>
+
+#include "comm/log.hpp"
+#include "storage/posix_file.hpp"
+
+namespace cairn::manager {
+namespace {
+
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0) return "unknown";
+  return name;
+}
+
+std::string slurm_job_id() {
+  const char* id = std::getenv("SLURM_JOB_ID");
+  return id ? id : "";
+}
+
+}  // namespace
+
+std::string StepNaming::name(std::int64_t step) const {
+  if (step < 0) throw InvalidArgument(fmt::format("step {} is negative", step));
+  return fixed_length ? fmt::format("{}{:0{}}", prefix, step, *fixed_length)
+                      : fmt::format("{}{}", prefix, step);
+}
+
+std::optional<std::int64_t> StepNaming::parse(std::string_view name) const {
+  if (!name.starts_with(prefix)) return std::nullopt;
+  const std::string_view digits = name.substr(prefix.size());
+  if (digits.empty() || digits.size() > 18 ||
+      digits.find_first_not_of("0123456789") != std::string_view::npos) {
+    return std::nullopt;
+  }
+  if (fixed_length && static_cast<int>(digits.size()) < *fixed_length) return std::nullopt;
+  std::int64_t step = 0;
+  std::from_chars(digits.data(), digits.data() + digits.size(), step);
+  // Only the canonical spelling counts, so "step_7" and "step_007" are not both step 7.
+  if (this->name(step) != name) return std::nullopt;
+  return step;
+}
+
+std::vector<std::int64_t> list_committed_steps(const std::filesystem::path& root,
+                                               const StepNaming& naming) {
+  std::vector<std::int64_t> steps;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(root, ec)) return steps;
+  for (const auto& entry : std::filesystem::directory_iterator(root, ec)) {
+    const auto step = naming.parse(entry.path().filename().string());
+    if (step && is_committed(entry.path())) steps.push_back(*step);
+  }
+  if (ec) {
+    throw IoError(root.string(), fmt::format("listing checkpoint root '{}' failed: {}",
+                                             root.string(), ec.message()));
+  }
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+std::vector<std::filesystem::path> leftover_paths(const std::filesystem::path& root) {
+  std::vector<std::filesystem::path> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(root, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.ends_with(kTmpSuffix) || name.ends_with(kDeletingSuffix) ||
+        name.ends_with(".cairn-old")) {
+      out.push_back(entry.path());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void acquire_lock(const std::filesystem::path& root) {
+  const auto file = root / kLockFile;
+  const std::string host = host_name();
+  const std::string job = slurm_job_id();
+  std::error_code ec;
+  if (std::filesystem::exists(file, ec)) {
+    boost::system::error_code jec;
+    const auto held = boost::json::parse(storage::read_small_file(file, 1 << 16), jec);
+    const auto* o = held.if_object();
+    const auto field = [&](const char* key) -> std::string {
+      const auto* v = o ? o->if_contains(key) : nullptr;
+      return v && v->is_string() ? std::string(v->get_string()) : std::string();
+    };
+    const std::string held_host = field("host");
+    const std::string held_job = field("slurm_job_id");
+    long long held_pid = 0;
+    if (const auto* v = o ? o->if_contains("pid") : nullptr; v && v->is_int64()) {
+      held_pid = v->get_int64();
+    }
+    const bool same_job = !job.empty() && job == held_job;
+    const bool gone = held_host == host && held_pid > 0 &&
+                      ::kill(static_cast<pid_t>(held_pid), 0) != 0 && errno == ESRCH;
+    const bool mine = held_host == host && held_pid == ::getpid();
+    if (!(jec || same_job || gone || mine)) {
+      throw InvalidArgument(fmt::format(
+          "checkpoint root '{}' is locked by another job (host {}, pid {}{}): two jobs must not "
+          "write the same root. If that job is gone, remove '{}'",
+          root.string(), held_host, held_pid,
+          held_job.empty() ? std::string() : ", Slurm job " + held_job, file.string()));
+    }
+    log::info("manager.lock_taken_over", "path=\"{}\" host={} pid={}", file.string(), held_host,
+              held_pid);
+  }
+  const boost::json::object lock = {
+      {"host", host}, {"pid", static_cast<std::int64_t>(::getpid())}, {"slurm_job_id", job}};
+  storage::write_file_durably(file, boost::json::serialize(lock));
+}
+
+void release_lock(const std::filesystem::path& root) noexcept {
+  try {
+    const auto file = root / kLockFile;
+    boost::system::error_code jec;
+    const auto held = boost::json::parse(storage::read_small_file(file, 1 << 16), jec);
+    const auto* o = held.if_object();
+    const auto* pid = o ? o->if_contains("pid") : nullptr;
+    if (pid && pid->is_int64() && pid->get_int64() == ::getpid()) {
+      std::error_code ec;
+      std::filesystem::remove(file, ec);
+    }
+  } catch (...) {
+    // A lock that cannot be read is left alone.
+  }
+}
+
+std::optional<std::filesystem::path> delete_step_dir(
+    const std::filesystem::path& root, const std::string& name,
+    const std::optional<std::string>& todelete_subdir, bool defer) {
+  const auto dir = root / name;
+  std::error_code ec;
+  if (todelete_subdir) {
+    const auto target_dir = root / *todelete_subdir;
+    storage::create_directories(target_dir);
+    std::filesystem::rename(dir, target_dir / name, ec);
+    if (ec) {
+      throw IoError(dir.string(), fmt::format("moving '{}' into '{}' failed: {}", dir.string(),
+                                              target_dir.string(), ec.message()));
+    }
+    return std::nullopt;
+  }
+  auto doomed = dir;
+  doomed += kDeletingSuffix;
+  std::filesystem::remove_all(doomed, ec);
+  std::filesystem::rename(dir, doomed, ec);
+  if (ec) {
+    throw IoError(dir.string(),
+                  fmt::format("deleting '{}' failed: {}", dir.string(), ec.message()));
+  }
+  storage::sync_directory(root);
+  if (defer) return doomed;
+  std::filesystem::remove_all(doomed, ec);
+  if (ec) {
+    throw IoError(doomed.string(),
+                  fmt::format("removing '{}' failed: {}", doomed.string(), ec.message()));
+  }
+  return std::nullopt;
+}
+
+}  // namespace cairn::manager

@@ -1,0 +1,58 @@
+// cairn — the layout of a checkpoint root (internal): step directory names, listing committed
+// steps, the root metadata file, the root lock, and deleting steps.
+#pragma once
+
+#include <boost/json/object.hpp>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cairn::manager {
+
+/// Name of the root metadata file.
+inline constexpr const char* kRootMetadataFile = "cairn-root.json";
+/// Name of the lock file of a root being written.
+inline constexpr const char* kLockFile = "cairn.lock";
+/// Suffix of a step directory being deleted in the background.
+inline constexpr const char* kDeletingSuffix = ".cairn-deleting";
+
+/// How step numbers become directory names: `<prefix><step>`, zero-padded to `fixed_length`
+/// digits when given.
+struct StepNaming {
+  std::string prefix = {};
+  std::optional<int> fixed_length = {};
+
+  /// The directory name of `step` (>= 0). Not collective.
+  [[nodiscard]] std::string name(std::int64_t step) const;
+  /// The step a directory name stands for, or std::nullopt when it is not a step name.
+  [[nodiscard]] std::optional<std::int64_t> parse(std::string_view name) const;
+};
+
+/// The committed steps under `root`, ascending. Not collective. Throws IoError when the root
+/// cannot be listed (a missing root has no steps).
+[[nodiscard]] std::vector<std::int64_t> list_committed_steps(const std::filesystem::path& root,
+                                                             const StepNaming& naming);
+
+/// Paths under `root` left by saves or deletes that did not finish (`*.cairn-tmp`,
+/// `*.cairn-deleting`, `*.cairn-old`). Not collective.
+[[nodiscard]] std::vector<std::filesystem::path> leftover_paths(const std::filesystem::path& root);
+
+/// Takes the root lock for this job: creates cairn.lock with the job's identity (host, pid,
+/// SLURM_JOB_ID). An existing lock of the same job (same Slurm job id, or same host and a
+/// process that is gone) is taken over. Not collective (the primary calls it). Throws
+/// InvalidArgument naming the holder when another job holds the lock.
+void acquire_lock(const std::filesystem::path& root);
+/// Removes the lock if this process holds it. Not collective; never throws.
+void release_lock(const std::filesystem::path& root) noexcept;
+
+/// Removes a step directory now (rename to `<name>.cairn-deleting` first, so that a crash
+/// leaves no half-deleted step that looks committed), or moves it into `todelete_subdir`.
+/// Returns the path still to be removed when `defer` (background delete), else nothing.
+/// Not collective. Throws IoError.
+std::optional<std::filesystem::path> delete_step_dir(
+    const std::filesystem::path& root, const std::string& name,
+    const std::optional<std::string>& todelete_subdir, bool defer);
+
+}  // namespace cairn::manager

@@ -1,0 +1,233 @@
+// CheckpointManager and MultihostCheckpoint: which steps exist after a series of saves,
+// metrics, async commits, the root lock and metadata, and the multihost restart.
+#include <cairn/manager.hpp>
+#include <cairn/multihost.hpp>
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <fstream>
+
+#include "support/test_support.hpp"
+
+using namespace cairn;
+using cairn::testing::SharedTempDir;
+
+namespace {
+
+constexpr std::int64_t kRows = 6;
+
+// A small state: rank r owns row r of a (ranks x kRows) field.
+struct State {
+  State() : values(kRows) {}
+  std::vector<double> values;
+  ArrayTree tree(const Comm& comm) {
+    ArrayTree t;
+    t.add_array("u", ArrayShard::host(values.data(), {comm.size(), kRows},
+                                      Box{{comm.rank(), 0}, {1, kRows}}));
+    return t;
+  }
+  void fill(double base) {
+    for (std::size_t i = 0; i < values.size(); ++i) values[i] = base + static_cast<double>(i);
+  }
+};
+
+std::vector<std::int64_t> run(const Comm& comm, const std::filesystem::path& root,
+                              CheckpointManagerOptions options, std::int64_t steps,
+                              std::function<boost::json::object(std::int64_t)> metrics = {}) {
+  State state;
+  CheckpointManager manager(comm, root, std::move(options));
+  for (std::int64_t step = 0; step < steps; ++step) {
+    state.fill(static_cast<double>(step));
+    ManagerSaveOptions save;
+    if (metrics) save.metrics = metrics(step);
+    (void)manager.save(step, ArrayTreeSave(state.tree(comm)), save);
+  }
+  manager.wait_until_finished();
+  return manager.all_steps();
+}
+
+using Steps = std::vector<std::int64_t>;
+
+}  // namespace
+
+TEST(Manager, MaxToKeepKeepsTheLatest) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  EXPECT_EQ(run(comm, tmp / "sync", {.max_to_keep = 2, .enable_async = false}, 6), (Steps{4, 5}));
+  EXPECT_EQ(run(comm, tmp / "async", {.max_to_keep = 3}, 6), (Steps{3, 4, 5}));
+  // What is on disk agrees with what the manager reports.
+  CheckpointManager reopened(comm, tmp / "async", {.read_only = true});
+  EXPECT_EQ(reopened.all_steps(), (Steps{3, 4, 5}));
+}
+
+TEST(Manager, IntervalsSpecificStepsAndKeepPeriod) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  EXPECT_EQ(run(comm, tmp / "interval", {.save_interval_steps = 3}, 10), (Steps{0, 3, 6, 9}));
+  EXPECT_EQ(run(comm, tmp / "on_steps", {.save_interval_steps = 100, .save_on_steps = {4, 7}}, 10),
+            (Steps{0, 4, 7}));
+  EXPECT_EQ(run(comm, tmp / "period", {.max_to_keep = 1, .keep_period = 4}, 10),
+            (Steps{0, 4, 8, 9}));
+  EXPECT_EQ(
+      run(comm, tmp / "fn",
+          {.save_interval_steps = 1000, .should_save_fn = [](std::int64_t s) { return s == 5; }},
+          8),
+      (Steps{5}));  // as in Orbax, should_save_fn replaces the interval
+}
+
+TEST(Manager, BestNByMetricMinAndMax) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  // loss: 5, 3, 8, 1, 9, 4 for steps 0..5
+  const std::vector<double> loss = {5, 3, 8, 1, 9, 4};
+  auto metrics = [&](std::int64_t step) {
+    return boost::json::object{{"loss", loss[static_cast<std::size_t>(step)]}};
+  };
+  auto by_loss = [](const boost::json::object& m) { return m.at("loss").to_number<double>(); };
+  // Best two by min loss are steps 3 and 1; the newest (5) is always kept.
+  EXPECT_EQ(run(comm, tmp / "min",
+                {.max_to_keep = 2, .best_fn = by_loss, .best_mode = BestMode::min}, 6, metrics),
+            (Steps{1, 3, 5}));
+  EXPECT_EQ(run(comm, tmp / "max",
+                {.max_to_keep = 2, .best_fn = by_loss, .best_mode = BestMode::max}, 6, metrics),
+            (Steps{2, 4, 5}));
+  CheckpointManager manager(comm, tmp / "min",
+                            {.best_fn = by_loss, .best_mode = BestMode::min, .read_only = true});
+  EXPECT_EQ(manager.best_step(), 3);
+  EXPECT_EQ(manager.metrics(3).at("loss").to_number<double>(), 1.0);
+}
+
+TEST(Manager, AsyncStepsAreReportedOnlyOnceCommitted) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  State state;
+  state.fill(1.0);
+  CheckpointManager manager(comm, tmp.path());
+  EXPECT_TRUE(manager.save(0, ArrayTreeSave(state.tree(comm))));
+  state.fill(-1.0);  // the saved values must not change
+  EXPECT_FALSE(manager.latest_step().has_value() && manager.is_saving_in_progress());
+  manager.wait_until_finished();
+  EXPECT_EQ(manager.latest_step(), 0);
+  std::vector<double> back(kRows);
+  ArrayTree target;
+  target.add_array(
+      "u", ArrayShard::host(back.data(), {comm.size(), kRows}, Box{{comm.rank(), 0}, {1, kRows}}));
+  const ArrayTreeRestore args(target);
+  (void)manager.restore(std::nullopt, &args);
+  for (std::size_t i = 0; i < back.size(); ++i) EXPECT_EQ(back[i], 1.0 + static_cast<double>(i));
+}
+
+TEST(Manager, StepAlreadyExistsAndReadOnly) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  State state;
+  {
+    CheckpointManager manager(comm, tmp.path(), {.enable_async = false});
+    ASSERT_TRUE(manager.save(3, ArrayTreeSave(state.tree(comm))));
+    EXPECT_THROW(manager.save(3, ArrayTreeSave(state.tree(comm))), InvalidArgument);
+    EXPECT_TRUE(manager.save(3, ArrayTreeSave(state.tree(comm)), {.force = true}));
+    EXPECT_FALSE(manager.save(2, ArrayTreeSave(state.tree(comm))));  // older than the latest
+  }
+  CheckpointManager reader(comm, tmp.path(), {.read_only = true});
+  EXPECT_FALSE(reader.save(10, ArrayTreeSave(state.tree(comm))));
+  EXPECT_EQ(reader.all_steps(), (Steps{3}));
+  comm.barrier("checked");
+  EXPECT_FALSE(std::filesystem::exists(reader.step_path(10)));
+}
+
+TEST(Manager, RootMetadataIsWrittenOnceAndStepMetadataHoldsMetrics) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  State state;
+  {
+    CheckpointManager manager(comm, tmp.path(),
+                              {.step_prefix = "step_", .step_format_fixed_length = 6});
+    ASSERT_TRUE(manager.save(7, ArrayTreeSave(state.tree(comm)), {.metrics = {{"loss", 0.5}}}));
+    manager.wait_until_finished();
+    EXPECT_EQ(manager.step_path(7).filename(), "step_000007");
+    EXPECT_EQ(manager.metadata().at("step_prefix").as_string(), "step_");
+    const auto step = manager.metadata(7);
+    EXPECT_EQ(step.at("custom").at("metrics").at("loss").as_double(), 0.5);
+    EXPECT_EQ(manager.item_metadata(7).at("world_size").as_int64(), comm.size());
+  }
+  // A second manager with other options keeps the first root metadata.
+  CheckpointManager again(comm, tmp.path(), {.step_prefix = "other_"});
+  EXPECT_EQ(again.metadata().at("step_prefix").as_string(), "step_");
+}
+
+TEST(Manager, DeleteToSubdirAndBackgroundDelete) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  EXPECT_EQ(run(comm, tmp / "sub", {.max_to_keep = 1, .todelete_subdir = "trash"}, 3), (Steps{2}));
+  comm.barrier("saved");
+  EXPECT_TRUE(std::filesystem::exists(tmp / "sub" / "trash" / "0"));
+  EXPECT_TRUE(std::filesystem::exists(tmp / "sub" / "trash" / "1"));
+  EXPECT_EQ(run(comm, tmp / "bg", {.max_to_keep = 1, .enable_background_delete = true}, 3),
+            (Steps{2}));
+  comm.barrier("deleted");
+  EXPECT_FALSE(std::filesystem::exists(tmp / "bg" / "0"));
+  EXPECT_FALSE(std::filesystem::exists(tmp / "bg" / "0.cairn-deleting"));
+}
+
+TEST(Manager, CleanupOfTemporaryDirectoriesAndSingleHostLoad) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  run(comm, tmp.path(), {.enable_async = false}, 2);
+  if (comm.is_primary()) std::filesystem::create_directories(tmp / "5.cairn-tmp" / "x");
+  comm.barrier("leftover made");
+  CheckpointManager manager(
+      comm, tmp.path(), {.cleanup_tmp_directories = true, .single_host_load_and_broadcast = true});
+  EXPECT_EQ(manager.all_steps(), (Steps{0, 1}));
+  comm.barrier("cleaned");
+  EXPECT_FALSE(std::filesystem::exists(tmp / "5.cairn-tmp"));
+}
+
+TEST(Manager, ALockOfAnotherJobIsAClearError) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  if (comm.is_primary()) {
+    std::ofstream(tmp / "cairn.lock") << R"({"host":"elsewhere","pid":1,"slurm_job_id":"999"})";
+  }
+  comm.barrier("lock made");
+  try {
+    CheckpointManager manager(comm, tmp.path());
+    ADD_FAILURE() << "expected InvalidArgument";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("locked"), std::string::npos) << e.what();
+  }
+  // A read-only manager needs no lock.
+  EXPECT_NO_THROW(CheckpointManager(comm, tmp.path(), {.read_only = true}));
+}
+
+TEST(Multihost, RestoresTheNewestCommonStepAndDropsFutureSteps) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  State state;
+  const auto base = tmp / "node";
+  {
+    MultihostCheckpoint ckpt(comm, base);
+    ArrayTree initial = state.tree(comm);
+    EXPECT_EQ(ckpt.restore_or_initialize(initial), 0);  // nothing saved yet: step 0 is saved
+    for (std::int64_t step = 1; step <= 3; ++step) {
+      state.fill(static_cast<double>(step * 10));
+      ckpt.save(step, state.tree(comm));
+    }
+  }
+  // The last rank "died" during the save of step 3: its step 3 is gone.
+  if (comm.rank() == comm.size() - 1) {
+    std::filesystem::remove_all(
+        std::filesystem::path(base.string() + "-" + std::to_string(comm.rank())) / "ckpt-3");
+  }
+  comm.barrier("simulated crash");
+  MultihostCheckpoint ckpt(comm, base);
+  state.fill(-1.0);
+  ArrayTree target = state.tree(comm);
+  const std::int64_t expected = 2;
+  EXPECT_EQ(ckpt.restore_or_initialize(target), expected);
+  for (std::size_t i = 0; i < state.values.size(); ++i) {
+    EXPECT_EQ(state.values[i], static_cast<double>(expected * 10) + static_cast<double>(i));
+  }
+  // The ranks that had finished step 3 dropped it.
+  EXPECT_FALSE(std::filesystem::exists(ckpt.directory() / "ckpt-3"));
+  EXPECT_THROW(MultihostCheckpoint(comm, tmp / "bad", {.max_to_keep = 1}), InvalidArgument);
+}
