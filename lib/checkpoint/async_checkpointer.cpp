@@ -2,6 +2,7 @@
 #include <atomic>
 #include <cairn/checkpointer.hpp>
 #include <fmt/format.h>
+#include <future>
 #include <thread>
 
 #include "checkpoint/commit.hpp"
@@ -19,6 +20,9 @@ struct AsyncCheckpointer::Impl {
     std::unique_ptr<PendingSave> pending;
     std::thread thread;
     std::atomic<bool> done{false};
+    // Seconds stage() took, set by the caller's thread once it returns: `record` belongs to
+    // the background thread from its start, so the caller never touches it directly.
+    std::promise<double> staged;
     std::optional<std::pair<ErrorCode, std::string>> error;  // set by the background thread
   };
 
@@ -39,6 +43,7 @@ struct AsyncCheckpointer::Impl {
       const auto start = std::chrono::steady_clock::now();
       flight.pending->write(background_mpi ? &background : nullptr);
       flight.record.timings["write_s"] = checkpoint::seconds_since(start);
+      flight.record.timings["stage_s"] = flight.staged.get_future().get();
       if (background_mpi) complete(flight, background);
     } catch (const std::exception& e) {
       flight.error.emplace(error_code_of(e), e.what());
@@ -146,8 +151,10 @@ void AsyncCheckpointer::save(const std::filesystem::path& dir, const CheckpointA
     f.pending->stage();
   } catch (const std::exception& e) {
     f.pending->fail(e);
+  } catch (...) {
+    f.pending->fail(Error(ErrorCode::internal, "unknown exception while staging"));
   }
-  f.record.timings["stage_s"] = checkpoint::seconds_since(start);
+  f.staged.set_value(checkpoint::seconds_since(start));
 }
 
 std::any AsyncCheckpointer::restore(const std::filesystem::path& dir, const CheckpointArgs* args) {

@@ -162,13 +162,13 @@ std::unique_ptr<PendingSave> CompositeHandler::async_save(const Comm& comm,
   return pending;
 }
 
-std::any CompositeHandler::restore(const Comm& comm, const std::filesystem::path& dir,
-                                   const CheckpointArgs* args) {
-  const Composite* composite = args ? &composite_args(*args) : nullptr;
-
-  // The primary looks at the directory and the step metadata; every rank gets the verdict.
+// What a composite checkpoint directory holds: the item directories present, and the item
+// handler types recorded in its cairn-step.json. The primary looks, every rank gets the
+// verdict. Collective.
+static std::pair<std::set<std::string>, std::map<std::string, std::string>> look_at(
+    const Comm& comm, const std::filesystem::path& dir) {
   boost::json::object seen;
-  comm.run_all(fmt::format("composite restore from '{}':", dir.string()), [&] {
+  comm.run_all(fmt::format("composite checkpoint '{}':", dir.string()), [&] {
     if (!comm.is_primary()) return;
     boost::json::array present;
     std::error_code ec;
@@ -203,6 +203,15 @@ std::any CompositeHandler::restore(const Comm& comm, const std::filesystem::path
     }
   }
 
+  return {std::move(present), std::move(recorded)};
+}
+
+std::any CompositeHandler::restore(const Comm& comm, const std::filesystem::path& dir,
+                                   const CheckpointArgs* args) {
+  const Composite* composite = args ? &composite_args(*args) : nullptr;
+
+  const auto [present, recorded] = look_at(comm, dir);
+
   // Which items, and with which handler; the same decisions on every rank.
   std::vector<std::pair<std::string, std::shared_ptr<CheckpointHandler>>> plan;
   if (composite) {
@@ -210,6 +219,12 @@ std::any CompositeHandler::restore(const Comm& comm, const std::filesystem::path
       if (!present.contains(name)) {
         throw NotFound(name,
                        fmt::format("item '{}' is not in the checkpoint '{}'", name, dir.string()));
+      }
+      if (auto it = recorded.find(name);
+          it != recorded.end() && it->second != item->handler_type()) {
+        throw InvalidArgument(
+            fmt::format("item '{}' was saved by '{}', but the arguments are for '{}'", name,
+                        it->second, item->handler_type()));
       }
       plan.emplace_back(name, resolve(name, item->handler_type()));
     }
@@ -233,18 +248,20 @@ std::any CompositeHandler::restore(const Comm& comm, const std::filesystem::path
 }
 
 boost::json::value CompositeHandler::metadata(const Comm& comm, const std::filesystem::path& dir) {
-  const auto restored_types = [&] {
-    boost::json::object out;
-    for (const auto& [name, handler] : handlers_) out[name] = handler->type_name();
-    return out;
-  }();
+  const auto [present, recorded] = look_at(comm, dir);
   boost::json::object items;
-  for (const auto& [name, handler] : handlers_) {
-    std::error_code ec;
-    if (!comm.all(std::filesystem::is_directory(dir / name, ec))) continue;
-    items[name] = handler->metadata(comm, dir / name);
+  for (const auto& name : present) {
+    std::shared_ptr<CheckpointHandler> item_handler = handler(name);
+    if (!item_handler) {
+      auto it = recorded.find(name);
+      if (it == recorded.end() || !HandlerRegistry::global().contains(it->second)) continue;
+      item_handler = resolve(name, it->second);
+    }
+    items[name] = item_handler->metadata(comm, dir / name);
   }
-  return {{"handler", type_name()}, {"handlers", restored_types}, {"items", std::move(items)}};
+  boost::json::object types;
+  for (const auto& [name, item_handler] : handlers_) types[name] = item_handler->type_name();
+  return {{"handler", type_name()}, {"handlers", std::move(types)}, {"items", std::move(items)}};
 }
 
 void CompositeHandler::finalize(const Comm& comm, const std::filesystem::path& dir) {

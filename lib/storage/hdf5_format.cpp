@@ -309,6 +309,13 @@ Hdf5Writer::~Hdf5Writer() {
 std::size_t Hdf5Writer::array_count() const noexcept { return impl_->arrays.size(); }
 
 std::optional<ShardRecord> Hdf5Writer::write(std::size_t index, const void* data) {
+  return write_impl(index, data, false);
+}
+
+void Hdf5Writer::skip(std::size_t index) { (void)write_impl(index, nullptr, true); }
+
+std::optional<ShardRecord> Hdf5Writer::write_impl(std::size_t index, const void* data,
+                                                  bool skipping) {
   Impl& w = *impl_;
   if (w.closed || w.next == w.arrays.size()) {
     throw InvalidArgument(fmt::format("Hdf5Writer for '{}': write({}) after {}", w.file_name, index,
@@ -330,7 +337,7 @@ std::optional<ShardRecord> Hdf5Writer::write(std::size_t index, const void* data
 
   // This rank's data, checksummed from the bytes written; not after a failure.
   std::optional<ShardRecord> record;
-  if (w.failure.ok) {
+  if (w.failure.ok && !skipping) {
     try {
       const std::string what = fmt::format("leaf '{}' on this rank", a.path);
       if (a.box) {

@@ -96,6 +96,9 @@ class Hdf5Writer {
   /// array, InvalidArgument (on the calling rank) after finish() or after every array was
   /// written. Local failures are remembered for finish().
   std::optional<ShardRecord> write(std::size_t index, const void* data);
+  /// Takes part in the collective write of array `index` without writing anything, e.g.
+  /// after a local failure the caller reports itself. Collective like write().
+  void skip(std::size_t index);
 
   /// Closes the datasets and the file (collective) and, when `fsync`, fsyncs the file on
   /// every rank (the data was written by the MPI-IO aggregators and metadata by any rank;
@@ -108,6 +111,8 @@ class Hdf5Writer {
   void finish(bool fsync);
 
  private:
+  std::optional<ShardRecord> write_impl(std::size_t index, const void* data, bool skipping);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -185,7 +185,11 @@ void TreeWriter::write(std::size_t index, const void* data) {
     fail(e);
   }
   try {
-    auto record = hdf5_->write(h5_index, failed() ? nullptr : data);
+    if (failed()) {
+      hdf5_->skip(h5_index);
+      return;
+    }
+    auto record = hdf5_->write(h5_index, data);
     if (record) {
       std::lock_guard lock(mutex_);
       records_.emplace_back(index, std::move(*record));
