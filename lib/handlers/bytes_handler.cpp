@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "comm/fault.hpp"
+#include "comm/first_error.hpp"
 #include "storage/checksum.hpp"
 #include "storage/posix_file.hpp"
 
@@ -28,7 +29,7 @@ class BytesPendingSave final : public PendingSave {
   void stage() override {}  // the bytes were copied when the save started
 
   void write(const Comm*) override {
-    if (!writes_ || error_) return;
+    if (!writes_ || error_.failed()) return;
     try {
       fault::point("handler.bytes_write");
       checksum_ = storage::checksum_of(bytes_);
@@ -44,8 +45,7 @@ class BytesPendingSave final : public PendingSave {
   }
 
   void finish(const Comm& comm) override {
-    comm.all_ok(!error_, error_ ? error_->second : std::string(),
-                error_ ? error_->first : ErrorCode::internal);
+    error_.report(comm);
     boost::json::value mine = nullptr;
     if (writes_) {
       mine = {
@@ -70,13 +70,7 @@ class BytesPendingSave final : public PendingSave {
 
   std::uint64_t bytes_written() const noexcept override { return written_; }
 
-  void fail(const std::exception& error) noexcept override {
-    if (error_) return;
-    try {
-      error_.emplace(error_code_of(error), error.what());
-    } catch (...) {
-    }
-  }
+  void fail(const std::exception& error) noexcept override { error_.record(error); }
 
  private:
   int rank_;
@@ -86,7 +80,7 @@ class BytesPendingSave final : public PendingSave {
   std::vector<std::byte> bytes_;
   std::uint64_t checksum_ = 0;
   std::uint64_t written_ = 0;
-  std::optional<std::pair<ErrorCode, std::string>> error_;
+  detail::FirstError error_;
 };
 
 // The index, read by the primary and broadcast; validated identically on every rank.

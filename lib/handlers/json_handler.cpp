@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "comm/fault.hpp"
+#include "comm/first_error.hpp"
 #include "storage/posix_file.hpp"
 
 namespace cairn {
@@ -19,7 +20,7 @@ class JsonPendingSave final : public PendingSave {
   void stage() override {}  // the value was copied when the save started
 
   void write(const Comm*) override {
-    if (!primary_ || error_) return;
+    if (!primary_ || error_.failed()) return;
     try {
       fault::point("handler.json_write");
       const std::string text = boost::json::serialize(value_);
@@ -30,27 +31,18 @@ class JsonPendingSave final : public PendingSave {
     }
   }
 
-  void finish(const Comm& comm) override {
-    comm.all_ok(!error_, error_ ? error_->second : std::string(),
-                error_ ? error_->first : ErrorCode::internal);
-  }
+  void finish(const Comm& comm) override { error_.report(comm); }
 
   std::uint64_t bytes_written() const noexcept override { return bytes_; }
 
-  void fail(const std::exception& error) noexcept override {
-    if (error_) return;
-    try {
-      error_.emplace(error_code_of(error), error.what());
-    } catch (...) {
-    }
-  }
+  void fail(const std::exception& error) noexcept override { error_.record(error); }
 
  private:
   bool primary_;
   std::filesystem::path dir_;
   boost::json::value value_;
   std::uint64_t bytes_ = 0;
-  std::optional<std::pair<ErrorCode, std::string>> error_;
+  detail::FirstError error_;
 };
 
 }  // namespace

@@ -1,0 +1,44 @@
+// cairn — the first failure of a multi-step local operation, kept until every rank reports
+// (internal). Layers that must keep taking part in collective steps after a local failure
+// remember it here and share it with Comm::all_ok() at the end.
+#pragma once
+
+#include <cairn/comm.hpp>
+#include <cairn/error.hpp>
+
+#include <exception>
+#include <optional>
+#include <string>
+#include <utility>
+
+namespace cairn::detail {
+
+class FirstError {
+ public:
+  /// Remembers `error` unless a failure is already remembered. Never throws.
+  void record(const std::exception& error) noexcept {
+    if (error_) return;
+    try {
+      error_.emplace(error_code_of(error), error.what());
+    } catch (...) {
+      // Out of memory: report() still sees a failure through failed_.
+    }
+    failed_ = true;
+  }
+  /// Whether a failure was remembered. Never throws.
+  [[nodiscard]] bool failed() const noexcept { return failed_; }
+  /// Shares the verdict: throws on every rank of `comm` when any rank remembered a failure.
+  /// Collective.
+  void report(const Comm& comm, std::string_view prefix = {}) const {
+    const std::string message =
+        error_ ? std::string(prefix) + error_->second : std::string("out of memory");
+    comm.all_ok(!failed_, failed_ ? message : std::string(),
+                error_ ? error_->first : ErrorCode::internal);
+  }
+
+ private:
+  std::optional<std::pair<ErrorCode, std::string>> error_;
+  bool failed_ = false;
+};
+
+}  // namespace cairn::detail
