@@ -613,7 +613,9 @@ void Comm::run_all(std::string_view what, const std::function<void()>& fn) const
   try {
     all_ok(ok, message, code);
   } catch (const Error& e) {
-    throw_error(e.code(), fmt::format("{}: {}", what, e.what()));
+    // Callers often end `what` with ':' already.
+    const std::string_view separator = what.ends_with(':') ? " " : ": ";
+    throw_error(e.code(), fmt::format("{}{}{}", what, separator, e.what()));
   }
 }
 

@@ -8,6 +8,8 @@
 #include <cairn/error.hpp>
 #include <cstdlib>
 #include <fmt/format.h>
+#include <atomic>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,8 @@ struct Rule {
   std::string point;
   int rank = -1;  // -1: every rank
   bool kill = false;
+  long hit = 0;   // fire at this hit of the point (1-based); 0: every hit
+  std::shared_ptr<std::atomic<long>> hits = std::make_shared<std::atomic<long>>(0);
 };
 
 std::vector<Rule> parse(std::string_view text) {
@@ -29,6 +33,10 @@ std::vector<Rule> parse(std::string_view text) {
     std::string_view item = text.substr(0, comma);
     text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
     Rule rule;
+    if (const auto hash = item.rfind('#'); hash != std::string_view::npos) {
+      rule.hit = std::atol(std::string(item.substr(hash + 1)).c_str());
+      item = item.substr(0, hash);
+    }
     if (item.ends_with(":kill")) {
       rule.kill = true;
       item.remove_suffix(5);
@@ -59,6 +67,7 @@ void point(std::string_view name) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   for (const Rule& rule : rules()) {
     if (rule.point != name || (rule.rank >= 0 && rule.rank != rank)) continue;
+    if (rule.hit > 0 && ++*rule.hits != rule.hit) continue;
     if (rule.kill) {
       log::warn("fault.kill", "point={}", name);
       ::kill(::getpid(), SIGKILL);

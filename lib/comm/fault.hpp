@@ -1,10 +1,10 @@
 // cairn — named fault points for tests (internal).
 //
 // A build configured with CAIRN_FAULT_INJECTION=ON reads the environment variable CAIRN_FAULT
-// once: a comma-separated list of `<point>@<rank>` or `<point>@<rank>:kill` (rank of
-// MPI_COMM_WORLD, or `*` for every rank). At a listed point on a listed rank, fault::point()
-// throws IoError ("injected fault at <point>") or, with `:kill`, SIGKILLs the process. In
-// other builds fault::point() does nothing.
+// once: a comma-separated list of `<point>@<rank>[:kill][#<n>]` (rank of MPI_COMM_WORLD, or
+// `*` for every rank; `#<n>`: only the n-th time the point is reached on that rank). At a
+// listed point on a listed rank, fault::point() throws IoError ("injected fault at <point>")
+// or, with `:kill`, SIGKILLs the process. In other builds fault::point() does nothing.
 #pragma once
 
 #include <cairn/config.hpp>

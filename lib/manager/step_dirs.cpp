@@ -6,9 +6,11 @@
 #include <boost/json.hpp>
 #include <cairn/checkpointer.hpp>
 #include <cairn/error.hpp>
+#include <cerrno>
 #include <charconv>
 #include <cstdlib>
 #include <fmt/format.h>
+#include <fstream>
 
 #include "comm/log.hpp"
 #include "storage/posix_file.hpp"
@@ -20,6 +22,44 @@ std::string host_name() {
   char name[256] = {};
   if (::gethostname(name, sizeof(name) - 1) != 0) return "unknown";
   return name;
+}
+
+// State and start time (clock ticks since boot) of process `pid` from /proc, or std::nullopt
+// when it does not exist. A process that exited but was not reaped (state Z) counts as gone.
+struct ProcessStat {
+  char state = '?';
+  std::string start_time;
+};
+
+std::optional<ProcessStat> process_stat(long long pid) {
+  // /proc files report size 0, so they are read as a stream.
+  std::ifstream file(fmt::format("/proc/{}/stat", pid));
+  std::string text;
+  if (!file || !std::getline(file, text)) return std::nullopt;
+  // The command name is in parentheses and may hold spaces: fields start after the last ')'.
+  const auto close = text.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::vector<std::string> fields;
+  std::string field;
+  for (char c : text.substr(close + 2)) {
+    if (c == ' ') {
+      fields.push_back(field);
+      field.clear();
+    } else {
+      field += c;
+    }
+  }
+  fields.push_back(field);
+  if (fields.size() < 20) return std::nullopt;
+  return ProcessStat{fields[0].empty() ? '?' : fields[0][0], fields[19]};
+}
+
+bool process_gone(long long pid, const std::string& start_time) {
+  const auto stat = process_stat(pid);
+  if (!stat) return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+  if (stat->state == 'Z' || stat->state == 'X') return true;
+  // A new process that got the same pid is not the lock holder.
+  return !start_time.empty() && stat->start_time != start_time;
 }
 
 std::string slurm_job_id() {
@@ -101,8 +141,8 @@ void acquire_lock(const std::filesystem::path& root) {
       held_pid = v->get_int64();
     }
     const bool same_job = !job.empty() && job == held_job;
-    const bool gone = held_host == host && held_pid > 0 &&
-                      ::kill(static_cast<pid_t>(held_pid), 0) != 0 && errno == ESRCH;
+    const bool gone =
+        held_host == host && held_pid > 0 && process_gone(held_pid, field("start_time"));
     const bool mine = held_host == host && held_pid == ::getpid();
     if (!(jec || same_job || gone || mine)) {
       throw InvalidArgument(fmt::format(
@@ -114,8 +154,11 @@ void acquire_lock(const std::filesystem::path& root) {
     log::info("manager.lock_taken_over", "path=\"{}\" host={} pid={}", file.string(), held_host,
               held_pid);
   }
-  const boost::json::object lock = {
-      {"host", host}, {"pid", static_cast<std::int64_t>(::getpid())}, {"slurm_job_id", job}};
+  const auto self = process_stat(::getpid());
+  const boost::json::object lock = {{"host", host},
+                                    {"pid", static_cast<std::int64_t>(::getpid())},
+                                    {"start_time", self ? self->start_time : std::string()},
+                                    {"slurm_job_id", job}};
   storage::write_file_durably(file, boost::json::serialize(lock));
 }
 

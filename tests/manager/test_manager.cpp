@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <csignal>
 #include <fstream>
 
 #include "support/test_support.hpp"
@@ -230,4 +231,28 @@ TEST(Multihost, RestoresTheNewestCommonStepAndDropsFutureSteps) {
   // The ranks that had finished step 3 dropped it.
   EXPECT_FALSE(std::filesystem::exists(ckpt.directory() / "ckpt-3"));
   EXPECT_THROW(MultihostCheckpoint(comm, tmp / "bad", {.max_to_keep = 1}), InvalidArgument);
+}
+
+TEST(Manager, APreemptionSignalOnOneRankSavesTheSameStepEverywhere) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  State state;
+  CheckpointManager manager(
+      comm, tmp.path(),
+      {.save_interval_steps = 100,
+       .enable_async = false,
+       .preemption = PreemptionOptions{.signals = {SIGUSR1}, .use_slurm_end_time = false}});
+  std::int64_t stopped = -1;
+  for (std::int64_t step = 0; step < 10; ++step) {
+    // Slurm's --signal reaches one rank first.
+    if (step == 4 && comm.rank() == comm.size() - 1) std::raise(SIGUSR1);
+    state.fill(static_cast<double>(step));
+    (void)manager.save(step, ArrayTreeSave(state.tree(comm)));
+    if (manager.reached_preemption(step)) {
+      stopped = step;
+      break;
+    }
+  }
+  EXPECT_EQ(stopped, 4);
+  EXPECT_EQ(manager.all_steps(), (Steps{0, 4}));  // the initial save and the preemption save
 }

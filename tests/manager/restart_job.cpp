@@ -1,0 +1,77 @@
+// A small job for the restart test: it resumes from the latest committed step (checking the
+// restored values), then computes and saves steps up to STEPS asynchronously.
+//
+//   restart_job ROOT STEPS
+// Prints "restored <step>" or "fresh start", then "latest <step>"; exits 3 when restored
+// values are wrong.
+#include <mpi.h>
+
+#include <cairn/manager.hpp>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr std::int64_t kPerRank = 4096;
+
+void compute(std::vector<double>& values, std::int64_t step, std::int64_t first) {
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    values[i] =
+        static_cast<double>(step) * 1e6 + static_cast<double>(first) + static_cast<double>(i);
+  }
+}
+
+int run(const std::filesystem::path& root, std::int64_t steps) {
+  cairn::Comm comm(MPI_COMM_WORLD);
+  std::vector<double> values(kPerRank);
+  const std::int64_t first = comm.rank() * kPerRank;
+  cairn::ArrayTree tree;
+  tree.add_array("u", cairn::ArrayShard::host(values.data(), {comm.size() * kPerRank},
+                                              cairn::Box{{first}, {kPerRank}}));
+  cairn::CheckpointManager manager(comm, root, {.max_to_keep = 2});
+  std::int64_t start = 0;
+  if (const auto latest = manager.latest_step()) {
+    const cairn::ArrayTreeRestore args(tree);
+    (void)manager.restore(*latest, &args);
+    std::vector<double> expected(kPerRank);
+    compute(expected, *latest, first);
+    const bool ok = comm.all(values == expected);
+    if (comm.is_primary())
+      std::printf("restored %lld%s\n", static_cast<long long>(*latest), ok ? "" : " WRONG VALUES");
+    if (!ok) return 3;
+    start = *latest + 1;
+  } else if (comm.is_primary()) {
+    std::printf("fresh start\n");
+  }
+  for (std::int64_t step = start; step < steps; ++step) {
+    compute(values, step, first);
+    (void)manager.save(step, cairn::ArrayTreeSave(tree));
+  }
+  manager.wait_until_finished();
+  if (comm.is_primary()) {
+    std::printf("latest %lld\n", static_cast<long long>(manager.latest_step().value_or(-1)));
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  int code = 2;
+  if (argc == 3) {
+    try {
+      code = run(argv[1], std::stoll(argv[2]));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "restart_job: %s\n", e.what());
+      code = 1;
+    }
+  } else {
+    std::fprintf(stderr, "usage: restart_job ROOT STEPS\n");
+  }
+  MPI_Finalize();
+  return code;
+}
