@@ -5,10 +5,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cairn/error.hpp>
 #include <cstdlib>
 #include <fmt/format.h>
-#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,7 +22,7 @@ struct Rule {
   std::string point;
   int rank = -1;  // -1: every rank
   bool kill = false;
-  long hit = 0;   // fire at this hit of the point (1-based); 0: every hit
+  long hit = 0;  // fire at this hit of the point (1-based); 0: every hit
   std::shared_ptr<std::atomic<long>> hits = std::make_shared<std::atomic<long>>(0);
 };
 
