@@ -73,7 +73,8 @@ struct CheckpointManagerOptions {
   bool single_host_load_and_broadcast = false;
   /// Rank that does the single-writer work.
   int primary_host = 0;
-  /// Ranks that take part (empty: all).
+  /// Passed to the manager's Comm (CommOptions::active_processes; must include the primary).
+  /// Saves and restores still involve every rank of the communicator.
   std::vector<int> active_processes = {};
   /// Deadline of every collective step.
   std::chrono::milliseconds barrier_timeout = std::chrono::minutes(10);
