@@ -73,8 +73,10 @@ struct CheckpointManagerOptions {
   bool single_host_load_and_broadcast = false;
   /// Rank that does the single-writer work.
   int primary_host = 0;
-  /// Passed to the manager's Comm (CommOptions::active_processes; must include the primary).
-  /// Saves and restores still involve every rank of the communicator.
+  /// Ranks of the communicator that take part in checkpointing (Orbax active_processes);
+  /// empty: all. Must include primary_host. The manager's collective calls are then
+  /// collective over these ranks only; on the other ranks every call returns at once without
+  /// touching the file system (see CheckpointManager::is_active()).
   std::vector<int> active_processes = {};
   /// Deadline of every collective step.
   std::chrono::milliseconds barrier_timeout = std::chrono::minutes(10);
@@ -102,11 +104,17 @@ struct ManagerSaveOptions {
 /// directory holds that item. Composite mode (item names, or item -> handler): save() takes a
 /// cairn::Composite and each item has its own sub-directory.
 ///
-/// Every member is collective over the manager's communicator unless it says otherwise.
+/// Every member is collective over the manager's active processes (all ranks of the
+/// communicator unless CheckpointManagerOptions::active_processes says otherwise) unless it
+/// says otherwise. On a rank that is not active, every member returns at once without
+/// communicating or touching the file system: save() and should_save() return false, the
+/// step queries return nothing, delete_step(), reload(), wait_until_finished() and close() do
+/// nothing, and restore(), metrics() and the metadata() calls throw InvalidArgument.
 class CheckpointManager {
  public:
-  /// Opens (and unless read_only, creates and locks) `root`. Collective. Throws NotFound
-  /// (root missing and !create), InvalidArgument (bad options, root locked by another job).
+  /// Opens (and unless read_only, creates and locks) `root`. Collective over every rank of
+  /// `comm`, active or not. Throws NotFound (root missing and !create), InvalidArgument (bad
+  /// options, root locked by another job).
   CheckpointManager(const Comm& comm, std::filesystem::path root,
                     CheckpointManagerOptions options = {},
                     std::map<std::string, std::shared_ptr<CheckpointHandler>> item_handlers = {},
@@ -166,6 +174,8 @@ class CheckpointManager {
   [[nodiscard]] std::filesystem::path step_path(std::int64_t step) const;
   /// The manager's root. Not collective.
   [[nodiscard]] const std::filesystem::path& root() const noexcept { return root_; }
+  /// Whether this rank is one of the active processes. Not collective; never throws.
+  [[nodiscard]] bool is_active() const noexcept { return active_; }
 
  private:
   struct StepInfo {
@@ -182,8 +192,11 @@ class CheckpointManager {
   [[nodiscard]] StepInfo read_step_info(std::int64_t step);
   [[nodiscard]] boost::json::object read_step_metadata(std::int64_t step);
   void check_writable(std::string_view what) const;
+  void require_active(std::string_view what) const;
 
-  Comm comm_;
+  bool active_ = true;
+  Comm comm_;            // over the active processes only
+  int caller_rank_ = 0;  // this rank in the communicator the manager was made with
   std::filesystem::path root_;
   CheckpointManagerOptions options_;
   std::shared_ptr<CheckpointHandler> handler_;

@@ -20,15 +20,28 @@ std::chrono::system_clock::time_point parse_time(const boost::json::object& step
   return std::chrono::system_clock::from_time_t(::timegm(&tm));
 }
 
+// The manager's Comm: over the active processes only. A rank that is not active gets a Comm
+// over itself, which the manager never uses, and `active` false.
+Comm active_comm(const Comm& comm, const CheckpointManagerOptions& options, bool& active) {
+  Comm whole(comm.get(), {.primary_rank = options.primary_host,
+                          .active_processes = options.active_processes,
+                          .barrier_timeout = options.barrier_timeout});
+  active = true;
+  if (options.active_processes.empty()) return whole;
+  auto sub = whole.active();
+  if (sub) return std::move(*sub);
+  active = false;
+  return Comm(MPI_COMM_SELF, {.barrier_timeout = options.barrier_timeout});
+}
+
 }  // namespace
 
 CheckpointManager::CheckpointManager(
     const Comm& comm, std::filesystem::path root, CheckpointManagerOptions options,
     std::map<std::string, std::shared_ptr<CheckpointHandler>> item_handlers,
     std::set<std::string> item_names)
-    : comm_(comm.get(), {.primary_rank = options.primary_host,
-                         .active_processes = options.active_processes,
-                         .barrier_timeout = options.barrier_timeout}),
+    : comm_(active_comm(comm, options, active_)),
+      caller_rank_(comm.rank()),
       root_(std::move(root)),
       options_(std::move(options)) {
   if (options_.save_interval_steps <= 0) {
@@ -56,6 +69,7 @@ CheckpointManager::CheckpointManager(
                                                  .best_mode = options_.best_mode,
                                                  .keep_checkpoints_without_metrics =
                                                      options_.keep_checkpoints_without_metrics});
+  if (!active_) return;
   if (options_.preemption) preemption_ = std::make_unique<PreemptionWatcher>(*options_.preemption);
 
   comm_.run_all(fmt::format("opening checkpoint root '{}':", root_.string()), [&] {
@@ -105,6 +119,14 @@ std::filesystem::path CheckpointManager::step_path(std::int64_t step) const {
   return root_ / step_name(step);
 }
 
+void CheckpointManager::require_active(std::string_view what) const {
+  if (!active_) {
+    throw InvalidArgument(
+        fmt::format("{} of '{}' on rank {}: this rank is not one of the manager's active_processes",
+                    what, root_.string(), caller_rank_));
+  }
+}
+
 void CheckpointManager::check_writable(std::string_view what) const {
   if (closed_) throw InvalidArgument(fmt::format("{}: the manager is closed", what));
 }
@@ -147,6 +169,7 @@ CheckpointManager::StepInfo CheckpointManager::read_step_info(std::int64_t step)
 }
 
 void CheckpointManager::reload() {
+  if (!active_) return;
   std::vector<std::int64_t> steps;
   const manager::StepNaming naming{options_.step_prefix, options_.step_format_fixed_length};
   if (options_.single_host_load_and_broadcast) {
@@ -168,6 +191,7 @@ void CheckpointManager::reload() {
 }
 
 std::vector<std::int64_t> CheckpointManager::all_steps(bool read) {
+  if (!active_) return {};
   if (read) reload();
   std::vector<std::int64_t> out;
   for (const auto& info : steps_) out.push_back(info.step);
@@ -202,11 +226,13 @@ std::optional<std::int64_t> CheckpointManager::best_step() {
 }
 
 bool CheckpointManager::reached_preemption(std::int64_t step) {
+  if (!active_) return false;
   if (!preemption_) return false;
   return preemption_->reached_preemption(comm_, step);
 }
 
 bool CheckpointManager::should_save(std::int64_t step) {
+  if (!active_) return false;
   const bool preempted = reached_preemption(step);
   if (!steps_.empty() && step <= steps_.back().step) return false;
   if (in_flight_ && step <= in_flight_->step) return false;
@@ -222,6 +248,7 @@ bool CheckpointManager::should_save(std::int64_t step) {
 
 bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
                              const ManagerSaveOptions& options) {
+  if (!active_) return false;
   check_writable("save");
   if (options_.read_only) {
     log::warn("manager.read_only", "root=\"{}\" step={} saved=false", root_.string(), step);
@@ -278,6 +305,7 @@ void CheckpointManager::apply_retention() {
 }
 
 void CheckpointManager::delete_step(std::int64_t step) {
+  if (!active_) return;
   check_writable("delete_step");
   if (options_.read_only) {
     log::warn("manager.read_only", "root=\"{}\" step={} deleted=false", root_.string(), step);
@@ -308,6 +336,7 @@ void CheckpointManager::delete_step(std::int64_t step) {
 }
 
 std::any CheckpointManager::restore(std::optional<std::int64_t> step, const CheckpointArgs* args) {
+  require_active("restore");
   wait_until_finished();
   const auto chosen = step ? step : latest_step();
   if (!chosen) {
@@ -332,6 +361,7 @@ std::any CheckpointManager::restore(std::optional<std::int64_t> step, const Chec
 }
 
 boost::json::object CheckpointManager::metrics(std::int64_t step) {
+  require_active("metrics");
   for (const auto& info : steps_) {
     if (info.step == step) return info.metrics;
   }
@@ -340,6 +370,7 @@ boost::json::object CheckpointManager::metrics(std::int64_t step) {
 }
 
 boost::json::object CheckpointManager::metadata() {
+  require_active("metadata");
   const auto file = root_ / manager::kRootMetadataFile;
   std::string text;
   comm_.run_all(fmt::format("reading '{}':", file.string()), [&] {
@@ -359,6 +390,7 @@ boost::json::object CheckpointManager::metadata(std::int64_t step) {
 }
 
 boost::json::value CheckpointManager::item_metadata(std::int64_t step) {
+  require_active("item_metadata");
   (void)metrics(step);
   const auto meta = read_step_metadata(step);
   const auto* type = meta.if_contains("handler");

@@ -256,3 +256,112 @@ TEST(Manager, APreemptionSignalOnOneRankSavesTheSameStepEverywhere) {
   EXPECT_EQ(stopped, 4);
   EXPECT_EQ(manager.all_steps(), (Steps{0, 4}));  // the initial save and the preemption save
 }
+
+TEST(Manager, PolicyObjectsReplaceThePlainOptions) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  namespace sp = save_policy;
+  namespace pp = preservation_policy;
+  // Saves at multiples of 4 and at 5; keeps the latest two and step 0.
+  const CheckpointManagerOptions composed{
+      .save_interval_steps = 1,  // ignored: the policy object replaces it
+      .save_decision_policy = std::make_shared<sp::AnyOf>(std::vector<SaveDecisionPolicyPtr>{
+          std::make_shared<sp::FixedInterval>(4),
+          std::make_shared<sp::SpecificSteps>(std::set<std::int64_t>{5})}),
+      .max_to_keep = 1,  // ignored as well
+      .preservation_policy = std::make_shared<pp::AnyOf>(std::vector<PreservationPolicyPtr>{
+          std::make_shared<pp::LatestN>(2),
+          std::make_shared<pp::CustomSteps>(std::set<std::int64_t>{0})}),
+      .enable_async = false};
+  EXPECT_EQ(run(comm, tmp / "composed", composed, 10), (Steps{0, 5, 8}));
+  // Continuous checkpointing saves every step; with a one-hour minimum only the first.
+  EXPECT_EQ(run(comm, tmp / "continuous",
+                {.save_decision_policy = std::make_shared<sp::ContinuousCheckpointing>(),
+                 .preservation_policy = std::make_shared<pp::LatestN>(3)},
+                10),
+            (Steps{7, 8, 9}));
+  EXPECT_EQ(run(comm, tmp / "hourly",
+                {.save_decision_policy =
+                     std::make_shared<sp::ContinuousCheckpointing>(std::chrono::hours(1))},
+                10),
+            (Steps{0}));
+}
+
+TEST(Manager, KeepTimeIntervalKeepsOneCheckpointPerWindow) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  EXPECT_EQ(run(comm, tmp.path(), {.enable_async = false}, 6), (Steps{0, 1, 2, 3, 4, 5}));
+  // Pretend the steps were committed half an hour apart, ten hours ago.
+  if (comm.is_primary()) {
+    const auto start = std::chrono::system_clock::now() - std::chrono::hours(10);
+    for (std::int64_t step = 0; step < 6; ++step) {
+      const auto file = tmp / std::to_string(step) / "cairn-step.json";
+      std::ifstream in(file);
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      auto meta = boost::json::parse(text).as_object();
+      const auto when =
+          std::chrono::system_clock::to_time_t(start + step * std::chrono::minutes(30));
+      std::tm tm{};
+      ::gmtime_r(&when, &tm);
+      char stamp[32];
+      ASSERT_GT(std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm), 0U);
+      meta["commit_time"] = stamp;
+      std::ofstream(file, std::ios::trunc) << boost::json::serialize(meta);
+    }
+  }
+  comm.barrier("times rewritten");
+  // Hour windows from the first checkpoint: {0, 1}, {2, 3}, {4, 5}, then step 6 (now) alone.
+  State state;
+  CheckpointManager manager(
+      comm, tmp.path(),
+      {.max_to_keep = 1, .keep_time_interval = std::chrono::hours(1), .enable_async = false});
+  ASSERT_TRUE(manager.save(6, ArrayTreeSave(state.tree(comm))));
+  EXPECT_EQ(manager.all_steps(), (Steps{0, 2, 4, 6}));
+  EXPECT_EQ(manager.all_steps(/*read=*/true), (Steps{0, 2, 4, 6}));
+}
+
+TEST(Manager, OnlyTheActiveProcessesCheckpoint) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  // Even ranks are active; they split a (active ranks x kRows) field among themselves.
+  std::vector<int> active;
+  for (int r = 0; r < comm.size(); r += 2) active.push_back(r);
+  const bool is_active = comm.rank() % 2 == 0;
+  const auto n_active = static_cast<std::int64_t>(active.size());
+  const std::int64_t row = comm.rank() / 2;
+  std::vector<double> values(kRows);
+  auto tree = [&](std::vector<double>& data) {
+    ArrayTree t;
+    if (is_active) {
+      t.add_array("u", ArrayShard::host(data.data(), {n_active, kRows}, Box{{row, 0}, {1, kRows}}));
+    }
+    return t;
+  };
+  {
+    CheckpointManager manager(comm, tmp.path(),
+                              {.active_processes = active, .enable_async = false});
+    EXPECT_EQ(manager.is_active(), is_active);
+    for (std::int64_t step = 0; step < 2; ++step) {
+      for (std::int64_t i = 0; i < kRows; ++i) {
+        values[static_cast<std::size_t>(i)] = static_cast<double>(step * 100 + row * kRows + i);
+      }
+      // Inactive ranks may call save: it returns at once.
+      EXPECT_EQ(manager.save(step, ArrayTreeSave(tree(values))), is_active);
+    }
+    if (is_active) {
+      EXPECT_EQ(manager.all_steps(), (Steps{0, 1}));
+      EXPECT_EQ(manager.item_metadata(1).at("world_size").as_int64(), n_active);
+      std::vector<double> back(kRows, -1.0);
+      const ArrayTreeRestore args(tree(back));
+      (void)manager.restore(1, &args);
+      EXPECT_EQ(back, values);
+    } else {
+      EXPECT_TRUE(manager.all_steps(/*read=*/true).empty());
+      EXPECT_FALSE(manager.latest_step().has_value());
+      EXPECT_THROW((void)manager.restore(), InvalidArgument);
+    }
+  }
+  comm.barrier("checked");
+  EXPECT_THROW(CheckpointManager(comm, tmp / "bad", {.primary_host = 1, .active_processes = {0}}),
+               InvalidArgument);
+}
