@@ -203,7 +203,7 @@ CAIRN_C_API cairn_status cairn_tree_leaf_count(const cairn_tree* tree, size_t* c
 /* The path of leaf `index` (insertion order) in *path, to be freed with cairn_free().
  * CAIRN_ERR_NOT_FOUND when index >= the count. */
 CAIRN_C_API cairn_status cairn_tree_leaf_path(const cairn_tree* tree, size_t index, char** path);
-/* Whether `path` is a leaf (*kind = CAIRN_LEAF_*) ; CAIRN_ERR_NOT_FOUND when it is not. */
+/* What the leaf `path` holds (*kind = CAIRN_LEAF_*); CAIRN_ERR_NOT_FOUND when there is none. */
 CAIRN_C_API cairn_status cairn_tree_leaf_kind(const cairn_tree* tree, const char* path, int* kind);
 /* Describes an array leaf: dtype, ndim, and (when not NULL, each of `capacity` elements)
  * global_dims, offset and local_dims of this rank's box; *replicated when not NULL.

@@ -5,7 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <limits>
+#include <functional>
 #include <new>
 
 #include "capi/handles.hpp"

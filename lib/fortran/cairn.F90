@@ -73,7 +73,8 @@ module cairn
   public :: cairn_last_error, cairn_version, cairn_comm_create, cairn_comm_free, cairn_comm_rank
   public :: cairn_comm_size, cairn_tree_create, cairn_tree_free, cairn_tree_add_string
   public :: cairn_tree_add_json, cairn_tree_get_string, cairn_tree_get_json
-  public :: cairn_tree_array_info, cairn_tree_leaf_kind, cairn_items_create, cairn_items_free
+  public :: cairn_tree_array_info, cairn_tree_leaf_kind, cairn_tree_leaf_count
+  public :: cairn_tree_leaf_path, cairn_items_create, cairn_items_free
   public :: cairn_items_add_tree, cairn_items_add_json, cairn_items_get_json
   public :: cairn_items_get_tree, cairn_manager_create, cairn_manager_free, cairn_manager_save
   public :: cairn_manager_save_items, cairn_manager_restore, cairn_manager_restore_as_saved
@@ -295,6 +296,36 @@ contains
     json = take_string(p)
     call check(status, ierr)
   end subroutine cairn_tree_get_json
+
+  !> The number of leaves.
+  subroutine cairn_tree_leaf_count(tree, count, ierr)
+    type(cairn_tree), intent(in) :: tree
+    integer, intent(out) :: count
+    integer, intent(out), optional :: ierr
+    integer(c_size_t) :: n
+    n = 0
+    call check(c_tree_leaf_count(tree%ptr, n), ierr)
+    count = int(n)
+  end subroutine cairn_tree_leaf_count
+
+  !> The path of leaf number `index` (1-based, in the order the leaves were added).
+  subroutine cairn_tree_leaf_path(tree, index, path, ierr)
+    type(cairn_tree), intent(in) :: tree
+    integer, intent(in) :: index
+    character(len=:), allocatable, intent(out) :: path
+    integer, intent(out), optional :: ierr
+    type(c_ptr) :: p
+    integer(c_int) :: status
+    p = c_null_ptr
+    if (index < 1) then
+      path = ''
+      call fail(CAIRN_ERR_NOT_FOUND, 'cairn_tree_leaf_path: leaf numbers start at 1', ierr)
+      return
+    end if
+    status = c_tree_leaf_path(tree%ptr, int(index - 1, c_size_t), p)
+    path = take_string(p)
+    call check(status, ierr)
+  end subroutine cairn_tree_leaf_path
 
   !> What the leaf `path` holds (CAIRN_LEAF_*).
   subroutine cairn_tree_leaf_kind(tree, path, kind, ierr)

@@ -147,7 +147,7 @@ contains
     logical(c_bool) :: done
     character(len=:), allocatable :: text
     integer, allocatable :: global(:), local(:)
-    integer :: dtype
+    integer :: dtype, count_leaves
     parts = max(1, size - 1)
     call MPI_Comm_split(MPI_COMM_WORLD, merge(0, MPI_UNDEFINED, rank < parts), rank, sub, ierr)
     if (sub /= MPI_COMM_NULL) then
@@ -175,6 +175,12 @@ contains
       call cairn_tree_add_scalar(target, 'done', logical(.false., c_bool))
       call cairn_tree_add_string(target, 'name', '')
       call cairn_tree_add_json(target, 'info', 'null')
+      call cairn_tree_leaf_count(target, count_leaves)
+      call expect(count_leaves == 12, 'twelve leaves')
+      call cairn_tree_leaf_path(target, 1, text)
+      call expect(text == 'fields/u', 'the first leaf')
+      call cairn_tree_leaf_kind(target, 'info', dtype)
+      call expect(dtype == CAIRN_LEAF_JSON, 'leaf kind')
       call cairn_manager_restore(manager, target)
       do y = 1, ny
         do x = 1, nxl
