@@ -71,6 +71,16 @@ if(NOT CAIRN_USE_FORTRAN STREQUAL "OFF")
   endif()
   cairn_resolve_option(FORTRAN "${fortran_found}")
 endif()
+# The Fortran module, its tests and example all use Fortran: enable it here, at the top level
+# (enable_language must be called in the highest directory of every target that uses it).
+# MPI's Fortran bindings are needed for the tests and examples (use mpi / use mpi_f08).
+if(CAIRN_HAVE_FORTRAN)
+  enable_language(Fortran)
+  find_package(MPI 3.0 COMPONENTS Fortran)
+  if(NOT MPI_Fortran_FOUND)
+    cairn_resolve_option(FORTRAN FALSE)
+  endif()
+endif()
 
 # --- Warnings and sanitizers for cairn's own targets.
 add_library(cairn_warnings INTERFACE)

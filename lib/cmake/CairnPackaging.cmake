@@ -1,5 +1,6 @@
 # Installs cairn and makes it findable by consumers:
 #   CMake:      find_package(cairn 0.1 REQUIRED) + target_link_libraries(app PRIVATE cairn::cairn)
+#               (cairn::cairn_c for C, cairn::cairn_fortran for Fortran)
 #   pkg-config: pkg-config --cflags --libs cairn
 # Layout under the prefix: lib/libcairn.so*, include/cairn/*.hpp (with the generated
 # config.hpp), lib/cmake/cairn/{cairnConfig,cairnConfigVersion,cairnTargets}.cmake,
@@ -34,6 +35,25 @@ install(TARGETS cairn EXPORT cairnTargets
           NAMELINK_COMPONENT cairn_development
   ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT cairn_development
   INCLUDES DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
+
+# The C ABI (libcairn_c, cairn.h is installed with the headers below) and the Fortran module
+# (libcairn_fortran; cairn.mod under include/cairn/fortran, for -I or the target's
+# include directory).
+install(TARGETS cairn_c EXPORT cairnTargets
+  RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}" COMPONENT cairn_runtime
+  LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT cairn_runtime
+          NAMELINK_COMPONENT cairn_development
+  ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT cairn_development)
+if(TARGET cairn_fortran)
+  install(TARGETS cairn_fortran EXPORT cairnTargets
+    RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}" COMPONENT cairn_runtime
+    LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT cairn_runtime
+            NAMELINK_COMPONENT cairn_development
+    ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT cairn_development)
+  install(DIRECTORY "${PROJECT_BINARY_DIR}/lib/fortran/modules/"
+    DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/cairn/fortran" COMPONENT cairn_development
+    FILES_MATCHING PATTERN "*.mod")
+endif()
 
 # A static libcairn carries its PRIVATE dependencies as link-only entries of the exported
 # target: cairn_warnings (no link content; exported only so the reference resolves) and

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Installs a cairn build tree into a scratch prefix and uses it the two ways a user would:
+# Installs a cairn build tree into a scratch prefix and uses it the ways a user would:
 #   1. a CMake project (consumer/) with find_package(cairn) and cairn::cairn;
-#   2. one source file compiled with `pkg-config --cflags --libs cairn` only.
-# Both programs run under mpiexec with 2 ranks and must print one line per rank.
+#   2. one source file compiled with `pkg-config --cflags --libs cairn` only;
+#   3. a C-only CMake project (consumer_c/) with find_package(cairn) and cairn::cairn_c.
+# The programs run under mpiexec with 2 ranks and must print one line per rank.
 #
 # Registered as the ctest test install.consumer (tests/install/CMakeLists.txt), which passes:
 #   --build DIR        the cairn build tree to install (must be built)
 #   --work DIR         scratch directory (emptied first)
 #   --cmake PATH       the cmake executable
 #   --cxx PATH         the C++ compiler cairn was built with
+#   --cc PATH          the C compiler cairn was built with
 #   --generator NAME   CMake generator for the consumer
 #   --build-type TYPE  CMAKE_BUILD_TYPE for the consumer
 #   --sanitize LIST    CAIRN_SANITIZE of the build (consumers must link the same runtime)
@@ -16,7 +18,7 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-build="" work="" cmake="cmake" cxx="${CXX:-c++}" generator="" build_type="" sanitize=""
+build="" work="" cmake="cmake" cxx="${CXX:-c++}" cc="${CC:-cc}" generator="" build_type="" sanitize=""
 mpiexec="mpiexec" np_flag="-n"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -24,6 +26,7 @@ while [ $# -gt 0 ]; do
     --work) work="$2"; shift 2 ;;
     --cmake) cmake="$2"; shift 2 ;;
     --cxx) cxx="$2"; shift 2 ;;
+    --cc) cc="$2"; shift 2 ;;
     --generator) generator="$2"; shift 2 ;;
     --build-type) build_type="$2"; shift 2 ;;
     --sanitize) sanitize="$2"; shift 2 ;;
@@ -74,7 +77,8 @@ prefix="$work/prefix"
 
 step "installing $build into $prefix"
 quiet "$cmake" --install "$build" --prefix "$prefix" || fail "cmake --install"
-for f in include/cairn/comm.hpp include/cairn/error.hpp include/cairn/config.hpp; do
+for f in include/cairn/comm.hpp include/cairn/error.hpp include/cairn/config.hpp \
+         include/cairn/cairn.h; do
   [ -f "$prefix/$f" ] || fail "$f is not installed"
 done
 config="$(find "$prefix" -name cairnConfig.cmake -print -quit)"
@@ -121,5 +125,17 @@ quiet "$cxx" -std=c++20 "${sanitize_flags[@]}" "${cflags[@]}" "$here/pkgconfig_m
   -o "$work/pkgconfig_consumer" "${libs[@]}" "-Wl,-rpath,$libdir" ||
   fail "compiling with pkg-config --cflags --libs cairn"
 run_two_ranks "pkg-config consumer" "$work/pkgconfig_consumer"
+
+# --- 3. C consumer (cairn::cairn_c, no C++ enabled).
+step "configuring consumer_c/ with CMAKE_PREFIX_PATH=$prefix"
+configure=("$cmake" -S "$here/consumer_c" -B "$work/consumer-c-build"
+           "-DCMAKE_PREFIX_PATH=$prefix" "-DCMAKE_C_COMPILER=$cc")
+[ -n "$generator" ] && configure+=(-G "$generator")
+[ -n "$build_type" ] && configure+=("-DCMAKE_BUILD_TYPE=$build_type")
+[ -n "$sanitize" ] && configure+=("-DCMAKE_C_FLAGS=${sanitize_flags[*]}"
+                                  "-DCMAKE_EXE_LINKER_FLAGS=${sanitize_flags[*]}")
+quiet "${configure[@]}" || fail "configuring the C consumer project"
+quiet "$cmake" --build "$work/consumer-c-build" || fail "building the C consumer project"
+run_two_ranks "C consumer" "$work/consumer-c-build/cairn_c_consumer"
 
 step "passed"

@@ -1,0 +1,100 @@
+// cairn C ABI — what the opaque C handles hold, and the conversions between C arguments and
+// C++ values (handles, strings, dims, dtypes, JSON text). Every check of a C argument that
+// can fail throws cairn::InvalidArgument naming the argument; guarded() turns it into a
+// status.
+#pragma once
+
+#include <cairn/cairn.h>
+#include <cairn/comm.hpp>
+#include <cairn/dtype.hpp>
+#include <cairn/error.hpp>
+#include <cairn/manager.hpp>
+#include <cairn/multihost.hpp>
+#include <cairn/tree.hpp>
+
+#include <boost/json/value.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+/// cairn_comm: a shared cairn::Comm, so that a multihost checkpoint (which refers to its
+/// Comm) stays valid after cairn_comm_free.
+struct cairn_comm {
+  std::shared_ptr<cairn::Comm> comm;
+};
+
+/// cairn_tree: an ArrayTree (copies share array memory and the owners of owned buffers).
+struct cairn_tree {
+  cairn::ArrayTree tree;
+};
+
+/// cairn_items: named items of a composite step.
+struct cairn_items {
+  struct Item {
+    bool is_json = false;
+    cairn_tree* tree = nullptr;                     ///< the caller's tree (not owned)
+    std::optional<cairn::ArrayTree> restored = {};  ///< a tree restored as saved
+    std::optional<boost::json::value> json = {};    ///< a JSON item's value
+  };
+  std::map<std::string, Item, std::less<>> items;
+};
+
+/// cairn_manager: a CheckpointManager.
+struct cairn_manager {
+  std::unique_ptr<cairn::CheckpointManager> manager;
+};
+
+/// cairn_multihost: a MultihostCheckpoint and the Comm it refers to.
+struct cairn_multihost {
+  std::shared_ptr<cairn::Comm> comm;
+  std::unique_ptr<cairn::MultihostCheckpoint> multihost;
+};
+
+namespace cairn::capi {
+
+/// `*handle`; throws InvalidArgument "<what> is NULL" for a null handle.
+template <class Handle>
+Handle& deref(Handle* handle, const char* what) {
+  if (handle == nullptr) throw InvalidArgument(std::string(what) + " is NULL");
+  return *handle;
+}
+
+/// Checks that an output pointer is not null; throws InvalidArgument naming it.
+template <class T>
+T* out_param(T* out, const char* what) {
+  if (out == nullptr) throw InvalidArgument(std::string(what) + " (output) is NULL");
+  return out;
+}
+
+/// A NUL-terminated argument as a string view; throws InvalidArgument when it is NULL.
+std::string_view text(const char* value, const char* what);
+
+/// A copy of `value` in memory from malloc (for cairn_free). Throws std::bad_alloc.
+char* copy_out(std::string_view value);
+
+/// The DType of a CAIRN_* dtype number; throws InvalidArgument naming it and the valid range.
+DType dtype_from_c(int dtype);
+/// The CAIRN_* number of a DType. Never throws.
+int dtype_to_c(DType dtype) noexcept;
+
+/// `ndim` values at `values` (which may be NULL only when ndim is 0); throws InvalidArgument
+/// naming `what` for a NULL array or an ndim outside 0..CAIRN_MAX_DIMS.
+std::vector<std::int64_t> dims(const std::int64_t* values, int ndim, const char* what);
+
+/// `count` strings at `list` (NULL with count 0 is an empty list); throws InvalidArgument for a
+/// NULL list or element.
+std::vector<std::string> strings(const char* const* list, std::size_t count, const char* what);
+
+/// Parses JSON text; throws InvalidArgument naming `what` with the parser's message.
+boost::json::value parse_json(const char* text, const char* what);
+
+/// The array shard a C description asks for (dims, box, data, memory kind, strides). Throws
+/// InvalidArgument for bad arguments, Unsupported for a memory kind this build lacks.
+ArrayShard shard_from_c(const cairn_array_desc& desc);
+
+}  // namespace cairn::capi

@@ -1,0 +1,220 @@
+// cairn C ABI — option structs: defaults and translation into the C++ options.
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <limits>
+
+#include "capi/handles.hpp"
+#include "capi/options.hpp"
+
+namespace cairn::capi {
+namespace {
+
+std::chrono::milliseconds milliseconds_of(double seconds, const char* what) {
+  if (!std::isfinite(seconds) || seconds <= 0 || seconds > 1e9) {
+    throw InvalidArgument(std::string(what) + " must be a positive number of seconds, not " +
+                          std::to_string(seconds));
+  }
+  return std::chrono::milliseconds(static_cast<std::int64_t>(std::ceil(seconds * 1000.0)));
+}
+
+StorageFormat format_from_c(int format) {
+  switch (format) {
+    case CAIRN_FORMAT_POSIX: return StorageFormat::posix;
+    case CAIRN_FORMAT_HDF5: return StorageFormat::hdf5;
+    default:
+      throw InvalidArgument("unknown storage format " + std::to_string(format) +
+                            ": use CAIRN_FORMAT_POSIX or CAIRN_FORMAT_HDF5");
+  }
+}
+
+// best_fn for a metric name: the number stored under `name` in the step's metrics.
+std::function<double(const boost::json::object&)> metric_reader(std::string name) {
+  return [name = std::move(name)](const boost::json::object& metrics) {
+    const auto* value = metrics.if_contains(name);
+    if (value == nullptr || !value->is_number()) {
+      throw InvalidArgument("best_metric '" + name + "' is missing or not a number in metrics " +
+                            boost::json::serialize(metrics));
+    }
+    return value->to_number<double>();
+  };
+}
+
+}  // namespace
+
+cairn_manager_options default_manager_options() noexcept {
+  cairn_manager_options o{};
+  o.struct_size = sizeof o;
+  o.save_interval_steps = 1;
+  o.best_mode = CAIRN_BEST_MAX;
+  o.keep_checkpoints_without_metrics = 1;
+  o.create = 1;
+  o.barrier_timeout_s = 600.0;
+  o.enable_async = 1;
+  o.async_staging_bytes = std::size_t{1} << 30;
+  o.preemption_use_slurm_end_time = 1;
+  o.preemption_margin_s = 300.0;
+  return o;
+}
+
+cairn_save_options default_save_options() noexcept {
+  cairn_save_options o{};
+  o.struct_size = sizeof o;
+  o.format = CAIRN_FORMAT_POSIX;
+  o.fsync = 1;
+  return o;
+}
+
+cairn_restore_options default_restore_options() noexcept {
+  cairn_restore_options o{};
+  o.struct_size = sizeof o;
+  o.verify_checksums = 1;
+  return o;
+}
+
+cairn_multihost_options default_multihost_options() noexcept {
+  cairn_multihost_options o{};
+  o.struct_size = sizeof o;
+  o.max_to_keep = 3;
+  o.step_prefix = "ckpt-";
+  return o;
+}
+
+cairn_array_desc default_array_desc() noexcept {
+  cairn_array_desc d{};
+  d.struct_size = sizeof d;
+  d.dtype = CAIRN_FLOAT64;
+  d.memory = CAIRN_MEMORY_HOST;
+  return d;
+}
+
+CheckpointManagerOptions manager_options(const cairn_manager_options* options) {
+  const auto c = read_options(options, default_manager_options(), "options");
+  CheckpointManagerOptions o;
+  o.save_interval_steps = c.save_interval_steps;
+  if (c.save_on_steps_count > 0) {
+    if (c.save_on_steps == nullptr) throw InvalidArgument("save_on_steps is NULL");
+    o.save_on_steps.insert(c.save_on_steps, c.save_on_steps + c.save_on_steps_count);
+  }
+  if (c.should_save_fn != nullptr) {
+    o.should_save_fn = [fn = c.should_save_fn, data = c.should_save_user_data](std::int64_t s) {
+      return fn(s, data) != 0;
+    };
+  }
+  if (c.max_to_keep < 0) {
+    throw InvalidArgument("max_to_keep must be 0 (keep all) or positive, not " +
+                          std::to_string(c.max_to_keep));
+  }
+  if (c.max_to_keep > 0) o.max_to_keep = c.max_to_keep;
+  if (c.keep_period < 0 || c.keep_time_interval_s < 0) {
+    throw InvalidArgument("keep_period and keep_time_interval_s must not be negative");
+  }
+  if (c.keep_period > 0) o.keep_period = c.keep_period;
+  if (c.keep_time_interval_s > 0)
+    o.keep_time_interval = std::chrono::seconds(c.keep_time_interval_s);
+  if (c.best_metric != nullptr) o.best_fn = metric_reader(c.best_metric);
+  switch (c.best_mode) {
+    case CAIRN_BEST_MAX: o.best_mode = BestMode::max; break;
+    case CAIRN_BEST_MIN: o.best_mode = BestMode::min; break;
+    default:
+      throw InvalidArgument("best_mode must be CAIRN_BEST_MAX or CAIRN_BEST_MIN, not " +
+                            std::to_string(c.best_mode));
+  }
+  o.keep_checkpoints_without_metrics = c.keep_checkpoints_without_metrics != 0;
+  if (c.step_prefix != nullptr) o.step_prefix = c.step_prefix;
+  if (c.step_format_fixed_length < 0) {
+    throw InvalidArgument("step_format_fixed_length must not be negative");
+  }
+  if (c.step_format_fixed_length > 0) o.step_format_fixed_length = c.step_format_fixed_length;
+  o.create = c.create != 0;
+  o.cleanup_tmp_directories = c.cleanup_tmp_directories != 0;
+  o.read_only = c.read_only != 0;
+  if (c.todelete_subdir != nullptr) o.todelete_subdir = c.todelete_subdir;
+  o.enable_background_delete = c.enable_background_delete != 0;
+  o.single_host_load_and_broadcast = c.single_host_load_and_broadcast != 0;
+  o.primary_host = c.primary_host;
+  if (c.active_processes_count > 0) {
+    if (c.active_processes == nullptr) throw InvalidArgument("active_processes is NULL");
+    o.active_processes.assign(c.active_processes, c.active_processes + c.active_processes_count);
+  }
+  o.barrier_timeout = milliseconds_of(c.barrier_timeout_s, "barrier_timeout_s");
+  o.enable_async = c.enable_async != 0;
+  o.async.staging_bytes = c.async_staging_bytes;
+  o.async.zero_copy = c.async_zero_copy != 0;
+  if (c.enable_preemption != 0) {
+    PreemptionOptions p;
+    if (c.preemption_signals != nullptr) {
+      p.signals.assign(c.preemption_signals, c.preemption_signals + c.preemption_signals_count);
+    }
+    if (c.preemption_deadline < 0 || !std::isfinite(c.preemption_deadline)) {
+      throw InvalidArgument("preemption_deadline must be a Unix time or 0");
+    }
+    if (c.preemption_deadline > 0) {
+      p.deadline = std::chrono::system_clock::time_point(
+          std::chrono::duration_cast<std::chrono::system_clock::duration>(
+              std::chrono::duration<double>(c.preemption_deadline)));
+    }
+    p.use_slurm_end_time = c.preemption_use_slurm_end_time != 0;
+    if (c.preemption_margin_s < 0 || !std::isfinite(c.preemption_margin_s)) {
+      throw InvalidArgument("preemption_margin_s must not be negative");
+    }
+    p.margin = std::chrono::seconds(static_cast<std::int64_t>(c.preemption_margin_s));
+    o.preemption = std::move(p);
+  }
+  return o;
+}
+
+ManagerSaveOptions manager_save_options(const cairn_save_options& c) {
+  ManagerSaveOptions o;
+  if (c.metrics_json != nullptr) {
+    auto metrics = parse_json(c.metrics_json, "metrics_json");
+    if (!metrics.is_object()) {
+      throw InvalidArgument("metrics_json must be a JSON object such as {\"loss\": 0.5}");
+    }
+    o.metrics = std::move(metrics.as_object());
+  }
+  if (c.custom_metadata_json != nullptr) {
+    o.custom_metadata = parse_json(c.custom_metadata_json, "custom_metadata_json");
+  }
+  o.force = c.force != 0;
+  return o;
+}
+
+TreeSaveOptions tree_save_options(const cairn_save_options& c) {
+  TreeSaveOptions o;
+  o.format = format_from_c(c.format);
+  o.allow_sparse = c.allow_sparse != 0;
+  o.fsync = c.fsync != 0;
+  return o;
+}
+
+TreeRestoreOptions tree_restore_options(const cairn_restore_options& c) {
+  TreeRestoreOptions o;
+  o.verify_checksums = c.verify_checksums != 0;
+  o.allow_cast = c.allow_cast != 0;
+  for (auto& leaf : strings(c.optional_leaves, c.optional_leaves_count, "optional_leaves")) {
+    o.optional_leaves.insert(std::move(leaf));
+  }
+  return o;
+}
+
+AsSavedOptions as_saved_options(const cairn_restore_options& c) {
+  AsSavedOptions o;
+  o.whole_arrays = c.whole_arrays != 0;
+  o.select = strings(c.select, c.select_count, "select");
+  o.verify_checksums = c.verify_checksums != 0;
+  return o;
+}
+
+MultihostOptions multihost_options(const cairn_multihost_options* options) {
+  const auto c = read_options(options, default_multihost_options(), "options");
+  MultihostOptions o;
+  o.max_to_keep = c.max_to_keep;
+  if (c.step_prefix != nullptr) o.step_prefix = c.step_prefix;
+  return o;
+}
+
+}  // namespace cairn::capi

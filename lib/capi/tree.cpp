@@ -1,0 +1,202 @@
+// cairn C ABI — array trees: building them, and reading leaves back.
+#include <boost/json/serialize.hpp>
+#include <cairn/box.hpp>
+
+#include <memory>
+
+#include "capi/handles.hpp"
+#include "capi/options.hpp"
+#include "capi/status.hpp"
+
+using cairn::capi::deref;
+using cairn::capi::guarded;
+using cairn::capi::out_param;
+using cairn::capi::text;
+
+namespace {
+
+static_assert(static_cast<int>(cairn::LeafKind::array) == CAIRN_LEAF_ARRAY &&
+              static_cast<int>(cairn::LeafKind::scalar) == CAIRN_LEAF_SCALAR &&
+              static_cast<int>(cairn::LeafKind::string) == CAIRN_LEAF_STRING &&
+              static_cast<int>(cairn::LeafKind::json) == CAIRN_LEAF_JSON);
+
+const cairn::Leaf& leaf_at(const cairn_tree* tree, const char* path) {
+  return deref(tree, "tree").tree.at(text(path, "path"));
+}
+
+}  // namespace
+
+extern "C" {
+
+cairn_status cairn_array_desc_init(cairn_array_desc* desc, size_t struct_size) {
+  return guarded(__func__, [&] {
+    cairn::capi::init_options(desc, struct_size, cairn::capi::default_array_desc(), "desc");
+  });
+}
+
+cairn_status cairn_tree_create(cairn_tree** out) {
+  return guarded(__func__, [&] {
+    out_param(out, "out");
+    *out = new cairn_tree();
+  });
+}
+
+void cairn_tree_free(cairn_tree* tree) { delete tree; }
+
+cairn_status cairn_tree_add_array(cairn_tree* tree, const char* path, int dtype, int ndim,
+                                  const int64_t* global_dims, const int64_t* offset,
+                                  const int64_t* local_dims, void* data, int flags) {
+  return guarded(__func__, [&] {
+    if ((flags & ~CAIRN_ARRAY_REPLICATED) != 0) {
+      throw cairn::InvalidArgument("unknown flags " + std::to_string(flags) +
+                                   ": use 0 or CAIRN_ARRAY_REPLICATED");
+    }
+    cairn_array_desc desc = cairn::capi::default_array_desc();
+    desc.dtype = dtype;
+    desc.ndim = ndim;
+    desc.global_dims = global_dims;
+    desc.offset = offset;
+    desc.local_dims = local_dims;
+    desc.data = data;
+    desc.replicated = (flags & CAIRN_ARRAY_REPLICATED) != 0;
+    auto& t = deref(tree, "tree").tree;
+    t.add_array(text(path, "path"), cairn::capi::shard_from_c(desc));
+  });
+}
+
+cairn_status cairn_tree_add_array_desc(cairn_tree* tree, const char* path,
+                                       const cairn_array_desc* desc) {
+  return guarded(__func__, [&] {
+    if (desc == nullptr) throw cairn::InvalidArgument("desc is NULL");
+    const auto full = cairn::capi::read_options(desc, cairn::capi::default_array_desc(), "desc");
+    auto& t = deref(tree, "tree").tree;
+    t.add_array(text(path, "path"), cairn::capi::shard_from_c(full));
+  });
+}
+
+cairn_status cairn_tree_add_scalar(cairn_tree* tree, const char* path, int dtype,
+                                   const void* value) {
+  return guarded(__func__, [&] {
+    auto& t = deref(tree, "tree").tree;
+    if (value == nullptr) throw cairn::InvalidArgument("value is NULL");
+    t.add_scalar(text(path, "path"), cairn::Scalar(cairn::capi::dtype_from_c(dtype), value));
+  });
+}
+
+cairn_status cairn_tree_add_string(cairn_tree* tree, const char* path, const char* value) {
+  return guarded(__func__, [&] {
+    auto& t = deref(tree, "tree").tree;
+    t.add_string(text(path, "path"), std::string(text(value, "value")));
+  });
+}
+
+cairn_status cairn_tree_add_json(cairn_tree* tree, const char* path, const char* json_text) {
+  return guarded(__func__, [&] {
+    auto& t = deref(tree, "tree").tree;
+    t.add_json(text(path, "path"), cairn::capi::parse_json(json_text, "json_text"));
+  });
+}
+
+cairn_status cairn_tree_leaf_count(const cairn_tree* tree, size_t* count) {
+  return guarded(__func__, [&] { *out_param(count, "count") = deref(tree, "tree").tree.size(); });
+}
+
+cairn_status cairn_tree_leaf_path(const cairn_tree* tree, size_t index, char** path) {
+  return guarded(__func__, [&] {
+    out_param(path, "path");
+    const auto& t = deref(tree, "tree").tree;
+    if (index >= t.size()) {
+      throw cairn::NotFound(std::to_string(index), "leaf index " + std::to_string(index) +
+                                                       " is past the last of " +
+                                                       std::to_string(t.size()) + " leaves");
+    }
+    *path = cairn::capi::copy_out((t.begin() + static_cast<std::ptrdiff_t>(index))->path());
+  });
+}
+
+cairn_status cairn_tree_leaf_kind(const cairn_tree* tree, const char* path, int* kind) {
+  return guarded(__func__, [&] {
+    out_param(kind, "kind");
+    *kind = static_cast<int>(leaf_at(tree, path).kind());
+  });
+}
+
+cairn_status cairn_tree_array_info(const cairn_tree* tree, const char* path, int* dtype, int* ndim,
+                                   int capacity, int64_t* global_dims, int64_t* offset,
+                                   int64_t* local_dims, int* replicated) {
+  return guarded(__func__, [&] {
+    const auto& shard = leaf_at(tree, path).as_array();
+    const auto n = static_cast<int>(shard.global_shape.size());
+    const bool wants_dims = global_dims != nullptr || offset != nullptr || local_dims != nullptr;
+    if (wants_dims && n > capacity) {
+      throw cairn::InvalidArgument("leaf '" + std::string(path) + "' has " + std::to_string(n) +
+                                   " dimensions but the arrays hold only " +
+                                   std::to_string(capacity));
+    }
+    if (dtype != nullptr) *dtype = cairn::capi::dtype_to_c(shard.dtype);
+    if (ndim != nullptr) *ndim = n;
+    for (int d = 0; d < n && wants_dims; ++d) {
+      const auto i = static_cast<std::size_t>(d);
+      if (global_dims != nullptr) global_dims[d] = shard.global_shape[i];
+      if (offset != nullptr) offset[d] = shard.box.offset[i];
+      if (local_dims != nullptr) local_dims[d] = shard.box.extent[i];
+    }
+    if (replicated != nullptr) *replicated = shard.replicated ? 1 : 0;
+  });
+}
+
+cairn_status cairn_tree_read_array(const cairn_tree* tree, const char* path, int dtype,
+                                   void* buffer, size_t size) {
+  return guarded(__func__, [&] {
+    const auto& shard = leaf_at(tree, path).as_array();
+    const auto to = cairn::capi::dtype_from_c(dtype);
+    const auto count = static_cast<std::size_t>(shard.local_volume());
+    const std::size_t needed = count * cairn::dtype_size(to);
+    if (size != needed) {
+      throw cairn::InvalidArgument(
+          "leaf '" + std::string(path) + "': the buffer has " + std::to_string(size) +
+          " bytes but this rank's box of " + std::to_string(count) + " " +
+          std::string(cairn::dtype_name(to)) + " elements needs " + std::to_string(needed));
+    }
+    if (count == 0) return;
+    if (buffer == nullptr) throw cairn::InvalidArgument("buffer is NULL");
+    if (shard.memory != cairn::MemoryKind::host) {
+      throw cairn::Unsupported("leaf '" + std::string(path) +
+                               "' is in device memory; read it with the device API");
+    }
+    if (!shard.contiguous()) {
+      // A strided view: pack it first, then convert.
+      std::vector<std::byte> packed(count * cairn::dtype_size(shard.dtype));
+      cairn::pack_strided(cairn::dtype_size(shard.dtype), shard.data, shard.box.extent,
+                          shard.strides, packed.data());
+      cairn::convert(shard.dtype, packed.data(), to, buffer, count, path);
+      return;
+    }
+    cairn::convert(shard.dtype, shard.data, to, buffer, count, path);
+  });
+}
+
+cairn_status cairn_tree_get_scalar(const cairn_tree* tree, const char* path, int dtype,
+                                   void* value) {
+  return guarded(__func__, [&] {
+    const auto& scalar = leaf_at(tree, path).as_scalar();
+    const auto to = cairn::capi::dtype_from_c(dtype);
+    cairn::convert(scalar.dtype(), scalar.data(), to, out_param(value, "value"), 1, path);
+  });
+}
+
+cairn_status cairn_tree_get_string(const cairn_tree* tree, const char* path, char** value) {
+  return guarded(__func__, [&] {
+    out_param(value, "value");
+    *value = cairn::capi::copy_out(leaf_at(tree, path).as_string());
+  });
+}
+
+cairn_status cairn_tree_get_json(const cairn_tree* tree, const char* path, char** json_text) {
+  return guarded(__func__, [&] {
+    out_param(json_text, "json_text");
+    *json_text = cairn::capi::copy_out(boost::json::serialize(leaf_at(tree, path).as_json()));
+  });
+}
+
+}  // extern "C"

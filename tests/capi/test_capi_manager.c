@@ -1,0 +1,382 @@
+/* The checkpoint manager through the C ABI only: a series with retention and metrics, best
+ * step, restore N->M into another decomposition on fewer ranks, partial and as-saved restore,
+ * composite items with JSON, and the multihost restart. Exits non-zero on any failure. */
+#include <cairn/cairn.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capi_test.h"
+
+enum { NY = 8, NX = 6 };
+
+static double value(int64_t y, int64_t x, int64_t step) { return 100.0 * y + x + step; }
+
+/* Block partition of n items over `parts`: [*first, *first + *count). */
+static void block(int64_t n, int part, int parts, int64_t* first, int64_t* count) {
+  *first = n * part / parts;
+  *count = n * (part + 1) / parts - *first;
+}
+
+/* A tree with this rank's rows of u, a replicated int32 array, a scalar, a string, JSON. */
+static cairn_tree* make_state(double* u, int32_t* n, int rank, int size, int64_t step) {
+  const int64_t global[2] = {NY, NX};
+  int64_t offset[2] = {0, 0};
+  int64_t local[2] = {0, NX};
+  const int64_t n_dims[1] = {3};
+  const double time = 0.5 * (double)step;
+  char info[64];
+  cairn_tree* tree = NULL;
+  int64_t y;
+  int64_t x;
+  block(NY, rank, size, &offset[0], &local[0]);
+  for (y = 0; y < local[0]; ++y) {
+    for (x = 0; x < NX; ++x) u[y * NX + x] = value(offset[0] + y, x, step);
+  }
+  n[0] = 7;
+  n[1] = (int32_t)step;
+  n[2] = -1;
+  snprintf(info, sizeof info, "{\"step\": %d}", (int)step);
+  CHECK_OK(cairn_tree_create(&tree));
+  CHECK_OK(cairn_tree_add_array(tree, "fields/u", CAIRN_FLOAT64, 2, global, offset, local, u, 0));
+  CHECK_OK(cairn_tree_add_array(tree, "n", CAIRN_INT32, 1, n_dims, NULL, NULL, n,
+                                CAIRN_ARRAY_REPLICATED));
+  CHECK_OK(cairn_tree_add_scalar(tree, "time", CAIRN_FLOAT64, &time));
+  CHECK_OK(cairn_tree_add_string(tree, "name", "heat"));
+  CHECK_OK(cairn_tree_add_json(tree, "info", info));
+  return tree;
+}
+
+/* Checks a column block [x0, x0 + nx) of all rows of u at `step`. */
+static void check_columns(const double* u, int64_t x0, int64_t nx, int64_t step) {
+  int64_t y;
+  int64_t x;
+  for (y = 0; y < NY; ++y) {
+    for (x = 0; x < nx; ++x) CHECK(u[y * nx + x] == value(y, x0 + x, step));
+  }
+}
+
+static void series(const cairn_comm* comm, int rank, int size) {
+  double u[NY * NX];
+  int32_t n[3];
+  cairn_manager_options o;
+  cairn_save_options s;
+  cairn_manager* m = NULL;
+  int64_t* steps = NULL;
+  size_t count = 0;
+  int64_t step;
+  int found = 0;
+  int flag = -1;
+  char* text = NULL;
+  CHECK_OK(cairn_manager_options_init(&o, sizeof o));
+  CHECK(o.save_interval_steps == 1 && o.enable_async == 1 && o.max_to_keep == 0);
+  o.max_to_keep = 2;
+  o.barrier_timeout_s = 120;
+  CHECK_OK(cairn_manager_create(comm, capi_test_path("series"), &o, &m));
+  for (step = 0; step < 5; ++step) {
+    char metrics[64];
+    char custom[64];
+    cairn_tree* tree = make_state(u, n, rank, size, step);
+    int saved = 0;
+    CHECK_OK(cairn_save_options_init(&s, sizeof s));
+    snprintf(metrics, sizeof metrics, "{\"loss\": %d}", (int)(10 - step));
+    snprintf(custom, sizeof custom, "{\"note\": \"s%d\"}", (int)step);
+    s.metrics_json = metrics;
+    s.custom_metadata_json = custom;
+    CHECK_OK(cairn_manager_save(m, step, tree, &s, &saved));
+    CHECK(saved == 1);
+    cairn_tree_free(tree); /* the save took what it needs */
+  }
+  CHECK_OK(cairn_manager_wait_until_finished(m));
+  CHECK_OK(cairn_manager_is_saving_in_progress(m, &flag));
+  CHECK(flag == 0);
+  CHECK_OK(cairn_manager_all_steps(m, 0, &steps, &count));
+  CHECK(count == 2 && steps[0] == 3 && steps[1] == 4);
+  cairn_free(steps);
+  CHECK_OK(cairn_manager_latest_step(m, &step, &found));
+  CHECK(found == 1 && step == 4);
+  CHECK_OK(cairn_manager_best_step(m, &step, &found));
+  CHECK(found == 0); /* no best_metric */
+  CHECK_OK(cairn_manager_metrics(m, 4, &text));
+  CHECK(strcmp(text, "{\"loss\":6}") == 0);
+  cairn_free(text);
+  CHECK_OK(cairn_manager_custom_metadata(m, 3, &text));
+  CHECK(strcmp(text, "{\"note\":\"s3\"}") == 0);
+  cairn_free(text);
+  CHECK_OK(cairn_manager_step_metadata(m, 4, &text));
+  CHECK(strstr(text, "\"cairn.array_tree\"") != NULL);
+  cairn_free(text);
+  CHECK_OK(cairn_manager_item_metadata(m, 4, &text));
+  CHECK(strstr(text, "fields/u") != NULL);
+  cairn_free(text);
+  CHECK_OK(cairn_manager_root_metadata(m, &text));
+  CHECK(strstr(text, "cairn-root") != NULL);
+  cairn_free(text);
+  CHECK_OK(cairn_manager_step_path(m, 4, &text));
+  CHECK(strstr(text, "series/4") != NULL);
+  cairn_free(text);
+  CHECK_OK(cairn_manager_should_save(m, 5, &flag));
+  CHECK(flag == 1);
+  CHECK_OK(cairn_manager_reached_preemption(m, 5, &flag));
+  CHECK(flag == 0);
+  CHECK_OK(cairn_manager_check_for_errors(m));
+  CHECK_OK(cairn_manager_delete_step(m, 3));
+  CHECK_OK(cairn_manager_all_steps(m, 1, &steps, &count));
+  CHECK(count == 1 && steps[0] == 4);
+  cairn_free(steps);
+  CHECK_OK(cairn_manager_close(m));
+  CHECK_OK(cairn_manager_close(m)); /* idempotent */
+  CHECK_OK(cairn_manager_free(m));
+}
+
+static void best(const cairn_comm* comm, int rank, int size) {
+  double u[NY * NX];
+  int32_t n[3];
+  const double losses[5] = {1.5, 0.5, 1.5, 2.5, 3.5};
+  cairn_manager_options o;
+  cairn_manager* m = NULL;
+  int64_t step;
+  int found = 0;
+  int64_t* steps = NULL;
+  size_t count = 0;
+  CHECK_OK(cairn_manager_options_init(&o, sizeof o));
+  o.best_metric = "loss";
+  o.best_mode = CAIRN_BEST_MIN;
+  o.max_to_keep = 2;
+  o.enable_async = 0;
+  o.step_prefix = "step_";
+  o.step_format_fixed_length = 4;
+  CHECK_OK(cairn_manager_create(comm, capi_test_path("best"), &o, &m));
+  for (step = 0; step < 5; ++step) {
+    char metrics[64];
+    cairn_save_options s;
+    cairn_tree* tree = make_state(u, n, rank, size, step);
+    CHECK_OK(cairn_save_options_init(&s, sizeof s));
+    snprintf(metrics, sizeof metrics, "{\"loss\": %.1f}", losses[step]);
+    s.metrics_json = metrics;
+    s.format = CAIRN_FORMAT_HDF5;
+    CHECK_OK(cairn_manager_save(m, step, tree, &s, NULL));
+    cairn_tree_free(tree);
+  }
+  CHECK_OK(cairn_manager_best_step(m, &step, &found));
+  CHECK(found == 1 && step == 1);
+  CHECK_OK(cairn_manager_all_steps(m, 0, &steps, &count));
+  /* the best two (1, then 0 or 2) and the newest (4) */
+  CHECK(count == 3 && steps[0] <= 2 && steps[1] <= 2 && steps[2] == 4);
+  CHECK(steps[0] == 1 || steps[1] == 1);
+  cairn_free(steps);
+  {
+    char* path = NULL;
+    CHECK_OK(cairn_manager_step_path(m, 4, &path));
+    CHECK(strstr(path, "best/step_0004") != NULL);
+    cairn_free(path);
+  }
+  CHECK_OK(cairn_manager_free(m));
+}
+
+/* Restores the series on the first `parts` ranks only, split by columns. */
+static void restore_n_to_m(int rank, int size) {
+  const int parts = size > 1 ? size - 1 : 1;
+  MPI_Comm sub = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, rank < parts ? 0 : MPI_UNDEFINED, rank, &sub);
+  if (sub != MPI_COMM_NULL) {
+    const int64_t global[2] = {NY, NX};
+    int64_t offset[2] = {0, 0};
+    int64_t local[2] = {NY, 0};
+    const int64_t n_dims[1] = {3};
+    double u[NY * NX];
+    int32_t n[3] = {0, 0, 0};
+    double time = -1;
+    const double zero = 0;
+    char* text = NULL;
+    cairn_comm* comm = NULL;
+    cairn_manager* m = NULL;
+    cairn_manager_options o;
+    cairn_restore_options r;
+    cairn_tree* target = NULL;
+    cairn_tree* saved = NULL;
+    int kind = -1;
+    int dtype = -1;
+    int ndim = -1;
+    int64_t dims[CAIRN_MAX_DIMS];
+    double whole[NY * NX];
+    int64_t y;
+    int64_t x;
+    block(NX, rank, parts, &offset[1], &local[1]);
+    CHECK_OK(cairn_comm_create(sub, &comm));
+    CHECK_OK(cairn_manager_options_init(&o, sizeof o));
+    o.read_only = 1;
+    CHECK_OK(cairn_manager_create(comm, capi_test_path("series"), &o, &m));
+
+    /* latest step, every leaf, another decomposition on other ranks */
+    memset(u, 0, sizeof u);
+    CHECK_OK(cairn_tree_create(&target));
+    CHECK_OK(
+        cairn_tree_add_array(target, "fields/u", CAIRN_FLOAT64, 2, global, offset, local, u, 0));
+    CHECK_OK(cairn_tree_add_scalar(target, "time", CAIRN_FLOAT64, &zero));
+    CHECK_OK(cairn_tree_add_string(target, "name", ""));
+    CHECK_OK(cairn_tree_add_json(target, "info", "null"));
+    CHECK_OK(cairn_manager_restore(m, CAIRN_STEP_LATEST, target, NULL));
+    check_columns(u, offset[1], local[1], 4);
+    CHECK_OK(cairn_tree_get_scalar(target, "time", CAIRN_FLOAT64, &time));
+    CHECK(time == 2.0);
+    CHECK_OK(cairn_tree_get_string(target, "name", &text));
+    CHECK(strcmp(text, "heat") == 0);
+    cairn_free(text);
+    CHECK_OK(cairn_tree_get_json(target, "info", &text));
+    CHECK(strcmp(text, "{\"step\":4}") == 0);
+    cairn_free(text);
+    cairn_tree_free(target);
+
+    /* partial: one leaf of step 4 by number, with a cast to int64 */
+    {
+      int64_t n64[3] = {0, 0, 0};
+      CHECK_OK(cairn_restore_options_init(&r, sizeof r));
+      r.allow_cast = 1;
+      CHECK_OK(cairn_tree_create(&target));
+      CHECK_OK(cairn_tree_add_array(target, "n", CAIRN_INT64, 1, n_dims, NULL, NULL, n64, 0));
+      CHECK_OK(cairn_manager_restore(m, 4, target, &r));
+      CHECK(n64[0] == 7 && n64[1] == 4 && n64[2] == -1);
+      cairn_tree_free(target);
+    }
+
+    /* as saved: whole arrays, only fields/ */
+    {
+      const char* select[1] = {"fields"};
+      CHECK_OK(cairn_restore_options_init(&r, sizeof r));
+      r.whole_arrays = 1;
+      r.select = select;
+      r.select_count = 1;
+      CHECK_OK(cairn_manager_restore_as_saved(m, 4, &r, &saved));
+      CHECK_OK(cairn_tree_leaf_kind(saved, "fields/u", &kind));
+      CHECK(kind == CAIRN_LEAF_ARRAY);
+      CHECK_STATUS(cairn_tree_leaf_kind(saved, "n", &kind), CAIRN_ERR_NOT_FOUND, "n");
+      CHECK_OK(cairn_tree_array_info(saved, "fields/u", &dtype, &ndim, CAIRN_MAX_DIMS, dims, NULL,
+                                     NULL, NULL));
+      CHECK(dtype == CAIRN_FLOAT64 && ndim == 2 && dims[0] == NY && dims[1] == NX);
+      CHECK_OK(cairn_tree_read_array(saved, "fields/u", CAIRN_FLOAT64, whole, sizeof whole));
+      for (y = 0; y < NY; ++y) {
+        for (x = 0; x < NX; ++x) CHECK(whole[y * NX + x] == value(y, x, 4));
+      }
+      cairn_tree_free(saved);
+    }
+    (void)n;
+    CHECK_OK(cairn_manager_free(m));
+    cairn_comm_free(comm);
+    MPI_Comm_free(&sub);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+static void composite(const cairn_comm* comm, int rank, int size) {
+  double u[NY * NX];
+  double v[NY * NX];
+  int32_t n[3];
+  const int64_t global[2] = {NY, NX};
+  int64_t offset[2] = {0, 0};
+  int64_t local[2] = {NY, 0};
+  cairn_manager_options o;
+  cairn_manager* m = NULL;
+  cairn_items* items = NULL;
+  cairn_tree* state = make_state(u, n, rank, size, 7);
+  cairn_tree* target = NULL;
+  cairn_tree* as_saved = NULL;
+  char* text = NULL;
+  int64_t dims[2];
+  CHECK_OK(cairn_manager_options_init(&o, sizeof o));
+  CHECK_OK(cairn_manager_create(comm, capi_test_path("composite"), &o, &m));
+  CHECK_OK(cairn_items_create(&items));
+  CHECK_OK(cairn_items_add_tree(items, "state", state));
+  CHECK_OK(cairn_items_add_json(items, "config", "{\"dt\": 0.25, \"name\": \"run\"}"));
+  CHECK_OK(cairn_manager_save_items(m, 7, items, NULL, NULL));
+  CHECK_OK(cairn_manager_wait_until_finished(m));
+  cairn_items_free(items);
+  cairn_tree_free(state);
+
+  /* restore both items: the tree into columns, the JSON as text */
+  block(NX, rank, size, &offset[1], &local[1]);
+  memset(v, 0, sizeof v);
+  CHECK_OK(cairn_tree_create(&target));
+  CHECK_OK(cairn_tree_add_array(target, "fields/u", CAIRN_FLOAT64, 2, global, offset, local, v, 0));
+  CHECK_OK(cairn_items_create(&items));
+  CHECK_OK(cairn_items_add_tree(items, "state", target));
+  CHECK_OK(cairn_items_add_json(items, "config", NULL));
+  CHECK_OK(cairn_manager_restore_items(m, CAIRN_STEP_LATEST, items, NULL));
+  check_columns(v, offset[1], local[1], 7);
+  CHECK_OK(cairn_items_get_json(items, "config", &text));
+  CHECK(strcmp(text, "{\"dt\":2.5E-1,\"name\":\"run\"}") == 0);
+  cairn_free(text);
+  cairn_items_free(items);
+  cairn_tree_free(target);
+
+  /* partial: only the tree item, as saved */
+  CHECK_OK(cairn_items_create(&items));
+  CHECK_OK(cairn_items_add_tree(items, "state", NULL));
+  CHECK_OK(cairn_manager_restore_items(m, 7, items, NULL));
+  CHECK_STATUS(cairn_items_get_json(items, "config", &text), CAIRN_ERR_NOT_FOUND, "config");
+  CHECK_OK(cairn_items_get_tree(items, "state", &as_saved));
+  CHECK_OK(cairn_tree_array_info(as_saved, "fields/u", NULL, NULL, 2, dims, NULL, NULL, NULL));
+  CHECK(dims[0] == NY && dims[1] == NX);
+  cairn_tree_free(as_saved);
+  cairn_items_free(items);
+  CHECK_OK(cairn_manager_free(m));
+}
+
+static void multihost(const cairn_comm* comm, int rank, int size) {
+  double x[4];
+  const int64_t global[1] = {4 * (int64_t)size};
+  const int64_t offset[1] = {4 * (int64_t)rank};
+  const int64_t local[1] = {4};
+  cairn_multihost_options o;
+  cairn_multihost* mh = NULL;
+  cairn_tree* state = NULL;
+  int64_t step = -1;
+  int found = -1;
+  int i;
+  CHECK_OK(cairn_multihost_options_init(&o, sizeof o));
+  CHECK(o.max_to_keep == 3);
+  for (i = 0; i < 4; ++i) x[i] = -1.0;
+  CHECK_OK(cairn_tree_create(&state));
+  CHECK_OK(cairn_tree_add_array(state, "x", CAIRN_FLOAT64, 1, global, offset, local, x, 0));
+  CHECK_OK(cairn_multihost_create(comm, capi_test_path("mh"), &o, &mh));
+  CHECK_OK(cairn_multihost_restore_or_initialize(mh, state, 0, &step));
+  CHECK(step == 0);
+  for (i = 0; i < 4; ++i) x[i] = 42.0 + rank + i;
+  CHECK_OK(cairn_multihost_save(mh, 3, state));
+  cairn_multihost_free(mh);
+
+  for (i = 0; i < 4; ++i) x[i] = 0.0;
+  CHECK_OK(cairn_multihost_create(comm, capi_test_path("mh"), NULL, &mh));
+  CHECK_OK(cairn_multihost_latest_common_step(mh, &step, &found));
+  CHECK(found == 1 && step == 3);
+  CHECK_OK(cairn_multihost_restore_or_initialize(mh, state, 0, &step));
+  CHECK(step == 3);
+  for (i = 0; i < 4; ++i) CHECK(x[i] == 42.0 + rank + i);
+  cairn_multihost_free(mh);
+  cairn_tree_free(state);
+}
+
+int main(int argc, char** argv) {
+  int major = -1;
+  int rank = 0;
+  int size = 0;
+  cairn_comm* comm = NULL;
+  MPI_Init(&argc, &argv);
+  CHECK(strcmp(cairn_version(&major, NULL, NULL), CAIRN_VERSION_STRING) == 0);
+  CHECK(major == CAIRN_VERSION_MAJOR);
+  CHECK_OK(cairn_comm_create(MPI_COMM_WORLD, &comm));
+  CHECK_OK(cairn_comm_rank(comm, &rank));
+  CHECK_OK(cairn_comm_size(comm, &size));
+  capi_test_dir();
+  series(comm, rank, size);
+  best(comm, rank, size);
+  restore_n_to_m(rank, size);
+  composite(comm, rank, size);
+  multihost(comm, rank, size);
+  cairn_comm_free(comm);
+  capi_test_finish();
+  if (rank == 0) printf("test_capi_manager: passed on %d ranks\n", size);
+  MPI_Finalize();
+  return 0;
+}

@@ -1,0 +1,64 @@
+! Helpers of cairn's Fortran tests: a check that aborts the whole MPI job with a message (so
+! that a failure on one rank fails the test at once), and a scratch directory per rank count.
+module fortran_test
+  use, intrinsic :: iso_fortran_env, only: error_unit
+  use mpi
+  use cairn, only: cairn_last_error
+  implicit none
+  private
+  public :: expect, expect_status, scratch_dir, remove_scratch_dir
+
+contains
+
+  !> Fails the test (MPI_Abort) with `what` when `condition` is false.
+  subroutine expect(condition, what)
+    logical, intent(in) :: condition
+    character(len=*), intent(in) :: what
+    integer :: rank, ierr
+    if (condition) return
+    call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+    write (error_unit, '(a,i0,a,a)') 'rank ', rank, ': FAILED: ', what
+    write (error_unit, '(a,a)') '  cairn_last_error: ', cairn_last_error()
+    flush (error_unit)
+    call MPI_Abort(MPI_COMM_WORLD, 1, ierr)
+  end subroutine expect
+
+  !> Fails the test unless `ierr` is `status` and cairn_last_error() contains `text`.
+  subroutine expect_status(ierr, status, text, what)
+    integer, intent(in) :: ierr, status
+    character(len=*), intent(in) :: text, what
+    character(len=16) :: got
+    write (got, '(i0)') ierr
+    call expect(ierr == status, what//': unexpected status '//trim(got))
+    call expect(index(cairn_last_error(), text) > 0, what//': the message does not contain "'// &
+                text//'"')
+  end subroutine expect_status
+
+  !> A fresh directory for this test and rank count ("<name>-np<N>"), made by rank 0.
+  !> Collective over MPI_COMM_WORLD.
+  function scratch_dir(name) result(dir)
+    character(len=*), intent(in) :: name
+    character(len=:), allocatable :: dir
+    integer :: rank, size, ierr
+    character(len=16) :: n
+    call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+    call MPI_Comm_size(MPI_COMM_WORLD, size, ierr)
+    write (n, '(i0)') size
+    dir = name//'-np'//trim(n)
+    if (rank == 0) then
+      call execute_command_line('rm -rf '//dir//' && mkdir -p '//dir, exitstat=ierr)
+      call expect(ierr == 0, 'creating '//dir)
+    end if
+    call MPI_Barrier(MPI_COMM_WORLD, ierr)
+  end function scratch_dir
+
+  !> Removes a scratch directory (rank 0, after a barrier). Collective.
+  subroutine remove_scratch_dir(dir)
+    character(len=*), intent(in) :: dir
+    integer :: rank, ierr
+    call MPI_Barrier(MPI_COMM_WORLD, ierr)
+    call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+    if (rank == 0) call execute_command_line('rm -rf '//dir)
+  end subroutine remove_scratch_dir
+
+end module fortran_test
