@@ -13,10 +13,11 @@
 #      find the checkpoints intact. Any difference makes the script exit non-zero.
 #
 # Which signal: Open MPI's mpirun (4.1) forwards SIGUSR1, SIGUSR2, SIGTSTP, SIGCONT, SIGALRM
-# and SIGABRT to the ranks (MCA parameter ess_base_forward_signals). On SIGTERM or SIGINT it
-# kills the job instead: it sends SIGTERM to the ranks and SIGKILL one second later
-# (odls_base_sigkill_timeout), which is too short for a checkpoint of any size. So under
-# mpirun, preempt with SIGUSR1; under srun, Slurm signals the ranks directly and SIGTERM works.
+# and SIGABRT to the ranks (MCA parameter ess_base_forward_signals; it prints "Forwarding
+# signal 10 to job" and exits 0 once the ranks stopped). SIGTERM makes mpirun abort the job
+# instead: it passes SIGTERM on to the ranks, sends SIGKILL after odls_base_sigkill_timeout
+# (1 second by default), and exits 1 -- a small checkpoint may make it, a large one will not.
+# So under mpirun, preempt with SIGUSR1; under srun, Slurm signals the ranks itself.
 #
 # Without arguments: installs what is missing (scripts/setup.sh), builds in $BUILD_DIR
 # (default build-demo) when needed, and works in a temporary directory. The test suite calls
