@@ -3,8 +3,8 @@
 # of ranks, and ends with exactly the same result as a run that was never interrupted.
 #
 #   1. heat2d (apps/heat2d) runs to the end on 4 ranks: the reference result.
-#   2. heat2d runs again on 4 ranks (a 2 x 2 process grid); once its first checkpoint is
-#      committed, mpirun gets SIGUSR1, as `sbatch --signal=B:USR1@...` delivers it to a batch
+#   2. heat2d runs again on 4 ranks (a 2 x 2 process grid); once its first periodic checkpoint
+#      is committed, mpirun gets SIGUSR1, as `sbatch --signal=B:USR1@...` delivers it to a batch
 #      script that forwards it. mpirun forwards SIGUSR1 to every rank; cairn's preemption
 #      watcher makes all ranks agree on a step, save it and stop.
 #   3. `cairn ls` and `cairn inspect` show what is on disk.
@@ -24,6 +24,7 @@
 #   demo.sh --heat2d BIN --cairn BIN --mpiexec MPIEXEC [--mpiexec-flags "F ..."] [--work DIR]
 # Environment: DEMO_NX, DEMO_NY (field size, default 384 x 384), DEMO_STEPS (default 3000).
 set -euo pipefail
+trap 'echo "demo: FAILED (line $LINENO: $BASH_COMMAND)" >&2' ERR
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 heat2d="" cairn="" mpiexec="" work="" flags=""
@@ -77,12 +78,14 @@ step "1. reference: heat2d on 4 ranks, uninterrupted ($ny x $nx, $steps steps)"
 "$mpiexec" -n 4 "${mpi_flags[@]}" "$heat2d" "${problem[@]}" --checkpoint-dir "$work/reference" \
   --output "$work/reference.bin"
 
-step "2. heat2d on 4 ranks (2 x 2), preempted with SIGUSR1 once it has a checkpoint"
+step "2. heat2d on 4 ranks (2 x 2), preempted with SIGUSR1 after its checkpoint of step 100"
 "$mpiexec" -n 4 "${mpi_flags[@]}" "$heat2d" "${problem[@]}" --py 2 --px 2 \
   --checkpoint-dir "$work/run" --output "$work/run.bin" >"$work/first.log" 2>&1 &
 job=$!
 for _ in $(seq 1 600); do
-  if compgen -G "$work/run/*/COMMITTED" >/dev/null || ! kill -0 "$job" 2>/dev/null; then break; fi
+  # The initial checkpoint (step 1) and the first periodic one (step 100): well under way.
+  committed="$( (compgen -G "$work/run/*/COMMITTED" || true) | wc -l)"
+  if [ "$committed" -ge 2 ] || ! kill -0 "$job" 2>/dev/null; then break; fi
   sleep 0.1
 done
 echo "demo: sending SIGUSR1 to mpirun (pid $job), as a Slurm batch script forwards it"
