@@ -11,6 +11,12 @@ namespace cairn_tool {
 int run_ls(const cairn::Comm& comm, const LsOptions& options) {
   if (!comm.is_primary()) return kOk;
   const std::filesystem::path root = options.root;
+  if (is_checkpoint_dir(root)) {
+    fmt::print(stderr,
+               "cairn ls: '{}' is one checkpoint, not a root of several: see `cairn inspect {}`\n",
+               root.string(), root.string());
+    return kFailed;
+  }
   const auto steps = cairn::list_step_directories(root);
   const auto lock = cairn::root_lock_holder(root);
 

@@ -71,6 +71,8 @@ ls)
   json_check ls-damaged "'not valid JSON' in [s for s in d['steps'] if s['step'] == 30][0]['problem']"
   run ls-damaged-text 0 "$cairn" ls root
   expect ls-damaged-text "DAMAGED"; expect ls-damaged-text "40.cairn-tmp"
+  run ls-checkpoint 2 "$cairn" ls root/30
+  expect ls-checkpoint "cairn inspect"
   run ls-missing 2 "$cairn" ls does-not-exist
   expect ls-missing "does-not-exist"
   ;;
