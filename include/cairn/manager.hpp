@@ -19,10 +19,46 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 namespace cairn {
+
+/// The state of a step directory under a checkpoint root.
+enum class StepStatus : std::uint8_t {
+  committed,   ///< final name and COMMITTED marker: a valid checkpoint
+  incomplete,  ///< a save that did not finish (temporary name, or no marker)
+  deleting,    ///< being deleted, or moved aside (todelete_subdir, replaced by a forced save)
+};
+
+/// Stable name of a status ("committed", "incomplete", "being deleted"). Never throws.
+[[nodiscard]] std::string_view step_status_name(StepStatus status) noexcept;
+
+/// One step directory found under a checkpoint root.
+struct StepDirectory {
+  std::filesystem::path path = {};            ///< the directory
+  std::int64_t step = -1;                     ///< the step number in its name
+  StepStatus status = StepStatus::committed;  ///< what state it is in
+  /// Named as cairn names unfinished work (`*.cairn-tmp`, `*.cairn-deleting`, `*.cairn-old`)
+  /// or moved into a todelete_subdir: safe to remove when no job writes the root.
+  bool temporary = false;
+};
+
+/// Every step directory under `root`, whatever its state, sorted by step, then path. A
+/// step directory is a directory whose name (without one of cairn's temporary suffixes) ends
+/// in decimal digits, which give the step; `<name>.cairn-tmp` and a `<name>` without COMMITTED
+/// marker are incomplete, `<name>.cairn-deleting` and `<name>.cairn-old` are being deleted, and
+/// so are the step directories (those holding cairn-step.json or COMMITTED) inside any other
+/// sub-directory of the root (a todelete_subdir). Reads no metadata file. Not collective.
+/// Throws NotFound when `root` is not a directory, IoError when it cannot be listed.
+[[nodiscard]] std::vector<StepDirectory> list_step_directories(const std::filesystem::path& root);
+
+/// Who holds the lock of `root` that a writing CheckpointManager takes ("host h, pid p, Slurm
+/// job j", or the raw text of a damaged lock file), or std::nullopt when the root is not
+/// locked. A lock may outlive a job that was killed. Not collective; never throws beyond
+/// std::bad_alloc.
+[[nodiscard]] std::optional<std::string> root_lock_holder(const std::filesystem::path& root);
 
 /// Options of a CheckpointManager (Orbax's CheckpointManagerOptions). Aggregate: use
 /// designated initializers. The plain save and preservation fields build the policies unless

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -130,5 +131,29 @@ void restore_tree(const Comm& comm, const std::filesystem::path& dir, ArrayTree&
 /// Collective. Throws as restore_tree().
 [[nodiscard]] ArrayTree restore_tree_as_saved(const Comm& comm, const std::filesystem::path& dir,
                                               const AsSavedOptions& options = {});
+
+/// What verify_tree() found in one item directory.
+struct TreeVerifyReport {
+  std::size_t leaves = 0;             ///< leaves in the index (0 when the index is unreadable)
+  std::size_t shards = 0;             ///< array shards re-read, over all ranks
+  std::uint64_t bytes = 0;            ///< bytes re-read, over all ranks
+  std::vector<std::string> problems;  ///< one message per damaged thing, sorted; empty: intact
+};
+
+/// Progress of verify_tree() on the calling rank: shards this rank checked so far, out of the
+/// shards assigned to it.
+using VerifyProgress = std::function<void(std::size_t done, std::size_t total)>;
+
+/// Checks the tree saved in `dir` without restoring it: parses and validates cairn-tree.json
+/// (as every read does), then re-reads every shard of every array leaf in full and compares
+/// its XXH3-64 checksum with the index. The shards are divided among the ranks of `comm`
+/// (round-robin in index order), so the check runs in parallel and each rank holds one
+/// shard at a time. Damage does not throw: a missing or unparsable index, a missing,
+/// truncated or unreadable data file, a missing HDF5 dataset or a checksum mismatch becomes a
+/// line of the report naming the file and the leaf (and the shard's rank and box), and every
+/// rank returns the same report. `progress`, when given, is called on each rank after each
+/// of its shards. Collective over `comm`. Throws TimeoutError when ranks do not arrive.
+[[nodiscard]] TreeVerifyReport verify_tree(const Comm& comm, const std::filesystem::path& dir,
+                                           const VerifyProgress& progress = {});
 
 }  // namespace cairn

@@ -6,6 +6,7 @@
 #include <boost/json.hpp>
 #include <cairn/checkpointer.hpp>
 #include <cairn/error.hpp>
+#include <cairn/manager.hpp>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
@@ -212,3 +213,117 @@ std::optional<std::filesystem::path> delete_step_dir(
 }
 
 }  // namespace cairn::manager
+
+namespace cairn {
+namespace {
+
+// The step number at the end of `name`, or std::nullopt.
+std::optional<std::int64_t> trailing_step(std::string_view name) {
+  std::size_t first = name.size();
+  while (first > 0 && name[first - 1] >= '0' && name[first - 1] <= '9') --first;
+  const std::string_view digits = name.substr(first);
+  if (digits.empty() || digits.size() > 18) return std::nullopt;
+  std::int64_t step = 0;
+  std::from_chars(digits.data(), digits.data() + digits.size(), step);
+  return step;
+}
+
+bool looks_like_step(const std::filesystem::path& dir) {
+  std::error_code ec;
+  return std::filesystem::exists(dir / kStepMetadataFile, ec) ||
+         std::filesystem::exists(dir / kCommitMarker, ec);
+}
+
+}  // namespace
+
+std::string_view step_status_name(StepStatus status) noexcept {
+  switch (status) {
+    case StepStatus::committed: return "committed";
+    case StepStatus::incomplete: return "incomplete";
+    case StepStatus::deleting: return "being deleted";
+  }
+  return "unknown";
+}
+
+std::vector<StepDirectory> list_step_directories(const std::filesystem::path& root) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(root, ec)) {
+    throw NotFound(root.string(), fmt::format("'{}' is not a directory", root.string()));
+  }
+  std::vector<StepDirectory> out;
+  const auto list = [&](const std::filesystem::path& dir, const auto& visit) {
+    std::error_code lec;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, lec)) {
+      std::error_code dec;
+      if (entry.is_directory(dec)) visit(entry.path());
+    }
+    if (lec) {
+      throw IoError(dir.string(),
+                    fmt::format("listing '{}' failed: {}", dir.string(), lec.message()));
+    }
+  };
+  list(root, [&](const std::filesystem::path& path) {
+    std::string name = path.filename().string();
+    StepDirectory found{.path = path};
+    for (const char* suffix : {kTmpSuffix, manager::kDeletingSuffix, ".cairn-old"}) {
+      if (name.ends_with(suffix)) {
+        name.resize(name.size() - std::string_view(suffix).size());
+        found.temporary = true;
+        found.status =
+            std::string_view(suffix) == kTmpSuffix ? StepStatus::incomplete : StepStatus::deleting;
+      }
+    }
+    const auto step = trailing_step(name);
+    if (step) {
+      found.step = *step;
+      if (!found.temporary) {
+        found.status = is_committed(path) ? StepStatus::committed : StepStatus::incomplete;
+      }
+      out.push_back(std::move(found));
+      return;
+    }
+    if (found.temporary) return;
+    // Any other directory holding step directories is where deleted steps were moved.
+    list(path, [&](const std::filesystem::path& inner) {
+      const auto inner_step = trailing_step(inner.filename().string());
+      if (inner_step && looks_like_step(inner)) {
+        out.push_back({.path = inner,
+                       .step = *inner_step,
+                       .status = StepStatus::deleting,
+                       .temporary = true});
+      }
+    });
+  });
+  std::sort(out.begin(), out.end(), [](const StepDirectory& a, const StepDirectory& b) {
+    return a.step != b.step ? a.step < b.step : a.path < b.path;
+  });
+  return out;
+}
+
+std::optional<std::string> root_lock_holder(const std::filesystem::path& root) {
+  const auto file = root / manager::kLockFile;
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) return std::nullopt;
+  std::string text;
+  try {
+    text = storage::read_small_file(file, 1 << 16);
+  } catch (const std::exception& e) {
+    return fmt::format("unreadable lock file '{}': {}", file.string(), e.what());
+  }
+  boost::system::error_code jec;
+  const auto held = boost::json::parse(text, jec);
+  const auto* o = held.if_object();
+  if (jec || o == nullptr) return fmt::format("damaged lock file '{}'", file.string());
+  const auto field = [&](const char* key) -> std::string {
+    const auto* v = o->if_contains(key);
+    if (v == nullptr) return "?";
+    if (v->is_string()) return std::string(v->get_string());
+    return boost::json::serialize(*v);
+  };
+  std::string holder = fmt::format("host {}, pid {}", field("host"), field("pid"));
+  const std::string job = field("slurm_job_id");
+  if (!job.empty() && job != "?") holder += ", Slurm job " + job;
+  return holder;
+}
+
+}  // namespace cairn

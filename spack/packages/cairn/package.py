@@ -1,8 +1,9 @@
-# Spack recipe for cairn. Use it from a local repository:
-#   spack repo create myrepo && mkdir -p myrepo/packages/cairn
-#   cp spack/package.py myrepo/packages/cairn/ && spack repo add myrepo
-#   spack install cairn +hdf5 ^openmpi
-# or build this checkout directly: spack dev-build cairn@main
+# Spack recipe for cairn. spack/ of the source tree is a package repository layout; use it
+# through a repository of your own:
+#   spack repo create myrepo && cp -r spack/packages/cairn myrepo/packages/
+#   spack repo add myrepo && spack install cairn +hdf5 ^openmpi
+# or build this checkout directly: spack dev-build -d . cairn@main
+# `spack install --test=root cairn` also builds the test suite and runs it (check()).
 
 from spack.package import *
 
@@ -66,6 +67,8 @@ class Cairn(CMakePackage, CudaPackage):
             self.define("MPI_CXX_COMPILER", spec["mpi"].mpicxx),
             self.define("MPI_C_COMPILER", spec["mpi"].mpicc),
         ]
+        if self.run_tests:
+            args.append(self.define("MPIEXEC_EXECUTABLE", spec["mpi"].prefix.bin.mpiexec))
         if spec.satisfies("+hdf5"):
             args.append(self.define("HDF5_ROOT", spec["hdf5"].prefix))
             args.append(self.define("HDF5_PREFER_PARALLEL", True))
@@ -82,3 +85,9 @@ class Cairn(CMakePackage, CudaPackage):
             # refuses that without --oversubscribe (MPICH oversubscribes by default).
             args.append(self.define("CAIRN_MPIEXEC_FLAGS", "--oversubscribe"))
         return args
+
+    def check(self):
+        """Runs cairn's test suite (MPI tests at 1, 2 and 4 ranks, the CLI and the demo)."""
+        ctest = Executable(join_path(self.spec["cmake"].prefix.bin, "ctest"))
+        with working_dir(self.build_directory):
+            ctest("--output-on-failure", "-j", str(make_jobs))

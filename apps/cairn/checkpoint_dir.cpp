@@ -1,0 +1,190 @@
+#include "checkpoint_dir.hpp"
+
+#include <boost/json.hpp>
+#include <cairn/checkpointer.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+
+namespace cairn_tool {
+namespace fs = std::filesystem;
+
+JsonFile read_json_file(const fs::path& path) {
+  constexpr std::uintmax_t kMaxBytes = std::uintmax_t{64} << 20;
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return {{}, fmt::format("'{}' is missing", path.string())};
+  const auto size = fs::file_size(path, ec);
+  if (ec) return {{}, fmt::format("'{}' cannot be read: {}", path.string(), ec.message())};
+  if (size > kMaxBytes) {
+    return {{},
+            fmt::format("'{}' is too large for a metadata file ({} bytes)", path.string(), size)};
+  }
+  std::ifstream in(path, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in && !in.eof()) return {{}, fmt::format("'{}' cannot be read", path.string())};
+  boost::system::error_code jec;
+  auto value = boost::json::parse(text, jec);
+  if (jec) {
+    return {{}, fmt::format("'{}' is not valid JSON ({})", path.string(), jec.message())};
+  }
+  return {std::move(value), {}};
+}
+
+const boost::json::value* Checkpoint::field(const char* key) const {
+  if (!step.value || !step.value->is_object()) return nullptr;
+  return step.value->get_object().if_contains(key);
+}
+
+boost::json::object Checkpoint::metrics() const {
+  const auto* custom = field("custom");
+  if (custom == nullptr || !custom->is_object()) return {};
+  const auto* metrics = custom->get_object().if_contains("metrics");
+  return metrics && metrics->is_object() ? metrics->get_object() : boost::json::object{};
+}
+
+namespace {
+
+// The handler type of an item directory, from the files it holds.
+std::string guess_type(const fs::path& dir) {
+  std::error_code ec;
+  if (fs::exists(dir / "cairn-tree.json", ec)) return kArrayTree;
+  if (fs::exists(dir / "value.json", ec)) return kJson;
+  if (fs::exists(dir / "cairn-bytes.json", ec)) return kBytes;
+  return {};
+}
+
+}  // namespace
+
+Checkpoint read_checkpoint(const fs::path& path) {
+  Checkpoint out;
+  out.path = path;
+  std::error_code ec;
+  out.committed = fs::exists(path / cairn::kCommitMarker, ec);
+  out.step = read_json_file(path / cairn::kStepMetadataFile);
+  if (!out.step.value) {
+    out.problems.push_back(out.step.error);
+  } else if (!out.step.value->is_object() || !out.field("handler") ||
+             !out.field("handler")->is_string()) {
+    out.problems.push_back(fmt::format("'{}' is not a cairn step metadata object (no \"handler\")",
+                                       (path / cairn::kStepMetadataFile).string()));
+  }
+  const auto* handler = out.field("handler");
+  const std::string type =
+      handler && handler->is_string() ? std::string(handler->get_string()) : "";
+  const auto* items = out.field("items");
+  if (type == kComposite && items && items->is_object()) {
+    for (const auto& [name, item_type] : items->get_object()) {
+      Item item{std::string(name), path / std::string(name),
+                item_type.is_string() ? std::string(item_type.get_string()) : ""};
+      if (!fs::is_directory(item.dir, ec)) {
+        out.problems.push_back(
+            fmt::format("item '{}' is listed in '{}' but its directory '{}' is "
+                        "missing",
+                        item.name, cairn::kStepMetadataFile, item.dir.string()));
+        continue;
+      }
+      out.items.push_back(std::move(item));
+    }
+  } else if (!type.empty() && type != kComposite) {
+    out.items.push_back({"", path, type});
+  } else {
+    // No usable metadata: find the items from the files.
+    if (const auto single = guess_type(path); !single.empty()) {
+      out.items.push_back({"", path, single});
+    } else {
+      for (const auto& entry : fs::directory_iterator(path, ec)) {
+        std::error_code dec;
+        if (!entry.is_directory(dec)) continue;
+        const auto guessed = guess_type(entry.path());
+        if (!guessed.empty())
+          out.items.push_back({entry.path().filename().string(), entry.path(), guessed});
+      }
+    }
+  }
+  std::sort(out.items.begin(), out.items.end(),
+            [](const Item& a, const Item& b) { return a.name < b.name; });
+  return out;
+}
+
+bool is_checkpoint_dir(const fs::path& path) {
+  std::error_code ec;
+  return fs::exists(path / cairn::kStepMetadataFile, ec) ||
+         fs::exists(path / cairn::kCommitMarker, ec) ||
+         path.filename().string().ends_with(cairn::kTmpSuffix);
+}
+
+std::uint64_t disk_bytes(const fs::path& path) {
+  std::uint64_t total = 0;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(
+           path, fs::directory_options::skip_permission_denied, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    std::error_code fec;
+    if (it->is_regular_file(fec)) {
+      const auto size = it->file_size(fec);
+      if (!fec) total += size;
+    }
+  }
+  return total;
+}
+
+std::string human_bytes(std::uint64_t bytes) {
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
+  double value = static_cast<double>(bytes) / 1024.0;
+  int unit = 0;
+  while (value >= 1024.0 && unit < 4) {
+    value /= 1024.0;
+    ++unit;
+  }
+  return fmt::format("{:.1f} {}", value, units[unit]);
+}
+
+std::string pretty_json(const boost::json::value& value, int indent) {
+  const std::string pad(static_cast<std::size_t>(indent + 2), ' ');
+  const std::string close(static_cast<std::size_t>(indent), ' ');
+  if (value.is_object() && !value.get_object().empty()) {
+    std::string out = "{\n";
+    bool first = true;
+    for (const auto& [key, v] : value.get_object()) {
+      if (!first) out += ",\n";
+      first = false;
+      out += pad + boost::json::serialize(boost::json::string(key)) + ": " +
+             pretty_json(v, indent + 2);
+    }
+    return out + "\n" + close + "}";
+  }
+  if (value.is_array() && !value.get_array().empty()) {
+    const auto& array = value.get_array();
+    // Short arrays of numbers stay on one line.
+    const bool flat =
+        array.size() <= 8 && std::all_of(array.begin(), array.end(), [](const auto& v) {
+          return v.is_number() || v.is_bool() || v.is_null();
+        });
+    if (flat) return boost::json::serialize(value);
+    std::string out = "[\n";
+    for (std::size_t i = 0; i < array.size(); ++i) {
+      out += pad + pretty_json(array[i], indent + 2) + (i + 1 < array.size() ? ",\n" : "\n");
+    }
+    return out + close + "]";
+  }
+  return boost::json::serialize(value);
+}
+
+std::string metrics_text(const boost::json::object& metrics) {
+  std::string out;
+  for (const auto& [key, v] : metrics) {
+    if (!out.empty()) out += ", ";
+    out += std::string(key) + "=";
+    if (v.is_double()) {
+      out += fmt::format("{:g}", v.get_double());
+    } else {
+      out += boost::json::serialize(v);
+    }
+  }
+  return out;
+}
+
+}  // namespace cairn_tool

@@ -1,0 +1,72 @@
+// cairn (the command-line tool) — reading a checkpoint directory as the on-disk format
+// describes it, tolerating damage: every reader here reports problems instead of throwing.
+#pragma once
+
+#include <boost/json/value.hpp>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cairn_tool {
+
+/// A JSON file read without throwing: the value, or why there is none.
+struct JsonFile {
+  std::optional<boost::json::value> value;
+  std::string error;  ///< set when value is empty: missing, unreadable, too large, bad JSON
+};
+
+/// Reads and parses `path` (at most 64 MiB). Never throws beyond std::bad_alloc.
+[[nodiscard]] JsonFile read_json_file(const std::filesystem::path& path);
+
+/// Handler type names of the items cairn ships.
+inline constexpr const char* kArrayTree = "cairn.array_tree";
+inline constexpr const char* kJson = "cairn.json";
+inline constexpr const char* kBytes = "cairn.bytes";
+inline constexpr const char* kComposite = "cairn.composite";
+
+/// One item of a checkpoint.
+struct Item {
+  std::string name;           ///< item name; empty for a single-item checkpoint
+  std::filesystem::path dir;  ///< its directory
+  std::string type;           ///< handler type, from the step metadata or guessed from files
+  [[nodiscard]] std::string label() const { return name.empty() ? "(item)" : name; }
+};
+
+/// What a checkpoint directory holds, read from its files.
+struct Checkpoint {
+  std::filesystem::path path;
+  bool committed = false;   ///< COMMITTED marker present
+  JsonFile step;            ///< cairn-step.json
+  std::vector<Item> items;  ///< sorted by name
+  /// Problems with the metadata (damaged step file, items listed but missing, ...).
+  std::vector<std::string> problems;
+
+  /// A field of the step metadata, or null. Never throws.
+  [[nodiscard]] const boost::json::value* field(const char* key) const;
+  /// The metrics saved with the step (custom.metrics), or an empty object.
+  [[nodiscard]] boost::json::object metrics() const;
+};
+
+/// Reads the metadata of the checkpoint at `path`. Not collective (every rank may call it;
+/// it reads small files only). Never throws beyond std::bad_alloc.
+[[nodiscard]] Checkpoint read_checkpoint(const std::filesystem::path& path);
+
+/// Whether `path` looks like one checkpoint (rather than a root of several): it holds
+/// cairn-step.json or COMMITTED, or its name ends in .cairn-tmp. Never throws.
+[[nodiscard]] bool is_checkpoint_dir(const std::filesystem::path& path);
+
+/// Bytes of the files under `path` (0 for what cannot be read). Never throws.
+[[nodiscard]] std::uint64_t disk_bytes(const std::filesystem::path& path);
+
+/// "1.5 MiB", "312 B".
+[[nodiscard]] std::string human_bytes(std::uint64_t bytes);
+
+/// `value` as indented JSON text (two spaces per level), without a trailing newline.
+[[nodiscard]] std::string pretty_json(const boost::json::value& value, int indent = 0);
+
+/// "energy=1.5, residual=0.002" for an object of metrics (numbers in %g form).
+[[nodiscard]] std::string metrics_text(const boost::json::object& metrics);
+
+}  // namespace cairn_tool

@@ -1,0 +1,67 @@
+// cairn (the command-line tool) — the subcommands. Each returns the process exit code: 0
+// success, 1 "found something" (damage, differences), 2 the command itself failed.
+#pragma once
+
+#include <cairn/comm.hpp>
+
+#include <string>
+
+namespace cairn_tool {
+
+/// Exit codes shared by every subcommand.
+inline constexpr int kOk = 0;
+inline constexpr int kFound = 1;
+inline constexpr int kFailed = 2;
+
+struct LsOptions {
+  std::string root;
+  bool json = false;
+};
+/// Lists the steps of a root with status, time, size, items and metrics. The primary rank
+/// reads and prints; the others return at once.
+int run_ls(const cairn::Comm& comm, const LsOptions& options);
+
+struct InspectOptions {
+  std::string checkpoint;
+  std::string item;  ///< empty: every item
+  bool json = false;
+};
+/// Describes a checkpoint: its step metadata and each item's leaves (or JSON value).
+/// Collective.
+int run_inspect(const cairn::Comm& comm, const InspectOptions& options);
+
+struct VerifyOptions {
+  std::string target;  ///< a checkpoint or a root
+  bool quiet = false;
+};
+/// Re-reads every shard of a checkpoint (or of every committed step of a root) and checks
+/// checksums and metadata; exit 1 when anything is damaged. Collective.
+int run_verify(const cairn::Comm& comm, const VerifyOptions& options);
+
+struct DiffOptions {
+  std::string a;
+  std::string b;
+  bool brief = false;  ///< only print differences
+};
+/// Compares two checkpoints leaf by leaf; exit 1 when they differ. Collective.
+int run_diff(const cairn::Comm& comm, const DiffOptions& options);
+
+struct ConvertOptions {
+  std::string source;
+  std::string destination;
+  std::string format;
+};
+/// Rewrites a checkpoint with its array leaves in another format, keeping its items and
+/// step metadata. Collective; each rank handles a slab of every array.
+int run_convert(const cairn::Comm& comm, const ConvertOptions& options);
+
+struct GcOptions {
+  std::string root;
+  bool dry_run = false;
+  bool force = false;  ///< even when the root is locked
+};
+/// Removes what unfinished saves and deletes left under a root. The primary rank works; the
+/// others return at once.
+int run_gc(const cairn::Comm& comm, const GcOptions& options);
+
+}  // namespace cairn_tool

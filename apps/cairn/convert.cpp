@@ -1,0 +1,128 @@
+// cairn convert SRC DST --format F: rewrite a checkpoint with its arrays in another format.
+#include <boost/json.hpp>
+#include <cairn/checkpointer.hpp>
+#include <cairn/handlers.hpp>
+#include <cairn/storage.hpp>
+#include <fmt/format.h>
+
+#include "checkpoint_dir.hpp"
+#include "commands.hpp"
+
+namespace cairn_tool {
+namespace {
+
+// This rank's slab of an array along its first dimension.
+cairn::Box slab(const std::vector<std::int64_t>& shape, const cairn::Comm& comm) {
+  cairn::Box box{std::vector<std::int64_t>(shape.size(), 0), shape};
+  const std::int64_t first = shape[0] * comm.rank() / comm.size();
+  box.offset[0] = first;
+  box.extent[0] = shape[0] * (comm.rank() + 1) / comm.size() - first;
+  return box;
+}
+
+// The whole tree of `item`, each rank holding a slab of every array. Collective.
+cairn::ArrayTree read_tree(const cairn::Comm& comm, const Item& item) {
+  const auto info = cairn::read_tree_info(comm, item.dir);
+  cairn::ArrayTree tree;
+  for (const auto& leaf : info.leaves) {
+    switch (leaf.kind) {
+      case cairn::LeafKind::array: {
+        // A 0-d array has no empty box: with several ranks every one holds it, replicated.
+        const bool whole = leaf.replicated || leaf.shape.empty();
+        tree.add_owned_array(leaf.path, leaf.dtype, leaf.shape,
+                             whole ? cairn::Box{} : slab(leaf.shape, comm),
+                             leaf.replicated || (leaf.shape.empty() && comm.size() > 1));
+        break;
+      }
+      // Placeholders of the right kind: restore_tree() puts the saved values in.
+      case cairn::LeafKind::scalar: tree.add_scalar(leaf.path, cairn::Scalar()); break;
+      case cairn::LeafKind::string: tree.add_string(leaf.path, ""); break;
+      case cairn::LeafKind::json: tree.add_json(leaf.path, nullptr); break;
+    }
+  }
+  cairn::restore_tree(comm, item.dir, tree);
+  return tree;
+}
+
+std::shared_ptr<const cairn::CheckpointArgs> read_bytes(const cairn::Comm& comm, const Item& item) {
+  const auto index = read_json_file(item.dir / "cairn-bytes.json");
+  const auto* o = index.value ? index.value->if_object() : nullptr;
+  const auto* replicated = o ? o->if_contains("replicated") : nullptr;
+  const auto* blobs = o ? o->if_contains("blobs") : nullptr;
+  if (!replicated || !replicated->is_bool() || !blobs || !blobs->is_array()) {
+    throw cairn::FormatError((item.dir / "cairn-bytes.json").string(), "blobs",
+                             "the bytes index of item '" + item.label() + "' is damaged");
+  }
+  const bool shared = replicated->get_bool();
+  if (!shared && static_cast<int>(blobs->get_array().size()) != comm.size()) {
+    throw cairn::InvalidArgument(fmt::format(
+        "item '{}' holds per-rank bytes of {} ranks, which only the same number of ranks can "
+        "carry over: run `mpirun -n {} cairn convert ...`",
+        item.label(), blobs->get_array().size(), blobs->get_array().size()));
+  }
+  cairn::BytesHandler handler;
+  const cairn::BytesRestore args;
+  auto bytes = std::any_cast<std::vector<std::byte>>(handler.restore(comm, item.dir, &args));
+  return std::make_shared<cairn::BytesSave>(std::move(bytes), shared);
+}
+
+}  // namespace
+
+int run_convert(const cairn::Comm& comm, const ConvertOptions& options) {
+  const Checkpoint src = read_checkpoint(options.source);
+  if (!src.committed || src.items.empty()) {
+    if (comm.is_primary()) {
+      fmt::print(stderr, "cairn convert: '{}' is not a committed checkpoint{}\n", options.source,
+                 src.problems.empty() ? "" : ": " + src.problems.front());
+    }
+    return kFailed;
+  }
+  const auto format = *cairn::storage_format_from_name(options.format);
+  if (!cairn::storage_format_available(format)) {
+    throw cairn::Unsupported("this build of cairn cannot write the " + options.format + " format");
+  }
+  cairn::Composite::Items items;
+  std::size_t leaves = 0;
+  for (const auto& item : src.items) {
+    std::shared_ptr<const cairn::CheckpointArgs> args;
+    if (item.type == kArrayTree) {
+      auto tree = read_tree(comm, item);
+      leaves += tree.size();
+      args = std::make_shared<cairn::ArrayTreeSave>(std::move(tree),
+                                                    cairn::TreeSaveOptions{.format = format});
+    } else if (item.type == kJson) {
+      const auto file = read_json_file(item.dir / "value.json");
+      if (!file.value)
+        throw cairn::FormatError((item.dir / "value.json").string(), "value", file.error);
+      args = std::make_shared<cairn::JsonSave>(*file.value);
+    } else if (item.type == kBytes) {
+      args = read_bytes(comm, item);
+    } else {
+      throw cairn::Unsupported(
+          fmt::format("item '{}' has the handler type '{}', which this tool "
+                      "cannot convert",
+                      item.label(), item.type));
+    }
+    items.emplace(item.name, std::move(args));
+  }
+  const auto* custom = src.field("custom");
+  const cairn::CheckpointSaveOptions save{.custom_metadata = custom ? *custom : nullptr};
+  const bool single = src.items.size() == 1 && src.items.front().name.empty();
+  if (single) {
+    cairn::Checkpointer ckpt(comm, cairn::HandlerRegistry::global().create(src.items.front().type));
+    ckpt.save(options.destination, *items.begin()->second, save);
+  } else {
+    cairn::Checkpointer ckpt(comm, std::make_shared<cairn::CompositeHandler>());
+    ckpt.save(options.destination, cairn::Composite(std::move(items)), save);
+  }
+  if (comm.is_primary()) {
+    fmt::print(
+        "converted {} -> {}: {} item{}, {} tree lea{}, arrays now in {} format, on {} rank{}\n",
+        options.source, options.destination, src.items.size(), src.items.size() == 1 ? "" : "s",
+        leaves, leaves == 1 ? "f" : "ves", options.format, comm.size(),
+        comm.size() == 1 ? "" : "s");
+  }
+  return kOk;
+}
+
+}  // namespace cairn_tool

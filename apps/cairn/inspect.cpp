@@ -1,0 +1,171 @@
+// cairn inspect CHECKPOINT [ITEM]: what a checkpoint holds.
+#include <boost/json.hpp>
+#include <cairn/handlers.hpp>
+#include <cairn/storage.hpp>
+#include <fmt/format.h>
+
+#include "checkpoint_dir.hpp"
+#include "commands.hpp"
+
+namespace cairn_tool {
+namespace {
+
+// The leaves of a tree item with their values (for scalars, strings and JSON). Collective.
+boost::json::object describe_tree(const cairn::Comm& comm, const Item& item) {
+  const cairn::SavedTreeInfo info = cairn::read_tree_info(comm, item.dir);
+  std::vector<std::string> value_paths;
+  for (const auto& leaf : info.leaves) {
+    if (leaf.kind != cairn::LeafKind::array) value_paths.push_back(leaf.path);
+  }
+  cairn::ArrayTree values;
+  if (!value_paths.empty()) {
+    values = cairn::restore_tree_as_saved(comm, item.dir, {.select = value_paths});
+  }
+  boost::json::array leaves;
+  for (const auto& leaf : info.leaves) {
+    boost::json::object o = {{"path", leaf.path}, {"kind", cairn::leaf_kind_name(leaf.kind)}};
+    if (leaf.kind == cairn::LeafKind::array) {
+      o["dtype"] = cairn::dtype_name(leaf.dtype);
+      o["shape"] = boost::json::value_from(leaf.shape);
+      o["shards"] = leaf.shard_count;
+      o["bytes"] = leaf.bytes;
+      o["format"] = cairn::storage_format_name(leaf.format);
+      o["replicated"] = leaf.replicated;
+    } else if (const auto* saved = values.find(leaf.path)) {
+      switch (leaf.kind) {
+        case cairn::LeafKind::scalar:
+          o["dtype"] = cairn::dtype_name(leaf.dtype);
+          o["value"] = saved->as_scalar().to_json().as_object().at("value");
+          break;
+        case cairn::LeafKind::string: o["value"] = saved->as_string(); break;
+        default: o["value"] = saved->as_json(); break;
+      }
+    }
+    leaves.push_back(std::move(o));
+  }
+  return {{"world_size", info.world_size}, {"leaves", std::move(leaves)}};
+}
+
+boost::json::object describe_item(const cairn::Comm& comm, const Item& item) {
+  boost::json::object out = {{"type", item.type}};
+  try {
+    if (item.type == kArrayTree) {
+      for (auto& [key, value] : describe_tree(comm, item)) out[key] = value;
+    } else if (item.type == kJson) {
+      const auto file = read_json_file(item.dir / "value.json");
+      if (file.value) {
+        out["value"] = *file.value;
+      } else {
+        out["problem"] = file.error;
+      }
+    } else if (item.type == kBytes) {
+      const auto file = read_json_file(item.dir / "cairn-bytes.json");
+      if (file.value) {
+        out["index"] = *file.value;
+      } else {
+        out["problem"] = file.error;
+      }
+    } else {
+      out["problem"] = "unknown item type; not described";
+    }
+  } catch (const cairn::Error& e) {
+    out["problem"] = e.what();
+  }
+  return out;
+}
+
+std::string shape_text(const boost::json::value& shape) {
+  std::string out = "(";
+  for (const auto& n : shape.get_array()) {
+    out += (out.size() > 1 ? ", " : "") + std::to_string(n.get_int64());
+  }
+  return out + (shape.get_array().size() == 1 ? ",)" : ")");
+}
+
+void print_item(const std::string& name, const boost::json::object& item) {
+  fmt::print("item {} ({}", name, std::string(item.at("type").get_string()));
+  if (const auto* ranks = item.if_contains("world_size"))
+    fmt::print(", saved by {} ranks", ranks->get_int64());
+  fmt::print(")\n");
+  if (const auto* problem = item.if_contains("problem")) {
+    fmt::print("  DAMAGED: {}\n", std::string(problem->get_string()));
+    return;
+  }
+  if (const auto* leaves = item.if_contains("leaves")) {
+    fmt::print("  {:<24} {:<7} {:<9} {:<16} {:>6} {:>10}  {}\n", "LEAF", "KIND", "DTYPE", "SHAPE",
+               "SHARDS", "BYTES", "FORMAT");
+    for (const auto& v : leaves->get_array()) {
+      const auto& leaf = v.get_object();
+      const std::string path(leaf.at("path").get_string());
+      const std::string kind(leaf.at("kind").get_string());
+      const auto* dtype = leaf.if_contains("dtype");
+      const std::string dtype_text = dtype ? std::string(dtype->get_string()) : "";
+      if (kind == "array") {
+        fmt::print("  {:<24} {:<7} {:<9} {:<16} {:>6} {:>10}  {}{}\n", path, kind, dtype_text,
+                   shape_text(leaf.at("shape")), leaf.at("shards").get_int64(),
+                   human_bytes(leaf.at("bytes").to_number<std::uint64_t>()),
+                   std::string(leaf.at("format").get_string()),
+                   leaf.at("replicated").get_bool() ? ", replicated" : "");
+      } else {
+        const auto* value = leaf.if_contains("value");
+        fmt::print("  {:<24} {:<7} {:<9} = {}\n", path, kind, dtype_text,
+                   value ? boost::json::serialize(*value) : "?");
+      }
+    }
+  } else if (const auto* value = item.if_contains("value")) {
+    fmt::print("  {}\n", pretty_json(*value, 2));
+  } else if (const auto* index = item.if_contains("index")) {
+    fmt::print("  {}\n", pretty_json(*index, 2));
+  }
+}
+
+}  // namespace
+
+int run_inspect(const cairn::Comm& comm, const InspectOptions& options) {
+  const Checkpoint ckpt = read_checkpoint(options.checkpoint);
+  boost::json::object items;
+  bool found = options.item.empty();
+  for (const auto& item : ckpt.items) {
+    if (!options.item.empty() && item.name != options.item) continue;
+    found = true;
+    items[item.label()] = describe_item(comm, item);
+  }
+  if (!comm.is_primary()) return found ? kOk : kFailed;
+  if (!found) {
+    fmt::print(stderr, "cairn inspect: '{}' has no item '{}'\n", options.checkpoint, options.item);
+    return kFailed;
+  }
+  boost::json::array problems;
+  for (const auto& p : ckpt.problems) problems.emplace_back(p);
+  if (options.json) {
+    boost::json::object out = {{"path", options.checkpoint},
+                               {"committed", ckpt.committed},
+                               {"step_metadata", ckpt.step.value ? *ckpt.step.value : nullptr},
+                               {"problems", problems},
+                               {"items", items}};
+    fmt::print("{}\n", pretty_json(out));
+    return kOk;
+  }
+  fmt::print("checkpoint {}\n", options.checkpoint);
+  const auto text = [&](const char* key) {
+    const auto* v = ckpt.field(key);
+    return v == nullptr     ? std::string("?")
+           : v->is_string() ? std::string(v->get_string())
+                            : boost::json::serialize(*v);
+  };
+  fmt::print(
+      "  status:   {}{}\n",
+      ckpt.committed ? "committed at " + text("commit_time") : "INCOMPLETE (no COMMITTED marker)",
+      ckpt.step.value ? ", saved by " + text("world_size") + " ranks" : std::string());
+  fmt::print("  handler:  {}\n", text("handler"));
+  if (const auto* bytes = ckpt.field("bytes"); bytes && bytes->is_number()) {
+    fmt::print("  data:     {}\n", human_bytes(bytes->to_number<std::uint64_t>()));
+  }
+  if (const auto metrics = ckpt.metrics(); !metrics.empty())
+    fmt::print("  metrics:  {}\n", metrics_text(metrics));
+  for (const auto& p : ckpt.problems) fmt::print("  DAMAGED:  {}\n", p);
+  for (const auto& [name, item] : items) print_item(std::string(name), item.get_object());
+  return kOk;
+}
+
+}  // namespace cairn_tool

@@ -1,0 +1,75 @@
+// cairn ls ROOT: the steps of a checkpoint root, whatever their state.
+#include <boost/json.hpp>
+#include <cairn/manager.hpp>
+#include <fmt/format.h>
+
+#include "checkpoint_dir.hpp"
+#include "commands.hpp"
+
+namespace cairn_tool {
+
+int run_ls(const cairn::Comm& comm, const LsOptions& options) {
+  if (!comm.is_primary()) return kOk;
+  const std::filesystem::path root = options.root;
+  if (is_checkpoint_dir(root)) {
+    fmt::print(stderr,
+               "cairn ls: '{}' is one checkpoint, not a root of several: see `cairn inspect {}`\n",
+               root.string(), root.string());
+    return kFailed;
+  }
+  const auto steps = cairn::list_step_directories(root);
+  const auto lock = cairn::root_lock_holder(root);
+
+  boost::json::array rows;
+  for (const auto& dir : steps) {
+    boost::json::object row = {{"step", dir.step},
+                               {"status", cairn::step_status_name(dir.status)},
+                               {"path", dir.path.string()},
+                               {"bytes", disk_bytes(dir.path)}};
+    const Checkpoint ckpt = read_checkpoint(dir.path);
+    const auto* time = ckpt.field("commit_time");
+    row["time"] = time && time->is_string() ? time->get_string() : "";
+    boost::json::array items;
+    for (const auto& item : ckpt.items) items.emplace_back(item.label());
+    row["items"] = std::move(items);
+    row["metrics"] = ckpt.metrics();
+    // A committed step whose metadata cannot be read is worth saying; incomplete ones are
+    // expected to lack it.
+    if (dir.status == cairn::StepStatus::committed && !ckpt.problems.empty()) {
+      row["problem"] = ckpt.problems.front();
+    }
+    rows.push_back(std::move(row));
+  }
+
+  if (options.json) {
+    boost::json::object out = {{"root", root.string()}, {"steps", rows}};
+    out["locked_by"] = lock ? boost::json::value(*lock) : boost::json::value(nullptr);
+    fmt::print("{}\n", pretty_json(out));
+    return kOk;
+  }
+  fmt::print("{}: {} step director{}{}\n", root.string(), steps.size(),
+             steps.size() == 1 ? "y" : "ies", lock ? "; locked by " + *lock : std::string());
+  if (rows.empty()) return kOk;
+  fmt::print("{:>10}  {:<13}  {:<20}  {:>10}  {:<16}  {}\n", "STEP", "STATUS", "TIME", "SIZE",
+             "ITEMS", "METRICS");
+  for (const auto& value : rows) {
+    const auto& row = value.get_object();
+    std::string items;
+    for (const auto& item : row.at("items").get_array()) {
+      items += (items.empty() ? "" : ",") + std::string(item.get_string());
+    }
+    std::string note = metrics_text(row.at("metrics").get_object());
+    if (const auto* problem = row.if_contains("problem")) {
+      note = "DAMAGED: " + std::string(problem->get_string());
+    }
+    const auto status = std::string(row.at("status").get_string());
+    const auto path = std::filesystem::path(std::string(row.at("path").get_string()));
+    fmt::print("{:>10}  {:<13}  {:<20}  {:>10}  {:<16}  {}\n", row.at("step").get_int64(), status,
+               std::string(row.at("time").get_string()),
+               human_bytes(row.at("bytes").to_number<std::uint64_t>()), items,
+               status == "committed" ? note : path.filename().string());
+  }
+  return kOk;
+}
+
+}  // namespace cairn_tool

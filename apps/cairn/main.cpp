@@ -1,0 +1,109 @@
+// cairn — the command-line tool: list, inspect, verify, compare, convert and clean up cairn
+// checkpoints. Runs on one process, or under mpirun/srun where the work is parallel
+// (verify, diff, convert).
+#include <mpi.h>
+
+#include <CLI/CLI.hpp>
+#include <cairn/error.hpp>
+
+#include <cstdio>
+#include <functional>
+
+#include "commands.hpp"
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+
+  using namespace cairn_tool;
+  CLI::App app{
+      "Inspect and maintain cairn checkpoints. Run it directly, or under mpirun for "
+      "parallel verify, diff and convert.",
+      "cairn"};
+  app.require_subcommand(1);
+  std::function<int(const cairn::Comm&)> command;
+
+  LsOptions ls;
+  auto* ls_cmd = app.add_subcommand("ls",
+                                    "List the steps of a checkpoint root: status "
+                                    "(committed, incomplete, being deleted), time, size, "
+                                    "items, metrics");
+  ls_cmd->add_option("ROOT", ls.root, "Checkpoint root")->required();
+  ls_cmd->add_flag("--json", ls.json, "Print JSON instead of a table");
+  ls_cmd->callback([&] { command = [&](const cairn::Comm& c) { return run_ls(c, ls); }; });
+
+  InspectOptions inspect;
+  auto* inspect_cmd = app.add_subcommand(
+      "inspect",
+      "Describe a checkpoint: leaf paths, dtypes, global shapes, shard counts, bytes, "
+      "formats; JSON items in full");
+  inspect_cmd->add_option("CHECKPOINT", inspect.checkpoint, "Checkpoint directory")->required();
+  inspect_cmd->add_option("ITEM", inspect.item, "Only this item");
+  inspect_cmd->add_flag("--json", inspect.json, "Print JSON instead of text");
+  inspect_cmd->callback(
+      [&] { command = [&](const cairn::Comm& c) { return run_inspect(c, inspect); }; });
+
+  VerifyOptions verify;
+  auto* verify_cmd = app.add_subcommand(
+      "verify",
+      "Re-read every shard and check checksums and metadata; exit 1 when anything is "
+      "damaged");
+  verify_cmd->add_option("TARGET", verify.target, "A checkpoint, or a root (every step)")
+      ->required();
+  verify_cmd->add_flag("-q,--quiet", verify.quiet, "Print only problems and the verdict");
+  verify_cmd->callback(
+      [&] { command = [&](const cairn::Comm& c) { return run_verify(c, verify); }; });
+
+  DiffOptions diff;
+  auto* diff_cmd = app.add_subcommand(
+      "diff",
+      "Compare two checkpoints leaf by leaf (equal, max abs/rel difference, shape or "
+      "dtype change); exit 1 when they differ");
+  diff_cmd->add_option("A", diff.a, "First checkpoint")->required();
+  diff_cmd->add_option("B", diff.b, "Second checkpoint")->required();
+  diff_cmd->add_flag("--brief", diff.brief, "Print only what differs");
+  diff_cmd->callback([&] { command = [&](const cairn::Comm& c) { return run_diff(c, diff); }; });
+
+  ConvertOptions convert;
+  auto* convert_cmd = app.add_subcommand(
+      "convert", "Rewrite a checkpoint with its arrays in another format (parallel under mpirun)");
+  convert_cmd->add_option("SRC", convert.source, "Checkpoint to read")->required();
+  convert_cmd->add_option("DST", convert.destination, "New checkpoint directory")->required();
+  convert_cmd->add_option("--format", convert.format, "Format of the array leaves")
+      ->required()
+      ->check(CLI::IsMember({"hdf5", "posix"}));
+  convert_cmd->callback(
+      [&] { command = [&](const cairn::Comm& c) { return run_convert(c, convert); }; });
+
+  GcOptions gc;
+  auto* gc_cmd = app.add_subcommand(
+      "gc",
+      "Remove what unfinished saves and deletes left in a root (temporary directories, "
+      "steps being deleted or moved aside)");
+  gc_cmd->add_option("ROOT", gc.root, "Checkpoint root")->required();
+  gc_cmd->add_flag("-n,--dry-run", gc.dry_run, "Only say what would be removed");
+  gc_cmd->add_flag("--force", gc.force, "Also when a job holds the root's lock");
+  gc_cmd->callback([&] { command = [&](const cairn::Comm& c) { return run_gc(c, gc); }; });
+
+  int code = kOk;
+  try {
+    app.parse(argc, argv);
+    cairn::Comm comm(MPI_COMM_WORLD);
+    code = command(comm);
+  } catch (const CLI::ParseError& e) {
+    code = rank == 0 ? app.exit(e) : e.get_exit_code();
+    if (code != 0) code = kFailed;
+  } catch (const cairn::Error& e) {
+    // cairn throws the same error on every rank of a collective call.
+    if (rank == 0) std::fprintf(stderr, "cairn: %s\n", e.what());
+    code = kFailed;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cairn: rank %d: %s\n", rank, e.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, kFailed);
+  }
+  MPI_Finalize();
+  return code;
+}

@@ -1,0 +1,176 @@
+// verify_tree(): re-read every shard of a saved tree, in parallel, and report damage instead
+// of throwing.
+#include <boost/json.hpp>
+#include <cairn/config.hpp>
+#include <cairn/storage.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "storage/checksum.hpp"
+#include "storage/index.hpp"
+#include "storage/posix_format.hpp"
+#if CAIRN_HAVE_HDF5
+#include "storage/hdf5_format.hpp"
+#endif
+
+namespace cairn {
+namespace {
+
+// The primary reads cairn-tree.json and every rank parses the same text; a damaged index is
+// a problem on every rank alike.
+std::optional<storage::TreeIndex> load_index(const Comm& comm, const std::filesystem::path& dir,
+                                             std::vector<std::string>& problems) {
+  const auto file = dir / storage::kTreeIndexFile;
+  boost::json::object read = {{"ok", true}};
+  if (comm.is_primary()) {
+    try {
+      read["text"] = storage::read_small_file(file);
+    } catch (const std::exception& e) {
+      read = {{"ok", false}, {"error", e.what()}};
+    }
+  }
+  read = comm.broadcast_json(read).as_object();
+  if (!read.at("ok").as_bool()) {
+    problems.push_back(std::string(read.at("error").as_string()));
+    return std::nullopt;
+  }
+  try {
+    return storage::parse_index(read.at("text").as_string(), file);
+  } catch (const std::exception& e) {
+    problems.push_back(e.what());
+    return std::nullopt;
+  }
+}
+
+std::string shard_name(const storage::LeafRecord& leaf, const storage::ShardRecord& shard) {
+  return fmt::format("leaf '{}', shard of rank {} {}", leaf.path, shard.rank, to_string(shard.box));
+}
+
+}  // namespace
+
+TreeVerifyReport verify_tree(const Comm& comm, const std::filesystem::path& dir,
+                             const VerifyProgress& progress) {
+  TreeVerifyReport report;
+  std::vector<std::string> problems;
+  const auto index = load_index(comm, dir, problems);
+  if (!index) {
+    report.problems = std::move(problems);
+    return report;
+  }
+  report.leaves = index->leaves.size();
+
+  // Leaves whose data can be read at all; an HDF5 dataset that is missing or does not match
+  // the index is one problem, not one per shard.
+  std::vector<const storage::LeafRecord*> arrays;
+  for (const auto& leaf : index->leaves) {
+    if (leaf.kind == LeafKind::array) arrays.push_back(&leaf);
+  }
+#if CAIRN_HAVE_HDF5
+  std::optional<storage::Hdf5Reader> hdf5;
+  const bool any_hdf5 = std::any_of(arrays.begin(), arrays.end(), [](const auto* leaf) {
+    return leaf->format == StorageFormat::hdf5;
+  });
+  if (any_hdf5) {
+    // Opening is collective and reports the same error on every rank.
+    try {
+      hdf5.emplace(comm, dir / storage::kHdf5File);
+    } catch (const std::exception& e) {
+      problems.push_back(e.what());
+    }
+  }
+  std::erase_if(arrays, [&](const storage::LeafRecord* leaf) {
+    if (leaf->format != StorageFormat::hdf5) return false;
+    if (!hdf5) return true;
+    try {
+      hdf5->open(std::span<const storage::LeafRecord* const>(&leaf, 1));
+      return false;
+    } catch (const std::exception& e) {
+      problems.push_back(e.what());
+      return true;
+    }
+  });
+#else
+  std::erase_if(arrays, [&](const storage::LeafRecord* leaf) {
+    if (leaf->format != StorageFormat::hdf5) return false;
+    problems.push_back(
+        fmt::format("leaf '{}' in '{}' is stored in HDF5, which this build of cairn "
+                    "cannot read",
+                    leaf->path, dir.string()));
+    return true;
+  });
+#endif
+
+  // Shard k of the list is checked by rank k % size.
+  std::size_t mine = 0;
+  std::size_t k = 0;
+  for (const auto* leaf : arrays) {
+    for (std::size_t s = 0; s < leaf->shards.size(); ++s, ++k) {
+      if (static_cast<int>(k % static_cast<std::size_t>(comm.size())) == comm.rank()) ++mine;
+    }
+  }
+  storage::PosixShardReader posix(dir);
+  std::vector<std::byte> buffer;
+  std::size_t done = 0;
+  std::int64_t shards = 0;
+  std::int64_t bytes = 0;
+  k = 0;
+  for (const auto* leaf : arrays) {
+    bool leaf_unreadable = false;  // a missing file is reported once per leaf and rank
+    for (const auto& shard : leaf->shards) {
+      if (static_cast<int>(k++ % static_cast<std::size_t>(comm.size())) != comm.rank()) continue;
+      if (!leaf_unreadable) {
+        try {
+          buffer.resize(static_cast<std::size_t>(shard.bytes));
+          if (leaf->format == StorageFormat::posix) {
+            posix.read(shard, 0, shard.bytes, buffer.data());
+          } else {
+#if CAIRN_HAVE_HDF5
+            hdf5->read(leaf->path, shard.box, buffer.data());
+#endif
+          }
+          const auto sum = storage::checksum_of(buffer);
+          if (sum != shard.checksum) {
+            problems.push_back(fmt::format(
+                "checksum mismatch in '{}' for {}: stored {}, computed {}",
+                (dir / shard.file).string(), shard_name(*leaf, shard),
+                storage::checksum_to_hex(shard.checksum), storage::checksum_to_hex(sum)));
+          }
+          ++shards;
+          bytes += static_cast<std::int64_t>(shard.bytes);
+        } catch (const NotFound& e) {
+          problems.push_back(fmt::format("{} ({})", e.what(), shard_name(*leaf, shard)));
+          leaf_unreadable = true;
+        } catch (const std::exception& e) {
+          problems.push_back(fmt::format("{} ({})", e.what(), shard_name(*leaf, shard)));
+        }
+      }
+      ++done;
+      if (progress) progress(done, mine);
+    }
+  }
+#if CAIRN_HAVE_HDF5
+  if (hdf5) {
+    try {
+      hdf5->close();
+    } catch (const std::exception& e) {
+      problems.push_back(e.what());
+    }
+  }
+#endif
+
+  // Every rank gets every rank's findings.
+  boost::json::array local;
+  for (const auto& p : problems) local.emplace_back(p);
+  for (const auto& theirs : comm.allgather_json(local)) {
+    for (const auto& p : theirs.as_array()) report.problems.emplace_back(p.as_string());
+  }
+  std::sort(report.problems.begin(), report.problems.end());
+  report.problems.erase(std::unique(report.problems.begin(), report.problems.end()),
+                        report.problems.end());
+  report.shards = static_cast<std::size_t>(comm.sum(shards));
+  report.bytes = static_cast<std::uint64_t>(comm.sum(bytes));
+  return report;
+}
+
+}  // namespace cairn

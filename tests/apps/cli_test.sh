@@ -1,0 +1,208 @@
+#!/usr/bin/env bash
+# Tests of the cairn command-line tool, one subcommand per case, on checkpoints written by
+# heat2d and then damaged on purpose. Every damaged input must give a report and exit code 1
+# (or 2 for a refused command), never a crash.
+#
+#   cli_test.sh CASE HEAT2D CAIRN MPIEXEC "MPIEXEC FLAGS" WORKDIR
+# CASE: help ls inspect verify diff convert gc
+set -uo pipefail
+
+case_name="$1" heat2d="$2" cairn="$3" mpiexec="$4"
+read -r -a flags <<<"$5"
+work="$6/$case_name"
+rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 2
+
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+# run NAME EXPECTED_STATUS COMMAND...: runs, keeps output in NAME.out, checks the status.
+run() {
+  local name="$1" expected="$2"
+  shift 2
+  "$@" >"$name.out" 2>&1
+  local status=$?
+  if [ "$status" -ne "$expected" ]; then
+    fail "$name: exit status $status, expected $expected ($*)"
+    sed 's/^/    /' "$name.out"
+  fi
+}
+expect() {  # expect NAME TEXT: NAME.out contains TEXT
+  grep -qF -- "$2" "$1.out" || { fail "$1: output lacks '$2'"; sed 's/^/    /' "$1.out"; }
+}
+reject() {  # reject NAME TEXT: NAME.out does not contain TEXT
+  if grep -qF -- "$2" "$1.out"; then fail "$1: output contains '$2'"; sed 's/^/    /' "$1.out"; fi
+}
+mpi() { local n="$1"; shift; "$mpiexec" -n "$n" "${flags[@]}" "$@"; }
+# simulate DIR RANKS FORMAT [STEPS]: a small heat2d run with checkpoints every 10 steps.
+simulate() {
+  mpi "$2" "$heat2d" --nx 48 --ny 40 --steps "${4:-30}" --save-every 10 --max-to-keep 5 \
+    --format "$3" --checkpoint-dir "$1" --quiet >"$1.log" 2>&1 || { cat "$1.log"; exit 2; }
+}
+json_check() {  # json_check NAME PYTHON-EXPRESSION over `d`
+  /usr/bin/python3 -c "import json,sys; d=json.load(open('$1.out')); sys.exit(0 if ($2) else 1)" ||
+    fail "$1: JSON check failed: $2"
+}
+
+case "$case_name" in
+help)
+  run help 0 "$cairn" --help
+  expect help "ls"; expect help "verify"; expect help "convert"
+  for sub in ls inspect verify diff convert gc; do
+    run "help-$sub" 0 "$cairn" "$sub" --help
+    expect "help-$sub" "Usage"
+  done
+  run no-command 2 "$cairn"
+  ;;
+
+ls)
+  simulate root 2 hdf5
+  run ls 0 "$cairn" ls root
+  expect ls "committed"; expect ls "energy="; expect ls "field,run"
+  run ls-json 0 "$cairn" ls --json root
+  json_check ls-json "[s['step'] for s in d['steps']] == [1, 10, 20, 30] and all(s['status'] == 'committed' for s in d['steps'])"
+  json_check ls-json "'residual' in d['steps'][-1]['metrics'] and d['steps'][-1]['items'] == ['field', 'run']"
+  # Damage and leftovers: every state shows, nothing crashes.
+  cp -r root/30 root/40.cairn-tmp
+  mv root/20 root/20.cairn-deleting
+  rm root/10/COMMITTED
+  echo '{"handler": "cairn.composite", broken' >root/30/cairn-step.json
+  mkdir -p root/trash && cp -r root/1 root/trash/1
+  run ls-damaged 0 "$cairn" ls --json root
+  json_check ls-damaged "[(s['step'], s['status']) for s in d['steps']] == [(1, 'committed'), (1, 'being deleted'), (10, 'incomplete'), (20, 'being deleted'), (30, 'committed'), (40, 'incomplete')]"
+  json_check ls-damaged "'not valid JSON' in [s for s in d['steps'] if s['step'] == 30][0]['problem']"
+  run ls-damaged-text 0 "$cairn" ls root
+  expect ls-damaged-text "DAMAGED"; expect ls-damaged-text "40.cairn-tmp"
+  run ls-checkpoint 2 "$cairn" ls root/30
+  expect ls-checkpoint "cairn inspect"
+  run ls-missing 2 "$cairn" ls does-not-exist
+  expect ls-missing "does-not-exist"
+  ;;
+
+inspect)
+  simulate root 2 hdf5
+  run inspect 0 "$cairn" inspect root/30
+  expect inspect "committed at"; expect inspect "float64"; expect inspect "(40, 48)"
+  expect inspect "hdf5"; expect inspect '"nx": 48'; expect inspect "step"; expect inspect "= 30"
+  run inspect-item 0 "$cairn" inspect root/30 run
+  expect inspect-item '"process_grid": [2,1]'; reject inspect-item "float64"
+  run inspect-json 0 "$cairn" inspect --json root/30
+  json_check inspect-json "d['items']['field']['leaves'][0]['path'] == 'step' and d['items']['field']['leaves'][1]['shape'] == [40, 48] and d['items']['field']['leaves'][1]['shards'] == 2"
+  run inspect-no-item 2 "$cairn" inspect root/30 nothing
+  expect inspect-no-item "no item 'nothing'"
+  # Damaged metadata: reported, no crash.
+  echo 'not json' >root/20/field/cairn-tree.json
+  run inspect-bad-tree 0 "$cairn" inspect root/20
+  expect inspect-bad-tree "DAMAGED"; expect inspect-bad-tree "cairn-tree.json"
+  : >root/10/cairn-step.json
+  run inspect-bad-step 0 "$cairn" inspect root/10
+  expect inspect-bad-step "not valid JSON"; expect inspect-bad-step "float64"
+  ;;
+
+verify)
+  simulate h5 2 hdf5
+  simulate px 2 posix
+  run verify-ok 0 "$cairn" verify h5/30
+  expect verify-ok "OK"
+  run verify-root-ok 0 mpi 2 "$cairn" verify px
+  expect verify-root-ok "4 checkpoints verified, 0 damaged"
+  # Truncated posix shard file.
+  truncate -s 100 px/30/field/shards/p1.bin
+  run verify-truncated 1 mpi 2 "$cairn" verify px/30
+  expect verify-truncated "DAMAGED"; expect verify-truncated "p1.bin"
+  # A flipped byte inside a posix shard: checksum mismatch.
+  printf '\x55' | dd of=px/20/field/shards/p0.bin bs=1 seek=200 conv=notrunc status=none
+  run verify-flipped 1 "$cairn" verify px/20
+  expect verify-flipped "checksum mismatch"
+  # Missing shard file.
+  rm px/10/field/shards/p0.bin
+  run verify-missing-file 1 "$cairn" verify px/10
+  expect verify-missing-file "p0.bin"
+  # The whole root: three damaged steps, one intact.
+  run verify-root-damaged 1 "$cairn" verify --quiet px
+  expect verify-root-damaged "3 damaged"
+  # Truncated HDF5 file.
+  truncate -s 3000 h5/30/field/data.h5
+  run verify-h5-truncated 1 mpi 2 "$cairn" verify h5/30
+  expect verify-h5-truncated "DAMAGED"; expect verify-h5-truncated "data.h5"
+  # Missing commit marker, bad step metadata, bad tree index, bad JSON item.
+  rm h5/20/COMMITTED
+  run verify-no-marker 1 "$cairn" verify h5/20
+  expect verify-no-marker "no COMMITTED marker"
+  echo '{"handler": 3' >h5/10/cairn-step.json
+  run verify-bad-step 1 "$cairn" verify h5/10
+  expect verify-bad-step "not valid JSON"
+  echo '{"version": 1, "world_size": -4, "leaves": 7}' >h5/1/field/cairn-tree.json
+  echo '[1, 2' >h5/1/run/value.json
+  run verify-bad-index 1 mpi 2 "$cairn" verify h5/1
+  expect verify-bad-index "cairn-tree.json"; expect verify-bad-index "value.json"
+  run verify-missing 2 "$cairn" verify nothing-here
+  ;;
+
+diff)
+  simulate a 2 hdf5
+  simulate b 1 posix
+  run diff-same-run 1 "$cairn" diff a/10 a/30
+  expect diff-same-run "field/u:"; expect diff-same-run "max abs diff"; expect diff-same-run "field/step: "
+  # Same problem, other ranks and format: the field is identical, the run info is not.
+  run diff-decomposition 1 mpi 2 "$cairn" diff --brief a/30 b/30
+  reject diff-decomposition "field/u"; expect diff-decomposition "run: the values differ"
+  run diff-self 0 mpi 3 "$cairn" diff a/30 a/30
+  expect diff-self "field/u: equal"; expect diff-self "no differences"
+  mpi 1 "$heat2d" --nx 48 --ny 30 --steps 10 --save-every 10 --checkpoint-dir c --quiet >/dev/null 2>&1
+  run diff-shape 1 "$cairn" diff a/10 c/10
+  expect diff-shape "shape (40, 48) -> (30, 48)"
+  run diff-missing 2 "$cairn" diff a/30 nowhere
+  ;;
+
+convert)
+  simulate src 2 hdf5
+  run convert 0 mpi 3 "$cairn" convert src/30 out-posix --format posix
+  expect convert "converted"
+  run convert-inspect 0 "$cairn" inspect out-posix
+  expect convert-inspect "posix"; expect convert-inspect "energy="
+  run convert-diff 0 "$cairn" diff src/30 out-posix
+  expect convert-diff "no differences"
+  run convert-back 0 "$cairn" convert out-posix out-hdf5 --format hdf5
+  run convert-verify 0 mpi 2 "$cairn" verify out-hdf5
+  run convert-diff-back 0 mpi 2 "$cairn" diff src/30 out-hdf5
+  run convert-exists 2 "$cairn" convert src/30 out-posix --format posix
+  expect convert-exists "already exists"
+  rm src/20/COMMITTED
+  run convert-incomplete 2 "$cairn" convert src/20 out-incomplete --format posix
+  expect convert-incomplete "not a committed checkpoint"
+  run convert-bad-format 2 "$cairn" convert src/30 out-x --format zarr
+  ;;
+
+gc)
+  simulate root 1 posix
+  cp -r root/30 root/40.cairn-tmp
+  cp -r root/20 root/20.cairn-deleting
+  mkdir -p root/trash && cp -r root/10 root/trash/10
+  cp -r root/30 root/50 && rm root/50/COMMITTED
+  run gc-dry 0 "$cairn" gc --dry-run root
+  expect gc-dry "would remove 3 directories"
+  [ -d root/40.cairn-tmp ] && [ -d root/trash/10 ] || fail "gc --dry-run removed something"
+  echo '{"host": "elsewhere", "pid": 1, "slurm_job_id": "77"}' >root/cairn.lock
+  run gc-locked 2 "$cairn" gc root
+  expect gc-locked "locked by host elsewhere, pid 1, Slurm job 77"
+  [ -d root/40.cairn-tmp ] || fail "gc removed something from a locked root"
+  run gc 0 "$cairn" gc --force root
+  expect gc "removed 3 directories"; expect gc "kept"
+  [ ! -e root/40.cairn-tmp ] && [ ! -e root/20.cairn-deleting ] && [ ! -e root/trash/10 ] ||
+    fail "gc left temporary directories"
+  [ -d root/50 ] || fail "gc removed a directory that is not temporary"
+  rm -rf root/50
+  run gc-verify 0 "$cairn" verify root
+  expect gc-verify "4 checkpoints verified, 0 damaged"
+  ;;
+
+*)
+  echo "cli_test.sh: unknown case '$case_name'" >&2
+  exit 2
+  ;;
+esac
+
+if [ "$failures" -ne 0 ]; then
+  echo "$case_name: $failures check(s) failed"
+  exit 1
+fi
+echo "$case_name: all checks passed"
