@@ -34,6 +34,10 @@ void require_device(std::string_view what);
 /// without a usable device or for null. Never throws.
 [[nodiscard]] bool is_device_pointer(const void* pointer) noexcept;
 
+/// The PCI bus id of the current device ("0000:3b:00.0"), or "" when there is none. NCCL
+/// needs a distinct device per rank; this tells ranks that share one. Never throws.
+[[nodiscard]] std::string current_device_id() noexcept;
+
 /// Free memory on the current device in bytes, or 0 when that cannot be known. Never throws.
 [[nodiscard]] std::size_t free_device_memory() noexcept;
 
@@ -125,7 +129,7 @@ enum class Copy { to_host, to_device, device_to_device };
 /// Queues a copy of `bytes` from `src` to `dst` on `stream` (asynchronous when the host side
 /// is pinned; pageable host memory makes it return when the copy is done). Throws IoError
 /// naming `what` with the CUDA error.
-void copy_async(void* dst, const void* src, std::size_t bytes, Copy direction,
-                const Stream& stream, std::string_view what);
+void copy_async(void* dst, const void* src, std::size_t bytes, Copy direction, const Stream& stream,
+                std::string_view what);
 
 }  // namespace cairn::cuda

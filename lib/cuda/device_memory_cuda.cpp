@@ -66,6 +66,22 @@ bool is_device_pointer(const void* pointer) noexcept {
   return attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
 }
 
+std::string current_device_id() noexcept {
+  if (!device_status().usable) return {};
+  int device = 0;
+  char id[32] = {};
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetPCIBusId(id, static_cast<int>(sizeof(id)), device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return {};
+  }
+  try {
+    return id;
+  } catch (...) {
+    return {};
+  }
+}
+
 std::size_t free_device_memory() noexcept {
   if (!device_status().usable) return 0;
   std::size_t free = 0;
@@ -85,7 +101,8 @@ Stream::Stream(std::string_view what) {
 }
 
 Stream::~Stream() {
-  if (stream_) log_failure(cudaStreamDestroy(static_cast<cudaStream_t>(stream_)), "cudaStreamDestroy");
+  if (stream_)
+    log_failure(cudaStreamDestroy(static_cast<cudaStream_t>(stream_)), "cudaStreamDestroy");
 }
 
 Stream::Stream(Stream&& other) noexcept : stream_(std::exchange(other.stream_, nullptr)) {}
@@ -124,8 +141,9 @@ Event& Event::operator=(Event&& other) noexcept {
 }
 
 void Event::record(const Stream& stream, std::string_view what) {
-  check(cudaEventRecord(static_cast<cudaEvent_t>(event_), static_cast<cudaStream_t>(stream.native())),
-        "cudaEventRecord", what);
+  check(
+      cudaEventRecord(static_cast<cudaEvent_t>(event_), static_cast<cudaStream_t>(stream.native())),
+      "cudaEventRecord", what);
 }
 
 void Event::synchronize(std::string_view what) const {
@@ -182,8 +200,8 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
   return *this;
 }
 
-void copy_async(void* dst, const void* src, std::size_t bytes, Copy direction,
-                const Stream& stream, std::string_view what) {
+void copy_async(void* dst, const void* src, std::size_t bytes, Copy direction, const Stream& stream,
+                std::string_view what) {
   if (bytes == 0) return;
   cudaMemcpyKind kind = cudaMemcpyDeviceToDevice;
   if (direction == Copy::to_host) kind = cudaMemcpyDeviceToHost;

@@ -15,12 +15,13 @@ const DeviceStatus& device_status() noexcept {
 }
 
 void require_device(std::string_view what) {
-  throw Unsupported(
-      fmt::format("{} is in CUDA device memory, but {}; pass a host buffer", what,
-                  device_status().reason));
+  throw Unsupported(fmt::format("{} is in CUDA device memory, but {}; pass a host buffer", what,
+                                device_status().reason));
 }
 
 bool is_device_pointer(const void*) noexcept { return false; }
+
+std::string current_device_id() noexcept { return {}; }
 
 std::size_t free_device_memory() noexcept { return 0; }
 

@@ -25,7 +25,8 @@ NcclComm::NcclComm(const Comm& comm, std::string_view what) {
   std::string problem;
   if (comm.is_primary()) {
     const ncclResult_t rc = ncclGetUniqueId(&id);
-    if (rc != ncclSuccess) problem = fmt::format("ncclGetUniqueId failed: {}", ncclGetErrorString(rc));
+    if (rc != ncclSuccess)
+      problem = fmt::format("ncclGetUniqueId failed: {}", ncclGetErrorString(rc));
   }
   // Every rank learns whether the id exists before any of them waits inside NCCL.
   comm.all_ok(problem.empty(), fmt::format("{}: {}", what, problem));

@@ -47,14 +47,16 @@ void StagedCopier::to_host(const void* src, std::size_t bytes, const Sink& sink,
 
 void StagedCopier::to_host(const void* src, std::size_t bytes, void* dst, std::string_view what) {
   auto* out = static_cast<std::byte*>(dst);
-  to_host(src, bytes, [&](std::span<const std::byte> chunk) {
-    std::memcpy(out, chunk.data(), chunk.size());
-    out += chunk.size();
-  }, what);
+  to_host(
+      src, bytes,
+      [&](std::span<const std::byte> chunk) {
+        std::memcpy(out, chunk.data(), chunk.size());
+        out += chunk.size();
+      },
+      what);
 }
 
-void StagedCopier::to_device(const void* src, std::size_t bytes, void* dst,
-                             std::string_view what) {
+void StagedCopier::to_device(const void* src, std::size_t bytes, void* dst, std::string_view what) {
   if (bytes == 0) return;
   const auto* from = static_cast<const std::byte*>(src);
   auto* to = static_cast<std::byte*>(dst);

@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <functional>
 #include <map>
-#include <span>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "storage/index.hpp"

@@ -80,8 +80,8 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
                         "CAIRN_USE_HDF5=ON)",
                         leaf->path(), storage_format_name(format)));
       }
-      memory.push_back(cuda::resolve_memory(leaf->as_array(), options_.detect_device_memory,
-                                            leaf->path()));
+      memory.push_back(
+          cuda::resolve_memory(leaf->as_array(), options_.detect_device_memory, leaf->path()));
     }
   });
 
