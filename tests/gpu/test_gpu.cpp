@@ -133,7 +133,8 @@ TEST(Gpu, AsyncSnapshotLetsTheCallerOverwriteDeviceDataAtOnce) {
     DeviceArray back(bytes_of(box));
     ArrayTree target;
     target.add_array("fields/u", device_shard(back, box));
-    (void)ckpt.restore(dir, ArrayTreeRestore(target));
+    const ArrayTreeRestore args(target);
+    (void)ckpt.restore(dir, &args);
     EXPECT_EQ(back.download(), reference_box(kType, kShape, box));
   }
 }
@@ -182,6 +183,7 @@ TEST(Gpu, ReplicatedDeviceLeafIsLoadedOnceAndBroadcast) {
   device.fill(0xEE);
   ArrayTree target;
   target.add_array("weights", device_shard(device, whole, true));
-  (void)manager.restore(1, ArrayTreeRestore(target));
+  const ArrayTreeRestore args(target);
+  (void)manager.restore(1, &args);
   EXPECT_EQ(device.download(), reference_box(kType, kShape, whole));
 }
