@@ -34,6 +34,13 @@ void require_device(std::string_view what);
 /// without a usable device or for null. Never throws.
 [[nodiscard]] bool is_device_pointer(const void* pointer) noexcept;
 
+/// The calling thread's current CUDA device, or -1 without a usable device. Never throws.
+[[nodiscard]] int current_device() noexcept;
+
+/// Makes `device` (from current_device(), on the thread that owns the data) the calling
+/// thread's current device; nothing for -1. Throws IoError naming `what` with the CUDA error.
+void use_device(int device, std::string_view what);
+
 /// The PCI bus id of the current device ("0000:3b:00.0"), or "" when there is none. NCCL
 /// needs a distinct device per rank; this tells ranks that share one. Never throws.
 [[nodiscard]] std::string current_device_id() noexcept;

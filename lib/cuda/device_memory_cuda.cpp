@@ -66,6 +66,20 @@ bool is_device_pointer(const void* pointer) noexcept {
   return attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
 }
 
+int current_device() noexcept {
+  if (!device_status().usable) return -1;
+  int device = -1;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return -1;
+  }
+  return device;
+}
+
+void use_device(int device, std::string_view what) {
+  if (device >= 0) check(cudaSetDevice(device), "cudaSetDevice", what);
+}
+
 std::string current_device_id() noexcept {
   if (!device_status().usable) return {};
   int device = 0;

@@ -21,6 +21,10 @@ void require_device(std::string_view what) {
 
 bool is_device_pointer(const void*) noexcept { return false; }
 
+int current_device() noexcept { return -1; }
+
+void use_device(int, std::string_view) {}
+
 std::string current_device_id() noexcept { return {}; }
 
 std::size_t free_device_memory() noexcept { return 0; }

@@ -7,6 +7,7 @@
 #include "comm/fault.hpp"
 #include "comm/log.hpp"
 #include "cuda/device_leaf.hpp"
+#include "cuda/device_memory.hpp"
 #include "cuda/staged_copy.hpp"
 #include "storage/checksum.hpp"
 #include "storage/posix_format.hpp"
@@ -110,6 +111,7 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
     job.writes = std::binary_search(writers.begin(), writers.end(), comm.rank());
     job.bytes = job.writes ? static_cast<std::uint64_t>(job.leaf->as_array().local_bytes()) : 0;
     (job.format == StorageFormat::posix ? uses_posix_ : uses_hdf5_) = true;
+    if (job.memory == MemoryKind::cuda_device && device_ < 0) device_ = cuda::current_device();
   }
 
   // The primary creates the directories; the verdict doubles as the barrier.
@@ -168,6 +170,7 @@ void TreeWriter::copy_to_host(std::size_t index, const void* device, void* dst) 
 }
 
 cuda::StagedCopier& TreeWriter::copier(std::string_view what) {
+  cuda::use_device(device_, what);  // this may be the background thread
   if (!copier_) {
     copier_ = std::make_unique<cuda::StagedCopier>(options_.io_buffer_bytes / 2, what);
   }

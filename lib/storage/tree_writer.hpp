@@ -114,6 +114,9 @@ class TreeWriter {
   // Device staging, made on the first device write; posix and hdf5 writes take turns.
   std::mutex copier_mutex_;
   std::unique_ptr<cuda::StagedCopier> copier_;
+  // The CUDA device of the thread that planned the save (-1: no device leaves); writes from a
+  // background thread use it too.
+  int device_ = -1;
   // Guards what posix writes (one thread) and hdf5 writes (maybe another) both update.
   mutable std::mutex mutex_;
   std::vector<std::pair<std::size_t, ShardRecord>> records_;  // (array index, record)
