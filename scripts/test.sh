@@ -72,6 +72,19 @@ else
   summary+=("format: ${#unformatted[@]} files need clang-format")
 fi
 
+# cuda_linkage <build dir>: one line saying whether libcairn was built with CUDA/NCCL (from the
+# generated config.hpp) and which CUDA libraries it links (ldd).
+cuda_linkage() {
+  local dir="$1" config="$1/include/cairn/config.hpp" lib have libs
+  have="$(sed -n 's/^#define CAIRN_HAVE_\(CUDA\|NCCL\) \([01]\)$/\1=\2/p' "$config" 2>/dev/null | tr '\n' ' ')"
+  lib="$(find "$dir/lib" -maxdepth 1 -name 'libcairn.so*' -type f 2>/dev/null | head -1)"
+  libs=""
+  if [ -n "$lib" ]; then
+    libs="$(ldd "$lib" 2>/dev/null | grep -oE 'lib(cudart|nccl)\.so[.0-9]*' | sort -u | tr '\n' ' ')"
+  fi
+  echo "cuda: ${have:-unknown }links ${libs:-no CUDA libraries}"
+}
+
 # configure_build_test <name> <build dir> <ctest args> [cmake args...]
 configure_build_test() {
   local name="$1" dir="$2" ctest_args="$3"
@@ -104,6 +117,12 @@ configure_build_test() {
     return
   fi
 
+  # Show what the CUDA code linked against (CI must show it was compiled and linked).
+  local cuda_line
+  cuda_line="$(cuda_linkage "$dir")"
+  echo "$name: $cuda_line"
+  summary+=("$name: $cuda_line")
+
   say "$name: ctest -j$JOBS $ctest_args"
   log="$dir/test.sh-ctest.log"
   local -a args
@@ -128,7 +147,9 @@ if [ "${CAIRN_TEST_SANITIZERS:-1}" != "0" ]; then
   # Open MPI keeps allocations alive past MPI_Finalize on purpose (and its helpers leak), so
   # LeakSanitizer would fail every MPI test on memory cairn does not own: leaks are off.
   # Any other ASan or UBSan report stops the test with a stack trace.
-  export ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}"
+  # protect_shadow_gap=0: on a GPU node the CUDA driver maps memory where ASan keeps its
+  # shadow gap; without it every CUDA test would fail there (no effect without a GPU).
+  export ASAN_OPTIONS="detect_leaks=0:protect_shadow_gap=0:${ASAN_OPTIONS:-}"
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
   configure_build_test "sanitizers" "$ASAN_BUILD_DIR" "${CAIRN_SANITIZER_CTEST_ARGS:-}" \
     "-DCAIRN_SANITIZE=address,undefined"

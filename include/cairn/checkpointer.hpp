@@ -108,6 +108,11 @@ struct AsyncOptions {
   /// Keep references instead of copies: save() returns at once and the caller must not
   /// modify its buffers until wait_until_finished() returns.
   bool zero_copy = false;
+  /// Snapshot CUDA device leaves into new device memory (a device-to-device copy) when the
+  /// device has room for them, instead of into the host staging area; the background thread
+  /// then copies them to the host while writing. Off: device leaves are copied to the host
+  /// staging area like host leaves.
+  bool device_staging = false;
 };
 
 /// Saves checkpoints in the background: save() returns once the caller may modify its data;

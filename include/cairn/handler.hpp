@@ -82,6 +82,9 @@ struct AsyncContext {
   /// Whether write() will be given a Comm (the background thread may call MPI). When false,
   /// anything collective must happen in stage() or finish().
   bool background_mpi = true;
+  /// Snapshot device arrays with a device-to-device copy when the device has room
+  /// (AsyncOptions::device_staging).
+  bool device_staging = false;
 };
 
 /// The part of an async save that remains after the arguments were taken. The checkpointer

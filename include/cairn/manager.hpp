@@ -106,6 +106,9 @@ struct CheckpointManagerOptions {
   /// Remove deleted steps on a background thread (finished by close()).
   bool enable_background_delete = false;
   /// The primary lists steps and reads metadata, then broadcasts (else every rank reads).
+  /// Restores into an ArrayTreeRestore target (also inside a Composite) read replicated array
+  /// leaves on the primary only and broadcast them (TreeRestoreOptions::load_and_broadcast:
+  /// NCCL for device buffers, MPI for host buffers).
   bool single_host_load_and_broadcast = false;
   /// Rank that does the single-writer work.
   int primary_host = 0;

@@ -51,8 +51,13 @@ struct TreeSaveOptions {
   std::set<std::string> sparse_leaves = {};
   /// fsync every file written (turn off only for scratch data).
   bool fsync = true;
-  /// Size of the buffer used to pack strided views and stage device memory.
+  /// Size of the buffer used to pack strided views and stage device memory (two pinned
+  /// halves: the device-to-host copy of one half overlaps the file write of the other).
   std::size_t io_buffer_bytes = std::size_t{16} << 20;
+  /// Also treat leaves declared MemoryKind::host as device memory when
+  /// cudaPointerGetAttributes says their pointer is device (or managed) memory. Off: only
+  /// declared MemoryKind::cuda_device leaves are, and host leaves cost no CUDA call.
+  bool detect_device_memory = false;
 };
 
 /// How restore_tree() reads. Aggregate: use designated initializers.
@@ -66,6 +71,12 @@ struct TreeRestoreOptions {
   /// Target leaves that may be missing on disk: they are left untouched instead of raising
   /// NotFound.
   std::set<std::string> optional_leaves = {};
+  /// As TreeSaveOptions::detect_device_memory, for restore targets.
+  bool detect_device_memory = false;
+  /// Replicated target leaves (every rank wants the whole array) are read by the primary rank
+  /// only and broadcast: with NCCL when every rank's buffer is device memory and the build has
+  /// NCCL, with MPI otherwise. Other leaves are read by each rank as usual.
+  bool load_and_broadcast = false;
 };
 
 /// How restore_tree_as_saved() lays out what it returns. Aggregate.

@@ -138,7 +138,8 @@ void AsyncCheckpointer::save(const std::filesystem::path& dir, const CheckpointA
     flight->pending = m.handler->async_save(m.comm, flight->tmp, args,
                                             {.staging = m.options.zero_copy ? nullptr : &m.staging,
                                              .zero_copy = m.options.zero_copy,
-                                             .background_mpi = m.background_mpi});
+                                             .background_mpi = m.background_mpi,
+                                             .device_staging = m.options.device_staging});
   } catch (...) {
     checkpoint::discard(m.comm, flight->tmp);
     throw;

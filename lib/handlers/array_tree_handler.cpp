@@ -5,8 +5,10 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <future>
+#include <optional>
 #include <vector>
 
+#include "cuda/device_memory.hpp"
 #include "handlers/piece_queue.hpp"
 #include "storage/tree_writer.hpp"
 
@@ -62,7 +64,7 @@ class ArrayTreePendingSave final : public PendingSave {
     if (hdf5_here) writer_.open_hdf5(*comm);
     while (auto piece = queue_.pop()) {
       handlers::WrittenSignal signal(piece->written);
-      writer_.write(piece->index, piece->data);
+      writer_.write(piece->index, piece->data, piece->memory);
       piece->owner.reset();  // returns the staging bytes before the next piece
     }
     if (hdf5_here) writer_.close_hdf5();
@@ -89,13 +91,51 @@ class ArrayTreePendingSave final : public PendingSave {
     if (job.writes) {
       const ArrayShard& shard = job.leaf->as_array();
       data = shard.data;
-      if (!shard.contiguous()) {
+      if (job.memory == MemoryKind::host && !shard.contiguous()) {
         packed.resize(static_cast<std::size_t>(job.bytes));
         copy_out(shard, packed.data());
         data = packed.data();
       }
     }
-    writer_.write(i, data);
+    writer_.write(i, data, job.memory);
+  }
+
+  // Whether the device can hold a copy of `bytes` and still keep an eighth of it (and 64 MiB)
+  // free for the application.
+  static bool device_has_room(std::size_t bytes) {
+    const std::size_t free = cuda::free_device_memory();
+    const std::size_t margin = bytes / 8 + (std::size_t{64} << 20);
+    return free > margin && free - margin >= bytes;
+  }
+
+  // Stages device array `i` (this rank writes it): a device-to-device snapshot when asked and
+  // there is room, else a copy into the host staging area, else (too large for the budget)
+  // it is written from the caller's device memory like a large host shard.
+  void stage_device(std::size_t i, std::vector<std::future<void>>& pinned) {
+    const storage::ArrayJob& job = writer_.arrays()[i];
+    const ArrayShard& shard = job.leaf->as_array();
+    const auto bytes = static_cast<std::size_t>(job.bytes);
+    const std::string what = fmt::format("snapshot of leaf '{}'", job.leaf->path());
+    if (context_.device_staging && device_has_room(bytes)) {
+      if (!stream_) stream_.emplace(what);
+      auto copy = std::make_shared<cuda::DeviceBuffer>(bytes, what);
+      cuda::copy_async(copy->data(), shard.data, bytes, cuda::Copy::device_to_device, *stream_,
+                       what);
+      stream_->synchronize(what);
+      queue_.push(
+          {.index = i, .data = copy->data(), .memory = MemoryKind::cuda_device, .owner = copy});
+      return;
+    }
+    auto staged = context_.staging ? context_.staging->acquire(bytes) : nullptr;
+    if (staged) {
+      writer_.copy_to_host(i, shard.data, staged.get());
+      queue_.push({.index = i, .data = staged.get(), .owner = staged});
+      return;
+    }
+    handlers::Piece piece{.index = i, .data = shard.data, .memory = MemoryKind::cuda_device};
+    piece.written = std::make_shared<std::promise<void>>();
+    pinned.push_back(piece.written->get_future());
+    queue_.push(std::move(piece));
   }
 
   // Stages array `i`: hdf5 leaves without background MPI are written now; every other hdf5
@@ -109,6 +149,10 @@ class ArrayTreePendingSave final : public PendingSave {
     }
     if (!job.writes) {
       if (job.format == StorageFormat::hdf5) queue_.push({.index = i});
+      return;
+    }
+    if (job.memory == MemoryKind::cuda_device) {
+      stage_device(i, pinned);
       return;
     }
     const ArrayShard& shard = job.leaf->as_array();
@@ -138,6 +182,7 @@ class ArrayTreePendingSave final : public PendingSave {
   AsyncContext context_;
   storage::TreeWriter writer_;
   handlers::PieceQueue queue_;
+  std::optional<cuda::Stream> stream_;  // for device-to-device snapshots
 };
 
 }  // namespace

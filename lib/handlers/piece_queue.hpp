@@ -2,6 +2,8 @@
 // (background thread): a queue of pieces, each the data of one item of work (internal).
 #pragma once
 
+#include <cairn/tree.hpp>
+
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -17,6 +19,7 @@ namespace cairn::handlers {
 struct Piece {
   std::size_t index = 0;
   const void* data = nullptr;
+  MemoryKind memory = MemoryKind::host;  ///< where `data` is (device: a snapshot or pinned)
   std::shared_ptr<void> owner = {};
   std::shared_ptr<std::promise<void>> written = {};
 };

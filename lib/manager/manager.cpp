@@ -335,9 +335,40 @@ void CheckpointManager::delete_step(std::int64_t step) {
   }
 }
 
+namespace {
+
+// Arguments equal to `args` except that array tree restores (also inside a composite) read
+// replicated leaves on the primary and broadcast them; null when nothing changes.
+std::shared_ptr<const CheckpointArgs> with_load_and_broadcast(const CheckpointArgs& args) {
+  if (const auto* tree = dynamic_cast<const ArrayTreeRestore*>(&args)) {
+    auto copy = std::make_shared<ArrayTreeRestore>(*tree);
+    copy->options.load_and_broadcast = true;
+    return copy;
+  }
+  if (const auto* composite = dynamic_cast<const Composite*>(&args)) {
+    Composite::Items items = composite->items();
+    bool changed = false;
+    for (auto& [name, item] : items) {
+      if (auto replaced = item ? with_load_and_broadcast(*item) : nullptr) {
+        item = std::move(replaced);
+        changed = true;
+      }
+    }
+    if (changed) return std::make_shared<Composite>(std::move(items));
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 std::any CheckpointManager::restore(std::optional<std::int64_t> step, const CheckpointArgs* args) {
   require_active("restore");
   wait_until_finished();
+  std::shared_ptr<const CheckpointArgs> broadcast_args;
+  if (options_.single_host_load_and_broadcast && args != nullptr) {
+    broadcast_args = with_load_and_broadcast(*args);
+    if (broadcast_args) args = broadcast_args.get();
+  }
   const auto chosen = step ? step : latest_step();
   if (!chosen) {
     throw NotFound(root_.string(),

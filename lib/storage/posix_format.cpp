@@ -1,5 +1,8 @@
 #include "storage/posix_format.hpp"
 
+#include <cairn/error.hpp>
+#include <fmt/format.h>
+
 #include "comm/fault.hpp"
 #include "storage/checksum.hpp"
 
@@ -21,6 +24,36 @@ ShardRecord PosixShardWriter::write(const Box& box, const void* data, std::uint6
   record.bytes = bytes;
   record.checksum = checksum_of(span);
   file_->write_at(offset_, span);
+  offset_ += (bytes + kShardAlignment - 1) / kShardAlignment * kShardAlignment;
+  return record;
+}
+
+ShardRecord PosixShardWriter::write_pieces(const Box& box, std::uint64_t bytes,
+                                           const std::function<void(const Sink&)>& produce) {
+  fault::point("storage.posix_write");
+  if (!file_) file_.emplace(dir_ / name_, PosixFile::Mode::write_new);
+  Checksum checksum;
+  std::uint64_t done = 0;
+  produce([&](std::span<const std::byte> piece) {
+    if (done + piece.size() > bytes) {
+      throw InvalidArgument(fmt::format("shard for '{}': pieces exceed the shard's {} bytes",
+                                        (dir_ / name_).string(), bytes));
+    }
+    checksum.update(piece);
+    file_->write_at(offset_ + done, piece);
+    done += piece.size();
+  });
+  if (done != bytes) {
+    throw InvalidArgument(fmt::format("shard for '{}': {} of its {} bytes were delivered",
+                                      (dir_ / name_).string(), done, bytes));
+  }
+  ShardRecord record;
+  record.rank = rank_;
+  record.box = box;
+  record.file = name_;
+  record.byte_offset = offset_;
+  record.bytes = bytes;
+  record.checksum = checksum.digest();
   offset_ += (bytes + kShardAlignment - 1) / kShardAlignment * kShardAlignment;
   return record;
 }

@@ -5,8 +5,10 @@
 #include <cairn/tree.hpp>
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "storage/index.hpp"
@@ -23,6 +25,14 @@ class PosixShardWriter {
   /// Writes `bytes` contiguous bytes of the shard `box` at the next aligned offset and
   /// returns its record (with the XXH3-64 checksum). Throws IoError naming the file.
   ShardRecord write(const Box& box, const void* data, std::uint64_t bytes);
+  /// Receives consecutive pieces of a shard.
+  using Sink = std::function<void(std::span<const std::byte>)>;
+  /// As write(), for a shard that arrives in pieces (device memory staged through the host):
+  /// `produce` hands every piece, in order, to the sink it is given; each piece is written
+  /// and checksummed before the sink returns. Throws IoError naming the file, what `produce`
+  /// throws, or InvalidArgument when the pieces do not add up to `bytes`.
+  ShardRecord write_pieces(const Box& box, std::uint64_t bytes,
+                           const std::function<void(const Sink&)>& produce);
   /// fsyncs (when `fsync`) and closes the file, if one was created. Throws IoError.
   void close(bool fsync);
 

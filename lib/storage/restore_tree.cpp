@@ -8,6 +8,9 @@
 #include <cstring>
 
 #include "comm/log.hpp"
+#include "cuda/device_leaf.hpp"
+#include "cuda/staged_copy.hpp"
+#include "storage/broadcast_leaves.hpp"
 #include "storage/checksum.hpp"
 #include "storage/index.hpp"
 #include "storage/posix_format.hpp"
@@ -135,6 +138,33 @@ void restore_array(const LeafRecord& leaf, const ArrayShard& target, ShardSource
   }
 }
 
+// Whether the saved shards cover all of `box` (not so for sparse saves).
+bool covered(const LeafRecord& leaf, const Box& box) {
+  std::int64_t found = 0;
+  for (const ShardRecord& shard : leaf.shards) {
+    if (const auto region = intersect(shard.box, box)) found += volume(*region);
+  }
+  return found >= volume(box);
+}
+
+// Restores into a device buffer: the rank's box is assembled in host memory as for a host
+// target, then copied to the device through pinned buffers. Parts of the box that no saved
+// shard covers keep their device contents.
+void restore_device_array(const LeafRecord& leaf, const ArrayShard& target, ShardSource& source,
+                          std::unique_ptr<cuda::StagedCopier>& copier) {
+  const std::string what = fmt::format("leaf '{}'", leaf.path);
+  const auto bytes = static_cast<std::size_t>(target.local_bytes());
+  if (bytes == 0) return;
+  if (!copier) copier = std::make_unique<cuda::StagedCopier>(std::size_t{8} << 20, what);
+  std::unique_ptr<std::byte[]> staged(new std::byte[bytes]);
+  if (!covered(leaf, target.box)) copier->to_host(target.data, bytes, staged.get(), what);
+  ArrayShard host = target;
+  host.memory = MemoryKind::host;
+  host.data = staged.get();
+  restore_array(leaf, host, source);
+  copier->to_device(staged.get(), bytes, target.data, what);
+}
+
 // Checks that the saved leaf can fill the target leaf; the same verdict on every rank except
 // for box problems, which are local (and reported through run_all).
 void check_compatible(const LeafRecord& saved, const Leaf& target,
@@ -166,12 +196,6 @@ void check_compatible(const LeafRecord& saved, const Leaf& target,
                                         dtype_name(saved.dtype), dtype_name(shard.dtype)));
     }
   }
-  if (shard.memory != MemoryKind::host) {
-    throw Unsupported(
-        fmt::format("leaf '{}': restoring into {} memory is not supported by this "
-                    "build",
-                    saved.path, memory_kind_name(shard.memory)));
-  }
   if (!shard.contiguous()) {
     throw InvalidArgument(
         fmt::format("leaf '{}': a restore target must be a contiguous "
@@ -200,9 +224,27 @@ void restore_from_index(const Comm& comm, const std::filesystem::path& dir,
     }
     pairs.emplace_back(leaf, saved);
   }
+  std::vector<MemoryKind> memory;  // of each pair's target (host for non-array leaves)
   comm.run_all(fmt::format("restore_tree '{}':", dir.string()), [&] {
-    for (const auto& [leaf, saved] : pairs) check_compatible(*saved, *leaf, options, dir);
+    for (const auto& [leaf, saved] : pairs) {
+      check_compatible(*saved, *leaf, options, dir);
+      memory.push_back(
+          saved->kind == LeafKind::array
+              ? cuda::resolve_memory(leaf->as_array(), options.detect_device_memory, leaf->path())
+              : MemoryKind::host);
+    }
   });
+  // Load and broadcast: the primary alone reads replicated leaves.
+  std::vector<storage::BroadcastLeaf> broadcasts;
+  std::vector<bool> read_here(pairs.size(), true);
+  if (options.load_and_broadcast && comm.size() > 1) {
+    for (std::size_t i = 0; i < pairs.size(); ++i) {
+      const Leaf& leaf = *pairs[i].first;
+      if (pairs[i].second->kind != LeafKind::array || !leaf.as_array().replicated) continue;
+      broadcasts.push_back({.path = leaf.path(), .shard = &leaf.as_array(), .memory = memory[i]});
+      read_here[i] = comm.is_primary();
+    }
+  }
 
   bool any_hdf5 = false;
   std::vector<const LeafRecord*> h5_records;
@@ -235,8 +277,15 @@ void restore_from_index(const Comm& comm, const std::filesystem::path& dir,
   }
 #endif
   try {
-    for (const auto& [leaf, saved] : pairs) {
-      if (saved->kind == LeafKind::array) restore_array(*saved, leaf->as_array(), source);
+    std::unique_ptr<cuda::StagedCopier> copier;
+    for (std::size_t i = 0; i < pairs.size(); ++i) {
+      const auto& [leaf, saved] = pairs[i];
+      if (saved->kind != LeafKind::array || !read_here[i]) continue;
+      if (memory[i] == MemoryKind::cuda_device) {
+        restore_device_array(*saved, leaf->as_array(), source, copier);
+      } else {
+        restore_array(*saved, leaf->as_array(), source);
+      }
     }
   } catch (const std::exception& e) {
     record_failure(e);
@@ -253,6 +302,7 @@ void restore_from_index(const Comm& comm, const std::filesystem::path& dir,
   (void)any_hdf5;
 #endif
   comm.all_ok(ok, fmt::format("restore_tree '{}': {}", dir.string(), message), code);
+  storage::broadcast_leaves(comm, broadcasts);
 
   // Values: rebuild the tree with the saved scalars, strings and JSON in place.
   bool any_value = false;

@@ -35,8 +35,8 @@ void save_tree(const Comm& comm, const std::filesystem::path& dir, const ArrayTr
   storage::TreeWriter writer(comm, dir, tree, options);
   writer.open_posix();
   writer.open_hdf5(comm);
-  // Contiguous shards are written from the caller's memory; strided views are packed into one
-  // buffer of the shard's size.
+  // Contiguous host shards are written from the caller's memory; strided views are packed into
+  // one buffer of the shard's size; device shards are staged through pinned host buffers.
   std::vector<std::byte> packed;
   for (std::size_t i = 0; i < writer.arrays().size(); ++i) {
     const storage::ArrayJob& job = writer.arrays()[i];
@@ -44,7 +44,7 @@ void save_tree(const Comm& comm, const std::filesystem::path& dir, const ArrayTr
     if (job.writes) {
       const ArrayShard& shard = job.leaf->as_array();
       data = shard.data;
-      if (!shard.contiguous()) {
+      if (job.memory == MemoryKind::host && !shard.contiguous()) {
         try {
           packed.resize(static_cast<std::size_t>(job.bytes));
           pack_strided(dtype_size(shard.dtype), shard.data, shard.box.extent, shard.strides,
@@ -55,7 +55,7 @@ void save_tree(const Comm& comm, const std::filesystem::path& dir, const ArrayTr
         }
       }
     }
-    writer.write(i, data);
+    writer.write(i, data, job.memory);
   }
   writer.close_posix();
   writer.close_hdf5();

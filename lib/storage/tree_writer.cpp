@@ -6,6 +6,9 @@
 
 #include "comm/fault.hpp"
 #include "comm/log.hpp"
+#include "cuda/device_leaf.hpp"
+#include "cuda/device_memory.hpp"
+#include "cuda/staged_copy.hpp"
 #include "storage/checksum.hpp"
 #include "storage/posix_format.hpp"
 #if CAIRN_HAVE_HDF5
@@ -62,6 +65,7 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
   const std::vector<const Leaf*> leaves = tree.leaves_under("");
 
   // Local checks that can differ between ranks: every rank learns of any failure.
+  std::vector<MemoryKind> memory;  // of each array leaf, in order
   comm.run_all(fmt::format("save_tree '{}':", dir_.string()), [&] {
     for (const auto& [path, format] : options_.leaf_formats) {
       if (!tree.contains(path)) {
@@ -77,12 +81,8 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
                         "CAIRN_USE_HDF5=ON)",
                         leaf->path(), storage_format_name(format)));
       }
-      if (leaf->as_array().memory != MemoryKind::host) {
-        throw Unsupported(fmt::format(
-            "leaf '{}': arrays in {} memory are not supported by this build; copy them to the "
-            "host first",
-            leaf->path(), memory_kind_name(leaf->as_array().memory)));
-      }
+      memory.push_back(
+          cuda::resolve_memory(leaf->as_array(), options_.detect_device_memory, leaf->path()));
     }
   });
 
@@ -90,7 +90,9 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
   json::array mine;
   for (const Leaf* leaf : leaves) {
     if (leaf->kind() != LeafKind::array) continue;
-    arrays_.push_back({.leaf = leaf, .format = format_of(options_, leaf->path())});
+    arrays_.push_back({.leaf = leaf,
+                       .format = format_of(options_, leaf->path()),
+                       .memory = memory.at(arrays_.size())});
     mine.push_back(leaf->as_array().layout().to_json());
   }
   const std::vector<json::value> all = comm.allgather_json(mine);
@@ -109,6 +111,7 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
     job.writes = std::binary_search(writers.begin(), writers.end(), comm.rank());
     job.bytes = job.writes ? static_cast<std::uint64_t>(job.leaf->as_array().local_bytes()) : 0;
     (job.format == StorageFormat::posix ? uses_posix_ : uses_hdf5_) = true;
+    if (job.memory == MemoryKind::cuda_device && device_ < 0) device_ = cuda::current_device();
   }
 
   // The primary creates the directories; the verdict doubles as the barrier.
@@ -159,12 +162,39 @@ void TreeWriter::open_hdf5([[maybe_unused]] const Comm& comm) {
 #endif
 }
 
-void TreeWriter::write(std::size_t index, const void* data) {
+void TreeWriter::copy_to_host(std::size_t index, const void* device, void* dst) {
   const ArrayJob& job = arrays_.at(index);
+  const std::string what = fmt::format("leaf '{}'", job.leaf->path());
+  std::lock_guard lock(copier_mutex_);
+  copier(what).to_host(device, static_cast<std::size_t>(job.bytes), dst, what);
+}
+
+cuda::StagedCopier& TreeWriter::copier(std::string_view what) {
+  cuda::use_device(device_, what);  // this may be the background thread
+  if (!copier_) {
+    copier_ = std::make_unique<cuda::StagedCopier>(options_.io_buffer_bytes / 2, what);
+  }
+  return *copier_;
+}
+
+void TreeWriter::write(std::size_t index, const void* data, MemoryKind memory) {
+  const ArrayJob& job = arrays_.at(index);
+  const bool device = memory == MemoryKind::cuda_device && data != nullptr;
   if (job.format == StorageFormat::posix) {
     if (!job.writes || failed()) return;
     try {
-      auto record = posix_->write(job.leaf->as_array().box, data, job.bytes);
+      ShardRecord record;
+      if (device) {
+        const std::string what = fmt::format("leaf '{}'", job.leaf->path());
+        std::lock_guard lock(copier_mutex_);
+        cuda::StagedCopier& staging = copier(what);
+        record = posix_->write_pieces(
+            job.leaf->as_array().box, job.bytes, [&](const PosixShardWriter::Sink& sink) {
+              staging.to_host(data, static_cast<std::size_t>(job.bytes), sink, what);
+            });
+      } else {
+        record = posix_->write(job.leaf->as_array().box, data, job.bytes);
+      }
       std::lock_guard lock(mutex_);
       records_.emplace_back(index, std::move(record));
       bytes_written_ += job.bytes;
@@ -183,6 +213,17 @@ void TreeWriter::write(std::size_t index, const void* data) {
     fault::point("storage.hdf5_write");
   } catch (const std::exception& e) {
     fail(e);
+  }
+  // HDF5 writes a shard in one call: device data goes to the host whole first.
+  std::unique_ptr<std::byte[]> staged;
+  if (device && job.writes && !failed()) {
+    try {
+      staged.reset(new std::byte[static_cast<std::size_t>(job.bytes)]);
+      copy_to_host(index, data, staged.get());
+      data = staged.get();
+    } catch (const std::exception& e) {
+      fail(e);
+    }
   }
   try {
     if (failed()) {

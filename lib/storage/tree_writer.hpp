@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "storage/index.hpp"
@@ -21,6 +22,13 @@ namespace cairn::storage {
 
 class Hdf5Writer;
 class PosixShardWriter;
+}  // namespace cairn::storage
+
+namespace cairn::cuda {
+class StagedCopier;
+}  // namespace cairn::cuda
+
+namespace cairn::storage {
 
 /// One array leaf of the tree being written.
 struct ArrayJob {
@@ -28,6 +36,8 @@ struct ArrayJob {
   StorageFormat format = StorageFormat::posix;
   bool writes = false;      ///< this rank writes a shard of it
   std::uint64_t bytes = 0;  ///< bytes of this rank's shard (0 when it writes none)
+  /// Where this rank's shard lives: declared, or detected when asked (TreeSaveOptions).
+  MemoryKind memory = MemoryKind::host;
 };
 
 /// Writes one tree into an item directory: plan (validation, directories), open, one write
@@ -61,10 +71,16 @@ class TreeWriter {
   /// outlive the writer and may differ from the planning Comm if it has the same ranks.
   /// Remembers failures (which are the same on every rank).
   void open_hdf5(const Comm& comm);
-  /// Writes array `index` from `data`, a contiguous row-major buffer of this rank's box, or
-  /// nullptr when this rank writes nothing for it. Collective for hdf5 leaves (every rank,
-  /// every hdf5 leaf, increasing index); local for posix leaves. Remembers failures.
-  void write(std::size_t index, const void* data);
+  /// Writes array `index` from `data`, a contiguous row-major buffer of this rank's box in
+  /// `memory`, or nullptr when this rank writes nothing for it. Device data is staged through
+  /// pinned host buffers (posix: chunk by chunk, overlapping copies and file writes; hdf5:
+  /// into one host buffer first). Collective for hdf5 leaves (every rank, every hdf5 leaf,
+  /// increasing index); local for posix leaves. Remembers failures.
+  void write(std::size_t index, const void* data, MemoryKind memory = MemoryKind::host);
+  /// Copies array `index`'s shard from the device memory at `device` into host memory at
+  /// `dst` (job.bytes bytes), through the pinned staging buffers. Local. Throws IoError or
+  /// Unsupported naming the leaf.
+  void copy_to_host(std::size_t index, const void* device, void* dst);
   /// Remembers a failure that happened outside the writer (e.g. while staging); the next
   /// writes are skipped and finish() reports it on every rank. Never throws.
   void fail(const std::exception& error) noexcept;
@@ -83,6 +99,9 @@ class TreeWriter {
   }
 
  private:
+  // The device staging buffers, made on first use for the leaf `what`; copier_mutex_ held.
+  cuda::StagedCopier& copier(std::string_view what);
+
   std::filesystem::path dir_;
   const ArrayTree& tree_;
   TreeSaveOptions options_;
@@ -92,6 +111,12 @@ class TreeWriter {
   int rank_ = 0;
   std::unique_ptr<PosixShardWriter> posix_;
   std::unique_ptr<Hdf5Writer> hdf5_;
+  // Device staging, made on the first device write; posix and hdf5 writes take turns.
+  std::mutex copier_mutex_;
+  std::unique_ptr<cuda::StagedCopier> copier_;
+  // The CUDA device of the thread that planned the save (-1: no device leaves); writes from a
+  // background thread use it too.
+  int device_ = -1;
   // Guards what posix writes (one thread) and hdf5 writes (maybe another) both update.
   mutable std::mutex mutex_;
   std::vector<std::pair<std::size_t, ShardRecord>> records_;  // (array index, record)

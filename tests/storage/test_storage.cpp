@@ -336,3 +336,39 @@ TEST(Storage, DamagedFilesGiveErrorsNamingFileAndLeaf) {
     }
   }
 }
+
+TEST(Storage, LoadAndBroadcastReadsReplicatedLeavesOnThePrimary) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  const Box whole = whole_box(kShape);
+  const Box mine = slab_box(kShape, comm.rank(), comm.size());
+  for (StorageFormat format : available_formats()) {
+    SCOPED_TRACE(std::string(storage_format_name(format)));
+    const auto dir = tmp / std::string(storage_format_name(format));
+    auto weights = reference_box(DType::float32, kShape, whole);
+    auto field = reference_box(DType::int64, kShape, mine);
+    ArrayTree tree;
+    tree.add_array("weights", {.dtype = DType::float32,
+                               .global_shape = kShape,
+                               .data = weights.data(),
+                               .replicated = true});
+    tree.add_array(
+        "field",
+        {.dtype = DType::int64, .global_shape = kShape, .box = mine, .data = field.data()});
+    save_tree(comm, dir, tree, {.format = format});
+
+    std::vector<std::byte> weights_back(weights.size(), std::byte{0xEE});
+    std::vector<std::byte> field_back(field.size(), std::byte{0xEE});
+    ArrayTree target;
+    target.add_array("weights", {.dtype = DType::float32,
+                                 .global_shape = kShape,
+                                 .data = weights_back.data(),
+                                 .replicated = true});
+    target.add_array(
+        "field",
+        {.dtype = DType::int64, .global_shape = kShape, .box = mine, .data = field_back.data()});
+    restore_tree(comm, dir, target, {.load_and_broadcast = true});
+    EXPECT_EQ(weights_back, weights);
+    EXPECT_EQ(field_back, field);
+  }
+}

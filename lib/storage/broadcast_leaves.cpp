@@ -1,0 +1,121 @@
+#include "storage/broadcast_leaves.hpp"
+
+#include <cairn/config.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <set>
+#include <unistd.h>
+
+#include "cuda/device_memory.hpp"
+#include "cuda/staged_copy.hpp"
+#if CAIRN_HAVE_NCCL
+#include "cuda/nccl_comm.hpp"
+#endif
+
+namespace cairn::storage {
+namespace {
+
+// MPI broadcasts move at most this much at once (MPI counts are int).
+constexpr std::size_t kMpiPiece = std::size_t{256} << 20;
+// Pinned staging of device buffers for the MPI path.
+constexpr std::size_t kStagingChunk = std::size_t{8} << 20;
+
+#if CAIRN_HAVE_NCCL
+// Whether NCCL can run over `comm`: every rank on its own device (NCCL refuses two ranks on
+// one GPU). Collective.
+bool distinct_devices(const Comm& comm) {
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
+  const std::string id = cuda::current_device_id();
+  const auto all = comm.allgather(id.empty() ? std::string() : std::string(host) + "/" + id);
+  std::set<std::string> seen;
+  for (const std::string& one : all) {
+    if (one.empty() || !seen.insert(one).second) return false;
+  }
+  return true;
+}
+#endif
+
+}  // namespace
+
+void broadcast_leaves(const Comm& comm, const std::vector<BroadcastLeaf>& leaves) {
+  if (leaves.empty()) return;
+  std::optional<std::string> failure;
+  ErrorCode code = ErrorCode::io;
+  auto remember = [&](const std::exception& e) {
+    if (failure) return;
+    failure = e.what();
+    code = error_code_of(e);
+  };
+  std::unique_ptr<cuda::StagedCopier> copier;
+#if CAIRN_HAVE_NCCL
+  std::optional<cuda::NcclComm> nccl;
+  std::optional<cuda::Stream> stream;
+  std::optional<bool> nccl_usable;  // decided at the first leaf on devices everywhere
+#endif
+  for (const BroadcastLeaf& leaf : leaves) {
+    const std::string what = fmt::format("broadcasting leaf '{}'", leaf.path);
+    const auto bytes = static_cast<std::size_t>(leaf.shard->local_bytes());
+    const bool device = leaf.memory == MemoryKind::cuda_device;
+    // NCCL only when every rank's buffer is on a device: its collectives need every rank.
+    const bool all_device = comm.all(device);
+#if CAIRN_HAVE_NCCL
+    if (all_device && !nccl_usable) nccl_usable = distinct_devices(comm);
+    if (all_device && *nccl_usable) {
+      comm.run_all(what + ":", [&] {
+        if (!stream) stream.emplace(what);
+      });
+      if (!nccl) nccl.emplace(comm, what);
+      try {
+        nccl->broadcast(leaf.shard->data, bytes, comm.primary(), *stream, what);
+      } catch (const std::exception& e) {
+        remember(e);
+      }
+      continue;
+    }
+#else
+    (void)all_device;
+#endif
+    // MPI: device buffers go through host memory on both ends.
+    // `host` stays null on a rank whose staging failed: it still takes part, with nothing.
+    std::unique_ptr<std::byte[]> staged;
+    std::byte* host = device ? nullptr : static_cast<std::byte*>(leaf.shard->data);
+    if (device) {
+      try {
+        if (!copier) copier = std::make_unique<cuda::StagedCopier>(kStagingChunk, what);
+        staged.reset(new std::byte[bytes]);
+        if (comm.is_primary()) copier->to_host(leaf.shard->data, bytes, staged.get(), what);
+        host = staged.get();
+      } catch (const std::exception& e) {
+        remember(e);
+      }
+    }
+    // Every rank takes part in every piece, even after a local failure, so none waits forever.
+    for (std::size_t done = 0; done < bytes; done += kMpiPiece) {
+      const std::size_t n = std::min(kMpiPiece, bytes - done);
+      const auto piece =
+          comm.broadcast_bytes(host != nullptr ? std::span<const std::byte>(host + done, n)
+                                               : std::span<const std::byte>());
+      if (comm.is_primary() || host == nullptr) continue;
+      if (piece.size() == n) {
+        std::memcpy(host + done, piece.data(), n);
+      } else {
+        remember(IoError({}, fmt::format("{}: the primary rank could not send it", what)));
+      }
+    }
+    if (device && !comm.is_primary() && host != nullptr) {
+      try {
+        copier->to_device(host, bytes, leaf.shard->data, what);
+      } catch (const std::exception& e) {
+        remember(e);
+      }
+    }
+  }
+  comm.all_ok(!failure, failure.value_or(""), code);
+}
+
+}  // namespace cairn::storage
