@@ -75,6 +75,8 @@ else
   report="${report:-BENCHMARKS.md}"
 fi
 scratch="${scratch:-$build/bench-scratch}"
+work="$scratch/cairn-bench.$$"  # removed on exit; nothing else under --scratch is touched
+trap 'rm -rf "$work"' EXIT
 start=$SECONDS
 
 scripts/setup.sh "${bench_packages[@]}"
@@ -145,7 +147,7 @@ name="$(date -u +%Y-%m-%d-%H%M)"
 [ "$quick" -eq 1 ] && name="$name-quick"
 version="$(sed -n 's/^project(cairn VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)"
 version="$version ($(git -C "$root" describe --always --dirty 2>/dev/null || echo 'no git'))"
-args=(--driver "$driver" --scratch "$scratch" --results-dir "$results" --report "$report"
+args=(--driver "$driver" --scratch "$work" --results-dir "$results" --report "$report"
       --total-bytes "$bytes" --meta-leaves "$meta_leaves" --reps "$reps" --name "$name"
       --mpiexec-flags "$mpiexec_flags" --cairn-version "$version" --command "$command_line")
 [ "$quick" -eq 1 ] && args+=(--quick)
@@ -157,6 +159,5 @@ else
   args+=(--orbax-unavailable "$orbax_why")
 fi
 /usr/bin/python3 apps/bench/run_bench.py "${args[@]}"
-rm -rf "$scratch"
 /usr/bin/python3 apps/bench/check_results.py "$results/$name.json" --report "$report"
 echo "bench.sh: done in $((SECONDS - start)) s"
