@@ -49,7 +49,7 @@ void check(const std::string& name, std::int64_t local_mismatches) {
   }
 }
 
-// Grows of the peak RSS across `body`, maximum over ranks (-1 when the peak cannot be reset).
+// Growth of the peak RSS across `body`, maximum over ranks (-1 when the peak cannot be reset).
 template <class Body>
 std::int64_t peak_growth(Body&& body) {
   const bool reset = reset_peak_rss();

@@ -82,7 +82,10 @@ int main(int argc, char** argv) {
   run.recorder = &recorder;
   try {
     for (const std::string& name : split_list(cases)) {
-      if (rank == 0) std::printf("cairn_bench: %s\n", name.c_str()), std::fflush(stdout);
+      if (rank == 0) {
+        std::printf("cairn_bench: %s\n", name.c_str());
+        std::fflush(stdout);
+      }
       run_case(run, name);
       recorder.flush();
     }
