@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs every package cairn needs to build, test and run its demo on Debian 12.
 # Idempotent: when everything is present it prints nothing and returns at once.
-# Must run as root (or with sudo available) the first time.
+# Must run as root (or with sudo available) the first time. Packages given as arguments are
+# installed too (scripts/bench.sh passes the benchmark's own list).
 set -euo pipefail
 
 packages=(
@@ -17,6 +18,7 @@ packages=(
   gfortran                              # Fortran bindings
   python3-h5py python3-numpy            # interoperability test: h5py reads cairn files
 )
+packages+=("$@")
 
 missing=()
 for p in "${packages[@]}"; do

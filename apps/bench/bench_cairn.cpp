@@ -1,0 +1,240 @@
+// cairn's cases: sync and async saves, restores on the same and on other decompositions, the
+// metadata-heavy tree. Public API only.
+#include <cairn/checkpointer.hpp>
+#include <cairn/handlers.hpp>
+#include <cairn/storage.hpp>
+
+#include <memory>
+#include <optional>
+#include <stdexcept>
+
+#include "bench_common.hpp"
+
+namespace bench {
+namespace {
+
+int world_rank() {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+std::int64_t world_max(std::int64_t value) {
+  MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+  return value;
+}
+
+cairn::StorageFormat format_named(const std::string& name) {
+  auto format = cairn::storage_format_from_name(name);
+  if (!format || !cairn::storage_format_available(*format)) {
+    throw std::runtime_error("cairn format '" + name + "' is not available in this build");
+  }
+  return *format;
+}
+
+cairn::ArrayTree big_tree(const Shape& shape, std::vector<std::vector<double>>& blocks,
+                          const cairn::Box& box) {
+  cairn::ArrayTree tree;
+  for (int leaf = 0; leaf < shape.leaves; ++leaf) {
+    tree.add_array(leaf_path(leaf),
+                   cairn::ArrayShard::host(blocks[static_cast<std::size_t>(leaf)].data(),
+                                           {shape.rows, shape.cols}, box));
+  }
+  return tree;
+}
+
+void check(const std::string& name, std::int64_t local_mismatches) {
+  if (world_max(local_mismatches) != 0) {
+    throw std::runtime_error(name + ": restored data differs from the data saved");
+  }
+}
+
+// Growth of the peak RSS across `body`, maximum over ranks (-1 when the peak cannot be reset).
+template <class Body>
+std::int64_t peak_growth(Body&& body) {
+  const bool reset = reset_peak_rss();
+  const std::int64_t before = status_bytes("VmRSS");
+  body();
+  const std::int64_t growth = reset ? status_bytes("VmHWM") - before : -1;
+  return world_max(growth);
+}
+
+// Loads the libraries and HDF5 state a first save touches, so that rep 0 is not special.
+void warm_up(const cairn::Comm& comm, const std::filesystem::path& dir,
+             cairn::StorageFormat format) {
+  std::vector<double> small(64, 1.0);
+  cairn::ArrayTree tree;
+  tree.add_array("warm", cairn::ArrayShard::host(small.data(), {64 * comm.size()},
+                                                 cairn::Box{{64 * comm.rank()}, {64}}));
+  cairn::Checkpointer ckpt(comm, std::make_shared<cairn::ArrayTreeHandler>());
+  ckpt.save(dir, cairn::ArrayTreeSave(tree, {.format = format}), {.force = true});
+  remove_tree(dir);
+}
+
+// Restores the large tree on the first `readers` ranks of the world as row slabs.
+void restore_resharded(const Run& run, const std::filesystem::path& dir, int readers, int rep,
+                       const std::string& name) {
+  const Shape& shape = run.shape;
+  const bool member = world_rank() < readers;
+  MPI_Comm split = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, member ? 0 : MPI_UNDEFINED, world_rank(), &split);
+  std::optional<cairn::Comm> comm;
+  std::unique_ptr<cairn::Checkpointer> ckpt;
+  std::vector<std::vector<double>> slabs;
+  cairn::ArrayTree target;
+  cairn::Box slab;
+  if (member) {
+    comm.emplace(split);
+    MPI_Comm_free(&split);
+    ckpt =
+        std::make_unique<cairn::Checkpointer>(*comm, std::make_shared<cairn::ArrayTreeHandler>());
+    slab = slab_of(shape, comm->rank(), comm->size());
+    for (int leaf = 0; leaf < shape.leaves; ++leaf) {
+      slabs.emplace_back(static_cast<std::size_t>(slab.extent[0] * slab.extent[1]), -1.0);
+      target.add_array(leaf_path(leaf), cairn::ArrayShard::host(slabs.back().data(),
+                                                                {shape.rows, shape.cols}, slab));
+    }
+  }
+  const std::string dropped = drop_caches(run.drop);
+  const double seconds = timed([&] {
+    if (!member) return;
+    cairn::ArrayTreeRestore args(target);
+    (void)ckpt->restore(dir, &args);
+  });
+  if (rep == 0) {
+    std::int64_t bad = 0;
+    for (int leaf = 0; member && leaf < shape.leaves; ++leaf) {
+      bad += count_mismatches(shape, leaf, slab, slabs[static_cast<std::size_t>(leaf)]);
+    }
+    check(name, bad);
+  }
+  run.recorder->add(name, rep, seconds, shape.total_bytes(),
+                    {{"ranks", readers}, {"page_cache", dropped}});
+}
+
+}  // namespace
+
+void run_cairn(const Run& run, const std::string& format_name) {
+  const Shape& shape = run.shape;
+  const cairn::StorageFormat format = format_named(format_name);
+  const std::string prefix = "cairn." + format_name + ".";
+  cairn::Comm world(MPI_COMM_WORLD);
+  const cairn::Box box = block_of(shape, world.rank(), world.size());
+  auto blocks = local_blocks(shape);
+  auto back = empty_like(blocks);
+  const cairn::ArrayTree tree = big_tree(shape, blocks, box);
+  const cairn::ArrayTree target = big_tree(shape, back, box);
+  const cairn::TreeSaveOptions options{.format = format, .io_buffer_bytes = run.io_buffer_bytes};
+  const auto base = run.dir / ("cairn-" + format_name);
+  remove_tree(base);
+  if (world.is_primary()) std::filesystem::create_directories(base);
+  world.barrier("bench-mkdir");
+  warm_up(world, base / "warm", format);
+
+  cairn::Checkpointer ckpt(world, std::make_shared<cairn::ArrayTreeHandler>());
+  for (int rep = 0; rep < run.reps; ++rep) {
+    const auto dir = base / "sync";
+    remove_tree(dir);
+    drop_caches(run.drop);
+    double seconds = 0;
+    const std::int64_t growth = peak_growth(
+        [&] { seconds = timed([&] { ckpt.save(dir, cairn::ArrayTreeSave(tree, options)); }); });
+    run.recorder->add(prefix + "save_sync", rep, seconds, shape.total_bytes(),
+                      {{"peak_rss_growth_bytes", growth},
+                       {"io_buffer_bytes", static_cast<std::int64_t>(run.io_buffer_bytes)}});
+
+    const std::string dropped = drop_caches(run.drop);
+    seconds = timed([&] {
+      cairn::ArrayTreeRestore args(target);
+      (void)ckpt.restore(dir, &args);
+    });
+    if (rep == 0) check(prefix + "restore", blocks == back ? 0 : 1);
+    run.recorder->add(prefix + "restore", rep, seconds, shape.total_bytes(),
+                      {{"ranks", world.size()}, {"page_cache", dropped}});
+    for (int readers : {world.size() - 1, world.size() / 2}) {
+      if (readers < 1 || readers == world.size()) continue;
+      restore_resharded(run, dir, readers, rep, prefix + "restore_to" + std::to_string(readers));
+    }
+  }
+
+  // Async: blocking time of save() (the slowest rank) against the time to the commit.
+  std::int64_t my_bytes = 0;
+  for (const auto& block : blocks) my_bytes += static_cast<std::int64_t>(block.size() * 8);
+  const auto staging = static_cast<std::size_t>(world_max(my_bytes) + (std::int64_t{64} << 20));
+  for (bool zero_copy : {false, true}) {
+    const std::string name = prefix + (zero_copy ? "save_async_zerocopy" : "save_async_copy");
+    cairn::AsyncCheckpointer async(world, std::make_shared<cairn::ArrayTreeHandler>(),
+                                   {.staging_bytes = staging, .zero_copy = zero_copy});
+    for (int rep = 0; rep < run.reps; ++rep) {
+      const auto dir = base / "async";
+      remove_tree(dir);
+      drop_caches(run.drop);
+      double blocking = 0;
+      double total = 0;
+      const std::int64_t growth = peak_growth([&] {
+        MPI_Barrier(MPI_COMM_WORLD);
+        const double start = MPI_Wtime();
+        async.save(dir, cairn::ArrayTreeSave(tree, options));
+        double local = MPI_Wtime() - start;
+        MPI_Allreduce(&local, &blocking, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        async.wait_until_finished();
+        MPI_Barrier(MPI_COMM_WORLD);
+        total = MPI_Wtime() - start;
+      });
+      run.recorder->add(name, rep, blocking, shape.total_bytes(),
+                        {{"total_seconds", total},
+                         {"peak_rss_growth_bytes", growth},
+                         {"staging_bytes", static_cast<std::int64_t>(staging)}});
+    }
+  }
+  remove_tree(base);
+}
+
+void run_cairn_meta(const Run& run, const std::string& format_name) {
+  const Shape& shape = run.shape;
+  const cairn::StorageFormat format = format_named(format_name);
+  const std::string prefix = "cairn." + format_name + ".";
+  cairn::Comm world(MPI_COMM_WORLD);
+  const cairn::Box range = range_of(shape.meta_elems, world.rank(), world.size());
+  const auto count = static_cast<std::size_t>(range.extent[0]);
+  std::vector<double> data(count * static_cast<std::size_t>(shape.meta_leaves));
+  for (std::size_t k = 0; k < data.size(); ++k) {
+    data[k] = static_cast<double>(k % count) + 1e6 * static_cast<double>(k / count);
+  }
+  std::vector<double> back(data.size(), -1.0);
+  cairn::ArrayTree tree;
+  cairn::ArrayTree target;
+  for (int leaf = 0; leaf < shape.meta_leaves; ++leaf) {
+    const std::size_t at = static_cast<std::size_t>(leaf) * count;
+    tree.add_array(meta_path(leaf),
+                   cairn::ArrayShard::host(data.data() + at, {shape.meta_elems}, range));
+    target.add_array(meta_path(leaf),
+                     cairn::ArrayShard::host(back.data() + at, {shape.meta_elems}, range));
+  }
+  const auto base = run.dir / ("cairn-meta-" + format_name);
+  remove_tree(base);
+  if (world.is_primary()) std::filesystem::create_directories(base);
+  world.barrier("bench-mkdir");
+  warm_up(world, base / "warm", format);
+  cairn::Checkpointer ckpt(world, std::make_shared<cairn::ArrayTreeHandler>());
+  for (int rep = 0; rep < run.reps; ++rep) {
+    const auto dir = base / "meta";
+    remove_tree(dir);
+    drop_caches(run.drop);
+    const double save_seconds =
+        timed([&] { ckpt.save(dir, cairn::ArrayTreeSave(tree, {.format = format})); });
+    run.recorder->add(prefix + "meta_save", rep, save_seconds, shape.meta_bytes(),
+                      {{"leaves", shape.meta_leaves}});
+    const std::string dropped = drop_caches(run.drop);
+    const double restore_seconds = timed([&] {
+      cairn::ArrayTreeRestore args(target);
+      (void)ckpt.restore(dir, &args);
+    });
+    if (rep == 0) check(prefix + "meta_restore", data == back ? 0 : 1);
+    run.recorder->add(prefix + "meta_restore", rep, restore_seconds, shape.meta_bytes(),
+                      {{"leaves", shape.meta_leaves}, {"page_cache", dropped}});
+  }
+  remove_tree(base);
+}
+
+}  // namespace bench

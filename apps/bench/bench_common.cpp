@@ -1,0 +1,167 @@
+#include "bench_common.hpp"
+
+#include <unistd.h>
+
+#include <boost/json/serialize.hpp>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <utility>
+
+namespace bench {
+namespace {
+
+std::pair<std::int64_t, std::int64_t> split(std::int64_t n, int part, int parts) {
+  const std::int64_t begin = n * part / parts;
+  return {begin, n * (part + 1) / parts - begin};
+}
+
+int world_rank() {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+}  // namespace
+
+cairn::Box block_of(const Shape& shape, int rank, int size) {
+  int grid_rows = 1;
+  for (int d = 1; d * d <= size; ++d) {
+    if (size % d == 0) grid_rows = d;
+  }
+  const int grid_cols = size / grid_rows;
+  auto [r0, rn] = split(shape.rows, rank / grid_cols, grid_rows);
+  auto [c0, cn] = split(shape.cols, rank % grid_cols, grid_cols);
+  return cairn::Box{{r0, c0}, {rn, cn}};
+}
+
+cairn::Box slab_of(const Shape& shape, int rank, int size) {
+  auto [r0, rn] = split(shape.rows, rank, size);
+  return cairn::Box{{r0, 0}, {rn, shape.cols}};
+}
+
+cairn::Box range_of(std::int64_t n, int rank, int size) {
+  auto [begin, count] = split(n, rank, size);
+  return cairn::Box{{begin}, {count}};
+}
+
+double value_at(const Shape& shape, int leaf, std::int64_t i, std::int64_t j) {
+  return static_cast<double>(leaf) * 1e12 + static_cast<double>(i * shape.cols + j);
+}
+
+std::vector<double> fill_box(const Shape& shape, int leaf, const cairn::Box& box) {
+  std::vector<double> data(static_cast<std::size_t>(box.extent[0] * box.extent[1]));
+  std::size_t k = 0;
+  for (std::int64_t i = 0; i < box.extent[0]; ++i) {
+    for (std::int64_t j = 0; j < box.extent[1]; ++j) {
+      data[k++] = value_at(shape, leaf, box.offset[0] + i, box.offset[1] + j);
+    }
+  }
+  return data;
+}
+
+std::int64_t count_mismatches(const Shape& shape, int leaf, const cairn::Box& box,
+                              const std::vector<double>& data) {
+  std::int64_t bad = 0;
+  std::size_t k = 0;
+  for (std::int64_t i = 0; i < box.extent[0]; ++i) {
+    for (std::int64_t j = 0; j < box.extent[1]; ++j) {
+      if (data[k++] != value_at(shape, leaf, box.offset[0] + i, box.offset[1] + j)) ++bad;
+    }
+  }
+  return bad;
+}
+
+std::vector<std::vector<double>> local_blocks(const Shape& shape) {
+  int rank = 0;
+  int size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  std::vector<std::vector<double>> blocks;
+  for (int leaf = 0; leaf < shape.leaves; ++leaf) {
+    blocks.push_back(fill_box(shape, leaf, block_of(shape, rank, size)));
+  }
+  return blocks;
+}
+
+std::vector<std::vector<double>> empty_like(const std::vector<std::vector<double>>& blocks) {
+  std::vector<std::vector<double>> empty;
+  for (const auto& block : blocks) empty.emplace_back(block.size(), -1.0);
+  return empty;
+}
+
+std::string leaf_path(int leaf) { return "params/layer" + std::to_string(leaf) + "/w"; }
+
+std::string meta_path(int leaf) {
+  // Groups of 100 leaves, like the parameters of a deep model.
+  return "params/block" + std::to_string(leaf / 100) + "/p" + std::to_string(leaf % 100);
+}
+
+double timed(const std::function<void()>& body) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double start = MPI_Wtime();
+  body();
+  MPI_Barrier(MPI_COMM_WORLD);
+  return MPI_Wtime() - start;
+}
+
+std::string drop_caches(bool enabled) {
+  if (!enabled) return "disabled";
+  std::string status = "dropped";
+  if (world_rank() == 0) {
+    sync();
+    std::ofstream drop("/proc/sys/vm/drop_caches");
+    if (drop) drop << "3\n";
+    drop.flush();
+    if (!drop.good()) {
+      status = std::string("not permitted: writing /proc/sys/vm/drop_caches failed: ") +
+               std::strerror(errno);
+    }
+  }
+  int length = static_cast<int>(status.size());
+  MPI_Bcast(&length, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  status.resize(static_cast<std::size_t>(length));
+  MPI_Bcast(status.data(), length, MPI_CHAR, 0, MPI_COMM_WORLD);
+  MPI_Barrier(MPI_COMM_WORLD);
+  return status;
+}
+
+std::int64_t status_bytes(const std::string& key) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind(key + ":", 0) == 0) return std::stoll(line.substr(key.size() + 1)) * 1024;
+  }
+  return -1;
+}
+
+bool reset_peak_rss() {
+  std::ofstream clear("/proc/self/clear_refs");
+  clear << "5";
+  clear.flush();
+  return clear.good();
+}
+
+void remove_tree(const std::filesystem::path& path) {
+  if (world_rank() == 0) std::filesystem::remove_all(path);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+void Recorder::add(const std::string& name, int rep, double seconds, std::int64_t bytes,
+                   boost::json::object extra) {
+  extra["name"] = name;
+  extra["rep"] = rep;
+  extra["seconds"] = seconds;
+  extra["bytes"] = bytes;
+  records_.push_back(std::move(extra));
+}
+
+void Recorder::flush() {
+  if (world_rank() == 0) {
+    std::ofstream out(out_, std::ios::app);
+    for (const auto& record : records_) out << boost::json::serialize(record) << "\n";
+  }
+  records_.clear();
+}
+
+}  // namespace bench

@@ -1,0 +1,111 @@
+// cairn_bench: what every benchmark case shares — the data set (a tree of float64 arrays in
+// 2-D blocks, plus a metadata-heavy tree of many small leaves), timing across ranks, page
+// cache dropping, peak-memory counters and the record of results.
+#pragma once
+
+#include <mpi.h>
+
+#include <cairn/tree.hpp>
+
+#include <boost/json/object.hpp>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace bench {
+
+/// The arrays every contender writes: `leaves` arrays of rows x cols float64, and
+/// `meta_leaves` arrays of `meta_elems` float64 (the metadata-heavy case).
+struct Shape {
+  int leaves = 8;
+  std::int64_t rows = 8192;
+  std::int64_t cols = 4096;
+  int meta_leaves = 10000;
+  std::int64_t meta_elems = 512;
+
+  /// Bytes of the large tree.
+  [[nodiscard]] std::int64_t total_bytes() const { return leaves * rows * cols * 8; }
+  /// Bytes of the metadata-heavy tree.
+  [[nodiscard]] std::int64_t meta_bytes() const { return meta_leaves * meta_elems * 8; }
+};
+
+/// Rank `rank`'s block of a rows x cols array on a near-square grid of `size` ranks.
+cairn::Box block_of(const Shape& shape, int rank, int size);
+/// Rank `rank`'s slab of whole rows of a rows x cols array split over `size` ranks (the
+/// decomposition of resharded restores).
+cairn::Box slab_of(const Shape& shape, int rank, int size);
+/// Rank `rank`'s part of a 1-D array of n elements split over `size` ranks.
+cairn::Box range_of(std::int64_t n, int rank, int size);
+
+/// The value of element (i, j) of large leaf `leaf`: exact in float64, different everywhere.
+double value_at(const Shape& shape, int leaf, std::int64_t i, std::int64_t j);
+/// A buffer holding `box` of large leaf `leaf`, row-major.
+std::vector<double> fill_box(const Shape& shape, int leaf, const cairn::Box& box);
+/// Number of box elements whose value in `data` differs from value_at().
+std::int64_t count_mismatches(const Shape& shape, int leaf, const cairn::Box& box,
+                              const std::vector<double>& data);
+
+/// This rank's blocks of every large leaf (block_of on MPI_COMM_WORLD), filled with value_at().
+std::vector<std::vector<double>> local_blocks(const Shape& shape);
+/// Buffers of the same sizes as local_blocks(), every page touched, contents undefined.
+std::vector<std::vector<double>> empty_like(const std::vector<std::vector<double>>& blocks);
+
+/// Path of large leaf `leaf` and of small leaf `leaf` in the trees.
+std::string leaf_path(int leaf);
+std::string meta_path(int leaf);
+
+/// Seconds between two barriers on MPI_COMM_WORLD around `body` (so: the slowest rank).
+double timed(const std::function<void()>& body);
+
+/// Writes back dirty pages and drops the page cache (rank 0; needs root), then barrier.
+/// Returns "dropped", "disabled" or "not permitted: <reason>" (the same on every rank).
+std::string drop_caches(bool enabled);
+
+/// Resident-set counters of this process (/proc/self/status key, e.g. VmRSS, VmHWM) in bytes.
+std::int64_t status_bytes(const std::string& key);
+/// Restarts the VmHWM peak from the current RSS. Returns false when not permitted.
+bool reset_peak_rss();
+
+/// Removes `path` on rank 0, then barrier.
+void remove_tree(const std::filesystem::path& path);
+
+/// Collects one JSON object per measurement; rank 0 writes them as JSON lines.
+class Recorder {
+ public:
+  explicit Recorder(std::filesystem::path out) : out_(std::move(out)) {}
+  /// Records `name` (e.g. "cairn.posix.save_sync"), repetition `rep`, the seconds and the
+  /// bytes moved, plus any extra fields. Rank 0's values are kept.
+  void add(const std::string& name, int rep, double seconds, std::int64_t bytes,
+           boost::json::object extra = {});
+  /// Appends everything recorded to the output file (rank 0).
+  void flush();
+
+ private:
+  std::filesystem::path out_;
+  std::vector<boost::json::object> records_;
+};
+
+/// Which part of the run: what to write, where, how often, and whether to drop caches.
+struct Run {
+  Shape shape;
+  std::filesystem::path dir;
+  int reps = 3;
+  bool drop = true;
+  std::size_t io_buffer_bytes = std::size_t{16} << 20;
+  Recorder* recorder = nullptr;
+};
+
+/// Physical limit for async copies: memcpy bandwidth of every rank copying its share at once.
+void run_memcpy(const Run& run);
+/// Hand-written baselines: one file per process with write+fsync, and MPI_File_write_at_all
+/// into one shared file with MPI_File_sync; each read back after dropping caches.
+void run_posix_baseline(const Run& run);
+void run_mpiio_baseline(const Run& run);
+/// cairn in `format` ("posix" or "hdf5"): sync save (with peak RSS), restore on the same
+/// decomposition and resharded, async saves (copy and zero-copy), and the metadata-heavy tree.
+void run_cairn(const Run& run, const std::string& format);
+void run_cairn_meta(const Run& run, const std::string& format);
+
+}  // namespace bench

@@ -1,0 +1,229 @@
+"""Runs every contender of the benchmark on the same data and writes the results JSON, the
+plots and the report (scripts/bench.sh calls it with Debian's /usr/bin/python3).
+
+The physical limit (fio, memcpy), the hand-written baselines and cairn (cairn_bench), h5py
+(h5py_bench.py) and Orbax (orbax_bench.py, in its virtual environment) each run --reps times;
+the JSON keeps every repetition and the median, and the ratios of bench_targets.py.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import bench_data as bd  # noqa: E402
+import bench_report  # noqa: E402
+import bench_targets  # noqa: E402
+
+SCHEMA = 1
+
+
+def log(text):
+    print(f"bench: {text}", flush=True)
+
+
+def run(cmd, **kw):
+    log(" ".join(str(c) for c in cmd))
+    subprocess.run([str(c) for c in cmd], check=True, **kw)
+
+
+def output(cmd):
+    try:
+        return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError) as e:
+        return f"unknown ({e})"
+
+
+def fio_case(a, scratch, name, rw, direct, reps, rec, drop):
+    """fio on `ranks` jobs (processes), each 1/ranks of the bytes, 1 MiB sequential I/O."""
+    per_job = a.total_bytes // a.ranks
+    for rep in range(reps):
+        if rw == "write":
+            shutil.rmtree(scratch, ignore_errors=True)
+            os.makedirs(scratch)
+        status = bd.drop_caches(drop)
+        cmd = ["fio", "--name=seq", f"--directory={scratch}", f"--rw={rw}", "--bs=1M",
+               f"--size={per_job}", f"--numjobs={a.ranks}", "--group_reporting",
+               "--ioengine=psync", f"--direct={1 if direct else 0}", "--output-format=json"]
+        if rw == "write":
+            # Create and allocate the files during the timed job, as every other contender
+            # does (by default fio lays them out, preallocated, before the clock starts).
+            cmd += ["--create_on_open=1", "--fallocate=none"]
+        if rw == "write":
+            cmd.append("--end_fsync=1")
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+        job = json.loads(out[out.index("{"):])["jobs"][0][rw]
+        # fio's runtime of the group (ms) includes end_fsync.
+        seconds = job["runtime"] / 1000.0
+        rec.add(name, rep, seconds, job["io_bytes"], page_cache=status)
+
+
+def run_fio(a, rec, drop):
+    scratch = os.path.join(a.scratch, "fio")
+    fio_case(a, scratch, "fio.write_direct", "write", True, a.reps, rec, drop)
+    fio_case(a, scratch, "fio.write_fsync", "write", False, a.reps, rec, drop)
+    fio_case(a, scratch, "fio.read", "read", False, a.reps, rec, drop)
+    fio_case(a, scratch, "fio.read_direct", "read", True, a.reps, rec, drop)
+    shutil.rmtree(scratch, ignore_errors=True)
+
+
+def aggregate(records):
+    """name -> {seconds: [...], median_seconds, bytes, gbps, extra medians/maxima}."""
+    by_name = {}
+    for r in records:
+        by_name.setdefault(r["name"], []).append(r)
+    results = {}
+    for name, rs in sorted(by_name.items()):
+        rs.sort(key=lambda r: r["rep"])
+        med = statistics.median(r["seconds"] for r in rs)
+        entry = {"seconds": [r["seconds"] for r in rs], "median_seconds": med,
+                 "repetitions": len(rs), "bytes": rs[0]["bytes"],
+                 "gbps": rs[0]["bytes"] / med / 1e9 if med > 0 else None}
+        if "total_seconds" in rs[0]:
+            entry["total_seconds"] = [r["total_seconds"] for r in rs]
+            entry["median_total_seconds"] = statistics.median(entry["total_seconds"])
+        if "peak_rss_growth_bytes" in rs[0]:
+            entry["peak_rss_growth_bytes"] = max(r["peak_rss_growth_bytes"] for r in rs)
+        for key in ("io_buffer_bytes", "staging_bytes", "ranks", "leaves", "page_cache"):
+            if key in rs[0]:
+                entry[key] = rs[0][key]
+        results[name] = entry
+    return results
+
+
+def machine(scratch):
+    cpu = "unknown"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    with open("/proc/meminfo") as f:
+        mem_kib = int(f.readline().split()[1])
+    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(mem_kib / 2**20, 1),
+            "kernel": platform.release(),
+            "file_system": output(["findmnt", "-n", "-o", "FSTYPE,SOURCE,TARGET", "-T", scratch]),
+            "os": output(["sh", "-c", ". /etc/os-release && echo $PRETTY_NAME"])}
+
+
+def versions(a):
+    v = {"cairn": a.cairn_version, "fio": output(["fio", "--version"]),
+         "mpi": output(["mpiexec", "--version"]).splitlines()[0],
+         "python": platform.python_version()}
+    code = ("import h5py, numpy, mpi4py; print(h5py.__version__, h5py.version.hdf5_version, "
+            "numpy.__version__, mpi4py.__version__)")
+    parts = output(["/usr/bin/python3", "-c", code]).split()
+    if len(parts) == 4:
+        v.update(h5py=parts[0], hdf5=parts[1], numpy=parts[2], mpi4py=parts[3])
+    if a.orbax_python:
+        code = ("import importlib.metadata as m; print(m.version('orbax-checkpoint'), "
+                "m.version('jax'), m.version('tensorstore'))")
+        parts = output([a.orbax_python, "-c", code]).split()
+        if len(parts) == 3:
+            v.update(orbax_checkpoint=parts[0], jax=parts[1], tensorstore=parts[2])
+    return v
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--driver", required=True, help="the cairn_bench executable")
+    p.add_argument("--scratch", required=True, help="directory on the file system to measure")
+    p.add_argument("--results-dir", required=True)
+    p.add_argument("--report", required=True, help="BENCHMARKS.md to update")
+    p.add_argument("--total-bytes", type=int, default=2 << 30)
+    p.add_argument("--leaves", type=int, default=8)
+    p.add_argument("--cols", type=int, default=4096)
+    p.add_argument("--meta-leaves", type=int, default=10000)
+    p.add_argument("--meta-elems", type=int, default=512)
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--ranks", type=int, default=4)
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--no-drop-caches", action="store_true")
+    p.add_argument("--orbax-python", default="", help="python of the Orbax environment")
+    p.add_argument("--orbax-unavailable", default="", help="why Orbax cannot run")
+    p.add_argument("--mpiexec-flags", default="--oversubscribe")
+    p.add_argument("--cairn-version", default="unknown")
+    p.add_argument("--command", default="", help="the command line, for the report")
+    p.add_argument("--name", default="", help="file name of the results (default: the date)")
+    a = p.parse_args()
+
+    for attr in ("driver", "scratch", "results_dir", "report"):
+        setattr(a, attr, os.path.abspath(getattr(a, attr)))
+    rows = max(a.ranks * 2, a.total_bytes // (8 * a.leaves * a.cols))
+    a.total_bytes = a.leaves * rows * a.cols * 8
+    stamp = datetime.datetime.now(datetime.timezone.utc)
+    name = a.name or stamp.strftime("%Y-%m-%d-%H%M") + ("-quick" if a.quick else "")
+    os.makedirs(a.results_dir, exist_ok=True)
+    raw = os.path.join(a.results_dir, name + ".jsonl")
+    if os.path.exists(raw):
+        os.remove(raw)
+    os.makedirs(a.scratch, exist_ok=True)
+    rec = bd.Recorder(raw)
+    drop = not a.no_drop_caches
+    drop_status = bd.drop_caches(drop)
+    nodrop = ["--no-drop-caches"] if not drop else []
+    mpiexec = ["mpiexec", "-n", str(a.ranks)] + a.mpiexec_flags.split()
+    shape = ["--rows", rows, "--cols", a.cols, "--leaves", a.leaves]
+
+    log(f"{a.total_bytes / 2**30:.2f} GiB in {a.leaves} arrays of {rows} x {a.cols} float64, "
+        f"{a.meta_leaves} x {a.meta_elems * 8} B metadata-heavy tree, {a.reps} repetitions, "
+        f"{a.ranks} ranks on {os.cpu_count()} cores, page cache: {drop_status}")
+    run_fio(a, rec, drop)
+    run(mpiexec + [a.driver, "--dir", a.scratch, "--out", raw, "--reps", a.reps,
+                   "--meta-leaves", a.meta_leaves, "--meta-elems", a.meta_elems] + shape + nodrop)
+    run(mpiexec + ["/usr/bin/python3", os.path.join(HERE, "h5py_bench.py"), "--dir", a.scratch,
+                   "--out", raw, "--reps", a.reps] + shape + nodrop)
+    orbax = {"status": "ok"}
+    if a.orbax_python:
+        # A failure here is a bug of the benchmark, not a missing environment: it stops the run.
+        run([a.orbax_python, os.path.join(HERE, "orbax_bench.py"), "--dir", a.scratch,
+             "--out", raw, "--reps", a.reps, "--meta-leaves", a.meta_leaves,
+             "--meta-elems", a.meta_elems] + shape + nodrop)
+    else:
+        orbax = {"status": f"unavailable: {a.orbax_unavailable or 'no Orbax environment'}"}
+
+    with open(raw) as f:
+        records = [json.loads(line) for line in f if line.strip()]
+    results = aggregate(records)
+    doc = {
+        "schema": SCHEMA,
+        "date": stamp.isoformat(timespec="seconds"),
+        "quick": a.quick,
+        "command": a.command,
+        "machine": machine(a.scratch),
+        "versions": versions(a),
+        "config": {"ranks": a.ranks, "cores": os.cpu_count(),
+                   "oversubscribed": a.ranks > (os.cpu_count() or 1),
+                   "total_bytes": a.total_bytes, "leaves": a.leaves, "shape": [rows, a.cols],
+                   "dtype": "float64", "decomposition": "2-D blocks on a near-square grid",
+                   "meta_leaves": a.meta_leaves, "meta_leaf_bytes": a.meta_elems * 8,
+                   "repetitions": a.reps, "page_cache": drop_status,
+                   "scratch": os.path.abspath(a.scratch)},
+        "contenders": {"fio": {"status": "ok"}, "memcpy": {"status": "ok"},
+                       "baselines": {"status": "ok"}, "h5py": {"status": "ok"},
+                       "cairn": {"status": "ok"}, "orbax": orbax},
+        "results": results,
+    }
+    doc["targets"] = bench_targets.evaluate(doc)
+    path = os.path.join(a.results_dir, name + ".json")
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    os.remove(raw)
+    log(f"results: {path}")
+    plots = bench_report.plots(doc, a.results_dir, name)
+    bench_report.update_markdown(doc, a.report, path, plots)
+    log(f"report: {a.report}")
+    for t in doc["targets"]:
+        log(bench_report.target_line(t))
+
+
+if __name__ == "__main__":
+    main()
