@@ -3,6 +3,7 @@
 #include <cairn/manager.hpp>
 #include <fmt/format.h>
 
+#include "comm/fault.hpp"
 #include "comm/log.hpp"
 #include "manager/step_dirs.hpp"
 #include "storage/posix_file.hpp"
@@ -298,6 +299,12 @@ void CheckpointManager::delete_step(std::int64_t step) {
   steps_.erase(it);
   if (deferred) {
     deleters_.emplace_back([path = *deferred] {
+      try {
+        fault::point("manager.background_delete");
+      } catch (const std::exception& e) {
+        log::warn("manager.background_delete", "path=\"{}\" error=\"{}\"", path.string(), e.what());
+        return;
+      }
       std::error_code ec;
       std::filesystem::remove_all(path, ec);
       if (ec)
