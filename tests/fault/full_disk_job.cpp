@@ -85,8 +85,7 @@ int run(const std::filesystem::path& root, cairn::StorageFormat format, bool asy
     }
   }
   if (comm.is_primary()) {
-    std::printf("threw from %s on every rank: %.300s\n", outcome.call.c_str(),
-                outcome.message.c_str());
+    std::printf("threw from %s on every rank: %s\n", outcome.call.c_str(), outcome.message.c_str());
   }
 
   // Step 2 left nothing behind; steps 0 and 1 are intact.

@@ -11,15 +11,20 @@
 #
 #   kill_trials.sh MPIEXEC "MPIEXEC FLAGS" KILL_JOB FORMATS SUITE
 #     FORMATS  "posix hdf5" or "posix" (the formats this build has)
-#     SUITE    matrix:<np>  every fault point of the save path, sync and async, each format
-#              multihost    the points of a MultihostCheckpoint save at 2 and 4 ranks
+#     SUITE    matrix:<np>  every fault point of the save path at <np> ranks (2 or 4), with
+#                           half of the (format, mode) pairs: np2 posix-sync and hdf5-async,
+#                           np4 posix-async and hdf5-sync, so that the two suites together
+#                           run each point at 2 and 4 ranks, in each format and each mode
+#              multihost    the points of a MultihostCheckpoint save at 2 and 4 ranks; at
+#                           least one trial must leave a process without the newest step
 #              random       seeded random points, ranks, hits, formats and modes
 # Environment:
 #   CAIRN_FAULT_SEED=<n>       seed of the random suite (default 10)
 #   CAIRN_FAULT_TRIALS=<n>     number of random trials (default 20)
-#   CAIRN_FAULT_EXHAUSTIVE=1   manual mode: the matrix kills every rank (not only the last or
-#                              the primary) at every step, and the random suite runs 200
-#                              trials unless CAIRN_FAULT_TRIALS says otherwise
+#   CAIRN_FAULT_EXHAUSTIVE=1   manual mode: the matrix runs every (format, mode) pair, kills
+#                              every rank (not only the last or the primary), at more hits,
+#                              and the random suite runs 200 trials unless CAIRN_FAULT_TRIALS
+#                              says otherwise
 # Prints one line per trial and a tally; exits non-zero when any trial failed.
 set -u
 mpiexec="$1"
@@ -34,7 +39,7 @@ leaves=3         # array leaves per step, so shards per rank per step
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
-trials=0 fired=0 broken=0 lost=0 failed=0
+trials=0 fired=0 broken=0 lost=0 failed=0 uneven=0
 
 # committed_steps <root>: the committed step directories of a manager root, ascending.
 committed_steps() {
@@ -52,6 +57,15 @@ common_steps() {
       [ -e "$dir/COMMITTED" ] && basename "$dir" | sed 's/^ckpt-//'
     done | sort -un
   done | sort -n | uniq -c | awk -v n="$np" '$1 == n {print $2}' | tr '\n' ' ' | sed 's/ $//'
+}
+
+# newest_per_rank <root> <np>: the newest committed step of each process directory.
+newest_per_rank() {
+  local root="$1" np="$2" r
+  for ((r = 0; r < np; r++)); do
+    find "$root/proc-$r" -maxdepth 2 -name COMMITTED 2>/dev/null | sed 's|.*/ckpt-\([0-9]*\)/COMMITTED|\1|' |
+      sort -n | tail -1 | grep . || echo none
+  done | tr '\n' ' ' | sed 's/ $//'
 }
 
 # wait_for_exit <root>: waits until the processes that held a lock under <root> are gone
@@ -78,7 +92,7 @@ trial() {
   label="np$np $format $mode $rule"
 
   CAIRN_FAULT="$rule" "$mpiexec" -n "$np" "${flags[@]}" "$job" "$root" "$steps" "$format" \
-    "$mode" >"$dir/out1" 2>"$dir/err1"
+    "$mode" </dev/null >"$dir/out1" 2>"$dir/err1"
   rc1=$?
   out1="$(cat "$dir/out1")"
   local killed=0
@@ -100,15 +114,20 @@ trial() {
 
   # What survived the kill, and what the job had been told before it died.
   known="$(sed -n 's/^committed //p' <<<"$out1" | tail -1)"
+  local newest=""
   if [ "$mode" = multihost ]; then
     on_disk="$(common_steps "$root" "$np")"
+    newest="$(newest_per_rank "$root" "$np")"
+    # One process lacks a step that another finished.
+    if [ "$(tr ' ' '\n' <<<"$newest" | sort -u | wc -l)" -gt 1 ]; then uneven=$((uneven + 1)); fi
+    newest=", newest per rank [$newest]"
   else
     on_disk="$(committed_steps "$root")"
   fi
   expected="${on_disk##* }"
 
   "$mpiexec" -n "$np" "${flags[@]}" "$job" "$root" "$steps" "$format" "$mode" \
-    >"$dir/out2" 2>"$dir/err2"
+    </dev/null >"$dir/out2" 2>"$dir/err2"
   rc2=$?
   out2="$(cat "$dir/out2")"
   restored="$(sed -n 's/^restored \([0-9]*\).*/\1/p' <<<"$out2")"
@@ -160,7 +179,7 @@ trial() {
   local fate="killed"
   [ "$killed" -eq 1 ] || fate="not reached"
   if [ ${#problems[@]} -eq 0 ]; then
-    echo "ok   $label: $fate; disk [${on_disk}], told ${known:-none}, resumed ${restored:-fresh}"
+    echo "ok   $label: $fate; disk [${on_disk}]$newest, told ${known:-none}, resumed ${restored:-fresh}"
     rm -rf "$dir"
   else
     echo "FAIL $label: $fate; $(printf '%s; ' "${problems[@]}")"
@@ -241,26 +260,41 @@ random_trials() {
   done
 }
 
+# matrix_pairs <np>: the (format, mode) pairs the matrix runs at <np> ranks.
+matrix_pairs() {
+  local last="${formats[${#formats[@]} - 1]}"
+  if [ "$exhaustive" = 1 ]; then
+    for format in "${formats[@]}"; do echo "$format sync"; echo "$format async"; done
+  elif [ "$1" = 2 ]; then
+    echo "${formats[0]} sync"; echo "$last async"
+  else
+    echo "${formats[0]} async"; echo "$last sync"
+  fi
+}
+
 case "$suite" in
   matrix:*)
     np="${suite#matrix:}"
-    for format in "${formats[@]}"; do
-      for mode in sync async; do
-        while read -r rule; do
-          trial "$np" "$format" "$mode" "$rule" must_fire
-        done < <(manager_rules "$np" "$format" "$mode")
-      done
-    done
+    while read -r format mode; do
+      while read -r rule; do
+        trial "$np" "$format" "$mode" "$rule" must_fire
+      done < <(manager_rules "$np" "$format" "$mode")
+    done < <(matrix_pairs "$np")
     ;;
   multihost)
     for np in 2 4; do
       while read -r rule; do trial "$np" posix multihost "$rule" must_fire; done < <(multihost_rules "$np")
     done
+    if [ "$uneven" -eq 0 ]; then
+      echo "FAIL no trial left a process without the newest step of another"
+      failed=$((failed + 1))
+    fi
     ;;
   random) random_trials ;;
   *) echo "unknown suite '$suite'"; exit 2 ;;
 esac
 
+[ "$uneven" -gt 0 ] && echo "$uneven trials left a process without the newest step of another"
 echo "$trials kill trials ($fired killed a rank), $broken resumed from a broken checkpoint," \
   "$lost lost the last good one, $failed failed otherwise"
 [ $((broken + lost + failed)) -eq 0 ]

@@ -44,7 +44,7 @@ std::vector<Mode> modes(bool every_format = true) {
   return out;
 }
 
-bool is_last_rank() { return testing::world_rank() == testing::world_size() - 1; }
+bool is_last_rank() { return cairn::testing::world_rank() == cairn::testing::world_size() - 1; }
 
 // Saves steps 0 and 1 under `root` (with the default deadline), then returns a manager of
 // the root with the short deadline.
@@ -82,7 +82,7 @@ void expect_failed_everywhere_and_intact(const std::optional<std::string>& error
   MPI_Allreduce(&threw, &everywhere, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   EXPECT_TRUE(error.has_value()) << "this rank got no error";
   EXPECT_EQ(everywhere, 1) << "some rank got no error";
-  if (error && testing::world_rank() == 0) std::printf("  rank 0: %.300s\n", error->c_str());
+  if (error && cairn::testing::world_rank() == 0) std::printf("  rank 0: %.300s\n", error->c_str());
 
   MPI_Barrier(MPI_COMM_WORLD);
   std::vector<std::string> names;
@@ -108,7 +108,7 @@ TEST(Misuse, RanksSavingDifferentStepsFailTogether) {
   for (const Mode& mode : modes()) {
     SCOPED_TRACE(mode.name);
     const auto root = tmp / mode.name;
-    State state{.rank = testing::world_rank(), .size = testing::world_size()};
+    State state{.rank = cairn::testing::world_rank(), .size = cairn::testing::world_size()};
     std::optional<std::string> error;
     {
       Comm comm(MPI_COMM_WORLD);
@@ -128,7 +128,7 @@ TEST(Misuse, RanksSavingDifferentTreesFailTogether) {
   for (const Mode& mode : modes()) {
     SCOPED_TRACE(mode.name);
     const auto root = tmp / mode.name;
-    State state{.rank = testing::world_rank(), .size = testing::world_size()};
+    State state{.rank = cairn::testing::world_rank(), .size = cairn::testing::world_size()};
     std::optional<std::string> error;
     {
       Comm comm(MPI_COMM_WORLD);
@@ -158,7 +158,7 @@ TEST(Misuse, ARankSkippingASaveFailsEveryRank) {
     for (const bool primary_skips : {false, true}) {
       SCOPED_TRACE(primary_skips ? "the primary skips" : "the last rank skips");
       const auto root = tmp / (std::string(mode.name) + (primary_skips ? " primary" : " last"));
-      State state{.rank = testing::world_rank(), .size = testing::world_size()};
+      State state{.rank = cairn::testing::world_rank(), .size = cairn::testing::world_size()};
       std::optional<std::string> error;
       {
         Comm comm(MPI_COMM_WORLD);
@@ -185,7 +185,7 @@ TEST(Misuse, ARankRestoringWhileOthersSaveFailsEveryRank) {
   for (const Mode& mode : modes(false)) {
     SCOPED_TRACE(mode.name);
     const auto root = tmp / mode.name;
-    State state{.rank = testing::world_rank(), .size = testing::world_size()};
+    State state{.rank = cairn::testing::world_rank(), .size = cairn::testing::world_size()};
     std::optional<std::string> error;
     {
       Comm comm(MPI_COMM_WORLD);
