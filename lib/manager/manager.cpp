@@ -113,6 +113,9 @@ void CheckpointManager::check_writable(std::string_view what) const {
 void CheckpointManager::ensure_checkpointer(std::string_view handler_type) {
   if (!handler_) handler_ = HandlerRegistry::global().create(handler_type);
   if (sync_ || async_) return;
+  // The checkpointer duplicates the communicator, a blocking MPI call without a deadline:
+  // agree first, so that a rank that did not make this call is a timeout, not a hang.
+  comm_.agree({.operation = "CheckpointManager: creating the checkpointer"});
   if (options_.enable_async) {
     async_ = std::make_unique<AsyncCheckpointer>(comm_, handler_, options_.async);
   } else {
@@ -240,6 +243,9 @@ bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
     }
     if (!should_save(step)) return false;
   }
+  // A rank that saves another step, or skipped this call, fails every rank here, with the
+  // differing step named.
+  comm_.agree({.operation = "CheckpointManager::save", .step = step});
   // The previous save commits (and its retention runs) before the next one starts.
   wait_until_finished();
   ensure_checkpointer(args.handler_type());

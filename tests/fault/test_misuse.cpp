@@ -119,6 +119,9 @@ TEST(Misuse, RanksSavingDifferentStepsFailTogether) {
           {[&] { (void)manager->save(step, ArrayTreeSave(state.tree(), {.format = mode.format})); },
            [&] { manager->wait_until_finished(); }});
     }
+    if (error) {
+      EXPECT_NE(error->find("step"), std::string::npos) << *error;
+    }
     expect_failed_everywhere_and_intact(error, root, state);
   }
 }
