@@ -49,22 +49,27 @@ committed_steps() {
   done | sort -n | tr '\n' ' ' | sed 's/ $//'
 }
 
+# process_steps <dir>: the committed steps of one MultihostCheckpoint process directory.
+process_steps() {
+  local dir
+  for dir in "$1"/ckpt-*; do
+    [[ "$(basename "$dir")" =~ ^ckpt-([0-9]+)$ ]] && [ -e "$dir/COMMITTED" ] &&
+      echo "${BASH_REMATCH[1]}"
+  done | sort -n
+}
+
 # common_steps <root> <np>: the steps every process directory holds committed, ascending.
 common_steps() {
-  local root="$1" np="$2" r dir
-  for ((r = 0; r < np; r++)); do
-    for dir in "$root/proc-$r"/ckpt-*; do
-      [ -e "$dir/COMMITTED" ] && basename "$dir" | sed 's/^ckpt-//'
-    done | sort -un
-  done | sort -n | uniq -c | awk -v n="$np" '$1 == n {print $2}' | tr '\n' ' ' | sed 's/ $//'
+  local r
+  for ((r = 0; r < $2; r++)); do process_steps "$1/proc-$r"; done |
+    sort -n | uniq -c | awk -v n="$2" '$1 == n {print $2}' | tr '\n' ' ' | sed 's/ $//'
 }
 
 # newest_per_rank <root> <np>: the newest committed step of each process directory.
 newest_per_rank() {
-  local root="$1" np="$2" r
-  for ((r = 0; r < np; r++)); do
-    find "$root/proc-$r" -maxdepth 2 -name COMMITTED 2>/dev/null | sed 's|.*/ckpt-\([0-9]*\)/COMMITTED|\1|' |
-      sort -n | tail -1 | grep . || echo none
+  local r
+  for ((r = 0; r < $2; r++)); do
+    process_steps "$1/proc-$r" | tail -1 | grep . || echo none
   done | tr '\n' ' ' | sed 's/ $//'
 }
 
@@ -91,7 +96,12 @@ trial() {
   root="$dir/ckpt"
   label="np$np $format $mode $rule"
 
-  CAIRN_FAULT="$rule" "$mpiexec" -n "$np" "${flags[@]}" "$job" "$root" "$steps" "$format" \
+  # Open MPI: once a rank died, kill the others at once rather than after a 1 s grace. With
+  # MultihostCheckpoint the grace is kept: it lets the other processes finish the commit of
+  # their own directories, which leaves the killed one without their newest step.
+  local grace=0
+  [ "$mode" = multihost ] && grace=1
+  CAIRN_FAULT="$rule" OMPI_MCA_odls_base_sigkill_timeout=$grace "$mpiexec" -n "$np" "${flags[@]}" "$job" "$root" "$steps" "$format" \
     "$mode" </dev/null >"$dir/out1" 2>"$dir/err1"
   rc1=$?
   out1="$(cat "$dir/out1")"
