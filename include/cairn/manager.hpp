@@ -165,9 +165,10 @@ class CheckpointManager {
 
   /// Saves `args` as `step` when the save policy (or force, or preemption) says so; returns
   /// whether a save started. Async by default: the step is reported by all_steps() only once
-  /// committed. Retention runs after each commit. Collective. Throws InvalidArgument when the
-  /// step already exists (without force) or is older than the newest step, and what the
-  /// checkpoint layer throws.
+  /// committed. Retention runs after each commit. Collective: the ranks first agree on
+  /// `step`. Throws InvalidArgument when the step already exists (without force) or is older
+  /// than the newest step, CollectiveMismatch on every rank when ranks pass different steps,
+  /// TimeoutError when a rank does not make the call, and what the checkpoint layer throws.
   bool save(std::int64_t step, const CheckpointArgs& args, const ManagerSaveOptions& options = {});
   /// Restores `step` (default: the latest). `args` null: every item as saved. Collective.
   /// Throws NotFound when there is no such step.

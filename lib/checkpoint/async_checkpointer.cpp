@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "checkpoint/commit.hpp"
+#include "comm/fault.hpp"
 #include "comm/log.hpp"
 
 namespace cairn {
@@ -42,6 +43,7 @@ struct AsyncCheckpointer::Impl {
     try {
       const auto start = std::chrono::steady_clock::now();
       flight.pending->write(background_mpi ? &background : nullptr);
+      fault::point("checkpoint.async_drain");
       flight.record.timings["write_s"] = checkpoint::seconds_since(start);
       flight.record.timings["stage_s"] = flight.staged.get_future().get();
       if (background_mpi) complete(flight, background);

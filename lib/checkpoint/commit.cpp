@@ -73,12 +73,14 @@ std::filesystem::path begin_save(const Comm& comm, const std::filesystem::path& 
     }
     storage::create_directories(tmp);
   });
+  fault::point("checkpoint.before_data");
   return tmp;
 }
 
 void commit(const Comm& comm, const std::filesystem::path& tmp, const std::filesystem::path& dir,
             StepRecord record, bool force) {
   const auto start = std::chrono::steady_clock::now();
+  fault::point("checkpoint.before_metadata");
   comm.run_all(fmt::format("committing checkpoint '{}':", dir.string()), [&] {
     if (!comm.is_primary()) return;
     const auto committed_at = std::chrono::system_clock::now();
@@ -116,6 +118,7 @@ void commit(const Comm& comm, const std::filesystem::path& tmp, const std::files
                                               dir.string(), ec.message()));
     }
     storage::sync_directory(parent_of(dir));
+    fault::point("checkpoint.after_rename");
     if (replacing) std::filesystem::remove_all(old, ec);
     log::info("checkpoint.commit", "path=\"{}\" bytes={}", dir.string(), record.bytes);
   });

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cairn/error.hpp>
+#include <cerrno>
 #include <cstdlib>
 #include <fmt/format.h>
 #include <memory>
@@ -18,13 +19,24 @@
 namespace cairn::fault {
 namespace {
 
+enum class Action { raise, kill, error_number };
+
 struct Rule {
   std::string point;
   int rank = -1;  // -1: every rank
-  bool kill = false;
-  long hit = 0;  // fire at this hit of the point (1-based); 0: every hit
+  Action action = Action::raise;
+  int error_number = 0;    // with Action::error_number
+  long hit = 0;            // fire at this hit of the point (1-based); 0: every hit
+  bool and_later = false;  // also at every hit after `hit`
   std::shared_ptr<std::atomic<long>> hits = std::make_shared<std::atomic<long>>(0);
 };
+
+int parse_errno(std::string_view name) {
+  if (name == "ENOSPC") return ENOSPC;
+  if (name == "EIO") return EIO;
+  if (name == "EDQUOT") return EDQUOT;
+  return std::atoi(std::string(name).c_str());
+}
 
 std::vector<Rule> parse(std::string_view text) {
   std::vector<Rule> rules;
@@ -34,12 +46,23 @@ std::vector<Rule> parse(std::string_view text) {
     text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
     Rule rule;
     if (const auto hash = item.rfind('#'); hash != std::string_view::npos) {
-      rule.hit = std::atol(std::string(item.substr(hash + 1)).c_str());
+      std::string_view count = item.substr(hash + 1);
+      if (count.ends_with('+')) {
+        rule.and_later = true;
+        count.remove_suffix(1);
+      }
+      rule.hit = std::atol(std::string(count).c_str());
       item = item.substr(0, hash);
     }
-    if (item.ends_with(":kill")) {
-      rule.kill = true;
-      item.remove_suffix(5);
+    if (const auto colon = item.find(':'); colon != std::string_view::npos) {
+      const std::string_view action = item.substr(colon + 1);
+      if (action == "kill") {
+        rule.action = Action::kill;
+      } else if (action.starts_with("errno=")) {
+        rule.action = Action::error_number;
+        rule.error_number = parse_errno(action.substr(6));
+      }
+      item = item.substr(0, colon);
     }
     const auto at = item.find('@');
     rule.point = std::string(item.substr(0, at));
@@ -59,21 +82,48 @@ const std::vector<Rule>& rules() {
   return parsed;
 }
 
+int world_rank() {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+// Whether `rule` fires at this arrival at its point (counting the arrival).
+bool fires(const Rule& rule, std::string_view name, int rank) {
+  if (rule.point != name || (rule.rank >= 0 && rule.rank != rank)) return false;
+  if (rule.hit <= 0) return true;
+  const long hit = ++*rule.hits;
+  return rule.and_later ? hit >= rule.hit : hit == rule.hit;
+}
+
 }  // namespace
 
 void point(std::string_view name) {
   if (rules().empty()) return;
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const int rank = world_rank();
   for (const Rule& rule : rules()) {
-    if (rule.point != name || (rule.rank >= 0 && rule.rank != rank)) continue;
-    if (rule.hit > 0 && ++*rule.hits != rule.hit) continue;
-    if (rule.kill) {
+    if (rule.action == Action::error_number || !fires(rule, name, rank)) continue;
+    if (rule.action == Action::kill) {
       log::warn("fault.kill", "point={}", name);
       ::kill(::getpid(), SIGKILL);
     }
     throw IoError("", fmt::format("injected fault at {} on rank {}", name, rank));
   }
+}
+
+int error_at(std::string_view name) noexcept {
+  if (rules().empty()) return 0;
+  const int rank = world_rank();
+  for (const Rule& rule : rules()) {
+    if (rule.action != Action::error_number || !fires(rule, name, rank)) continue;
+    try {
+      log::warn("fault.errno", "point={} errno={}", name, rule.error_number);
+    } catch (...) {
+      // The injected error is what matters, not its log line.
+    }
+    return rule.error_number;
+  }
+  return 0;
 }
 
 }  // namespace cairn::fault

@@ -3,6 +3,7 @@
 #include <cairn/manager.hpp>
 #include <fmt/format.h>
 
+#include "comm/fault.hpp"
 #include "comm/log.hpp"
 #include "manager/step_dirs.hpp"
 #include "storage/posix_file.hpp"
@@ -134,6 +135,9 @@ void CheckpointManager::check_writable(std::string_view what) const {
 void CheckpointManager::ensure_checkpointer(std::string_view handler_type) {
   if (!handler_) handler_ = HandlerRegistry::global().create(handler_type);
   if (sync_ || async_) return;
+  // The checkpointer duplicates the communicator, a blocking MPI call without a deadline:
+  // agree first, so that a rank that did not make this call is a timeout, not a hang.
+  comm_.agree({.operation = "CheckpointManager: creating the checkpointer"});
   if (options_.enable_async) {
     async_ = std::make_unique<AsyncCheckpointer>(comm_, handler_, options_.async);
   } else {
@@ -266,6 +270,9 @@ bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
     }
     if (!should_save(step)) return false;
   }
+  // A rank that saves another step, or skipped this call, fails every rank here, with the
+  // differing step named.
+  comm_.agree({.operation = "CheckpointManager::save", .step = step});
   // The previous save commits (and its retention runs) before the next one starts.
   wait_until_finished();
   ensure_checkpointer(args.handler_type());
@@ -326,6 +333,12 @@ void CheckpointManager::delete_step(std::int64_t step) {
   steps_.erase(it);
   if (deferred) {
     deleters_.emplace_back([path = *deferred] {
+      try {
+        fault::point("manager.background_delete");
+      } catch (const std::exception& e) {
+        log::warn("manager.background_delete", "path=\"{}\" error=\"{}\"", path.string(), e.what());
+        return;
+      }
       std::error_code ec;
       std::filesystem::remove_all(path, ec);
       if (ec)

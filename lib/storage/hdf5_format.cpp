@@ -136,6 +136,31 @@ Box checked_box(const Hdf5ArrayToWrite& a) {
   return box;
 }
 
+/// Throws IoError when the file system of `file` has less free space than the datasets of
+/// `arrays` need (plus alignment and metadata). HDF5 1.10 hangs in H5Fclose when a metadata
+/// write fails on one rank and not on the others (they leave its flush at different
+/// collective calls), which is what a disk that fills up during the save causes; checking
+/// before the file exists turns the common case, a disk already too full for the step, into
+/// an error on every rank. A disk filled by another writer while the file is written is not
+/// covered. An unknown amount of space passes.
+void check_free_space(const std::filesystem::path& file, std::span<const Hdf5ArrayToWrite> arrays) {
+  constexpr std::uint64_t kMetadataBytes = std::uint64_t{64} << 10;
+  constexpr std::uint64_t kAlignmentBytes = std::uint64_t{1} << 20;  // see file_access()
+  std::uint64_t needed = kMetadataBytes;
+  for (const Hdf5ArrayToWrite& a : arrays) {
+    const std::uint64_t bytes = static_cast<std::uint64_t>(volume(a.shape)) * dtype_size(a.dtype);
+    needed += bytes + (bytes >= kAlignmentBytes ? kAlignmentBytes : 0);
+  }
+  std::error_code ec;
+  const auto space = std::filesystem::space(file.parent_path(), ec);
+  if (ec || space.free >= needed) return;
+  throw IoError(file.string(),
+                fmt::format("not enough space for '{}': its datasets need about {} bytes, the "
+                            "file system has {} bytes free (No space left on device). Free "
+                            "space or save elsewhere",
+                            file.string(), needed, space.free));
+}
+
 std::uint64_t structure_hash(std::span<const Hdf5ArrayToWrite> arrays,
                              std::span<const Hdf5ValueToWrite> values) {
   std::uint64_t hash = kFnvOffset;
@@ -228,6 +253,7 @@ Hdf5Writer::Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
       if (v.leaf->kind() == LeafKind::string) texts[k] = v.leaf->as_string();
       if (v.leaf->kind() == LeafKind::json) texts[k] = boost::json::serialize(v.leaf->as_json());
     }
+    if (comm.is_primary()) check_free_space(w.file, arrays);
   });
   std::vector<std::uint64_t> text_sizes(values.size());
   if (!values.empty()) {

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <utility>
 
+#include "comm/fault.hpp"
 #include "comm/log.hpp"
 
 namespace cairn::storage {
@@ -59,6 +60,9 @@ void PosixFile::write_at(std::uint64_t offset, std::span<const std::byte> data) 
   while (!data.empty()) {
     // Linux writes at most 0x7ffff000 bytes per call.
     const std::size_t chunk = std::min<std::size_t>(data.size(), 1ULL << 30);
+    if (const int injected = fault::error_at("storage.pwrite")) {
+      throw_errno(path_, fmt::format("writing {} bytes at offset {} of", chunk, offset), injected);
+    }
     const ssize_t written = ::pwrite(fd_, data.data(), chunk, static_cast<off_t>(offset));
     if (written < 0) {
       if (errno == EINTR) continue;

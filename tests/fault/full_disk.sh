@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Full disk: full_disk_job saves two small steps, then a step that does not fit; every rank
+# must throw from the same call and the two earlier steps must stay restorable.
+#   1. a real full disk: an 8 MiB tmpfs (needs root and permission to mount; unmounted at the
+#      end in every case), each format, sync and async;
+#   2. an injected one: ENOSPC from cairn's write wrapper (fault point storage.pwrite) on the
+#      last rank from its second shard of step 2 on, posix format (hdf5 data does not go
+#      through that wrapper), sync and async.
+# Says which parts ran; fails when a part that ran failed.
+#   full_disk.sh MPIEXEC "MPIEXEC FLAGS" FULL_DISK_JOB FORMATS NP
+set -u
+mpiexec="$1"
+read -r -a flags <<<"$2"
+job="$3"
+read -r -a formats <<<"$4"
+np="$5"
+
+work="$(mktemp -d)"
+mnt="$work/tmpfs"
+mounted=0
+cleanup() {
+  if [ "$mounted" = 1 ]; then umount "$mnt" 2>/dev/null || umount -l "$mnt"; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+status=0
+# run <label> <root> <format> <mode> <big KiB> [CAIRN_FAULT rule]
+run() {
+  local label="$1" root="$2" format="$3" mode="$4" kib="$5" rule="${6:-}" out
+  # timeout: a hang is a failure of this test, not something to wait for.
+  if out="$(CAIRN_FAULT="$rule" timeout 300 "$mpiexec" -n "$np" "${flags[@]}" "$job" "$root" "$format" \
+            "$mode" "$kib" 2>&1 </dev/null)"; then
+    if ! grep -q "No space left on device" <<<"$out"; then
+      echo "FAIL $label: the error does not say the device is full"
+      echo "$out" | sed 's/^/  /'
+      status=1
+      return
+    fi
+    echo "ok   $label: $(grep -m1 '^threw' <<<"$out" | cut -c1-200)"
+  else
+    echo "FAIL $label"
+    echo "$out" | sed 's/^/  /'
+    status=1
+  fi
+}
+
+mkdir -p "$mnt"
+if reason="$(mount -t tmpfs -o size=8m tmpfs "$mnt" 2>&1)"; then
+  mounted=1
+  echo "== full disk: 8 MiB tmpfs at $mnt"
+  for format in "${formats[@]}"; do
+    for mode in sync async; do
+      # 4 MiB per rank: at least 8 MiB in all, more than the tmpfs holds.
+      run "tmpfs np$np $format $mode" "$mnt/$format-$mode" "$format" "$mode" 4096
+    done
+  done
+  umount "$mnt" && mounted=0
+  ran="tmpfs and injected ENOSPC"
+else
+  echo "== full disk: mounting a tmpfs is not permitted here ($reason): that part is skipped"
+  ran="injected ENOSPC only (no tmpfs: $reason)"
+fi
+
+echo "== full disk: ENOSPC injected at storage.pwrite on rank $((np - 1))"
+# The last rank writes one shard per leaf per step (3 leaves): its 8th write is the second
+# shard of step 2, and the "disk" stays full from then on.
+for mode in sync async; do
+  run "injected np$np posix $mode" "$work/injected-$mode" posix "$mode" 256 \
+    "storage.pwrite@$((np - 1)):errno=ENOSPC#8+"
+done
+echo "full disk tests ran: $ran"
+exit "$status"
