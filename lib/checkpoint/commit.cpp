@@ -2,6 +2,7 @@
 
 #include <boost/json.hpp>
 #include <cairn/checkpointer.hpp>
+#include <cairn/handlers.hpp>
 #include <ctime>
 #include <fmt/chrono.h>
 #include <fmt/format.h>
@@ -128,8 +129,14 @@ void discard(const Comm& comm, const std::filesystem::path& tmp) noexcept {
   if (ec) log::warn("checkpoint.discard", "path=\"{}\" error=\"{}\"", tmp.string(), ec.message());
 }
 
-boost::json::object open_committed(const Comm& comm, const std::filesystem::path& dir) {
+boost::json::object open_committed(const Comm& comm, const std::filesystem::path& dir,
+                                   const CheckpointArgs* args) {
   const auto file = dir / kStepMetadataFile;
+  std::optional<std::set<std::string>> only_items;
+  if (const auto* composite = dynamic_cast<const Composite*>(args)) {
+    only_items.emplace();
+    for (const auto& [name, item] : composite->items()) only_items->insert(name);
+  }
   std::string text;
   comm.run_all(fmt::format("opening checkpoint '{}':", dir.string()), [&] {
     if (!comm.is_primary()) return;
@@ -143,7 +150,7 @@ boost::json::object open_committed(const Comm& comm, const std::filesystem::path
                                     "save did not finish; restore an earlier checkpoint",
                                     dir.string(), kCommitMarker));
     }
-    verify_commit_marker(dir);
+    verify_commit_marker(dir, only_items);
     text = storage::read_small_file(file);
   });
   return parse_step_metadata(comm.broadcast(text), file);

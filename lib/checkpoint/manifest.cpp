@@ -108,9 +108,15 @@ std::vector<ManifestEntry> parse_commit_marker(std::string_view text,
   return entries;
 }
 
-void verify_commit_marker(const std::filesystem::path& dir) {
+void verify_commit_marker(const std::filesystem::path& dir,
+                          const std::optional<std::set<std::string>>& only_items) {
   const auto marker = dir / kCommitMarker;
   for (const auto& entry : parse_commit_marker(storage::read_small_file(marker, 1 << 24), marker)) {
+    const auto slash = entry.path.find('/');
+    if (only_items && slash != std::string::npos &&
+        !only_items->contains(entry.path.substr(0, slash))) {
+      continue;
+    }
     const auto file = dir / entry.path;
     std::error_code ec;
     if (!std::filesystem::is_regular_file(file, ec)) {

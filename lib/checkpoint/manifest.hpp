@@ -10,6 +10,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,9 +34,11 @@ struct ManifestEntry {
 [[nodiscard]] std::vector<ManifestEntry> parse_commit_marker(std::string_view text,
                                                              const std::filesystem::path& source);
 
-/// Checks every file the marker of `dir` lists against its checksum. Not collective. Throws
-/// FormatError naming the file that differs (or the marker), NotFound for a listed file that
-/// is missing.
-void verify_commit_marker(const std::filesystem::path& dir);
+/// Checks the files the marker of `dir` lists against their checksums: all of them, or with
+/// `only_items` the files at the top of `dir` and those under the named item directories (a
+/// partial restore reads nothing else). Not collective. Throws FormatError naming the file
+/// that differs or is missing (or the marker).
+void verify_commit_marker(const std::filesystem::path& dir,
+                          const std::optional<std::set<std::string>>& only_items = {});
 
 }  // namespace cairn::checkpoint
