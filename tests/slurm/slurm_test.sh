@@ -6,7 +6,7 @@
 #
 # The job (slurm_job, 2 ranks) is submitted with a 1-minute time limit and
 # --signal=B:USR1@45, so Slurm itself signals it: it saves the step it is at and stops. Then
-# `scontrol requeue` runs it again: it must resume at the step it saved, finish, and produce
+# `scontrol requeue` runs it again (after cred_expire, 10 s here): it must resume at the step it saved, finish, and produce
 # exactly the field of an uninterrupted run.
 #
 #   slurm_test.sh JOB MPIEXEC "MPIEXEC_FLAGS"
@@ -17,8 +17,8 @@ set -uo pipefail
 job_bin="$1"
 mpiexec="$2"
 read -r -a mpiexec_flags <<<"${3:-}"
-steps=3000
-pace_ms=25
+steps=600
+pace_ms=110
 
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*"; exit 1; }
@@ -89,7 +89,7 @@ SlurmdPort=$((port + 1))
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
-AuthInfo=socket=$socket
+AuthInfo=socket=$socket,cred_expire=10
 CredType=cred/munge
 StateSaveLocation=$work/state
 SlurmdSpoolDir=$work/spool
