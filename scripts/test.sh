@@ -17,7 +17,7 @@
 #   CAIRN_TEST_SANITIZERS=0     skip step 4
 #   CAIRN_TEST_TSAN=0           skip step 5
 #   CAIRN_TEST_FUZZ=0           skip step 6
-#   CAIRN_FUZZ_SECONDS          seconds per fuzz target in step 6 (default: 30)
+#   CAIRN_FUZZ_SECONDS          seconds per fuzz target in step 6 (default: 20)
 #   CAIRN_SANITIZER_CTEST_ARGS  extra ctest arguments for step 4, e.g. "-L mpi -LE slow"
 #                               (default: none, every test)
 #   CAIRN_CTEST_ARGS            extra ctest arguments for step 3 (default: none)
@@ -175,7 +175,7 @@ else
     -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCAIRN_BUILD_FUZZERS=ON \
     -DCAIRN_BUILD_TESTS=OFF -DCAIRN_BUILD_APPS=OFF -DBUILD_SHARED_LIBS=OFF \
     -DCAIRN_USE_CUDA=OFF -DCAIRN_USE_NCCL=OFF -DCAIRN_USE_FORTRAN=OFF \
-    "-DCAIRN_SANITIZE=address,undefined" "-DCAIRN_FUZZ_SECONDS=${CAIRN_FUZZ_SECONDS:-30}"
+    "-DCAIRN_SANITIZE=address,undefined" "-DCAIRN_FUZZ_SECONDS=${CAIRN_FUZZ_SECONDS:-20}"
 fi
 
 say "summary"
