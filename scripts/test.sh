@@ -3,13 +3,22 @@
 #   1. scripts/setup.sh (installs missing packages; instant when all are there);
 #   2. formatting of every C/C++/CUDA file under include lib apps tests (clang-format);
 #   3. configure, build and ctest in $BUILD_DIR;
-#   4. the same with AddressSanitizer + UndefinedBehaviorSanitizer in $ASAN_BUILD_DIR.
+#   4. the same with AddressSanitizer + UndefinedBehaviorSanitizer in $ASAN_BUILD_DIR;
+#   5. the threaded tests (labels async, manager; 2 ranks) under ThreadSanitizer in
+#      $TSAN_BUILD_DIR;
+#   6. the libFuzzer targets of tests/fuzz (clang, ASan + UBSan) in $FUZZ_BUILD_DIR, each run
+#      for CAIRN_FUZZ_SECONDS (ctest label fuzz).
 # Runs every step it can, prints a summary, and exits non-zero when any step failed.
 #
 # Environment:
 #   BUILD_DIR                   build directory of step 3 (default: build)
 #   ASAN_BUILD_DIR              build directory of step 4 (default: build-asan)
+#   TSAN_BUILD_DIR              build directory of step 5 (default: build-tsan)
+#   FUZZ_BUILD_DIR              build directory of step 6 (default: build-fuzz)
 #   CAIRN_TEST_SANITIZERS=0     skip step 4
+#   CAIRN_TEST_TSAN=0           skip step 5
+#   CAIRN_TEST_FUZZ=0           skip step 6
+#   CAIRN_FUZZ_SECONDS          seconds per fuzz target in step 6 (default: 20)
 #   CAIRN_SANITIZER_CTEST_ARGS  extra ctest arguments for step 4, e.g. "-L mpi -LE slow"
 #                               (default: "-LE kill": the kill trials of tests/fault, which
 #                               test crash consistency, not memory use, run in step 3 only;
@@ -24,6 +33,8 @@ cd "$root" || exit 1
 
 BUILD_DIR="${BUILD_DIR:-build}"
 ASAN_BUILD_DIR="${ASAN_BUILD_DIR:-build-asan}"
+TSAN_BUILD_DIR="${TSAN_BUILD_DIR:-build-tsan}"
+FUZZ_BUILD_DIR="${FUZZ_BUILD_DIR:-build-fuzz}"
 JOBS="${JOBS:-$(nproc)}"
 read -r -a extra_cmake_args <<<"${CAIRN_CMAKE_ARGS:-}"
 
@@ -87,10 +98,11 @@ cuda_linkage() {
   echo "cuda: ${have:-unknown }links ${libs:-no CUDA libraries}"
 }
 
-# configure_build_test <name> <build dir> <ctest args> [cmake args...]
+# configure_build_test <name> <build dir> <ctest args> <targets> [cmake args...]
+# <targets>: space-separated build targets, or "" for everything.
 configure_build_test() {
-  local name="$1" dir="$2" ctest_args="$3"
-  shift 3
+  local name="$1" dir="$2" ctest_args="$3" targets="$4"
+  shift 4
   local start generator log line
   start=$(date +%s)
 
@@ -112,8 +124,13 @@ configure_build_test() {
     return
   fi
 
-  say "$name: build (-j$JOBS)"
-  if ! cmake --build "$dir" -j "$JOBS"; then
+  say "$name: build (-j$JOBS)${targets:+ $targets}"
+  local -a target_args=()
+  if [ -n "$targets" ]; then
+    read -r -a target_args <<<"$targets"
+    target_args=(--target "${target_args[@]}")
+  fi
+  if ! cmake --build "$dir" -j "$JOBS" "${target_args[@]}"; then
     failed+=("$name build")
     summary+=("$name: build failed ($(elapsed "$start"))")
     return
@@ -142,7 +159,7 @@ configure_build_test() {
 }
 
 # --- 3. Default configuration.
-configure_build_test "default" "$BUILD_DIR" "${CAIRN_CTEST_ARGS:-}"
+configure_build_test "default" "$BUILD_DIR" "${CAIRN_CTEST_ARGS:-}" ""
 
 # --- 4. Sanitizers.
 if [ "${CAIRN_TEST_SANITIZERS:-1}" != "0" ]; then
@@ -153,10 +170,37 @@ if [ "${CAIRN_TEST_SANITIZERS:-1}" != "0" ]; then
   # shadow gap; without it every CUDA test would fail there (no effect without a GPU).
   export ASAN_OPTIONS="detect_leaks=0:protect_shadow_gap=0:${ASAN_OPTIONS:-}"
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
-  configure_build_test "sanitizers" "$ASAN_BUILD_DIR" "${CAIRN_SANITIZER_CTEST_ARGS--LE kill}" \
+  configure_build_test "sanitizers" "$ASAN_BUILD_DIR" "${CAIRN_SANITIZER_CTEST_ARGS--LE kill}" "" \
     "-DCAIRN_SANITIZE=address,undefined"
 else
   summary+=("sanitizers: skipped (CAIRN_TEST_SANITIZERS=0)")
+fi
+
+# --- 5. ThreadSanitizer on the tests that run background threads (async saves, the manager's
+# async commits and background deletes, preemption signals). Open MPI and HDF5 are not built
+# for TSan; tests/tsan.supp silences reports whose stacks pass through them (never an entry
+# naming cairn).
+if [ "${CAIRN_TEST_TSAN:-1}" != "0" ]; then
+  export TSAN_OPTIONS="suppressions=$root/tests/tsan.supp:halt_on_error=1:second_deadlock_stack=1:${TSAN_OPTIONS:-}"
+  configure_build_test "tsan" "$TSAN_BUILD_DIR" "-L async|manager -LE np1|np4|restart|funneled" \
+    "test_async test_manager test_preemption" "-DCAIRN_SANITIZE=thread"
+else
+  summary+=("tsan: skipped (CAIRN_TEST_TSAN=0)")
+fi
+
+# --- 6. libFuzzer targets for the metadata parsers (clang only).
+if [ "${CAIRN_TEST_FUZZ:-1}" = "0" ]; then
+  summary+=("fuzz: skipped (CAIRN_TEST_FUZZ=0)")
+elif ! command -v clang++ >/dev/null; then
+  failed+=("fuzz")
+  summary+=("fuzz: clang++ not found (scripts/setup.sh installs clang)")
+else
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
+  configure_build_test "fuzz" "$FUZZ_BUILD_DIR" "-L fuzz" "" \
+    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCAIRN_BUILD_FUZZERS=ON \
+    -DCAIRN_BUILD_TESTS=OFF -DCAIRN_BUILD_APPS=OFF -DBUILD_SHARED_LIBS=OFF \
+    -DCAIRN_USE_CUDA=OFF -DCAIRN_USE_NCCL=OFF -DCAIRN_USE_FORTRAN=OFF \
+    "-DCAIRN_SANITIZE=address,undefined" "-DCAIRN_FUZZ_SECONDS=${CAIRN_FUZZ_SECONDS:-20}"
 fi
 
 say "summary"

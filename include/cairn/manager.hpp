@@ -154,6 +154,8 @@ class CheckpointManager {
   /// Opens (and unless read_only, creates and locks) `root`. Collective over every rank of
   /// `comm`, active or not. Throws NotFound (root missing and !create), InvalidArgument (bad
   /// options, root locked by another job).
+  /// A committed step whose cairn-step.json is missing or damaged is listed (without time or
+  /// metrics) and logged; restoring it throws FormatError or NotFound naming the file.
   CheckpointManager(const Comm& comm, std::filesystem::path root,
                     CheckpointManagerOptions options = {},
                     std::map<std::string, std::shared_ptr<CheckpointHandler>> item_handlers = {},
@@ -171,7 +173,10 @@ class CheckpointManager {
   /// TimeoutError when a rank does not make the call, and what the checkpoint layer throws.
   bool save(std::int64_t step, const CheckpointArgs& args, const ManagerSaveOptions& options = {});
   /// Restores `step` (default: the latest). `args` null: every item as saved. Collective.
-  /// Throws NotFound when there is no such step.
+  /// Throws NotFound when there is no such step; FormatError (or NotFound) naming the file,
+  /// and the leaf where there is one, when a file of the step is damaged, truncated, missing
+  /// or from another checkpoint (every metadata file is checked against the checksums in the
+  /// COMMITTED marker, every data file against the checksums in the metadata).
   [[nodiscard]] std::any restore(std::optional<std::int64_t> step = std::nullopt,
                                  const CheckpointArgs* args = nullptr);
 

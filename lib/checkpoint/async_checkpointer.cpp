@@ -162,7 +162,7 @@ void AsyncCheckpointer::save(const std::filesystem::path& dir, const CheckpointA
 
 std::any AsyncCheckpointer::restore(const std::filesystem::path& dir, const CheckpointArgs* args) {
   impl_->land();
-  (void)checkpoint::open_committed(impl_->comm, dir);
+  (void)checkpoint::open_committed(impl_->comm, dir, args);
   return impl_->handler->restore(impl_->comm, dir, args);
 }
 

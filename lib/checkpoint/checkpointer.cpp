@@ -49,7 +49,7 @@ void Checkpointer::save(const std::filesystem::path& dir, const CheckpointArgs& 
 }
 
 std::any Checkpointer::restore(const std::filesystem::path& dir, const CheckpointArgs* args) {
-  (void)checkpoint::open_committed(comm_, dir);
+  (void)checkpoint::open_committed(comm_, dir, args);
   return handler_->restore(comm_, dir, args);
 }
 

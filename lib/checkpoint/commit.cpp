@@ -2,18 +2,19 @@
 
 #include <boost/json.hpp>
 #include <cairn/checkpointer.hpp>
+#include <cairn/handlers.hpp>
 #include <ctime>
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include "checkpoint/manifest.hpp"
+#include "checkpoint/step_metadata.hpp"
 #include "comm/fault.hpp"
 #include "comm/log.hpp"
 #include "storage/posix_file.hpp"
 
 namespace cairn::checkpoint {
 namespace {
-
-constexpr std::int64_t kStepFormatVersion = 1;
 
 std::string iso_time(std::chrono::system_clock::time_point t) {
   const std::time_t seconds = std::chrono::system_clock::to_time_t(t);
@@ -97,7 +98,7 @@ void commit(const Comm& comm, const std::filesystem::path& tmp, const std::files
     for (const auto& [key, value] : record.item_metadata) step[key] = value;
     storage::write_file_durably(tmp / kStepMetadataFile, boost::json::serialize(step));
     storage::write_file_durably(tmp / kCommitMarker,
-                                "cairn checkpoint committed " + iso_time(committed_at) + "\n");
+                                make_commit_marker(tmp, iso_time(committed_at)));
     storage::sync_directory(tmp);
 
     fault::point("checkpoint.before_rename");
@@ -131,8 +132,14 @@ void discard(const Comm& comm, const std::filesystem::path& tmp) noexcept {
   if (ec) log::warn("checkpoint.discard", "path=\"{}\" error=\"{}\"", tmp.string(), ec.message());
 }
 
-boost::json::object open_committed(const Comm& comm, const std::filesystem::path& dir) {
+boost::json::object open_committed(const Comm& comm, const std::filesystem::path& dir,
+                                   const CheckpointArgs* args) {
   const auto file = dir / kStepMetadataFile;
+  std::optional<std::set<std::string>> only_items;
+  if (const auto* composite = dynamic_cast<const Composite*>(args)) {
+    only_items.emplace();
+    for (const auto& [name, item] : composite->items()) only_items->insert(name);
+  }
   std::string text;
   comm.run_all(fmt::format("opening checkpoint '{}':", dir.string()), [&] {
     if (!comm.is_primary()) return;
@@ -146,17 +153,10 @@ boost::json::object open_committed(const Comm& comm, const std::filesystem::path
                                     "save did not finish; restore an earlier checkpoint",
                                     dir.string(), kCommitMarker));
     }
+    verify_commit_marker(dir, only_items);
     text = storage::read_small_file(file);
   });
-  text = comm.broadcast(text);
-  boost::system::error_code ec;
-  const boost::json::value step = boost::json::parse(text, ec);
-  if (ec || !step.is_object() || !step.get_object().contains("handler")) {
-    throw FormatError(
-        file.string(), "json",
-        fmt::format("'{}' is damaged (not a cairn step metadata object)", file.string()));
-  }
-  return step.get_object();
+  return parse_step_metadata(comm.broadcast(text), file);
 }
 
 }  // namespace cairn::checkpoint

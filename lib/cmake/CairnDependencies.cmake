@@ -92,3 +92,13 @@ if(CAIRN_SANITIZE)
                       $<$<COMPILE_LANGUAGE:CXX,C>:-fno-omit-frame-pointer>)
   add_link_options(-fsanitize=${CAIRN_SANITIZE})
 endif()
+
+# --- libFuzzer targets (tests/fuzz): clang only; cairn's code gets coverage instrumentation.
+if(CAIRN_BUILD_FUZZERS)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "CAIRN_BUILD_FUZZERS=ON needs clang (libFuzzer), not "
+                        "${CMAKE_CXX_COMPILER_ID}: configure with CMAKE_CXX_COMPILER=clang++ "
+                        "and CMAKE_C_COMPILER=clang")
+  endif()
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX,C>:-fsanitize=fuzzer-no-link>)
+endif()

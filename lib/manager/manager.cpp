@@ -3,8 +3,10 @@
 #include <cairn/manager.hpp>
 #include <fmt/format.h>
 
+#include "checkpoint/step_metadata.hpp"
 #include "comm/fault.hpp"
 #include "comm/log.hpp"
+#include "manager/root_metadata.hpp"
 #include "manager/step_dirs.hpp"
 #include "storage/posix_file.hpp"
 
@@ -88,11 +90,9 @@ CheckpointManager::CheckpointManager(
     locked_ = true;
     if (!std::filesystem::exists(root_ / manager::kRootMetadataFile, ec)) {
       // Written once: a later manager on the same root keeps it.
-      const boost::json::object meta = {{"format", "cairn-root"},
-                                        {"version", 1},
-                                        {"step_prefix", options_.step_prefix},
-                                        {"world_size", comm_.size()}};
-      storage::write_file_durably(root_ / manager::kRootMetadataFile, boost::json::serialize(meta));
+      storage::write_file_durably(
+          root_ / manager::kRootMetadataFile,
+          boost::json::serialize(manager::make_root_metadata(options_.step_prefix, comm_.size())));
     }
     if (options_.cleanup_tmp_directories) {
       for (const auto& path : manager::leftover_paths(root_)) {
@@ -153,16 +153,23 @@ boost::json::object CheckpointManager::read_step_metadata(std::int64_t step) {
     if (!one_reader || comm_.is_primary()) text = storage::read_small_file(file);
   });
   if (one_reader) text = comm_.broadcast(text);
-  boost::system::error_code ec;
-  const auto value = boost::json::parse(text, ec);
-  if (ec || !value.is_object()) {
-    throw FormatError(file.string(), "json", fmt::format("'{}' is damaged", file.string()));
-  }
-  return value.get_object();
+  return checkpoint::parse_step_metadata(text, file);
 }
 
 CheckpointManager::StepInfo CheckpointManager::read_step_info(std::int64_t step) {
-  const auto meta = read_step_metadata(step);
+  boost::json::object meta;
+  try {
+    meta = read_step_metadata(step);
+  } catch (const FormatError& e) {
+    // A damaged step stays listed (restoring it reports the damage) and does not stop the
+    // root from opening, so that the steps before it remain restorable. Every rank saw the
+    // same text, so every rank gets here.
+    log::warn("manager.damaged_step", "step={} error=\"{}\"", step, e.what());
+    return StepInfo{.step = step};
+  } catch (const NotFound& e) {
+    log::warn("manager.damaged_step", "step={} error=\"{}\"", step, e.what());
+    return StepInfo{.step = step};
+  }
   StepInfo info{.step = step, .time = parse_time(meta)};
   if (const auto* custom = meta.if_contains("custom"); custom && custom->is_object()) {
     if (const auto* m = custom->get_object().if_contains("metrics"); m && m->is_object()) {
@@ -420,12 +427,7 @@ boost::json::object CheckpointManager::metadata() {
   comm_.run_all(fmt::format("reading '{}':", file.string()), [&] {
     if (comm_.is_primary()) text = storage::read_small_file(file);
   });
-  boost::system::error_code ec;
-  const auto value = boost::json::parse(comm_.broadcast(text), ec);
-  if (ec || !value.is_object()) {
-    throw FormatError(file.string(), "json", fmt::format("'{}' is damaged", file.string()));
-  }
-  return value.get_object();
+  return manager::parse_root_metadata(comm_.broadcast(text), file);
 }
 
 boost::json::object CheckpointManager::metadata(std::int64_t step) {

@@ -4,6 +4,7 @@
 #include <cairn/config.hpp>
 #include <cairn/storage.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstring>
 
@@ -37,6 +38,23 @@ storage::TreeIndex load_index(const Comm& comm, const std::filesystem::path& dir
   return storage::parse_index(text, file);
 }
 
+// Rethrows the error being handled (from reading a shard of `leaf`) with the leaf named in
+// its message, keeping its type.
+[[noreturn]] void rethrow_naming_leaf(const std::string& leaf) {
+  const auto with_leaf = [&](const std::exception& e) {
+    return fmt::format("{} (reading leaf '{}')", e.what(), leaf);
+  };
+  try {
+    throw;
+  } catch (const FormatError& e) {
+    throw FormatError(e.path(), leaf, with_leaf(e));
+  } catch (const NotFound& e) {
+    throw NotFound(e.what_missing(), with_leaf(e));
+  } catch (const IoError& e) {
+    throw IoError(e.path(), with_leaf(e));
+  }
+}
+
 // Reads saved shards (either format) into host buffers.
 class ShardSource {
  public:
@@ -61,7 +79,11 @@ class ShardSource {
         first =
             static_cast<std::uint64_t>((box.offset[0] - shard.box.offset[0]) * strides[0]) * elem;
       }
-      posix_.read(shard, first, bytes, dst);
+      try {
+        posix_.read(shard, first, bytes, dst);
+      } catch (const Error&) {
+        rethrow_naming_leaf(leaf.path);
+      }
     } else {
 #if CAIRN_HAVE_HDF5
       hdf5_->read(leaf.path, box, dst);
@@ -268,7 +290,15 @@ void restore_from_index(const Comm& comm, const std::filesystem::path& dir,
 #if CAIRN_HAVE_HDF5
   std::optional<storage::Hdf5Reader> hdf5;
   if (any_hdf5) {
-    comm.run_all(fmt::format("restore_tree '{}': opening {}:", dir.string(), storage::kHdf5File),
+    std::vector<std::string_view> names;
+    for (const auto* record : h5_records) names.push_back(record->path);
+    const auto shown = std::min<std::size_t>(names.size(), 4);
+    const auto leaves = fmt::format(
+        "'{}'{}",
+        fmt::join(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(shown), "', '"),
+        names.size() > shown ? fmt::format(" and {} more", names.size() - shown) : "");
+    comm.run_all(fmt::format("restore_tree '{}': opening {} (leaves {}):", dir.string(),
+                             storage::kHdf5File, leaves),
                  [&] {
                    hdf5.emplace(comm, dir / storage::kHdf5File);
                    hdf5->open(h5_records);

@@ -1,0 +1,141 @@
+#include "checkpoint/manifest.hpp"
+
+#include <algorithm>
+#include <cairn/checkpointer.hpp>
+#include <cairn/error.hpp>
+#include <fmt/format.h>
+
+#include "storage/checksum.hpp"
+#include "storage/posix_file.hpp"
+
+namespace cairn::checkpoint {
+namespace {
+
+constexpr std::string_view kHeader = "cairn checkpoint committed ";
+constexpr std::size_t kMaxPath = 4096;
+
+std::uint64_t checksum_of_text(std::string_view text) {
+  return storage::checksum_of(std::as_bytes(std::span(text.data(), text.size())));
+}
+
+// A listed path must stay inside the checkpoint directory.
+bool valid_relative_path(std::string_view path) {
+  if (path.empty() || path.size() > kMaxPath || path.front() == '/' || path.back() == '/') {
+    return false;
+  }
+  if (path.find('\0') != std::string_view::npos || path.find("//") != std::string_view::npos) {
+    return false;
+  }
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    const auto end = std::min(path.find('/', start), path.size());
+    const auto part = path.substr(start, end - start);
+    if (part == "." || part == "..") return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string make_commit_marker(const std::filesystem::path& tmp, std::string_view committed_at) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (std::filesystem::recursive_directory_iterator it(tmp, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    if (it->is_regular_file(ec) && it->path().extension() == ".json") {
+      files.push_back(it->path().lexically_relative(tmp).generic_string());
+    }
+  }
+  if (ec) {
+    throw IoError(tmp.string(), fmt::format("listing '{}' failed: {}", tmp.string(), ec.message()));
+  }
+  std::sort(files.begin(), files.end());
+  std::string text = fmt::format("{}{}\n", kHeader, committed_at);
+  for (const auto& file : files) {
+    const auto sum = checksum_of_text(storage::read_small_file(tmp / file));
+    text += fmt::format("xxh3 {} {}\n", storage::checksum_to_hex(sum), file);
+  }
+  text += "end\n";
+  return text;
+}
+
+std::vector<ManifestEntry> parse_commit_marker(std::string_view text,
+                                               const std::filesystem::path& source) {
+  auto bad = [&](std::size_t line, std::string_view problem) {
+    return FormatError(source.string(), fmt::format("line {}", line),
+                       fmt::format("commit marker '{}', line {}: {}; the marker is damaged, so "
+                                   "the checkpoint cannot be trusted: restore an earlier one",
+                                   source.string(), line, problem));
+  };
+  std::vector<ManifestEntry> entries;
+  std::size_t number = 0;
+  bool ended = false;
+  while (!text.empty()) {
+    ++number;
+    const auto newline = text.find('\n');
+    if (newline == std::string_view::npos) throw bad(number, "does not end with a newline");
+    const auto line = text.substr(0, newline);
+    text.remove_prefix(newline + 1);
+    if (ended) throw bad(number, "follows the \"end\" line");
+    if (number == 1) {
+      if (!line.starts_with(kHeader)) throw bad(number, "is not the \"cairn checkpoint\" header");
+      continue;
+    }
+    if (line == "end") {
+      ended = true;
+      continue;
+    }
+    // "xxh3 <16 hex digits> <path>"
+    if (!line.starts_with("xxh3 ") || line.size() < 5 + 16 + 2 || line[5 + 16] != ' ') {
+      throw bad(number, "is not \"xxh3 <checksum> <file>\" or \"end\"");
+    }
+    const auto sum = storage::checksum_from_hex(line.substr(5, 16));
+    if (!sum) throw bad(number, "has a checksum that is not 16 lower-case hex digits");
+    const auto path = line.substr(5 + 16 + 1);
+    if (!valid_relative_path(path)) {
+      throw bad(number, "names a file outside the checkpoint directory");
+    }
+    if (!entries.empty() && !(entries.back().path < path)) {
+      throw bad(number, "lists files out of order or twice");
+    }
+    entries.push_back({.path = std::string(path), .checksum = *sum});
+  }
+  if (!ended) {
+    throw bad(number + 1,
+              number == 0 ? "the marker is empty" : "the \"end\" line is missing (truncated)");
+  }
+  return entries;
+}
+
+void verify_commit_marker(const std::filesystem::path& dir,
+                          const std::optional<std::set<std::string>>& only_items) {
+  const auto marker = dir / kCommitMarker;
+  for (const auto& entry : parse_commit_marker(storage::read_small_file(marker, 1 << 24), marker)) {
+    const auto slash = entry.path.find('/');
+    if (only_items && slash != std::string::npos &&
+        !only_items->contains(entry.path.substr(0, slash))) {
+      continue;
+    }
+    const auto file = dir / entry.path;
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(file, ec)) {
+      throw FormatError(file.string(), "missing",
+                        fmt::format("'{}' is listed in '{}' but does not exist: the file was "
+                                    "deleted or the marker is damaged; restore an earlier "
+                                    "checkpoint",
+                                    file.string(), marker.string()));
+    }
+    const auto sum = checksum_of_text(storage::read_small_file(file));
+    if (sum != entry.checksum) {
+      throw FormatError(file.string(), "xxh3",
+                        fmt::format("'{}' does not match the checksum recorded in '{}' ({} "
+                                    "instead of {}): the file is damaged or was replaced; "
+                                    "restore an earlier checkpoint",
+                                    file.string(), marker.string(), storage::checksum_to_hex(sum),
+                                    storage::checksum_to_hex(entry.checksum)));
+    }
+  }
+}
+
+}  // namespace cairn::checkpoint

@@ -1,0 +1,69 @@
+#include "manager/root_metadata.hpp"
+
+#include <boost/json.hpp>
+#include <cairn/error.hpp>
+#include <fmt/format.h>
+
+namespace cairn::manager {
+namespace {
+
+[[noreturn]] void fail(const std::filesystem::path& source, std::string_view field,
+                       std::string_view problem) {
+  throw FormatError(source.string(), std::string(field),
+                    fmt::format("{}: field '{}' {}; the root metadata is damaged or was not "
+                                "written by this version of cairn",
+                                source.string(), field, problem));
+}
+
+std::int64_t integer(const boost::json::object& o, std::string_view name, std::int64_t min,
+                     std::int64_t max, const std::filesystem::path& source) {
+  const auto* v = o.if_contains(name);
+  if (v == nullptr) fail(source, name, "is missing");
+  if (!v->is_int64() || v->get_int64() < min || v->get_int64() > max) {
+    fail(source, name, fmt::format("is not an integer in [{}, {}]", min, max));
+  }
+  return v->get_int64();
+}
+
+}  // namespace
+
+boost::json::object make_root_metadata(const std::string& step_prefix, int world_size) {
+  return {{"format", "cairn-root"},
+          {"version", kRootFormatVersion},
+          {"step_prefix", step_prefix},
+          {"world_size", world_size}};
+}
+
+boost::json::object parse_root_metadata(std::string_view text,
+                                        const std::filesystem::path& source) {
+  boost::system::error_code ec;
+  boost::json::parse_options options;
+  options.max_depth = 64;
+  boost::json::value value = boost::json::parse(text, ec, {}, options);
+  if (ec) {
+    throw FormatError(source.string(), "json",
+                      fmt::format("{} is not valid JSON ({}); the file is damaged or truncated",
+                                  source.string(), ec.message()));
+  }
+  if (!value.is_object()) fail(source, "", "(the whole file) is not a JSON object");
+  auto& root = value.get_object();
+  const auto* format = root.if_contains("format");
+  if (format == nullptr || !format->is_string() || format->get_string() != "cairn-root") {
+    fail(source, "format", "is not \"cairn-root\"");
+  }
+  const auto version = integer(root, "version", 1, INT64_MAX, source);
+  if (version > kRootFormatVersion) {
+    fail(source, "version",
+         fmt::format("is {}, newer than the version {} this cairn reads; upgrade cairn", version,
+                     kRootFormatVersion));
+  }
+  const auto* prefix = root.if_contains("step_prefix");
+  if (prefix == nullptr || !prefix->is_string() ||
+      prefix->get_string().find('/') != boost::json::string::npos) {
+    fail(source, "step_prefix", "is not a string without '/'");
+  }
+  (void)integer(root, "world_size", 1, 1 << 24, source);
+  return std::move(root);
+}
+
+}  // namespace cairn::manager

@@ -1,0 +1,214 @@
+#include "corruption_util.hpp"
+
+#include <cairn/checkpointer.hpp>
+#include <cairn/config.hpp>
+#include <cairn/handlers.hpp>
+#include <cairn/manager.hpp>
+#include <cairn/storage.hpp>
+
+#include <boost/json.hpp>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <random>
+
+namespace cairn::testing {
+namespace {
+
+constexpr std::int64_t kCols = 48;
+
+std::vector<double> row(std::int64_t step, int rank, double shift) {
+  std::vector<double> out(kCols);
+  for (std::int64_t i = 0; i < kCols; ++i) {
+    out[static_cast<std::size_t>(i)] =
+        static_cast<double>(step) * 1000.0 + rank * 100.0 + static_cast<double>(i) + shift;
+  }
+  return out;
+}
+
+std::vector<std::byte> blob(std::int64_t step, int rank) {
+  std::vector<std::byte> out(100 + static_cast<std::size_t>(rank));
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    out[i] = static_cast<std::byte>((static_cast<std::size_t>(step) * 31 + i * 7 + rank) & 0xff);
+  }
+  return out;
+}
+
+double time_of(std::int64_t step) { return 0.25 * static_cast<double>(step); }
+
+struct Buffers {
+  std::vector<double> u, v;
+  ArrayTree tree(const Comm& comm, double time = 0.0) {
+    const Box mine{{comm.rank(), 0}, {1, kCols}};
+    ArrayTree t;
+    t.add_array("fields/u", ArrayShard::host(u.data(), {comm.size(), kCols}, mine));
+#if CAIRN_HAVE_HDF5
+    t.add_array("fields/v", ArrayShard::host(v.data(), {comm.size(), kCols}, mine));
+#endif
+    t.add_scalar("time", Scalar(time));
+    return t;
+  }
+};
+
+bool tree_equal(const Comm& comm, const ArrayTree& tree, const Buffers& b, std::int64_t step) {
+  bool ok = b.u == row(step, comm.rank(), 0.0);
+#if CAIRN_HAVE_HDF5
+  ok = ok && b.v == row(step, comm.rank(), 0.5);
+#endif
+  const Leaf* time = tree.find("time");
+  return ok && time != nullptr && time->as_scalar().as<double>() == time_of(step);
+}
+
+template <class F>
+Outcome run(F&& restore) {
+  Outcome out;
+  try {
+    out.data_equal = restore();
+  } catch (const Error& e) {
+    out.threw = true;
+    out.message = e.what();
+  } catch (const std::exception& e) {
+    out.threw = true;
+    out.cairn_error = false;
+    out.message = e.what();
+  }
+  return out;
+}
+
+void barrier(const Comm& comm) { MPI_Barrier(comm.get()); }
+
+std::vector<char> read_all(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_all(const std::filesystem::path& file, const std::vector<char>& bytes) {
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+}  // namespace
+
+std::vector<StepFile> step_files(int ranks) {
+  std::vector<StepFile> files = {{"COMMITTED"},
+                                 {"cairn-step.json"},
+                                 {"state/cairn-tree.json"},
+                                 {"info/value.json"},
+                                 {"blob/cairn-bytes.json"}};
+  for (int r = 0; r < ranks; ++r) {
+    files.push_back({"state/shards/p" + std::to_string(r) + ".bin", "fields/u"});
+    files.push_back({"blob/p" + std::to_string(r) + ".bin"});
+  }
+#if CAIRN_HAVE_HDF5
+  files.push_back({"state/data.h5", "fields/v"});
+#endif
+  return files;
+}
+
+void save_two_steps(const Comm& comm, const std::filesystem::path& root) {
+  CheckpointManager manager(comm, root, {.enable_async = false});
+  for (std::int64_t step : {1, 2}) {
+    Buffers b{row(step, comm.rank(), 0.0), row(step, comm.rank(), 0.5)};
+    ArrayTree tree = b.tree(comm, time_of(step));
+    TreeSaveOptions options;
+    options.leaf_formats["fields/v"] = StorageFormat::hdf5;
+    const Composite items{
+        {"state", std::make_shared<ArrayTreeSave>(std::move(tree), options)},
+        {"info", std::make_shared<JsonSave>(boost::json::value{{"step", step}, {"name", "run"}})},
+        {"blob", std::make_shared<BytesSave>(blob(step, comm.rank()))}};
+    (void)manager.save(step, items, {.force = true});
+  }
+  manager.close();
+}
+
+Outcome restore_with_manager(const Comm& comm, const std::filesystem::path& root,
+                             std::int64_t step) {
+  return run([&] {
+    CheckpointManager manager(comm, root, {.read_only = true});
+    Buffers b{std::vector<double>(kCols, -1.0), std::vector<double>(kCols, -1.0)};
+    const Composite args{{"state", std::make_shared<ArrayTreeRestore>(b.tree(comm))},
+                         {"info", std::make_shared<JsonRestore>()},
+                         {"blob", std::make_shared<BytesRestore>()}};
+    const auto result = Checkpointer::result_as<CompositeResult>(manager.restore(step, &args));
+    const auto& tree = result.get<ArrayTree>("state");
+    const auto& info = result.get<boost::json::value>("info");
+    const auto& bytes = result.get<std::vector<std::byte>>("blob");
+    return tree_equal(comm, tree, b, step) &&
+           info == boost::json::value{{"step", step}, {"name", "run"}} &&
+           bytes == blob(step, comm.rank());
+  });
+}
+
+Outcome restore_state_tree(const Comm& comm, const std::filesystem::path& root, std::int64_t step) {
+  return run([&] {
+    Buffers b{std::vector<double>(kCols, -1.0), std::vector<double>(kCols, -1.0)};
+    ArrayTree tree = b.tree(comm);
+    restore_tree(comm, root / std::to_string(step) / "state", tree);
+    return tree_equal(comm, tree, b, step);
+  });
+}
+
+void flip_bytes(const Comm& comm, const std::filesystem::path& file, std::uint64_t seed, int count,
+                std::uint64_t begin, std::uint64_t end) {
+  if (comm.is_primary()) {
+    auto bytes = read_all(file);
+    if (end == 0 || end > bytes.size()) end = bytes.size();
+    std::mt19937_64 random(seed);
+    for (int i = 0; i < count && begin < end; ++i) {
+      const auto at = begin + random() % (end - begin);
+      // XOR with a non-zero value: the byte always changes.
+      bytes[at] = static_cast<char>(bytes[at] ^ static_cast<char>(1 + random() % 255));
+    }
+    write_all(file, bytes);
+  }
+  barrier(comm);
+}
+
+void truncate_file(const Comm& comm, const std::filesystem::path& file, std::uint64_t size) {
+  if (comm.is_primary()) std::filesystem::resize_file(file, size);
+  barrier(comm);
+}
+
+void delete_file(const Comm& comm, const std::filesystem::path& file) {
+  if (comm.is_primary()) std::filesystem::remove(file);
+  barrier(comm);
+}
+
+void swap_files(const Comm& comm, const std::filesystem::path& a, const std::filesystem::path& b) {
+  if (comm.is_primary()) {
+    const auto bytes_a = read_all(a);
+    write_all(a, read_all(b));
+    write_all(b, bytes_a);
+  }
+  barrier(comm);
+}
+
+void copy_tree(const Comm& comm, const std::filesystem::path& from,
+               const std::filesystem::path& to) {
+  if (comm.is_primary()) {
+    std::filesystem::remove_all(to);
+    std::filesystem::copy(from, to, std::filesystem::copy_options::recursive);
+  }
+  barrier(comm);
+}
+
+std::optional<std::pair<std::uint64_t, std::uint64_t>> find_bytes(
+    const Comm& comm, const std::filesystem::path& file, const std::vector<std::byte>& pattern) {
+  const auto bytes = read_all(file);
+  barrier(comm);  // nobody damages the file before every rank has read it
+  const auto* first = reinterpret_cast<const char*>(pattern.data());
+  const auto it = std::search(bytes.begin(), bytes.end(), first, first + pattern.size());
+  if (it == bytes.end()) return std::nullopt;
+  const auto at = static_cast<std::uint64_t>(it - bytes.begin());
+  return std::pair{at, at + pattern.size()};
+}
+
+std::vector<std::byte> v_row_bytes(std::int64_t step, int rank) {
+  const auto values = row(step, rank, 0.5);
+  std::vector<std::byte> out(values.size() * sizeof(double));
+  std::memcpy(out.data(), values.data(), out.size());
+  return out;
+}
+
+}  // namespace cairn::testing
