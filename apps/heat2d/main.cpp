@@ -13,11 +13,13 @@
 #include <cairn/manager.hpp>
 #include <cairn/storage.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "grid.hpp"
 
@@ -35,6 +37,7 @@ struct Options {
       cairn::storage_format_available(cairn::StorageFormat::hdf5) ? "hdf5" : "posix";
   std::string output;
   int margin_seconds = 60;
+  int step_delay_ms = 0;
   bool quiet = false;
 };
 
@@ -71,6 +74,11 @@ void add_options(CLI::App& app, Options& o) {
                  "Write the final field here: raw float64, row-major, ny x nx (for comparisons)");
   app.add_option("--preemption-margin", o.margin_seconds,
                  "Save and stop this many seconds before SLURM_JOB_END_TIME")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--step-delay-ms", o.step_delay_ms,
+                 "Sleep this long after every step, so that a demonstration's signal finds the run "
+                 "mid-way (the result does not change)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_flag("--quiet", o.quiet, "Print only the start, restarts and the end");
@@ -199,6 +207,8 @@ int run(const Options& o) {
     if (preempted || step == o.steps || mgr.should_save(step))
       save(mgr, o, grid, comm, step, change);
     if (preempted) break;
+    if (o.step_delay_ms > 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(o.step_delay_ms));
   }
   mgr.wait_until_finished();
   if (preempted) {

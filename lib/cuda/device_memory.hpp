@@ -85,7 +85,8 @@ class Event {
   void synchronize(std::string_view what) const;
 
  private:
-  void* event_ = nullptr;
+  // Unused in builds without CUDA, where every Event method is a no-op.
+  [[maybe_unused]] void* event_ = nullptr;
 };
 
 /// Page-locked host memory (cudaMallocHost): copies to and from it run asynchronously.

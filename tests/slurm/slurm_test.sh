@@ -4,21 +4,31 @@
 # ports, state and logs under one scratch directory), and stops exactly the processes it
 # started when it exits.
 #
-# The job (slurm_job, 2 ranks) is submitted with a 1-minute time limit and
-# --signal=B:USR1@45, so Slurm itself signals it: it saves the step it is at and stops. Then
-# `scontrol requeue` runs it again (after cred_expire, 10 s here): it must resume at the step it saved, finish, and produce
+# The job (apps/heat2d on 2 ranks) is submitted with a 2-minute time limit and
+# --signal=B:USR1@45, so Slurm itself signals it: heat2d saves the step it is at and stops.
+# Then `scontrol requeue` runs it again (once the credentials of the first run expire,
+# cred_expire=10 s here): it must resume at the step it saved, finish, and write
 # exactly the field of an uninterrupted run.
 #
-#   slurm_test.sh JOB MPIEXEC "MPIEXEC_FLAGS"
+# When Slurm signals: slurmctld checks its jobs every 30 s and sends the signal at the first
+# check where now + 45 s + 30 s >= the end time, i.e. 45 to 75 s after the start here. The
+# first run sleeps 100 ms per step (1000 steps: 100 s), so it is mid-way when the signal comes
+# and has long installed its handler. The requeued run (SLURM_RESTART_COUNT > 0) does not
+# sleep and is done in seconds, well before its own signal.
+#
+#   slurm_test.sh HEAT2D MPIEXEC "MPIEXEC_FLAGS"
 # Exit status: 0 passed, 1 failed, 77 skipped (the machine forbids starting the daemons; the
 # reason is printed).
 set -uo pipefail
 
-job_bin="$1"
+heat2d="$1"
 mpiexec="$2"
 read -r -a mpiexec_flags <<<"${3:-}"
-steps=600
-pace_ms=110
+steps=1000
+delay_ms=100
+# margin 0: only the signal preempts (the Slurm end time is two minutes away at most).
+problem=(--nx 96 --ny 64 --steps "$steps" --save-every 100 --max-to-keep 2 --quiet
+         --preemption-margin 0)
 
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*"; exit 1; }
@@ -123,16 +133,19 @@ done
 echo "slurm is up on $host (ports $port, $((port + 1)))"
 
 # --- The reference: the same job, uninterrupted, outside Slurm.
-"$mpiexec" -n 2 "${mpiexec_flags[@]}" "$job_bin" "$work/ref-root" "$steps" "$work/ref.bin" 0 ||
-  fail "the uninterrupted run failed"
+"$mpiexec" -n 2 "${mpiexec_flags[@]}" "$heat2d" "${problem[@]}" \
+  --checkpoint-dir "$work/ref-root" --output "$work/ref.bin" || fail "the uninterrupted run failed"
 
 # --- The batch job. mpiexec inside the allocation runs the ranks locally and forwards SIGUSR1.
 cat >"$work/job.sh" <<JOB
 #!/bin/bash
-exec "$mpiexec" -n 2 ${mpiexec_flags[*]} "$job_bin" "$work/root" $steps "$work/out.bin" $pace_ms
+delay=$delay_ms
+if [ "\${SLURM_RESTART_COUNT:-0}" -gt 0 ]; then delay=0; fi
+exec "$mpiexec" -n 2 ${mpiexec_flags[*]} "$heat2d" ${problem[*]} --step-delay-ms "\$delay" \\
+  --checkpoint-dir "$work/root" --output "$work/out.bin"
 JOB
 chmod +x "$work/job.sh"
-sbatch --parsable -n 2 --time=1 --signal=B:USR1@45 --requeue --open-mode=append \
+sbatch --parsable -n 2 --time=2 --signal=B:USR1@45 --requeue --open-mode=append \
   -o "$work/job-%j.out" -J cairn-requeue "$work/job.sh" >"$work/jobid" || fail "sbatch failed"
 jobid="$(cat "$work/jobid")"
 echo "submitted job $jobid"
@@ -142,7 +155,7 @@ job_field() { scontrol show job "$jobid" 2>/dev/null | tr ' ' '\n' | sed -n "s/^
 # wait_done <restarts>: waits until the run with that restart count has ended.
 wait_done() {
   local restarts="$1" state
-  for _ in $(seq 240); do
+  for _ in $(seq 360); do
     state="$(job_field JobState)"
     if [ "$(job_field Restarts)" = "$restarts" ]; then
       case "$state" in
@@ -152,19 +165,19 @@ wait_done() {
     fi
     sleep 0.5
   done
-  fail "job $jobid did not finish run $restarts in 120 s (state $state)"
+  fail "job $jobid did not finish run $restarts in 180 s (state $state)"
 }
 
 wait_done 0
 out="$work/job-$jobid.out"
-saved="$(sed -n 's/^preempted: saved step //p' "$out" | head -1)"
+saved="$(sed -n 's/^heat2d: preempted: saved step \([0-9]*\).*/\1/p' "$out" | head -1)"
 [ -n "$saved" ] || fail "the first run was not preempted by Slurm's signal: $(cat "$out")"
 echo "Slurm signalled the job: it saved step $saved and stopped"
 
 scontrol requeue "$jobid" || fail "scontrol requeue $jobid failed"
 wait_done 1
-resumed="$(sed -n 's/^resumed at step //p' "$out" | head -1)"
+resumed="$(sed -n 's/^heat2d: restarted from step \([0-9]*\).*/\1/p' "$out" | head -1)"
 [ "$resumed" = "$saved" ] || fail "the requeued run resumed at step '$resumed', not $saved"
-grep -q "^finished step $steps\$" "$out" || fail "the requeued run did not finish: $(cat "$out")"
+grep -q "^heat2d: finished step $steps," "$out" || fail "the requeued run did not finish: $(cat "$out")"
 cmp "$work/ref.bin" "$work/out.bin" || fail "the result differs from the uninterrupted run"
 echo "requeued run resumed at step $resumed and finished; result equals the uninterrupted run"
