@@ -3,6 +3,8 @@
  * number of ranks:
  *   mpiexec -n 4 cairn_example_c run-c 20   # steps 0..19
  *   mpiexec -n 2 cairn_example_c run-c 40   # resumes after the newest saved step
+ * When preempted (SIGTERM or SIGUSR1 on any rank, as Slurm's --signal sends it, or the Slurm
+ * time limit within 60 s) it saves the step it is at and stops; run it again to continue.
  * Every cairn call returns a status; on failure cairn_last_error() says what and where. */
 #include <cairn/cairn.h>
 
@@ -28,6 +30,7 @@ int main(int argc, char** argv) {
   int64_t step = 0;
   int64_t latest = 0;
   int found = 0;
+  int preempted = 0;
   int rank = 0;
   int size = 1;
   double* u;
@@ -57,6 +60,8 @@ int main(int argc, char** argv) {
   check(cairn_manager_options_init(&options, sizeof options));
   options.save_interval_steps = 5;
   options.max_to_keep = 2;
+  options.enable_preemption = 1;
+  options.preemption_margin_s = 60.0;
   check(cairn_manager_create(comm, root, &options, &manager));
 
   /* Resume: read the newest checkpoint into our buffers, whatever decomposition wrote it. */
@@ -84,11 +89,13 @@ int main(int argc, char** argv) {
     for (i = 0; i < local[0]; ++i) u[i] += 0.25 * (halo[i] - 2.0 * halo[i + 1] + halo[i + 2]);
 
     /* The scalar leaf holds a copy of `step`: replace the tree's value before saving. The
-     * manager decides (every 5th step) and saves in the background. */
+     * manager decides (every 5th step, or when preempted) and saves in the background.
+     * reached_preemption is collective: every rank sees the signal at the same step. */
     {
       int should = 0;
+      check(cairn_manager_reached_preemption(manager, step, &preempted));
       check(cairn_manager_should_save(manager, step, &should));
-      if (should) {
+      if (should || preempted) {
         cairn_tree* snapshot = NULL;
         check(cairn_tree_create(&snapshot));
         check(cairn_tree_add_array(snapshot, "u", CAIRN_FLOAT64, 1, global, offset, local, u, 0));
@@ -97,10 +104,14 @@ int main(int argc, char** argv) {
         cairn_tree_free(snapshot);
       }
     }
+    if (preempted) break;
   }
 
   check(cairn_manager_wait_until_finished(manager));
   check(cairn_manager_latest_step(manager, &latest, &found));
+  if (rank == 0 && preempted)
+    printf("heat_c: preempted: saved step %lld and stopped; run again to continue\n",
+           (long long)latest);
   if (rank == 0)
     printf("heat_c: %d ranks, newest checkpoint: step %lld\n", size, (long long)latest);
   check(cairn_manager_free(manager));

@@ -3,6 +3,8 @@
 ! from the newest checkpoint on restart, on any number of ranks:
 !   mpiexec -n 4 cairn_example_fortran run-f 20   ! steps 0..19
 !   mpiexec -n 3 cairn_example_fortran run-f 40   ! resumes after the newest saved step
+! When preempted (SIGTERM or SIGUSR1 on any rank, as Slurm's --signal sends it, or the Slurm
+! time limit within 60 s) it saves the step it is at and stops; run it again to continue.
 ! Calls without `ierr` stop the program with cairn's message on error. cairn stores u(nx, ny)
 ! as the C-order array [ny][nx] (dims reversed, the same bytes): h5py shows shape (ny, nx).
 program heat_fortran
@@ -18,7 +20,7 @@ program heat_fortran
   type(cairn_tree) :: state
   integer(c_int64_t) :: step, steps, latest
   integer :: rank, size, y0, nyl, ierr
-  logical :: found, should
+  logical :: found, should, preempted
   character(len=256) :: root, arg
 
   call MPI_Init(ierr)
@@ -41,7 +43,8 @@ program heat_fortran
 
   call cairn_comm_create(comm, MPI_COMM_WORLD)
   call cairn_manager_create(manager, comm, trim(root), save_interval_steps=5_c_int64_t, &
-                            max_to_keep=2)
+                            max_to_keep=2, enable_preemption=.true., &
+                            preemption_margin=60.0_c_double)
 
   ! The tree refers to u (no copy): saving reads it, restoring writes into it.
   call cairn_tree_create(state)
@@ -55,16 +58,22 @@ program heat_fortran
     step = latest + 1
   end if
 
+  preempted = .false.
   do while (step < steps)
     call relax(u)
+    ! Collective: true on every rank once any rank got the signal.
+    call cairn_manager_reached_preemption(manager, step, preempted)
     call cairn_manager_should_save(manager, step, should)
-    if (should) call cairn_manager_save(manager, step, state, metrics='{"total": '// &
-                                        total(u)//'}')
+    if (should .or. preempted) call cairn_manager_save(manager, step, state, &
+                                                       metrics='{"total": '//total(u)//'}')
+    if (preempted) exit
     step = step + 1
   end do
 
   call cairn_manager_wait_until_finished(manager)
   call cairn_manager_latest_step(manager, latest, found)
+  if (rank == 0 .and. preempted) print '(a,i0,a)', 'heat_fortran: preempted: saved step ', &
+    latest, ' and stopped; run again to continue'
   if (rank == 0) print '(a,i0,a,i0)', 'heat_fortran: ranks ', size, &
     ', newest checkpoint: step ', latest
   call cairn_manager_free(manager)

@@ -65,7 +65,8 @@ struct StepDirectory {
 /// a policy object is given.
 struct CheckpointManagerOptions {
   // ---- when to save
-  /// Save every this many steps.
+  /// Save every this many steps; 0 saves on no interval (only save_on_steps, the initial
+  /// save and preemption). Must not be negative.
   std::int64_t save_interval_steps = 1;
   /// Also save at these steps.
   std::set<std::int64_t> save_on_steps = {};
@@ -75,7 +76,8 @@ struct CheckpointManagerOptions {
   std::shared_ptr<const SaveDecisionPolicy> save_decision_policy = {};
 
   // ---- what to keep (the newest committed checkpoint is always kept)
-  /// Keep at most this many (the latest, or the best with best_fn). Empty: keep all.
+  /// Keep at most this many (the latest, or the best with best_fn). Empty: keep all; 0 keeps
+  /// only the newest. Must not be negative.
   std::optional<int> max_to_keep = {};
   /// Also keep every step that is a multiple of this.
   std::optional<std::int64_t> keep_period = {};
@@ -97,6 +99,10 @@ struct CheckpointManagerOptions {
   std::optional<int> step_format_fixed_length = {};
   /// Create the root when it does not exist (else NotFound).
   bool create = true;
+  /// The caller's metadata of the whole series (Orbax CheckpointManager's `metadata`): stored
+  /// as "user" in cairn-root.json by the manager that creates that file; later managers keep
+  /// what the first one wrote. metadata() returns it.
+  boost::json::object metadata = {};
   /// Remove temporary directories of unfinished saves and deletes at start.
   bool cleanup_tmp_directories = false;
   /// Never write: save() and delete_step() do nothing and say so; no lock is taken.
@@ -166,11 +172,13 @@ class CheckpointManager {
   CheckpointManager& operator=(const CheckpointManager&) = delete;
 
   /// Saves `args` as `step` when the save policy (or force, or preemption) says so; returns
-  /// whether a save started. Async by default: the step is reported by all_steps() only once
-  /// committed. Retention runs after each commit. Collective: the ranks first agree on
-  /// `step`. Throws InvalidArgument when the step already exists (without force) or is older
-  /// than the newest step, CollectiveMismatch on every rank when ranks pass different steps,
-  /// TimeoutError when a rank does not make the call, and what the checkpoint layer throws.
+  /// whether a save started. A step not newer than the newest saved one is not saved (false)
+  /// unless `force` is set. Async by default: the step is reported by all_steps() only once
+  /// committed. Retention runs after each commit. Collective: the primary's save decision is
+  /// taken by every rank, then the ranks agree on `step`. Throws InvalidArgument when the
+  /// step already exists (without force), CollectiveMismatch on every rank when ranks pass
+  /// different steps, TimeoutError when a rank does not make the call, and what the
+  /// checkpoint layer throws.
   bool save(std::int64_t step, const CheckpointArgs& args, const ManagerSaveOptions& options = {});
   /// Restores `step` (default: the latest). `args` null: every item as saved. Collective.
   /// Throws NotFound when there is no such step; FormatError (or NotFound) naming the file,
@@ -189,7 +197,9 @@ class CheckpointManager {
   [[nodiscard]] std::vector<std::int64_t> all_steps(bool read = false);
   /// Re-reads the steps and their metadata from the root. Collective.
   void reload();
-  /// Whether save(step) would save (policy and preemption). Collective.
+  /// Whether save(step) would save (policy and preemption). The primary evaluates the policy
+  /// (with its clock and, for should_save_fn, its predicate) and every rank returns its
+  /// answer. Collective.
   [[nodiscard]] bool should_save(std::int64_t step);
   /// Whether any rank was signalled or the time limit is near (see PreemptionWatcher); false
   /// when preemption detection is off. Collective.
@@ -198,7 +208,8 @@ class CheckpointManager {
   void delete_step(std::int64_t step);
   /// The metrics saved with `step` (empty when none). Collective. Throws NotFound.
   [[nodiscard]] boost::json::object metrics(std::int64_t step);
-  /// The root metadata (cairn-root.json). Collective.
+  /// The root metadata (cairn-root.json): format, version, step_prefix, world_size, and the
+  /// caller's CheckpointManagerOptions::metadata as "user". Collective.
   [[nodiscard]] boost::json::object metadata();
   /// The step metadata of `step` (cairn-step.json). Collective. Throws NotFound.
   [[nodiscard]] boost::json::object metadata(std::int64_t step);
@@ -229,7 +240,14 @@ class CheckpointManager {
     boost::json::object metrics = {};
   };
 
+  // Whether to save a step and the time of the decision, as the primary decided them.
+  struct SaveDecision {
+    bool save = false;
+    std::chrono::system_clock::time_point time = {};
+  };
+
   [[nodiscard]] std::string step_name(std::int64_t step) const;
+  [[nodiscard]] SaveDecision decide(std::int64_t step, bool force);
   void ensure_checkpointer(std::string_view handler_type);
   void after_commit();
   void apply_retention();

@@ -43,8 +43,9 @@ class MultihostCheckpoint {
 
   /// Restores the newest step that every process has into `state` (a target tree: each
   /// process its own boxes) and returns it; steps newer than it are deleted on the processes
-  /// that have them (saves the others did not finish). When no step is common to all, saves
-  /// `state` as `initial_step` and returns that. Collective.
+  /// that have them (saves the others did not finish). When no step is common to all, every
+  /// process deletes the steps it has and saves `state` as `initial_step`, and that is
+  /// returned. Collective.
   std::int64_t restore_or_initialize(ArrayTree& state, std::int64_t initial_step = 0);
   /// Saves this process's `state` as `step` in its own directory (synchronously, with the
   /// commit protocol), after checking that every process saves the same step. Collective.

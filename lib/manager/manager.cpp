@@ -3,6 +3,10 @@
 #include <cairn/manager.hpp>
 #include <fmt/format.h>
 
+#include <array>
+#include <cstring>
+#include <span>
+
 #include "checkpoint/step_metadata.hpp"
 #include "comm/fault.hpp"
 #include "comm/log.hpp"
@@ -47,19 +51,22 @@ CheckpointManager::CheckpointManager(
       caller_rank_(comm.rank()),
       root_(std::move(root)),
       options_(std::move(options)) {
-  if (options_.save_interval_steps <= 0) {
-    throw InvalidArgument(
-        fmt::format("save_interval_steps must be positive, not {}", options_.save_interval_steps));
+  if (options_.save_interval_steps < 0) {
+    throw InvalidArgument(fmt::format("save_interval_steps must not be negative, not {}",
+                                      options_.save_interval_steps));
   }
-  if (options_.max_to_keep && *options_.max_to_keep <= 0) {
+  if (options_.max_to_keep && *options_.max_to_keep < 0) {
     throw InvalidArgument(
-        fmt::format("max_to_keep must be positive, not {}", *options_.max_to_keep));
+        fmt::format("max_to_keep must not be negative, not {}", *options_.max_to_keep));
   }
   if (!item_handlers.empty() || !item_names.empty()) {
     handler_ = std::make_shared<CompositeHandler>(std::move(item_handlers), std::move(item_names));
   }
+  // A policy object given by the caller gets the preemption save the plain options include.
   save_policy_ = options_.save_decision_policy
-                     ? options_.save_decision_policy
+                     ? std::make_shared<save_policy::AnyOf>(std::vector<SaveDecisionPolicyPtr>{
+                           options_.save_decision_policy,
+                           std::make_shared<save_policy::PreemptionCheckpointing>()})
                      : make_save_policy({.save_interval_steps = options_.save_interval_steps,
                                          .save_on_steps = options_.save_on_steps,
                                          .should_save_fn = options_.should_save_fn});
@@ -90,9 +97,9 @@ CheckpointManager::CheckpointManager(
     locked_ = true;
     if (!std::filesystem::exists(root_ / manager::kRootMetadataFile, ec)) {
       // Written once: a later manager on the same root keeps it.
-      storage::write_file_durably(
-          root_ / manager::kRootMetadataFile,
-          boost::json::serialize(manager::make_root_metadata(options_.step_prefix, comm_.size())));
+      storage::write_file_durably(root_ / manager::kRootMetadataFile,
+                                  boost::json::serialize(manager::make_root_metadata(
+                                      options_.step_prefix, comm_.size(), options_.metadata)));
     }
     if (options_.cleanup_tmp_directories) {
       for (const auto& path : manager::leftover_paths(root_)) {
@@ -244,17 +251,37 @@ bool CheckpointManager::reached_preemption(std::int64_t step) {
 
 bool CheckpointManager::should_save(std::int64_t step) {
   if (!active_) return false;
+  return decide(step, false).save;
+}
+
+CheckpointManager::SaveDecision CheckpointManager::decide(std::int64_t step, bool force) {
   const bool preempted = reached_preemption(step);
-  if (!steps_.empty() && step <= steps_.back().step) return false;
-  if (in_flight_ && step <= in_flight_->step) return false;
-  const auto* last = in_flight_ ? &*in_flight_ : (steps_.empty() ? nullptr : &steps_.back());
-  SaveContext context{.step = step,
-                      .last_saved_step = last ? std::optional(last->step) : std::nullopt,
-                      .last_saved_time = last ? std::optional(last->time) : std::nullopt,
-                      .now = std::chrono::system_clock::now(),
-                      .reached_preemption = preempted,
-                      .is_initial = last == nullptr};
-  return save_policy_->should_save(context);
+  // The primary decides and every rank takes its answer and its clock: the policies read the
+  // time (and user predicates), which may differ between ranks, and ranks that answered
+  // differently would leave the others waiting in save() until the barrier deadline. The
+  // step times that keep_time_interval retention works from are then the same everywhere.
+  std::array<std::int64_t, 2> decision{0, 0};  // save?, time in ns since the epoch
+  if (comm_.is_primary()) {
+    const auto now = std::chrono::system_clock::now();
+    decision[1] =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
+    const auto* last = in_flight_ ? &*in_flight_ : (steps_.empty() ? nullptr : &steps_.back());
+    const bool newer = last == nullptr || step > last->step;
+    const SaveContext context{.step = step,
+                              .last_saved_step = last ? std::optional(last->step) : std::nullopt,
+                              .last_saved_time = last ? std::optional(last->time) : std::nullopt,
+                              .now = now,
+                              .reached_preemption = preempted,
+                              .is_initial = last == nullptr,
+                              .is_saving_in_progress = is_saving_in_progress()};
+    decision[0] = force || (newer && save_policy_->should_save(context)) ? 1 : 0;
+  }
+  const auto bytes = comm_.broadcast_bytes(std::as_bytes(std::span(decision)));
+  std::memcpy(decision.data(), bytes.data(), sizeof decision);
+  return {.save = decision[0] != 0,
+          .time = std::chrono::system_clock::time_point(
+              std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                  std::chrono::nanoseconds(decision[1])))};
 }
 
 bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
@@ -275,8 +302,9 @@ bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
                       "replace it",
                       step, root_.string()));
     }
-    if (!should_save(step)) return false;
   }
+  const SaveDecision decision = decide(step, options.force);
+  if (!decision.save) return false;
   // A rank that saves another step, or skipped this call, fails every rank here, with the
   // differing step named.
   comm_.agree({.operation = "CheckpointManager::save", .step = step});
@@ -288,12 +316,10 @@ bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
   const CheckpointSaveOptions save_options{.force = options.force, .custom_metadata = custom};
   if (async_) {
     async_->save(dir, args, save_options);
-    in_flight_ = StepInfo{
-        .step = step, .time = std::chrono::system_clock::now(), .metrics = options.metrics};
+    in_flight_ = StepInfo{.step = step, .time = decision.time, .metrics = options.metrics};
   } else {
     sync_->save(dir, args, save_options);
-    in_flight_ = StepInfo{
-        .step = step, .time = std::chrono::system_clock::now(), .metrics = options.metrics};
+    in_flight_ = StepInfo{.step = step, .time = decision.time, .metrics = options.metrics};
     after_commit();
   }
   return true;

@@ -57,18 +57,21 @@ std::int64_t MultihostCheckpoint::restore_or_initialize(ArrayTree& state,
   comm_.agree(
       {.operation = "multihost restore_or_initialize", .structure = state.structure_hash()});
   const auto common = latest_common_step();
+  // Steps newer than the common one (all of them when there is none) were finished by some
+  // processes only: no restart can use them, and left in place they would outrank the steps
+  // saved from here on.
+  comm_.run_all("multihost: dropping the steps that not every process has:", [&] {
+    for (std::int64_t step : manager_->all_steps()) {
+      if (common && step <= *common) continue;
+      log::info("multihost.drop_future_step", "dir=\"{}\" step={}", directory_.string(), step);
+      manager_->delete_step(step);
+    }
+  });
   if (!common) {
     save(initial_step, state);
     return initial_step;
   }
   comm_.run_all(fmt::format("multihost restore of step {}:", *common), [&] {
-    // Steps newer than the common one were finished by some processes only.
-    for (std::int64_t step : manager_->all_steps()) {
-      if (step > *common) {
-        log::info("multihost.drop_future_step", "dir=\"{}\" step={}", directory_.string(), step);
-        manager_->delete_step(step);
-      }
-    }
     const ArrayTreeRestore args(state);
     state = Checkpointer::result_as<ArrayTree>(manager_->restore(*common, &args));
   });

@@ -13,9 +13,10 @@ namespace cairn::manager {
 /// Version of the cairn-root.json layout written by this build.
 inline constexpr std::int64_t kRootFormatVersion = 1;
 
-/// The root metadata of a root created with `step_prefix` by `world_size` ranks.
-[[nodiscard]] boost::json::object make_root_metadata(const std::string& step_prefix,
-                                                     int world_size);
+/// The root metadata of a root created with `step_prefix` by `world_size` ranks, with the
+/// caller's `user` metadata.
+[[nodiscard]] boost::json::object make_root_metadata(const std::string& step_prefix, int world_size,
+                                                     const boost::json::object& user);
 
 /// Parses the text of a cairn-root.json read from `source` and validates it: "format" is
 /// "cairn-root", "version" an integer this build reads, "step_prefix" a string without '/',

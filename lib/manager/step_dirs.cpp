@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
+#include <cstring>
 #include <fmt/format.h>
 #include <fstream>
 
@@ -126,7 +127,32 @@ void acquire_lock(const std::filesystem::path& root) {
   const auto file = root / kLockFile;
   const std::string host = host_name();
   const std::string job = slurm_job_id();
+  // The lock is written whole under a name of this process, then linked to the lock name:
+  // link() fails when a lock exists, so of two jobs that start together only one gets it,
+  // and no job ever reads a half-written lock.
+  const auto self = process_stat(::getpid());
+  const boost::json::object lock = {{"host", host},
+                                    {"pid", static_cast<std::int64_t>(::getpid())},
+                                    {"start_time", self ? self->start_time : std::string()},
+                                    {"slurm_job_id", job}};
+  const auto mine_file = root / fmt::format("{}.{}-{}.new", kLockFile, host, ::getpid());
+  storage::write_file_durably(mine_file, boost::json::serialize(lock));
   std::error_code ec;
+  struct RemoveMine {
+    const std::filesystem::path& path;
+    ~RemoveMine() {
+      std::error_code ignored;
+      std::filesystem::remove(path, ignored);
+    }
+  } remove_mine{mine_file};
+  if (::link(mine_file.c_str(), file.c_str()) == 0) return;
+  const int link_error = errno;
+  // File systems without hard links: the check below and the rename are not atomic there.
+  const bool no_links = link_error == EPERM || link_error == EOPNOTSUPP || link_error == EXDEV;
+  if (link_error != EEXIST && !no_links) {
+    throw IoError(file.string(), fmt::format("creating the lock '{}' failed: {}", file.string(),
+                                             std::strerror(link_error)));
+  }
   if (std::filesystem::exists(file, ec)) {
     boost::system::error_code jec;
     const auto held = boost::json::parse(storage::read_small_file(file, 1 << 16), jec);
@@ -155,12 +181,7 @@ void acquire_lock(const std::filesystem::path& root) {
     log::info("manager.lock_taken_over", "path=\"{}\" host={} pid={}", file.string(), held_host,
               held_pid);
   }
-  const auto self = process_stat(::getpid());
-  const boost::json::object lock = {{"host", host},
-                                    {"pid", static_cast<std::int64_t>(::getpid())},
-                                    {"start_time", self ? self->start_time : std::string()},
-                                    {"slurm_job_id", job}};
-  storage::write_file_durably(file, boost::json::serialize(lock));
+  std::filesystem::rename(mine_file, file);
 }
 
 void release_lock(const std::filesystem::path& root) noexcept {

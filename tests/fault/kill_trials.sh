@@ -11,18 +11,16 @@
 #
 #   kill_trials.sh MPIEXEC "MPIEXEC FLAGS" KILL_JOB FORMATS SUITE
 #     FORMATS  "posix hdf5" or "posix" (the formats this build has)
-#     SUITE    matrix:<np>  every fault point of the save path at <np> ranks (2 or 4), with
-#                           half of the (format, mode) pairs: np2 posix-sync and hdf5-async,
-#                           np4 posix-async and hdf5-sync, so that the two suites together
-#                           run each point at 2 and 4 ranks, in each format and each mode
+#     SUITE    matrix:<np>  every fault point of the save path at <np> ranks (2 or 4), in
+#                           each format and each mode (sync, async)
 #              multihost    the points of a MultihostCheckpoint save at 2 and 4 ranks; at
 #                           least one trial must leave a process without the newest step
 #              random       seeded random points, ranks, hits, formats and modes
 # Environment:
 #   CAIRN_FAULT_SEED=<n>       seed of the random suite (default 10)
 #   CAIRN_FAULT_TRIALS=<n>     number of random trials (default 20)
-#   CAIRN_FAULT_EXHAUSTIVE=1   manual mode: the matrix runs every (format, mode) pair, kills
-#                              every rank (not only the last or the primary), at more hits,
+#   CAIRN_FAULT_EXHAUSTIVE=1   manual mode: the matrix kills every rank (not only the last or
+#                              the primary), at more hits,
 #                              and the random suite runs 200 trials unless CAIRN_FAULT_TRIALS
 #                              says otherwise
 # Prints one line per trial and a tally; exits non-zero when any trial failed.
@@ -270,16 +268,9 @@ random_trials() {
   done
 }
 
-# matrix_pairs <np>: the (format, mode) pairs the matrix runs at <np> ranks.
+# matrix_pairs: the (format, mode) pairs the matrix runs.
 matrix_pairs() {
-  local last="${formats[${#formats[@]} - 1]}"
-  if [ "$exhaustive" = 1 ]; then
-    for format in "${formats[@]}"; do echo "$format sync"; echo "$format async"; done
-  elif [ "$1" = 2 ]; then
-    echo "${formats[0]} sync"; echo "$last async"
-  else
-    echo "${formats[0]} async"; echo "$last sync"
-  fi
+  for format in "${formats[@]}"; do echo "$format sync"; echo "$format async"; done
 }
 
 case "$suite" in
@@ -289,7 +280,7 @@ case "$suite" in
       while read -r rule; do
         trial "$np" "$format" "$mode" "$rule" must_fire
       done < <(manager_rules "$np" "$format" "$mode")
-    done < <(matrix_pairs "$np")
+    done < <(matrix_pairs)
     ;;
   multihost)
     for np in 2 4; do

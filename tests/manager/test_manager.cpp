@@ -4,6 +4,8 @@
 #include <cairn/multihost.hpp>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <boost/json.hpp>
 #include <csignal>
 #include <fstream>
@@ -142,18 +144,56 @@ TEST(Manager, RootMetadataIsWrittenOnceAndStepMetadataHoldsMetrics) {
   State state;
   {
     CheckpointManager manager(comm, tmp.path(),
-                              {.step_prefix = "step_", .step_format_fixed_length = 6});
+                              {.step_prefix = "step_",
+                               .step_format_fixed_length = 6,
+                               .metadata = {{"model", "heat"}, {"grid", 512}}});
     ASSERT_TRUE(manager.save(7, ArrayTreeSave(state.tree(comm)), {.metrics = {{"loss", 0.5}}}));
     manager.wait_until_finished();
     EXPECT_EQ(manager.step_path(7).filename(), "step_000007");
     EXPECT_EQ(manager.metadata().at("step_prefix").as_string(), "step_");
+    EXPECT_EQ(manager.metadata().at("user").at("model").as_string(), "heat");
     const auto step = manager.metadata(7);
     EXPECT_EQ(step.at("custom").at("metrics").at("loss").as_double(), 0.5);
     EXPECT_EQ(manager.item_metadata(7).at("world_size").as_int64(), comm.size());
   }
   // A second manager with other options keeps the first root metadata.
-  CheckpointManager again(comm, tmp.path(), {.step_prefix = "other_"});
+  CheckpointManager again(comm, tmp.path(),
+                          {.step_prefix = "other_", .metadata = {{"model", "other"}}});
   EXPECT_EQ(again.metadata().at("step_prefix").as_string(), "step_");
+  EXPECT_EQ(again.metadata().at("user").at("model").as_string(), "heat");
+  EXPECT_EQ(again.metadata().at("user").at("grid").as_int64(), 512);
+}
+
+TEST(Manager, ANonZeroPrimaryHostDoesTheSingleWriterWork) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  const int primary = comm.size() - 1;
+  EXPECT_EQ(
+      run(comm, tmp.path(), {.max_to_keep = 2, .primary_host = primary, .enable_async = false}, 4),
+      (Steps{2, 3}));
+  // The lock names the primary's process: it was the one that created it.
+  CheckpointManager manager(comm, tmp.path(), {.primary_host = primary});
+  const auto holder = root_lock_holder(tmp.path());
+  ASSERT_TRUE(holder.has_value());
+  const auto pids = comm.allgather(static_cast<std::int64_t>(::getpid()));
+  const std::string pid = "pid " + std::to_string(pids[static_cast<std::size_t>(primary)]);
+  const auto at = holder->find(pid);
+  ASSERT_NE(at, std::string::npos) << *holder;
+  const auto after = at + pid.size();
+  EXPECT_TRUE(after == holder->size() || (*holder)[after] == ',') << *holder;
+}
+
+TEST(Manager, ReloadSeesStepsAnotherManagerCommitted) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  State state;
+  CheckpointManager reader(comm, tmp.path(), {.read_only = true});
+  EXPECT_EQ(reader.all_steps(), Steps{});
+  EXPECT_EQ(run(comm, tmp.path(), {.enable_async = false}, 3), (Steps{0, 1, 2}));
+  EXPECT_EQ(reader.all_steps(), Steps{});  // the cached listing
+  reader.reload();
+  EXPECT_EQ(reader.all_steps(), (Steps{0, 1, 2}));
+  EXPECT_EQ(reader.latest_step(), std::optional<std::int64_t>(2));
 }
 
 TEST(Manager, DeleteToSubdirAndBackgroundDelete) {
@@ -233,6 +273,37 @@ TEST(Multihost, RestoresTheNewestCommonStepAndDropsFutureSteps) {
   EXPECT_THROW(MultihostCheckpoint(comm, tmp / "bad", {.max_to_keep = 1}), InvalidArgument);
 }
 
+TEST(Multihost, WithoutACommonStepEveryProcessDropsItsStepsAndInitializes) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  State state;
+  const auto base = tmp / "node";
+  {
+    MultihostCheckpoint ckpt(comm, base);
+    for (std::int64_t step = 1; step <= 2; ++step) {
+      state.fill(static_cast<double>(step * 10));
+      ckpt.save(step, state.tree(comm));
+    }
+  }
+  // The last rank lost its steps (a replaced node-local disk): no step is common.
+  const auto last_dir =
+      std::filesystem::path(base.string() + "-" + std::to_string(comm.size() - 1));
+  if (comm.rank() == comm.size() - 1) {
+    std::filesystem::remove_all(last_dir / "ckpt-1");
+    std::filesystem::remove_all(last_dir / "ckpt-2");
+  }
+  comm.barrier("lost steps");
+  MultihostCheckpoint ckpt(comm, base);
+  state.fill(7.0);
+  ArrayTree initial = state.tree(comm);
+  EXPECT_EQ(ckpt.restore_or_initialize(initial, 0), 0);
+  EXPECT_EQ(ckpt.latest_common_step(), std::optional<std::int64_t>(0));
+  // No stale step is left to outrank the ones saved from now on.
+  EXPECT_FALSE(std::filesystem::exists(ckpt.directory() / "ckpt-1"));
+  EXPECT_FALSE(std::filesystem::exists(ckpt.directory() / "ckpt-2"));
+  EXPECT_TRUE(std::filesystem::exists(ckpt.directory() / "ckpt-0" / "COMMITTED"));
+}
+
 TEST(Manager, APreemptionSignalOnOneRankSavesTheSameStepEverywhere) {
   SharedTempDir tmp;
   Comm comm(MPI_COMM_WORLD);
@@ -274,10 +345,12 @@ TEST(Manager, PolicyObjectsReplaceThePlainOptions) {
           std::make_shared<pp::CustomSteps>(std::set<std::int64_t>{0})}),
       .enable_async = false};
   EXPECT_EQ(run(comm, tmp / "composed", composed, 10), (Steps{0, 5, 8}));
-  // Continuous checkpointing saves every step; with a one-hour minimum only the first.
+  // Continuous checkpointing saves every step it is offered while no save is in flight (sync:
+  // every step); with a one-hour minimum only the first.
   EXPECT_EQ(run(comm, tmp / "continuous",
                 {.save_decision_policy = std::make_shared<sp::ContinuousCheckpointing>(),
-                 .preservation_policy = std::make_shared<pp::LatestN>(3)},
+                 .preservation_policy = std::make_shared<pp::LatestN>(3),
+                 .enable_async = false},
                 10),
             (Steps{7, 8, 9}));
   EXPECT_EQ(run(comm, tmp / "hourly",
@@ -285,6 +358,51 @@ TEST(Manager, PolicyObjectsReplaceThePlainOptions) {
                      std::make_shared<sp::ContinuousCheckpointing>(std::chrono::hours(1))},
                 10),
             (Steps{0}));
+}
+
+TEST(Manager, APolicyObjectStillSavesOnPreemption) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  State state;
+  CheckpointManager manager(
+      comm, tmp.path(),
+      {.save_decision_policy = std::make_shared<save_policy::FixedInterval>(100),
+       .enable_async = false,
+       .preemption = PreemptionOptions{.signals = {SIGUSR2}, .use_slurm_end_time = false}});
+  for (std::int64_t step = 1; step <= 3; ++step) {
+    if (step == 3 && comm.is_primary()) std::raise(SIGUSR2);
+    state.fill(static_cast<double>(step));
+    EXPECT_EQ(manager.save(step, ArrayTreeSave(state.tree(comm))), step == 3) << "step " << step;
+  }
+  EXPECT_EQ(manager.all_steps(), (Steps{3}));
+}
+
+TEST(Manager, ContinuousAsyncSavesAreDecidedAlikeOnEveryRank) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  State state;
+  // Saves whenever no save is in flight, as Orbax's ContinuousCheckpointingPolicy does. Which
+  // ranks still write the previous step when the next is offered varies; the decision must
+  // not.
+  CheckpointManager manager(
+      comm, tmp.path(),
+      {.save_decision_policy = std::make_shared<save_policy::ContinuousCheckpointing>()});
+  std::int64_t saved = 0;
+  for (std::int64_t step = 1; step <= 20; ++step) {
+    state.fill(static_cast<double>(step));
+    const bool busy = manager.is_saving_in_progress();
+    const bool did = manager.save(step, ArrayTreeSave(state.tree(comm)));
+    // The primary's view decides: with no save in flight it saves.
+    if (comm.is_primary() && !busy) {
+      EXPECT_TRUE(did) << "step " << step;
+    }
+    // Every rank got the same answer.
+    EXPECT_EQ(comm.min(did ? 1 : 0), comm.max(did ? 1 : 0)) << "step " << step;
+    saved += did ? 1 : 0;
+  }
+  manager.wait_until_finished();
+  EXPECT_GE(saved, 1);
+  EXPECT_EQ(static_cast<std::int64_t>(manager.all_steps().size()), saved);
 }
 
 TEST(Manager, KeepTimeIntervalKeepsOneCheckpointPerWindow) {
