@@ -129,7 +129,7 @@ for _ in $(seq 60); do
   [ "$state" = "idle" ] && break
   sleep 1
 done
-[ "$state" = "idle" ] || skip "the node did not come up (sinfo state '$state'): $(tail -n 3 "$work/log/slurmd.log")"
+[ "$state" = "idle" ] || fail "the node did not come up (sinfo state '$state'): $(tail -n 3 "$work/log/slurmd.log")"
 echo "slurm is up on $host (ports $port, $((port + 1)))"
 
 # --- The reference: the same job, uninterrupted, outside Slurm.
