@@ -2,6 +2,7 @@
 
 #include <boost/json.hpp>
 #include <cairn/checkpointer.hpp>
+#include <cairn/handlers.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -76,6 +77,15 @@ Checkpoint read_checkpoint(const fs::path& path) {
   const auto* items = out.field("items");
   if (type == kComposite && items && items->is_object()) {
     for (const auto& [name, item_type] : items->get_object()) {
+      // The name becomes a path under the checkpoint: one that is not a plain item name
+      // ("../x", "/etc", ".") would make the tool read outside it.
+      try {
+        cairn::validate_item_name(name);
+      } catch (const cairn::Error& e) {
+        out.problems.push_back(fmt::format("'{}' is damaged: {} (the item is not read)",
+                                           (path / cairn::kStepMetadataFile).string(), e.what()));
+        continue;
+      }
       Item item{std::string(name), path / std::string(name),
                 item_type.is_string() ? std::string(item_type.get_string()) : ""};
       if (!fs::is_directory(item.dir, ec)) {
@@ -94,12 +104,17 @@ Checkpoint read_checkpoint(const fs::path& path) {
     if (const auto single = guess_type(path); !single.empty()) {
       out.items.push_back({"", path, single});
     } else {
-      for (const auto& entry : fs::directory_iterator(path, ec)) {
+      // increment(ec), not a range-for: the range-for's increment throws on a read error.
+      fs::directory_iterator it(path, ec);
+      for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
         std::error_code dec;
-        if (!entry.is_directory(dec)) continue;
-        const auto guessed = guess_type(entry.path());
+        if (!it->is_directory(dec)) continue;
+        const auto guessed = guess_type(it->path());
         if (!guessed.empty())
-          out.items.push_back({entry.path().filename().string(), entry.path(), guessed});
+          out.items.push_back({it->path().filename().string(), it->path(), guessed});
+      }
+      if (ec) {
+        out.problems.push_back(fmt::format("listing '{}' failed: {}", path.string(), ec.message()));
       }
     }
   }

@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <boost/json.hpp>
+#include <cairn/checkpointer.hpp>
 #include <cairn/handlers.hpp>
 #include <cairn/manager.hpp>
 #include <cairn/storage.hpp>
@@ -116,6 +117,14 @@ bool verify_checkpoint(const cairn::Comm& comm, const std::filesystem::path& pat
                                 "removed); restore never uses this checkpoint",
                                 cairn::kCommitMarker));
   }
+  if (ckpt.committed) {
+    try {
+      cairn::Checkpointer checker(comm, std::make_shared<cairn::CompositeHandler>());
+      (void)checker.metadata(path);
+    } catch (const cairn::Error& e) {
+      problems.push_back(e.what());
+    }
+  }
   if (ckpt.items.empty()) problems.push_back("no item found");
   const Progress progress(!options.quiet);
   std::size_t shards = 0;
@@ -146,6 +155,43 @@ bool verify_checkpoint(const cairn::Comm& comm, const std::filesystem::path& pat
   return problems.empty();
 }
 
+// Whether the root needs cairn-root.json and it is missing or damaged (reported on the
+// primary). A CheckpointManager writes that file and records "custom.metrics" in every step's
+// cairn-step.json; steps saved with a plain Checkpointer have neither, which is no damage.
+bool root_metadata_damaged(const cairn::Comm& comm, const std::filesystem::path& root,
+                           const std::vector<cairn::StepDirectory>& steps) {
+  const auto file = root / "cairn-root.json";
+  std::error_code ec;
+  bool needed = std::filesystem::exists(file, ec);
+  for (const auto& dir : steps) {
+    if (needed) break;
+    if (dir.temporary || dir.status != cairn::StepStatus::committed) continue;
+    const auto step = read_json_file(dir.path / "cairn-step.json");
+    const auto* object = step.value ? step.value->if_object() : nullptr;
+    const auto* custom = object ? object->if_contains("custom") : nullptr;
+    needed = custom != nullptr && custom->is_object() && custom->as_object().contains("metrics");
+  }
+  if (!needed) return false;
+  const auto metadata = read_json_file(file);
+  std::string error = metadata.error;
+  if (metadata.value) {
+    const auto* object = metadata.value->if_object();
+    const auto* format = object ? object->if_contains("format") : nullptr;
+    if (format != nullptr && format->is_string() && format->get_string() == "cairn-root") {
+      return false;
+    }
+    error = fmt::format("'{}' is not cairn root metadata (no \"format\": \"cairn-root\")",
+                        file.string());
+  }
+  if (comm.is_primary()) {
+    fmt::print(
+        "{}: DAMAGED\n  - {} (the root metadata of the CheckpointManager that wrote "
+        "these steps)\n",
+        root.string(), error);
+  }
+  return true;
+}
+
 }  // namespace
 
 int run_verify(const cairn::Comm& comm, const VerifyOptions& options) {
@@ -160,6 +206,7 @@ int run_verify(const cairn::Comm& comm, const VerifyOptions& options) {
 
   // A root: every committed step, and every step directory that claims to be one.
   const auto steps = cairn::list_step_directories(target);
+  const int root_damaged = root_metadata_damaged(comm, target, steps) ? 1 : 0;
   int checked = 0;
   int damaged = 0;
   for (const auto& dir : steps) {
@@ -177,7 +224,7 @@ int run_verify(const cairn::Comm& comm, const VerifyOptions& options) {
     fmt::print("{}: {} checkpoint{} verified, {} damaged\n", target.string(), checked,
                checked == 1 ? "" : "s", damaged);
   }
-  return damaged == 0 ? kOk : kFound;
+  return damaged + root_damaged == 0 ? kOk : kFound;
 }
 
 }  // namespace cairn_tool

@@ -138,8 +138,12 @@ typedef struct cairn_tree cairn_tree;
 /* What a leaf holds (cairn_tree_leaf_kind). */
 enum { CAIRN_LEAF_ARRAY = 0, CAIRN_LEAF_SCALAR = 1, CAIRN_LEAF_STRING = 2, CAIRN_LEAF_JSON = 3 };
 
-/* Where array elements live. CAIRN_MEMORY_CUDA_DEVICE needs a build with CUDA support
- * (CAIRN_ERR_UNSUPPORTED otherwise); storage stages device memory through the host. */
+/* Where array elements live. CAIRN_MEMORY_CUDA_DEVICE: `data` is contiguous CUDA device (or
+ * managed) memory on the calling thread's current device. Whether a device is usable is checked
+ * when the tree is saved or restored into, not when the leaf is added: without CUDA support in
+ * this build or without a usable device, that call fails on every rank with
+ * CAIRN_ERR_UNSUPPORTED naming the leaf and the reason ("no CUDA device is present", the CUDA
+ * driver's error). Storage stages device memory through the host. */
 enum { CAIRN_MEMORY_HOST = 0, CAIRN_MEMORY_CUDA_DEVICE = 1 };
 
 /* Flags of cairn_tree_add_array. */
@@ -183,8 +187,11 @@ CAIRN_C_API cairn_status cairn_tree_add_array(cairn_tree* tree, const char* path
                                               int ndim, const int64_t* global_dims,
                                               const int64_t* offset, const int64_t* local_dims,
                                               void* data, int flags);
-/* As cairn_tree_add_array with everything a shard may be: strides, and the memory kind (host
- * or CUDA device pointer) that later versions of the GPU support accept. */
+/* As cairn_tree_add_array with everything a shard may be: strides (host memory only) and the
+ * memory kind, CAIRN_MEMORY_HOST or CAIRN_MEMORY_CUDA_DEVICE for a CUDA device pointer (see
+ * the memory kinds above). Not collective. Fails as cairn_tree_add_array, and with
+ * CAIRN_ERR_INVALID_ARGUMENT for a NULL desc, a struct_size never set or an unknown memory
+ * kind. */
 CAIRN_C_API cairn_status cairn_tree_add_array_desc(cairn_tree* tree, const char* path,
                                                    const cairn_array_desc* desc);
 /* Adds a scalar leaf: dtype_size(dtype) bytes at `value`. */
@@ -263,8 +270,8 @@ enum { CAIRN_FORMAT_POSIX = 0, CAIRN_FORMAT_HDF5 = 1 };
 /* Which metric is best (cairn_manager_options.best_mode). */
 enum { CAIRN_BEST_MAX = 0, CAIRN_BEST_MIN = 1 };
 
-/* Decides whether to save `step` (cairn_manager_options.should_save_fn): nonzero for yes. Must
- * give the same answer on every rank. */
+/* Decides whether to save `step` (cairn_manager_options.should_save_fn): nonzero for yes. The
+ * manager calls it on its primary rank only and gives every rank that answer. */
 typedef int (*cairn_should_save_fn)(int64_t step, void* user_data);
 
 /* Options of a manager (cairn::CheckpointManagerOptions). Defaults in brackets. */
@@ -280,9 +287,11 @@ typedef struct cairn_manager_options {
   int max_to_keep;                      /* [0] keep at most this many; 0: keep all */
   int64_t keep_period;                  /* [0] also keep multiples of this; 0: none */
   int64_t keep_time_interval_s;         /* [0] also keep one per this many seconds; 0: none */
-  const char* best_metric;              /* [NULL] rank steps by this number in their metrics */
+  const char* best_metric;              /* [NULL] rank steps by this number in their metrics;
+                                           a step whose metrics lack it (or hold no number
+                                           there) counts as saved without metrics */
   int best_mode;                        /* [CAIRN_BEST_MAX] */
-  int keep_checkpoints_without_metrics; /* [1] with best_metric */
+  int keep_checkpoints_without_metrics; /* [1] with best_metric: keep steps without it */
   /* layout and behaviour */
   const char* step_prefix;            /* [""] step directories are <prefix><step> */
   int step_format_fixed_length;       /* [0] zero-pad step numbers to this many digits; 0: none */
@@ -398,7 +407,8 @@ CAIRN_C_API cairn_status cairn_manager_restore_items(cairn_manager* manager, int
 /* The newest committed step in *step with *found = 1, or *found = 0. Collective. */
 CAIRN_C_API cairn_status cairn_manager_latest_step(cairn_manager* manager, int64_t* step,
                                                    int* found);
-/* The best committed step by best_metric, or *found = 0. Collective. */
+/* The best committed step by best_metric, or *found = 0 (no best_metric, or no step has it).
+ * Collective. */
 CAIRN_C_API cairn_status cairn_manager_best_step(cairn_manager* manager, int64_t* step, int* found);
 /* The committed steps, ascending, in *steps (free with cairn_free; NULL when *count is 0).
  * `reload` nonzero re-lists the root first. Collective. */

@@ -70,7 +70,9 @@ struct CheckpointManagerOptions {
   std::int64_t save_interval_steps = 1;
   /// Also save at these steps.
   std::set<std::int64_t> save_on_steps = {};
-  /// Also save when this returns true.
+  /// When set, decides alone in place of save_interval_steps, save_on_steps and the initial
+  /// save (as in Orbax); preemption saves still happen. Called on the primary only; every
+  /// rank takes its answer.
   std::function<bool(std::int64_t step)> should_save_fn = {};
   /// Replaces the three fields above (a preemption save is always added).
   std::shared_ptr<const SaveDecisionPolicy> save_decision_policy = {};
@@ -83,11 +85,15 @@ struct CheckpointManagerOptions {
   std::optional<std::int64_t> keep_period = {};
   /// Also keep one checkpoint per this interval.
   std::optional<std::chrono::seconds> keep_time_interval = {};
-  /// The metric a checkpoint is ranked by, from the metrics saved with it.
-  std::function<double(const boost::json::object& metrics)> best_fn = {};
+  /// The metric a checkpoint is ranked by, from the metrics saved with it; std::nullopt when
+  /// they do not hold it: the checkpoint then counts as saved without metrics (see
+  /// keep_checkpoints_without_metrics; best_step() skips it). A function returning double
+  /// converts. Called by retention after each commit, on every rank: an exception from it
+  /// makes that save throw although the step is committed.
+  std::function<std::optional<double>(const boost::json::object& metrics)> best_fn = {};
   /// Whether larger or smaller best_fn values are better.
   BestMode best_mode = BestMode::max;
-  /// With best_fn: keep checkpoints saved without metrics.
+  /// With best_fn: keep checkpoints saved without metrics (or whose best_fn is std::nullopt).
   bool keep_checkpoints_without_metrics = true;
   /// Replaces the preservation fields above.
   std::shared_ptr<const PreservationPolicy> preservation_policy = {};
@@ -190,7 +196,7 @@ class CheckpointManager {
 
   /// The newest committed step, or std::nullopt. Collective.
   [[nodiscard]] std::optional<std::int64_t> latest_step();
-  /// The best committed step by best_fn, or std::nullopt (no best_fn, or no metrics).
+  /// The best committed step by best_fn, or std::nullopt (no best_fn, or no step has a metric).
   /// Collective.
   [[nodiscard]] std::optional<std::int64_t> best_step();
   /// Committed steps, ascending. `read` re-lists the root first. Collective.

@@ -1,11 +1,11 @@
 // cairn C ABI — option structs: defaults and translation into the C++ options.
 #include <boost/json/object.hpp>
-#include <boost/json/serialize.hpp>
 
 #include <chrono>
 #include <cmath>
 #include <csignal>
 #include <limits>
+#include <optional>
 
 #include "capi/handles.hpp"
 #include "capi/options.hpp"
@@ -31,14 +31,13 @@ StorageFormat format_from_c(int format) {
   }
 }
 
-// best_fn for a metric name: the number stored under `name` in the step's metrics.
-std::function<double(const boost::json::object&)> metric_reader(std::string name) {
-  return [name = std::move(name)](const boost::json::object& metrics) {
+// best_fn for a metric name: the number stored under `name` in the step's metrics, or
+// std::nullopt when it is missing or not a number, so that the step counts as saved without
+// metrics (as in the C++ manager) instead of failing the retention that runs after a commit.
+std::function<std::optional<double>(const boost::json::object&)> metric_reader(std::string name) {
+  return [name = std::move(name)](const boost::json::object& metrics) -> std::optional<double> {
     const auto* value = metrics.if_contains(name);
-    if (value == nullptr || !value->is_number()) {
-      throw InvalidArgument("best_metric '" + name + "' is missing or not a number in metrics " +
-                            boost::json::serialize(metrics));
-    }
+    if (value == nullptr || !value->is_number()) return std::nullopt;
     return value->to_number<double>();
   };
 }

@@ -19,6 +19,15 @@
 !   the dimensions reversed (as HDF5's Fortran API does). `global_shape` and `offset` are
 !   given in Fortran order (offsets count from 0) and reversed by this module. h5py and C see
 !   the array transposed: Fortran a(i, j) is C a[j][i] (0-based) and numpy a[j-1, i-1].
+! - Device memory: cairn_tree_add_array_ptr takes an array's address as a type(c_ptr) with
+!   its dtype, shapes and memory kind, as cairn_array_desc does in C, so a leaf may live in
+!   CUDA device memory (memory=CAIRN_MEMORY_CUDA_DEVICE). The pointer may come from cudaMalloc
+!   called through a bind(C) interface, or, with nvfortran, from a CUDA Fortran device array
+!   a_d: transfer(c_devloc(a_d), c_null_ptr). The generic cairn_tree_add_array takes host
+!   arrays only. Saving a device leaf, or restoring into one, needs a build with CUDA and a
+!   usable device on every rank; otherwise it fails with CAIRN_ERR_UNSUPPORTED naming the leaf
+!   and the reason. cairn's tests use gfortran, which has no CUDA Fortran: the nvfortran route
+!   is the documented idiom, not a tested one.
 ! - Collective procedures must be called by every rank in the same order (see cairn.h).
 module cairn
   use, intrinsic :: iso_c_binding
@@ -46,6 +55,7 @@ module cairn
   integer, parameter, public :: CAIRN_FORMAT_POSIX = 0, CAIRN_FORMAT_HDF5 = 1
   integer, parameter, public :: CAIRN_BEST_MAX = 0, CAIRN_BEST_MIN = 1
   integer, parameter, public :: CAIRN_MAX_DIMS = 32
+  integer, parameter, public :: CAIRN_MEMORY_HOST = 0, CAIRN_MEMORY_CUDA_DEVICE = 1
 
   type, public :: cairn_comm
     type(c_ptr) :: ptr = c_null_ptr
@@ -74,6 +84,7 @@ module cairn
   public :: cairn_comm_size, cairn_tree_create, cairn_tree_free, cairn_tree_add_string
   public :: cairn_tree_add_json, cairn_tree_get_string, cairn_tree_get_json
   public :: cairn_tree_array_info, cairn_tree_leaf_kind, cairn_tree_leaf_count
+  public :: cairn_tree_add_array_ptr
   public :: cairn_tree_leaf_path, cairn_items_create, cairn_items_free
   public :: cairn_items_add_tree, cairn_items_add_json, cairn_items_get_json
   public :: cairn_items_get_tree, cairn_manager_create, cairn_manager_free, cairn_manager_save
@@ -365,6 +376,67 @@ contains
     end if
     call check(status, ierr)
   end subroutine cairn_tree_array_info
+
+  !> Adds this rank's shard of a global array by address: `data` points to the shard's
+  !> elements of type `dtype` (CAIRN_*), contiguous in Fortran order. `global_shape`, `offset`
+  !> (0-based) and `local_shape` are in Fortran order, as for cairn_tree_add_array; without
+  !> offset and local_shape the shard is the whole array. `memory`: CAIRN_MEMORY_HOST (the
+  !> default) or CAIRN_MEMORY_CUDA_DEVICE for a CUDA device pointer (see the module header).
+  !> The memory must stay valid while the tree is used. Not collective. Fails with
+  !> CAIRN_ERR_INVALID_ARGUMENT as cairn_tree_add_array does, for an unknown memory kind, or
+  !> when only one of offset and local_shape is given or their sizes differ from
+  !> global_shape's. A device leaf without a usable device fails later, when the tree is saved
+  !> or restored into (CAIRN_ERR_UNSUPPORTED).
+  subroutine cairn_tree_add_array_ptr(tree, path, dtype, data, global_shape, offset, &
+                                      local_shape, memory, replicated, ierr)
+    type(cairn_tree), intent(inout) :: tree
+    character(len=*), intent(in) :: path
+    integer, intent(in) :: dtype
+    type(c_ptr), intent(in) :: data
+    integer, intent(in) :: global_shape(:)
+    integer, intent(in), optional :: offset(:), local_shape(:)
+    integer, intent(in), optional :: memory
+    logical, intent(in), optional :: replicated
+    integer, intent(out), optional :: ierr
+    integer(c_int64_t), target :: g(size(global_shape)), o(size(global_shape)), &
+                                  l(size(global_shape))
+    type(array_desc_c) :: desc
+    integer :: n
+    n = size(global_shape)
+    if (present(offset) .neqv. present(local_shape)) then
+      call fail(CAIRN_ERR_INVALID_ARGUMENT, 'cairn_tree_add_array_ptr: leaf '''//trim(path)// &
+                ''': pass both offset and local_shape, or neither', ierr)
+      return
+    end if
+    desc%struct_size = c_sizeof(desc)
+    desc%dtype = int(dtype, c_int)
+    desc%ndim = int(n, c_int)
+    desc%global_dims = c_null_ptr
+    desc%offset = c_null_ptr
+    desc%local_dims = c_null_ptr
+    desc%strides = c_null_ptr
+    desc%data = data
+    desc%memory = int(CAIRN_MEMORY_HOST, c_int)
+    if (present(memory)) desc%memory = int(memory, c_int)
+    desc%replicated = c_bool_int(replicated, .false.)
+    if (n > 0) then
+      g = int(global_shape(n:1:-1), c_int64_t)
+      desc%global_dims = c_loc(g)
+      if (present(offset)) then
+        if (size(offset) /= n .or. size(local_shape) /= n) then
+          call fail(CAIRN_ERR_INVALID_ARGUMENT, 'cairn_tree_add_array_ptr: leaf '''// &
+                    trim(path)//''': offset and local_shape need as many dimensions as '// &
+                    'global_shape', ierr)
+          return
+        end if
+        o = int(offset(n:1:-1), c_int64_t)
+        l = int(local_shape(n:1:-1), c_int64_t)
+        desc%offset = c_loc(o)
+        desc%local_dims = c_loc(l)
+      end if
+    end if
+    call check(c_tree_add_array_desc(tree%ptr, c_string(path), desc), ierr)
+  end subroutine cairn_tree_add_array_ptr
 
   ! The type- and rank-independent part of cairn_tree_add_array: checks that the array is
   ! contiguous (its last element is where a contiguous array's would be), reverses the dims to

@@ -69,7 +69,13 @@ void broadcast_leaves(const Comm& comm, const std::vector<BroadcastLeaf>& leaves
       comm.run_all(what + ":", [&] {
         if (!stream) stream.emplace(what);
       });
-      if (!nccl) nccl.emplace(comm, what);
+      // Creation may fail on some ranks only (ncclCommInitRank): every rank then throws here,
+      // none goes on into an ncclBroadcast that would wait for the failed ones. A separate
+      // run_all from the stream's: NcclComm's constructor itself agrees over `comm`, so all
+      // ranks must enter it together.
+      comm.run_all(what + ":", [&] {
+        if (!nccl) nccl.emplace(comm, what);
+      });
       try {
         nccl->broadcast(leaf.shard->data, bytes, comm.primary(), *stream, what);
       } catch (const std::exception& e) {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 
 #include "storage/checksum.hpp"
 #include "storage/index.hpp"
@@ -18,29 +19,39 @@ namespace cairn {
 namespace {
 
 // The primary reads cairn-tree.json and every rank parses the same text; a damaged index is
-// a problem on every rank alike.
+// a problem on every rank alike. The text goes as bytes, not inside JSON: a damaged file need
+// not be valid UTF-8.
 std::optional<storage::TreeIndex> load_index(const Comm& comm, const std::filesystem::path& dir,
                                              std::vector<std::string>& problems) {
   const auto file = dir / storage::kTreeIndexFile;
-  boost::json::object read = {{"ok", true}};
+  std::string read;  // "+" and the text, or "-" and why it could not be read
   if (comm.is_primary()) {
     try {
-      read["text"] = storage::read_small_file(file);
+      read = "+" + storage::read_small_file(file);
     } catch (const std::exception& e) {
-      read = {{"ok", false}, {"error", e.what()}};
+      read = std::string("-") + e.what();
     }
   }
-  read = comm.broadcast_json(read).as_object();
-  if (!read.at("ok").as_bool()) {
-    problems.push_back(std::string(read.at("error").as_string()));
+  read = comm.broadcast(read);
+  if (read.empty() || read.front() != '+') {
+    problems.push_back(read.empty() ? read : read.substr(1));
     return std::nullopt;
   }
   try {
-    return storage::parse_index(read.at("text").as_string(), file);
+    return storage::parse_index(std::string_view(read).substr(1), file);
   } catch (const std::exception& e) {
     problems.push_back(e.what());
     return std::nullopt;
   }
+}
+
+// "leaf 'a'" or "leaves 'a', 'b'".
+std::string leaf_list(const std::vector<const storage::LeafRecord*>& leaves) {
+  std::string out = leaves.size() == 1 ? "leaf " : "leaves ";
+  for (std::size_t i = 0; i < leaves.size(); ++i) {
+    out += fmt::format("{}'{}'", i == 0 ? "" : ", ", leaves[i]->path);
+  }
+  return out;
 }
 
 std::string shard_name(const storage::LeafRecord& leaf, const storage::ShardRecord& shard) {
@@ -72,11 +83,15 @@ TreeVerifyReport verify_tree(const Comm& comm, const std::filesystem::path& dir,
     return leaf->format == StorageFormat::hdf5;
   });
   if (any_hdf5) {
-    // Opening is collective and reports the same error on every rank.
+    // Opening is collective and reports the same error on every rank, naming the leaves
+    // that cannot be checked.
     try {
       hdf5.emplace(comm, dir / storage::kHdf5File);
     } catch (const std::exception& e) {
-      problems.push_back(e.what());
+      std::vector<const storage::LeafRecord*> in_file;
+      std::copy_if(arrays.begin(), arrays.end(), std::back_inserter(in_file),
+                   [](const auto* leaf) { return leaf->format == StorageFormat::hdf5; });
+      problems.push_back(fmt::format("{} ({})", e.what(), leaf_list(in_file)));
     }
   }
   std::erase_if(arrays, [&](const storage::LeafRecord* leaf) {

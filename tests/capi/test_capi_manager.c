@@ -1,6 +1,7 @@
 /* The checkpoint manager through the C ABI only: a series with retention and metrics, best
- * step, restore N->M into another decomposition on fewer ranks, partial and as-saved restore,
- * composite items with JSON, and the multihost restart. Exits non-zero on any failure. */
+ * step (also with steps that lack the metric), restore N->M into another decomposition on fewer
+ * ranks, partial and as-saved restore, composite items with JSON, and the multihost restart. Exits
+ * non-zero on any failure. */
 #include <cairn/cairn.h>
 
 #include <stdio.h>
@@ -172,6 +173,59 @@ static void best(const cairn_comm* comm, int rank, int size) {
     CHECK(strstr(path, "best/step_0004") != NULL);
     cairn_free(path);
   }
+  CHECK_OK(cairn_manager_free(m));
+}
+
+/* Steps whose metrics lack best_metric (or hold no number there) count as saved without
+ * metrics: their saves succeed, best_step ignores them, and keep_checkpoints_without_metrics
+ * decides whether retention keeps them. */
+static void best_missing(const cairn_comm* comm, int rank, int size, int keep_without) {
+  /* loss of steps 0..5: none, 3.0, "n/a" (not a number), 1.0, 2.0, none */
+  const char* metrics[6] = {"{\"acc\": 1}",    "{\"loss\": 3.0}", "{\"loss\": \"n/a\"}",
+                            "{\"loss\": 1.0}", "{\"loss\": 2.0}", "{\"acc\": 2}"};
+  double u[NY * NX];
+  int32_t n[3];
+  cairn_manager_options o;
+  cairn_manager* m = NULL;
+  int64_t step;
+  int64_t best = -1;
+  int found = -1;
+  int64_t* steps = NULL;
+  size_t count = 0;
+  CHECK_OK(cairn_manager_options_init(&o, sizeof o));
+  o.best_metric = "loss";
+  o.best_mode = CAIRN_BEST_MIN;
+  o.max_to_keep = 2;
+  o.keep_checkpoints_without_metrics = keep_without;
+  o.enable_async = 0;
+  CHECK_OK(cairn_manager_create(
+      comm, capi_test_path(keep_without ? "best_missing_kept" : "best_missing_dropped"), &o, &m));
+  for (step = 0; step < 6; ++step) {
+    cairn_save_options s;
+    cairn_tree* tree = make_state(u, n, rank, size, step);
+    int saved = 0;
+    CHECK_OK(cairn_save_options_init(&s, sizeof s));
+    s.metrics_json = metrics[step];
+    CHECK_OK(cairn_manager_save(m, step, tree, &s, &saved));
+    CHECK(saved == 1);
+    cairn_tree_free(tree);
+    if (step == 0) {
+      CHECK_OK(cairn_manager_best_step(m, &best, &found));
+      CHECK(found == 0); /* no step has a loss yet */
+    }
+  }
+  CHECK_OK(cairn_manager_best_step(m, &best, &found));
+  CHECK(found == 1 && best == 3);
+  CHECK_OK(cairn_manager_all_steps(m, 0, &steps, &count));
+  if (keep_without) {
+    /* the best two by loss (3, 4), every step without a loss (0, 2, 5); 1 is deleted */
+    CHECK(count == 5 && steps[0] == 0 && steps[1] == 2 && steps[2] == 3 && steps[3] == 4 &&
+          steps[4] == 5);
+  } else {
+    /* the best two by loss (3, 4) and the newest (5) */
+    CHECK(count == 3 && steps[0] == 3 && steps[1] == 4 && steps[2] == 5);
+  }
+  cairn_free(steps);
   CHECK_OK(cairn_manager_free(m));
 }
 
@@ -371,6 +425,8 @@ int main(int argc, char** argv) {
   capi_test_dir();
   series(comm, rank, size);
   best(comm, rank, size);
+  best_missing(comm, rank, size, 1);
+  best_missing(comm, rank, size, 0);
   restore_n_to_m(rank, size);
   composite(comm, rank, size);
   multihost(comm, rank, size);

@@ -6,12 +6,22 @@
 #include <cairn/manager.hpp>
 #include <cairn/storage.hpp>
 
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
 #include <boost/json.hpp>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <memory>
 #include <random>
+#include <sstream>
+#include <string_view>
+
+extern char** environ;
 
 namespace cairn::testing {
 namespace {
@@ -81,6 +91,66 @@ void barrier(const Comm& comm) { MPI_Barrier(comm.get()); }
 std::vector<char> read_all(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::string read_text(const std::filesystem::path& file) {
+  const auto bytes = read_all(file);
+  return {bytes.begin(), bytes.end()};
+}
+
+// Variables by which mpiexec (Open MPI, MPICH/Hydra, Intel MPI) tells a process that it is a
+// rank of the job; a child that saw them would try to join the job instead of starting its own.
+bool launcher_variable(std::string_view entry) {
+  if (entry.starts_with("OMPI_ALLOW_RUN_AS_ROOT")) return false;  // user settings, not the job
+  for (const std::string_view prefix :
+       {"OMPI_", "PMIX_", "PMI_", "OPAL_", "ORTE_", "PRTE_", "HYDRA_", "HYDI_", "MPIR_",
+        "MPI_LOCALNRANKS=", "MPI_LOCALRANKID=", "I_MPI_HYDRA_", "I_MPI_PMI"}) {
+    if (entry.starts_with(prefix)) return true;
+  }
+  return false;
+}
+
+// Runs the program on the calling process: the result, or an exit code of -1 and why.
+ToolRun spawn_and_wait(const std::filesystem::path& program, const std::vector<std::string>& args,
+                       const std::filesystem::path& out_file,
+                       const std::filesystem::path& err_file) {
+  std::vector<std::string> strings{program.string()};
+  strings.insert(strings.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : strings) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<char*> envp;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (!launcher_variable(*e)) envp.push_back(*e);
+  }
+  envp.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  ToolRun run;
+  if (rc != 0) {
+    run.err = "cannot start '" + program.string() + "': " + std::strerror(rc);
+    return run;
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) {
+      run.err = std::string("waitpid failed: ") + std::strerror(errno);
+      return run;
+    }
+  }
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  run.out = read_text(out_file);
+  run.err = read_text(err_file);
+  return run;
 }
 
 void write_all(const std::filesystem::path& file, const std::vector<char>& bytes) {
@@ -209,6 +279,48 @@ std::vector<std::byte> v_row_bytes(std::int64_t step, int rank) {
   std::vector<std::byte> out(values.size() * sizeof(double));
   std::memcpy(out.data(), values.data(), out.size());
   return out;
+}
+
+std::filesystem::path cairn_tool() {
+  const char* tool = std::getenv("CAIRN_TOOL");
+  return tool != nullptr ? std::filesystem::path(tool) : std::filesystem::path();
+}
+
+ToolRun run_program(const Comm& comm, const std::filesystem::path& program,
+                    const std::vector<std::string>& args, const std::filesystem::path& scratch) {
+  ToolRun run;
+  if (comm.is_primary()) {
+    run = spawn_and_wait(program, args, scratch / "program.out", scratch / "program.err");
+  }
+  // As bytes, not JSON: what the program prints about damaged files need not be UTF-8.
+  run.exit_code = std::stoi(comm.broadcast(std::to_string(run.exit_code)));
+  run.out = comm.broadcast(run.out);
+  run.err = comm.broadcast(run.err);
+  return run;
+}
+
+std::map<std::string, VerifyVerdict> parse_verify_output(const std::string& out) {
+  constexpr std::string_view kDamaged = ": DAMAGED";
+  constexpr std::string_view kOk = ": OK (";
+  std::map<std::string, VerifyVerdict> verdicts;
+  VerifyVerdict* current = nullptr;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.starts_with(" ") && line.ends_with(kDamaged)) {
+      current = &verdicts[line.substr(0, line.size() - kDamaged.size())];
+      current->damaged = true;
+    } else if (const auto ok = line.find(kOk); !line.starts_with(" ") && ok != std::string::npos) {
+      current = &verdicts[line.substr(0, ok)];
+    } else if (current != nullptr && line.starts_with("  - ")) {
+      current->problems.push_back(line.substr(4));
+    } else if (current != nullptr && current->damaged && !current->problems.empty() &&
+               !line.ends_with(" damaged")) {
+      current->problems.back() += "\n" + line;  // a message of several lines
+    } else {
+      current = nullptr;
+    }
+  }
+  return verdicts;
 }
 
 }  // namespace cairn::testing

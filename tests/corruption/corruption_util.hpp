@@ -1,11 +1,13 @@
 // Helpers of the corruption tests: a root with two committed steps holding every file kind
-// cairn writes, ways to damage one file, and a restore that reports what happened.
+// cairn writes, ways to damage one file, a restore that reports what happened, and runs of
+// the cairn command-line tool (`cairn verify`) on the damaged checkpoints.
 #pragma once
 
 #include <cairn/comm.hpp>
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,5 +63,36 @@ std::optional<std::pair<std::uint64_t, std::uint64_t>> find_bytes(
 
 /// The bytes rank `rank` saved for leaf "fields/v" at `step` (used to find them in data.h5).
 std::vector<std::byte> v_row_bytes(std::int64_t step, int rank);
+
+/// The cairn command-line tool named by the environment variable CAIRN_TOOL (set by
+/// tests/corruption/CMakeLists.txt when the tool is built), or an empty path.
+std::filesystem::path cairn_tool();
+
+/// What one run of a program printed, and how it ended.
+struct ToolRun {
+  int exit_code = -1;  ///< exit status; 128 + signal number when a signal ended it
+  std::string out;     ///< standard output
+  std::string err;     ///< standard error
+};
+
+/// Runs `program args...` on the primary rank of `comm` as a process of its own and waits for
+/// it; every rank gets the result. The child's environment lacks the variables by which an
+/// MPI launcher tells a process that it belongs to this job (OMPI_*, PMIX_*, PMI_*, ...), so
+/// an MPI program starts as a singleton job of one process. Its output goes through files in
+/// `scratch` (a directory). Collective.
+ToolRun run_program(const Comm& comm, const std::filesystem::path& program,
+                    const std::vector<std::string>& args, const std::filesystem::path& scratch);
+
+/// What `cairn verify --quiet` printed about one checkpoint.
+struct VerifyVerdict {
+  bool damaged = false;
+  /// The "  - " lines after "<path>: DAMAGED", without the dash (lines of a message that
+  /// spans several are joined with '\n').
+  std::vector<std::string> problems;
+};
+
+/// The verdict on each checkpoint in the output of `cairn verify --quiet`, by the path the
+/// tool printed.
+std::map<std::string, VerifyVerdict> parse_verify_output(const std::string& out);
 
 }  // namespace cairn::testing

@@ -1,12 +1,14 @@
 ! Helpers of cairn's Fortran tests: a check that aborts the whole MPI job with a message (so
-! that a failure on one rank fails the test at once), and a scratch directory per rank count.
+! that a failure on one rank fails the test at once), a scratch directory per rank count, and
+! a should_save_fn callback.
 module fortran_test
   use, intrinsic :: iso_fortran_env, only: error_unit
+  use, intrinsic :: iso_c_binding, only: c_int, c_int64_t, c_ptr
   use mpi
   use cairn, only: cairn_last_error
   implicit none
   private
-  public :: expect, expect_status, scratch_dir, remove_scratch_dir
+  public :: expect, expect_status, scratch_dir, remove_scratch_dir, every_third_step
 
 contains
 
@@ -60,5 +62,12 @@ contains
     call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
     if (rank == 0) call execute_command_line('rm -rf '//dir)
   end subroutine remove_scratch_dir
+
+  !> A should_save_fn for cairn_manager_create: saves every third step.
+  integer(c_int) function every_third_step(step, user_data) bind(C)
+    integer(c_int64_t), value :: step
+    type(c_ptr), value :: user_data
+    every_third_step = merge(1_c_int, 0_c_int, mod(step, 3_c_int64_t) == 0)
+  end function every_third_step
 
 end module fortran_test

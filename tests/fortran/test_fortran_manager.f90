@@ -2,7 +2,8 @@
 ! of every supported type, scalars, strings and JSON; a series with retention and metrics;
 ! restore N->M on fewer ranks into another decomposition; as-saved restore; composite items;
 ! the multihost restart; and errors (null handle, wrong dtype, non-contiguous array,
-! overlapping boxes, wrong shape). Exits non-zero on any failure.
+! overlapping boxes, wrong shape); should_save_fn and a preemption deadline. Exits non-zero
+! on any failure.
 program test_fortran_manager
   use, intrinsic :: iso_c_binding
   use mpi
@@ -23,6 +24,7 @@ program test_fortran_manager
   dir = scratch_dir('cairn-fortran-manager')
 
   call series()
+  call save_decision_and_deadline()
   call restore_n_to_m()
   call composite()
   call multihost()
@@ -128,6 +130,39 @@ contains
     call cairn_manager_close(manager)
     call cairn_manager_free(manager)
   end subroutine series
+
+  ! should_save_fn (a bind(C) function) decides alone; a deadline already past is a
+  ! preemption on every rank.
+  subroutine save_decision_and_deadline()
+    type(cairn_manager) :: manager
+    type(cairn_tree) :: tree
+    real(c_double), allocatable, target :: u(:, :)
+    integer(c_int64_t) :: step
+    integer(c_int64_t), allocatable :: steps(:)
+    logical :: saved, preempted
+    allocate (u(nx, ny))
+    call cairn_manager_create(manager, comm, dir//'/decision', enable_async=.false., &
+                              should_save_fn=c_funloc(every_third_step), &
+                              barrier_timeout=120.0_c_double)
+    do step = 1, 7
+      call make_state(tree, u, step)
+      call cairn_manager_save(manager, step, tree, saved)
+      call expect(saved .eqv. mod(step, 3_c_int64_t) == 0, 'should_save_fn decides')
+      call cairn_tree_free(tree)
+    end do
+    call cairn_manager_all_steps(manager, steps)
+    call expect(ubound(steps, 1) == 2, 'two steps saved')  ! size: a variable here
+    call expect(all(steps == [3_c_int64_t, 6_c_int64_t]), 'steps 3 and 6 saved')
+    call cairn_manager_free(manager)
+
+    call cairn_manager_create(manager, comm, dir//'/deadline', enable_preemption=.true., &
+                              preemption_deadline=1.0_c_double, preemption_margin=60.0_c_double, &
+                              preemption_use_slurm_end_time=.false., &
+                              barrier_timeout=120.0_c_double)
+    call cairn_manager_reached_preemption(manager, 1_c_int64_t, preempted)
+    call expect(preempted, 'a deadline in the past is a preemption')
+    call cairn_manager_free(manager)
+  end subroutine save_decision_and_deadline
 
   ! Restores the series on the first max(1, size - 1) ranks, split along x instead of y.
   subroutine restore_n_to_m()
