@@ -4,7 +4,7 @@
 # (or 2 for a refused command), never a crash.
 #
 #   cli_test.sh CASE HEAT2D CAIRN MPIEXEC "MPIEXEC FLAGS" WORKDIR
-# CASE: help ls inspect verify diff convert gc
+# CASE: help ls inspect verify diff convert gc hostile_items
 set -uo pipefail
 
 case_name="$1" heat2d="$2" cairn="$3" mpiexec="$4"
@@ -193,6 +193,41 @@ gc)
   rm -rf root/50
   run gc-verify 0 "$cairn" verify root
   expect gc-verify "4 checkpoints verified, 0 damaged"
+  ;;
+
+hostile_items)
+  # cairn-step.json lists hostile item names ("../x", an absolute path, "..", "."): each is
+  # reported as damage naming the file and the item, and nothing outside the checkpoint is read.
+  mpi 1 "$heat2d" --nx 16 --ny 12 --steps 10 --save-every 10 \
+    --format posix --checkpoint-dir root --quiet >heat2d.log 2>&1 || { cat heat2d.log; exit 2; }
+  [ -f root/10/cairn-step.json ] || { echo "heat2d left no root/10"; exit 2; }
+
+  # A JSON item outside the checkpoint, damaged so that reading it would show in any report.
+  mkdir -p outside && cp -r root/10/run outside/item && echo 'OUTSIDE-MARKER' >outside/item/value.json
+  /usr/bin/python3 - root/10/cairn-step.json "$work/outside/item" <<'EOF' || exit 2
+import json, sys
+path, absolute = sys.argv[1], sys.argv[2]
+step = json.load(open(path))
+step["items"].update({"../../outside/item": "cairn.json", absolute: "cairn.json",
+                      "..": "cairn.json", ".": "cairn.json"})
+json.dump(step, open(path, "w"))
+EOF
+
+  run inspect 0 "$cairn" inspect root/10
+  run verify 1 "$cairn" verify root/10
+  run ls 0 "$cairn" ls --json root
+  for out in inspect verify; do
+    expect "$out" "cairn-step.json"
+    expect "$out" "item name '../../outside/item'"
+    expect "$out" "item name '$work/outside/item'"
+    expect "$out" "item name '..'"
+    expect "$out" "item name '.'"
+    reject "$out" "OUTSIDE-MARKER"
+    reject "$out" "outside/item/value.json"
+  done
+  expect ls "cairn-step.json"
+  # The real items are still read.
+  expect inspect '"nx": 16'
   ;;
 
 *)

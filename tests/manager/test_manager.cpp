@@ -51,6 +51,21 @@ std::vector<std::int64_t> run(const Comm& comm, const std::filesystem::path& roo
 
 using Steps = std::vector<std::int64_t>;
 
+// Saves steps 1..last of `state` (values 10 * step + i) with a MultihostCheckpoint at `base`.
+void save_multihost_series(const Comm& comm, const std::filesystem::path& base, State& state,
+                           std::int64_t last) {
+  MultihostCheckpoint ckpt(comm, base);
+  for (std::int64_t step = 1; step <= last; ++step) {
+    state.fill(static_cast<double>(step * 10));
+    ckpt.save(step, state.tree(comm));
+  }
+}
+
+// The directory of rank `rank` of a MultihostCheckpoint at `base`.
+std::filesystem::path process_directory(const std::filesystem::path& base, int rank) {
+  return base.string() + "-" + std::to_string(rank);
+}
+
 }  // namespace
 
 TEST(Manager, MaxToKeepKeepsTheLatest) {
@@ -249,15 +264,11 @@ TEST(Multihost, RestoresTheNewestCommonStepAndDropsFutureSteps) {
     MultihostCheckpoint ckpt(comm, base);
     ArrayTree initial = state.tree(comm);
     EXPECT_EQ(ckpt.restore_or_initialize(initial), 0);  // nothing saved yet: step 0 is saved
-    for (std::int64_t step = 1; step <= 3; ++step) {
-      state.fill(static_cast<double>(step * 10));
-      ckpt.save(step, state.tree(comm));
-    }
   }
+  save_multihost_series(comm, base, state, 3);
   // The last rank "died" during the save of step 3: its step 3 is gone.
   if (comm.rank() == comm.size() - 1) {
-    std::filesystem::remove_all(
-        std::filesystem::path(base.string() + "-" + std::to_string(comm.rank())) / "ckpt-3");
+    std::filesystem::remove_all(process_directory(base, comm.rank()) / "ckpt-3");
   }
   comm.barrier("simulated crash");
   MultihostCheckpoint ckpt(comm, base);
@@ -278,19 +289,11 @@ TEST(Multihost, WithoutACommonStepEveryProcessDropsItsStepsAndInitializes) {
   Comm comm(MPI_COMM_WORLD);
   State state;
   const auto base = tmp / "node";
-  {
-    MultihostCheckpoint ckpt(comm, base);
-    for (std::int64_t step = 1; step <= 2; ++step) {
-      state.fill(static_cast<double>(step * 10));
-      ckpt.save(step, state.tree(comm));
-    }
-  }
+  save_multihost_series(comm, base, state, 2);
   // The last rank lost its steps (a replaced node-local disk): no step is common.
-  const auto last_dir =
-      std::filesystem::path(base.string() + "-" + std::to_string(comm.size() - 1));
   if (comm.rank() == comm.size() - 1) {
-    std::filesystem::remove_all(last_dir / "ckpt-1");
-    std::filesystem::remove_all(last_dir / "ckpt-2");
+    std::filesystem::remove_all(process_directory(base, comm.rank()) / "ckpt-1");
+    std::filesystem::remove_all(process_directory(base, comm.rank()) / "ckpt-2");
   }
   comm.barrier("lost steps");
   MultihostCheckpoint ckpt(comm, base);
