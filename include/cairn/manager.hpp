@@ -180,9 +180,9 @@ class CheckpointManager {
   /// Saves `args` as `step` when the save policy (or force, or preemption) says so; returns
   /// whether a save started. A step not newer than the newest saved one is not saved (false)
   /// unless `force` is set. Async by default: the step is reported by all_steps() only once
-  /// committed. Retention runs after each commit. Collective: the primary's save decision is
-  /// taken by every rank, then the ranks agree on `step`. Throws InvalidArgument when the
-  /// step already exists (without force), CollectiveMismatch on every rank when ranks pass
+  /// committed. Retention runs after each commit. Collective, on every call (saving or not):
+  /// the ranks agree on `step`, then take the primary's save decision. Throws InvalidArgument when
+  /// the step already exists (without force), CollectiveMismatch on every rank when ranks pass
   /// different steps, TimeoutError when a rank does not make the call, and what the
   /// checkpoint layer throws.
   bool save(std::int64_t step, const CheckpointArgs& args, const ManagerSaveOptions& options = {});
@@ -205,7 +205,7 @@ class CheckpointManager {
   void reload();
   /// Whether save(step) would save (policy and preemption). The primary evaluates the policy
   /// (with its clock and, for should_save_fn, its predicate) and every rank returns its
-  /// answer. Collective.
+  /// answer. Collective: ranks asking about different steps get CollectiveMismatch.
   [[nodiscard]] bool should_save(std::int64_t step);
   /// Whether any rank was signalled or the time limit is near (see PreemptionWatcher); false
   /// when preemption detection is off. Collective.

@@ -251,6 +251,8 @@ bool CheckpointManager::reached_preemption(std::int64_t step) {
 
 bool CheckpointManager::should_save(std::int64_t step) {
   if (!active_) return false;
+  // A rank that asks about another step, or makes another call, fails every rank here.
+  comm_.agree({.operation = "CheckpointManager::should_save", .step = step});
   return decide(step, false).save;
 }
 
@@ -303,11 +305,11 @@ bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
                       step, root_.string()));
     }
   }
+  // A rank that saves another step, or skipped this call, fails every rank here, with the
+  // differing step named (before any other collective of this call can pair with a wrong one).
+  comm_.agree({.operation = "CheckpointManager::save", .step = step});
   const SaveDecision decision = decide(step, options.force);
   if (!decision.save) return false;
-  // A rank that saves another step, or skipped this call, fails every rank here, with the
-  // differing step named.
-  comm_.agree({.operation = "CheckpointManager::save", .step = step});
   // The previous save commits (and its retention runs) before the next one starts.
   wait_until_finished();
   ensure_checkpointer(args.handler_type());
