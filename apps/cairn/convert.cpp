@@ -29,9 +29,9 @@ cairn::ArrayTree read_tree(const cairn::Comm& comm, const Item& item) {
       case cairn::LeafKind::array: {
         // A 0-d array has no empty box: with several ranks every one holds it, replicated.
         const bool whole = leaf.replicated || leaf.shape.empty();
-        tree.add_owned_array(leaf.path, leaf.dtype, leaf.shape,
-                             whole ? cairn::Box{} : slab(leaf.shape, comm),
-                             leaf.replicated || (leaf.shape.empty() && comm.size() > 1));
+        tree.add_owned_array(
+            leaf.path, leaf.dtype, leaf.shape, whole ? cairn::Box{} : slab(leaf.shape, comm),
+            leaf.replicated || (leaf.shape.empty() && comm.size() > 1), leaf.fortran_order);
         break;
       }
       // Placeholders of the right kind: restore_tree() puts the saved values in.

@@ -31,6 +31,7 @@ boost::json::object describe_tree(const cairn::Comm& comm, const Item& item) {
       o["bytes"] = leaf.bytes;
       o["format"] = cairn::storage_format_name(leaf.format);
       o["replicated"] = leaf.replicated;
+      o["order"] = leaf.fortran_order ? "F" : "C";
     } else if (const auto* saved = values.find(leaf.path)) {
       switch (leaf.kind) {
         case cairn::LeafKind::scalar:
@@ -101,11 +102,14 @@ void print_item(const std::string& name, const boost::json::object& item) {
       const auto* dtype = leaf.if_contains("dtype");
       const std::string dtype_text = dtype ? std::string(dtype->get_string()) : "";
       if (kind == "array") {
-        fmt::print("  {:<24} {:<7} {:<9} {:<16} {:>6} {:>10}  {}{}\n", path, kind, dtype_text,
+        // The shape is the stored (C-order) one; a Fortran writer saw it reversed.
+        const bool fortran = leaf.at("order").get_string() == "F";
+        fmt::print("  {:<24} {:<7} {:<9} {:<16} {:>6} {:>10}  {}{}{}\n", path, kind, dtype_text,
                    shape_text(leaf.at("shape")), leaf.at("shards").get_int64(),
                    human_bytes(leaf.at("bytes").to_number<std::uint64_t>()),
                    std::string(leaf.at("format").get_string()),
-                   leaf.at("replicated").get_bool() ? ", replicated" : "");
+                   leaf.at("replicated").get_bool() ? ", replicated" : "",
+                   fortran ? ", order F (Fortran: dims reversed)" : "");
       } else {
         const auto* value = leaf.if_contains("value");
         fmt::print("  {:<24} {:<7} {:<9} = {}\n", path, kind, dtype_text,

@@ -146,9 +146,15 @@ enum { CAIRN_LEAF_ARRAY = 0, CAIRN_LEAF_SCALAR = 1, CAIRN_LEAF_STRING = 2, CAIRN
  * driver's error). Storage stages device memory through the host. */
 enum { CAIRN_MEMORY_HOST = 0, CAIRN_MEMORY_CUDA_DEVICE = 1 };
 
-/* Flags of cairn_tree_add_array. */
+/* Flags of cairn_tree_add_array (combine with |). */
 enum {
-  CAIRN_ARRAY_REPLICATED = 1 /* every rank holds the same whole array; one rank writes it */
+  CAIRN_ARRAY_REPLICATED = 1, /* every rank holds the same whole array; one rank writes it */
+  /* A Fortran (column-major) array passed with its dimensions reversed: global_dims, the box
+   * and the data are in C order, the writer's own view is the reversed shape. No byte changes;
+   * the checkpoint records it ("order": "F" in cairn-tree.json, attribute cairn_order = "F" in
+   * data.h5) and every rank must agree on it when the tree is saved. The Fortran module sets
+   * it on every array it adds. */
+  CAIRN_ARRAY_FORTRAN_ORDER = 2
 };
 
 /* Full description of one array shard (cairn_tree_add_array_desc). */
@@ -165,6 +171,8 @@ typedef struct cairn_array_desc {
   void* data;                 /* first element of the box; may be NULL when it is empty */
   int memory;                 /* CAIRN_MEMORY_HOST (default) or CAIRN_MEMORY_CUDA_DEVICE */
   int replicated;             /* nonzero: as CAIRN_ARRAY_REPLICATED */
+  int fortran_order;          /* nonzero: as CAIRN_ARRAY_FORTRAN_ORDER (0 for a caller whose
+                                 struct_size ends before this field) */
 } cairn_array_desc;
 
 /* Fills *desc with the defaults for a caller that knows `struct_size` bytes of it. */
@@ -179,10 +187,11 @@ CAIRN_C_API void cairn_tree_free(cairn_tree* tree);
  * [offset, offset + local_dims) (both NULL: the whole array), host memory `data` holding the
  * box contiguously in row-major order. cairn keeps the pointer: the buffer is read when the
  * tree is saved and written when the tree is a restore target, so it must stay valid until
- * then. `flags`: 0 or CAIRN_ARRAY_REPLICATED. Not collective (saving checks the layout across
- * ranks: overlapping boxes, holes, disagreeing dtypes). Fails with CAIRN_ERR_INVALID_ARGUMENT
- * for a bad path, unknown dtype, ndim outside 0..CAIRN_MAX_DIMS, a box outside the array, a
- * NULL array argument, or a duplicate path. */
+ * then. `flags`: 0, or CAIRN_ARRAY_REPLICATED and/or CAIRN_ARRAY_FORTRAN_ORDER. Not
+ * collective (saving checks the layout across ranks: overlapping boxes, holes, disagreeing
+ * dtypes or flags). Fails with CAIRN_ERR_INVALID_ARGUMENT for a bad path, unknown dtype or
+ * flags, ndim outside 0..CAIRN_MAX_DIMS, a box outside the array, a NULL array argument, or a
+ * duplicate path. */
 CAIRN_C_API cairn_status cairn_tree_add_array(cairn_tree* tree, const char* path, int dtype,
                                               int ndim, const int64_t* global_dims,
                                               const int64_t* offset, const int64_t* local_dims,

@@ -25,19 +25,22 @@ struct LeafLayout {
   std::vector<std::int64_t> global_shape = {};  ///< shape of the whole array (empty: 0-d)
   std::optional<Box> box = {};                  ///< this rank's shard; nullopt: it holds none
   bool replicated = false;                      ///< every holder has the whole array
+  bool fortran_order = false;  ///< a Fortran array with reversed dims (ArrayShard::fortran_order)
 
   /// Whether this rank contributes data: a box that is present and not empty. Never throws.
   [[nodiscard]] bool has_shard() const noexcept { return box.has_value() && !is_empty(*box); }
 
   /// {"dtype": "float64", "shape": [..], "box": {"offset": [..], "extent": [..]} or null,
-  /// "replicated": false}. Not collective; never throws beyond std::bad_alloc.
+  /// "replicated": false, "fortran_order": false}. Not collective; never throws beyond
+  /// std::bad_alloc.
   [[nodiscard]] boost::json::value to_json() const;
 
   /// Parses what to_json() wrote. Validates hostile input: wrong JSON types, unknown dtype
   /// names, more than kMaxDims dimensions, negative or non-integer numbers, shapes whose volume
   /// overflows int64, a box whose rank differs from the shape's or that does not fit inside
-  /// it. Not collective. Throws FormatError with path `source` (the file it came from, may
-  /// be empty) and field "<field_prefix>.shape[2]" etc. naming the first bad field.
+  /// it, a "fortran_order" that is not a boolean (a missing one means false). Not collective.
+  /// Throws FormatError with path `source` (the file it came from, may be empty) and field
+  /// "<field_prefix>.shape[2]" etc. naming the first bad field.
   [[nodiscard]] static LeafLayout from_json(const boost::json::value& json,
                                             std::string_view source = {},
                                             std::string_view field_prefix = "layout");
@@ -59,7 +62,8 @@ struct LayoutSummary {
 
 /// Checks that `per_rank` (index = rank) describes one consistent global array for the leaf
 /// `leaf`, and returns who writes what. Checks, in this order:
-///  1. every rank agrees with rank 0 on dtype, global shape and the replicated flag —
+///  1. every rank agrees with rank 0 on dtype, global shape, the replicated flag and the
+///     fortran_order flag —
 ///     otherwise CollectiveMismatch naming the leaf, the first differing rank, the field and
 ///     both values;
 ///  2. the global shape is valid (at most kMaxDims dimensions, volume fits int64) and every

@@ -96,8 +96,10 @@ struct SavedLeafInfo {
   DType dtype = DType::float64;                 ///< array and scalar leaves
   std::vector<std::int64_t> shape;              ///< array leaves
   bool replicated = false;                      ///< array leaves
-  std::size_t shard_count = 0;                  ///< array leaves
-  std::uint64_t bytes = 0;                      ///< array leaves: bytes of all shards
+  /// Array leaves: saved from Fortran, dims reversed (ArrayShard::fortran_order).
+  bool fortran_order = false;
+  std::size_t shard_count = 0;  ///< array leaves
+  std::uint64_t bytes = 0;      ///< array leaves: bytes of all shards
 };
 
 /// A description of one saved tree.

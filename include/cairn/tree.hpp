@@ -134,6 +134,13 @@ struct ArrayShard {
   MemoryKind memory = MemoryKind::host;  ///< where `data` points
   /// Every rank holds the same whole array; one rank writes it.
   bool replicated = false;
+  /// The array is a Fortran (column-major) array whose dimensions were reversed: global_shape,
+  /// box and data are in C order, and the writer's own view of the array is
+  /// reverse(global_shape). Changes no byte: it is recorded in the metadata ("order": "F" in
+  /// cairn-tree.json, attribute cairn_order = "F" in data.h5) so that readers know. Every rank
+  /// must agree on it (validate_layout()); restore_tree_as_saved() returns it; restoring into a
+  /// target ignores it (a C target of shape reverse(...) gets the same bytes).
+  bool fortran_order = false;
 
   /// A contiguous host view of `data` (dtype_of<T>()); `box` empty: the whole array. The view
   /// is read-only to cairn unless used as a restore target. Never throws beyond bad_alloc.
@@ -214,9 +221,10 @@ class ArrayTree {
   /// conflicting path (a leaf cannot also be a group); Unsupported for strided device views.
   void add_array(std::string_view path, ArrayShard shard, std::shared_ptr<void> owner = {});
   /// Allocates a zeroed, tree-owned buffer for the box of a new array leaf and returns it.
+  /// `replicated` and `fortran_order` set the shard's flags of the same names. Not collective.
   /// Throws as add_array().
   void* add_owned_array(std::string_view path, DType dtype, std::vector<std::int64_t> global_shape,
-                        Box box = {}, bool replicated = false);
+                        Box box = {}, bool replicated = false, bool fortran_order = false);
   /// Adds a scalar leaf. Throws InvalidArgument for an invalid, duplicate or conflicting path.
   void add_scalar(std::string_view path, Scalar value);
   /// Adds a string leaf. Throws as add_scalar().
@@ -288,9 +296,10 @@ class ArrayTree {
   [[nodiscard]] std::vector<std::string> sorted_paths() const;
 
   /// 64-bit FNV-1a hash of every leaf's (path, kind, dtype of arrays and scalars, global
-  /// shape, replicated flag), in sorted path order. Boxes, pointers, strides, memory kinds and
-  /// values are not included, so ranks that describe the same global tree get the same hash
-  /// on any platform. Never throws.
+  /// shape, replicated flag), in sorted path order. Boxes, pointers, strides, memory kinds,
+  /// the fortran_order flag (checked by the layout validation of a save instead, and
+  /// meaningless in a restore target) and values are not included, so ranks that describe the
+  /// same global tree get the same hash on any platform. Never throws.
   [[nodiscard]] std::uint64_t structure_hash() const noexcept;
 
  private:

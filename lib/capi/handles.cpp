@@ -112,6 +112,7 @@ ArrayShard shard_from_c(const cairn_array_desc& desc) {
   }
   shard.data = desc.data;
   shard.replicated = desc.replicated != 0;
+  shard.fortran_order = desc.fortran_order != 0;
   return shard;
 }
 

@@ -47,9 +47,10 @@ cairn_status cairn_tree_add_array(cairn_tree* tree, const char* path, int dtype,
                                   const int64_t* global_dims, const int64_t* offset,
                                   const int64_t* local_dims, void* data, int flags) {
   return guarded(__func__, [&] {
-    if ((flags & ~CAIRN_ARRAY_REPLICATED) != 0) {
-      throw cairn::InvalidArgument("unknown flags " + std::to_string(flags) +
-                                   ": use 0 or CAIRN_ARRAY_REPLICATED");
+    if ((flags & ~(CAIRN_ARRAY_REPLICATED | CAIRN_ARRAY_FORTRAN_ORDER)) != 0) {
+      throw cairn::InvalidArgument(
+          "unknown flags " + std::to_string(flags) +
+          ": use 0, CAIRN_ARRAY_REPLICATED and/or CAIRN_ARRAY_FORTRAN_ORDER");
     }
     cairn_array_desc desc = cairn::capi::default_array_desc();
     desc.dtype = dtype;
@@ -59,6 +60,7 @@ cairn_status cairn_tree_add_array(cairn_tree* tree, const char* path, int dtype,
     desc.local_dims = local_dims;
     desc.data = data;
     desc.replicated = (flags & CAIRN_ARRAY_REPLICATED) != 0;
+    desc.fortran_order = (flags & CAIRN_ARRAY_FORTRAN_ORDER) != 0;
     auto& t = deref(tree, "tree").tree;
     t.add_array(text(path, "path"), cairn::capi::shard_from_c(desc));
   });

@@ -19,6 +19,9 @@
 !   the dimensions reversed (as HDF5's Fortran API does). `global_shape` and `offset` are
 !   given in Fortran order (offsets count from 0) and reversed by this module. h5py and C see
 !   the array transposed: Fortran a(i, j) is C a[j][i] (0-based) and numpy a[j-1, i-1].
+!   Every array this module adds is marked CAIRN_ARRAY_FORTRAN_ORDER, so the checkpoint
+!   records it: "order": "F" in cairn-tree.json and the attribute cairn_order = "F" on the
+!   HDF5 dataset (the shape stored is still the reversed one).
 ! - Device memory: cairn_tree_add_array_ptr takes an array's address as a type(c_ptr) with
 !   its dtype, shapes and memory kind, as cairn_array_desc does in C, so a leaf may live in
 !   CUDA device memory (memory=CAIRN_MEMORY_CUDA_DEVICE). The pointer may come from cudaMalloc
@@ -56,6 +59,8 @@ module cairn
   integer, parameter, public :: CAIRN_BEST_MAX = 0, CAIRN_BEST_MIN = 1
   integer, parameter, public :: CAIRN_MAX_DIMS = 32
   integer, parameter, public :: CAIRN_MEMORY_HOST = 0, CAIRN_MEMORY_CUDA_DEVICE = 1
+  ! Flags of cairn_tree_add_array (cairn.h), set by this module.
+  integer(c_int), parameter :: ARRAY_REPLICATED = 1_c_int, ARRAY_FORTRAN_ORDER = 2_c_int
 
   type, public :: cairn_comm
     type(c_ptr) :: ptr = c_null_ptr
@@ -379,14 +384,14 @@ contains
 
   !> Adds this rank's shard of a global array by address: `data` points to the shard's
   !> elements of type `dtype` (CAIRN_*), contiguous in Fortran order. `global_shape`, `offset`
-  !> (0-based) and `local_shape` are in Fortran order, as for cairn_tree_add_array; without
-  !> offset and local_shape the shard is the whole array. `memory`: CAIRN_MEMORY_HOST (the
-  !> default) or CAIRN_MEMORY_CUDA_DEVICE for a CUDA device pointer (see the module header).
-  !> The memory must stay valid while the tree is used. Not collective. Fails with
-  !> CAIRN_ERR_INVALID_ARGUMENT as cairn_tree_add_array does, for an unknown memory kind, or
-  !> when only one of offset and local_shape is given or their sizes differ from
-  !> global_shape's. A device leaf without a usable device fails later, when the tree is saved
-  !> or restored into (CAIRN_ERR_UNSUPPORTED).
+  !> (0-based) and `local_shape` are in Fortran order, as for cairn_tree_add_array (the leaf is
+  !> marked CAIRN_ARRAY_FORTRAN_ORDER); without offset and local_shape the shard is the whole
+  !> array. `memory`: CAIRN_MEMORY_HOST (the default) or CAIRN_MEMORY_CUDA_DEVICE for a CUDA
+  !> device pointer (see the module header). The memory must stay valid while the tree is
+  !> used. Not collective. Fails with CAIRN_ERR_INVALID_ARGUMENT as cairn_tree_add_array does,
+  !> for an unknown memory kind, or when only one of offset and local_shape is given or their
+  !> sizes differ from global_shape's. A device leaf without a usable device fails later, when
+  !> the tree is saved or restored into (CAIRN_ERR_UNSUPPORTED).
   subroutine cairn_tree_add_array_ptr(tree, path, dtype, data, global_shape, offset, &
                                       local_shape, memory, replicated, ierr)
     type(cairn_tree), intent(inout) :: tree
@@ -419,6 +424,8 @@ contains
     desc%memory = int(CAIRN_MEMORY_HOST, c_int)
     if (present(memory)) desc%memory = int(memory, c_int)
     desc%replicated = c_bool_int(replicated, .false.)
+    ! The dims are reversed below: the checkpoint records the array as a Fortran one.
+    desc%fortran_order = 1_c_int
     if (n > 0) then
       g = int(global_shape(n:1:-1), c_int64_t)
       desc%global_dims = c_loc(g)
@@ -440,7 +447,7 @@ contains
 
   ! The type- and rank-independent part of cairn_tree_add_array: checks that the array is
   ! contiguous (its last element is where a contiguous array's would be), reverses the dims to
-  ! C order and adds the shard.
+  ! C order and adds the shard marked CAIRN_ARRAY_FORTRAN_ORDER.
   subroutine add_array_at(tree, path, dtype, elem_bytes, local_shape, first, last, &
                           global_shape, offset, replicated, ierr)
     type(cairn_tree), intent(inout) :: tree
@@ -478,8 +485,9 @@ contains
       end if
       o = int(offset(n:1:-1), c_int64_t)
     end if
-    flags = 0
-    if (present(replicated)) flags = merge(1_c_int, 0_c_int, replicated)
+    ! The dims were reversed above: the checkpoint records the array as a Fortran one.
+    flags = ARRAY_FORTRAN_ORDER
+    if (present(replicated)) flags = ior(flags, merge(ARRAY_REPLICATED, 0_c_int, replicated))
     call check(c_tree_add_array(tree%ptr, c_string(path), int(dtype, c_int), n, g, o, l, &
                                 first, flags), ierr)
   end subroutine add_array_at

@@ -167,7 +167,7 @@ std::uint64_t structure_hash(std::span<const Hdf5ArrayToWrite> arrays,
   for (const auto& a : arrays) {
     hash = fnv1a(fnv1a(hash, a.path), static_cast<std::int64_t>(a.dtype));
     for (std::int64_t n : a.shape) hash = fnv1a(hash, n);
-    hash = fnv1a(hash, std::int64_t{-1});
+    hash = fnv1a(hash, a.fortran_order ? std::int64_t{-2} : std::int64_t{-1});
   }
   for (const auto& v : values) {
     hash = fnv1a(hash, v.path);
@@ -188,6 +188,7 @@ struct Hdf5Writer::Impl {
     std::string path;
     DType dtype = DType::float64;
     std::vector<std::int64_t> shape;
+    bool fortran_order = false;
     std::optional<Box> box;  // this rank's, when it has a shard
     h5::Dataset dataset;     // open from the constructor to finish()
   };
@@ -241,6 +242,7 @@ Hdf5Writer::Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
       w.arrays[i].path = a.path;
       w.arrays[i].dtype = a.dtype;
       w.arrays[i].shape = a.shape;
+      w.arrays[i].fortran_order = a.fortran_order;
       if (a.shard != nullptr) w.arrays[i].box = checked_box(a);
     }
     for (std::size_t k = 0; k < values.size(); ++k) {
@@ -289,6 +291,9 @@ Hdf5Writer::Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
                                     where, "creating the dataset", kHintCreate));
       // Names the dtype for readers that cannot tell it from the HDF5 type (bfloat16).
       write_string_attribute(a.dataset.get(), "cairn_dtype", dtype_name(a.dtype), where);
+      // Whether the writer saw the array with its dimensions reversed (Fortran); h5py shows
+      // the C-order shape either way.
+      write_string_attribute(a.dataset.get(), "cairn_order", a.fortran_order ? "F" : "C", where);
     }
 
     // Values: small datasets, created by all, data written by the primary.

@@ -4,7 +4,9 @@
 // "fields", dataset "u"), with the global shape and the HDF5 type matching the dtype;
 // scalars, strings and JSON leaves (when the item's default format is hdf5) as small
 // datasets at their paths, with an attribute "cairn_kind" = "scalar" | "string" | "json".
-// Files are readable with h5dump and h5py without cairn.
+// Array datasets carry "cairn_dtype" (the dtype name) and "cairn_order" ("C", or "F" for a
+// Fortran array stored with its dimensions reversed). Files are readable with h5dump and h5py
+// without cairn.
 #pragma once
 
 #include <cairn/comm.hpp>
@@ -30,6 +32,8 @@ struct Hdf5ArrayToWrite {
   /// a replicated leaf written by another rank). Only its dtype, global shape and box are
   /// used: the data is passed to Hdf5Writer::write().
   const ArrayShard* shard = nullptr;
+  /// The leaf's ArrayShard::fortran_order: the dataset's attribute cairn_order is "F", not "C".
+  bool fortran_order = false;
 };
 
 /// One non-array leaf to store for external readers (same list on every rank).

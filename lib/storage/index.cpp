@@ -141,6 +141,7 @@ json::value to_json(const TreeIndex& index) {
         o["dtype"] = dtype_name(leaf.dtype);
         o["shape"] = to_json_array(leaf.shape);
         o["replicated"] = leaf.replicated;
+        o["order"] = leaf.fortran_order ? "F" : "C";
         json::array shards;
         for (const auto& s : leaf.shards) {
           json::object so;
@@ -212,6 +213,12 @@ TreeIndex index_from_json(const json::value& value, const std::filesystem::path&
         r.fail("shape", "has a number of elements that overflows 64 bits");
       }
       leaf.replicated = r.boolean(o, "replicated");
+      // Files written before "order" existed hold C-order arrays only.
+      if (o.contains("order")) {
+        const std::string_view order = r.string(o, "order");
+        if (order != "C" && order != "F") r.fail("order", "is not \"C\" or \"F\"");
+        leaf.fortran_order = order == "F";
+      }
       const json::value& shards = r.member(o, "shards");
       if (!shards.is_array()) r.fail("shards", "is not an array");
       std::size_t j = 0;

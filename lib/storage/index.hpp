@@ -41,6 +41,7 @@ struct LeafRecord {
   DType dtype = DType::float64;                 ///< arrays and scalars
   std::vector<std::int64_t> shape;              ///< arrays only
   bool replicated = false;                      ///< arrays only
+  bool fortran_order = false;                   ///< arrays only: "order" is "F", not "C"
   std::vector<ShardRecord> shards;              ///< arrays only, ascending rank
   boost::json::value value;                     ///< scalars, strings, JSON values
 };
@@ -61,7 +62,8 @@ struct TreeIndex {
 /// Parses and validates an index read from `source`: every field's type and range, leaf
 /// paths, dtype names, shapes (at most kMaxDims dimensions, no overflow), shard boxes inside
 /// their shape, byte counts equal to the box volume times the element size, file names of
-/// the expected form (no "..", no absolute paths), checksums of 16 hex digits. Throws
+/// the expected form (no "..", no absolute paths), checksums of 16 hex digits, an array's
+/// "order" "C" or "F" (missing: "C", as in files written before it existed). Throws
 /// FormatError naming `source` and the first bad field; never crashes on hostile input.
 [[nodiscard]] TreeIndex index_from_json(const boost::json::value& json,
                                         const std::filesystem::path& source);

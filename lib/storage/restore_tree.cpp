@@ -385,6 +385,7 @@ SavedTreeInfo read_tree_info(const Comm& comm, const std::filesystem::path& dir)
     out.dtype = leaf.dtype;
     out.shape = leaf.shape;
     out.replicated = leaf.replicated;
+    out.fortran_order = leaf.fortran_order;
     out.shard_count = leaf.shards.size();
     for (const auto& s : leaf.shards) out.bytes += s.bytes;
     info.leaves.push_back(std::move(out));
@@ -413,7 +414,8 @@ ArrayTree restore_tree_as_saved(const Comm& comm, const std::filesystem::path& d
             if (shard.rank == comm.rank()) box = shard.box;
           }
         }
-        target.add_owned_array(leaf.path, leaf.dtype, leaf.shape, box, leaf.replicated);
+        target.add_owned_array(leaf.path, leaf.dtype, leaf.shape, box, leaf.replicated,
+                               leaf.fortran_order);
         break;
       }
       case LeafKind::scalar:

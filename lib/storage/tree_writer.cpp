@@ -143,8 +143,8 @@ void TreeWriter::open_hdf5([[maybe_unused]] const Comm& comm) {
   for (const ArrayJob& job : arrays_) {
     if (job.format != StorageFormat::hdf5) continue;
     const ArrayShard& shard = job.leaf->as_array();
-    h5_arrays.push_back(
-        {job.leaf->path(), shard.dtype, shard.global_shape, job.writes ? &shard : nullptr});
+    h5_arrays.push_back({job.leaf->path(), shard.dtype, shard.global_shape,
+                         job.writes ? &shard : nullptr, shard.fortran_order});
   }
   std::vector<Hdf5ValueToWrite> h5_values;
   if (options_.format == StorageFormat::hdf5) {
@@ -295,6 +295,7 @@ void TreeWriter::finish(const Comm& comm) {
           record.dtype = shard.dtype;
           record.shape = shard.global_shape;
           record.replicated = shard.replicated;
+          record.fortran_order = shard.fortran_order;
           slot_of_array.push_back(index.leaves.size());
           break;
         }

@@ -145,6 +145,7 @@ json::value LeafLayout::to_json() const {
     o["box"] = nullptr;
   }
   o["replicated"] = replicated;
+  o["fortran_order"] = fortran_order;
   return o;
 }
 
@@ -191,6 +192,11 @@ LeafLayout LeafLayout::from_json(const json::value& value, std::string_view sour
   if (replicated == nullptr) r.fail(p + "replicated", "is missing");
   if (!replicated->is_bool()) r.fail(p + "replicated", "must be true or false");
   out.replicated = replicated->get_bool();
+
+  if (const json::value* order = o->if_contains("fortran_order")) {
+    if (!order->is_bool()) r.fail(p + "fortran_order", "must be true or false");
+    out.fortran_order = order->get_bool();
+  }
   return out;
 }
 
@@ -220,6 +226,13 @@ LayoutSummary validate_layout(std::string_view leaf, std::span<const LeafLayout>
           static_cast<int>(r), "replicated",
           name + ": " + rank_name(r) + (l.replicated ? " marks" : " does not mark") +
               " it replicated but rank 0 " + (ref.replicated ? "does" : "does not") + tail);
+    }
+    if (l.fortran_order != ref.fortran_order) {
+      throw CollectiveMismatch(static_cast<int>(r), "fortran_order",
+                               name + ": " + rank_name(r) +
+                                   (l.fortran_order ? " marks" : " does not mark") +
+                                   " it a Fortran (column-major) array but rank 0 " +
+                                   (ref.fortran_order ? "does" : "does not") + tail);
     }
   }
 

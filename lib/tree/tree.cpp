@@ -155,6 +155,7 @@ LeafLayout ArrayShard::layout() const {
   out.dtype = dtype;
   out.global_shape = global_shape;
   out.replicated = replicated;
+  out.fortran_order = fortran_order;
   Box b = effective_box(*this);
   if (!is_empty(b)) out.box = std::move(b);
   return out;
@@ -284,13 +285,15 @@ void ArrayTree::add_array(std::string_view path, ArrayShard shard, std::shared_p
 }
 
 void* ArrayTree::add_owned_array(std::string_view path, DType dtype,
-                                 std::vector<std::int64_t> global_shape, Box box, bool replicated) {
+                                 std::vector<std::int64_t> global_shape, Box box, bool replicated,
+                                 bool fortran_order) {
   // Assigned member by member: g++ 12 -Wextra warns about omitted designated initializers.
   ArrayShard shard;
   shard.dtype = dtype;
   shard.global_shape = std::move(global_shape);
   shard.box = std::move(box);
   shard.replicated = replicated;
+  shard.fortran_order = fortran_order;
   validate_leaf_path(path);
   std::int64_t bytes = 0;
   try {

@@ -3,8 +3,10 @@
 #include <cairn/storage.hpp>
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "storage/storage_test_util.hpp"
 #include "support/test_support.hpp"
@@ -266,9 +268,64 @@ TEST(Storage, InvalidLayoutsThrowOnEveryRankAndWriteNothing) {
   }
   EXPECT_THROW(save_tree(comm, tmp / "dtype", c), CollectiveMismatch);
 
+  // Rank 1 alone marks the array a Fortran (column-major) one.
+  ArrayTree d;
+  ArrayShard shard = ArrayShard::host(data.data(), kShape, mine);
+  shard.fortran_order = comm.rank() == 1;
+  d.add_array("u", shard);
+  try {
+    save_tree(comm, tmp / "order", d);
+    ADD_FAILURE() << "expected CollectiveMismatch";
+  } catch (const CollectiveMismatch& e) {
+    EXPECT_EQ(e.rank(), 1) << e.what();
+    EXPECT_EQ(e.field(), "fortran_order") << e.what();
+    EXPECT_NE(std::string(e.what()).find("'u'"), std::string::npos) << e.what();
+  }
+
   comm.barrier("checked");
-  for (const char* name : {"overlap", "holes", "dtype"}) {
+  for (const char* name : {"overlap", "holes", "dtype", "order"}) {
     EXPECT_FALSE(std::filesystem::exists(tmp / name)) << name << " was created";
+  }
+}
+
+TEST(Storage, FortranOrderIsRecordedAndReturnedAsSaved) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  for (StorageFormat format : available_formats()) {
+    const auto dir = tmp / std::string(storage_format_name(format));
+    const Box box = slab_box(kShape, comm.rank(), comm.size());
+    auto f = reference_box(DType::float64, kShape, box);
+    auto c = reference_box(DType::float64, kShape, box);
+    ArrayTree tree;
+    tree.add_array("fields/u", {.dtype = DType::float64,
+                                .global_shape = kShape,
+                                .box = box,
+                                .data = f.data(),
+                                .fortran_order = true});
+    tree.add_array("g",
+                   {.dtype = DType::float64, .global_shape = kShape, .box = box, .data = c.data()});
+    save_tree(comm, dir, tree, {.format = format});
+
+    if (comm.is_primary()) {
+      std::ifstream in(dir / "cairn-tree.json");
+      const std::string text((std::istreambuf_iterator<char>(in)), {});
+      const auto json = boost::json::parse(text);
+      for (const auto& leaf : json.at("leaves").as_array()) {
+        EXPECT_EQ(leaf.at("order"), leaf.at("path") == "fields/u" ? "F" : "C") << leaf;
+      }
+    }
+    const SavedTreeInfo info = read_tree_info(comm, dir);
+    ASSERT_EQ(info.leaves.size(), 2u);
+    EXPECT_EQ(info.leaves[0].path, "fields/u");
+    EXPECT_TRUE(info.leaves[0].fortran_order);
+    EXPECT_FALSE(info.leaves[1].fortran_order);
+
+    const ArrayTree back = restore_tree_as_saved(comm, dir);
+    EXPECT_TRUE(back.at("fields/u").as_array().fortran_order);
+    EXPECT_FALSE(back.at("g").as_array().fortran_order);
+    EXPECT_EQ(back.at("fields/u").as_array().global_shape, kShape) << "stored in C order";
+    // A C target (no flag) gets the Fortran array's bytes unchanged.
+    check_restore(dir, world_size(), DType::float64, block_box);
   }
 }
 

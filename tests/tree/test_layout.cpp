@@ -85,6 +85,25 @@ TEST(Layout, DisagreementIsACollectiveMismatchNamingRankAndValues) {
             "replicated");
 }
 
+TEST(Layout, RanksDisagreeingOnFortranOrderAreACollectiveMismatch) {
+  // Two ranks, each half of a Fortran u(4, 8) stored as the C-order (8, 4).
+  std::vector<LeafLayout> per_rank = {shard({8, 4}, Box{{0, 0}, {4, 4}}),
+                                      shard({8, 4}, Box{{4, 0}, {4, 4}})};
+  for (auto& l : per_rank) l.fortran_order = true;
+  EXPECT_NO_THROW(validate_layout("fields/u", per_rank));
+
+  per_rank[1].fortran_order = false;
+  const auto e = expect_throw<CollectiveMismatch>([&] { validate_layout("fields/u", per_rank); });
+  EXPECT_EQ(e.rank(), 1);
+  EXPECT_EQ(e.field(), "fortran_order");
+  EXPECT_THAT(e.what(), HasSubstr("'fields/u'"));
+  EXPECT_THAT(e.what(), HasSubstr("rank 1 does not mark it a Fortran (column-major) array"));
+
+  per_rank[0].fortran_order = false;
+  per_rank[1].fortran_order = true;
+  EXPECT_EQ(expect_throw<CollectiveMismatch>([&] { validate_layout("u", per_rank); }).rank(), 1);
+}
+
 TEST(Layout, OutOfRangeBoxNamesRankBoxAndShape) {
   auto per_rank = quadrants();
   per_rank[1].box = Box{{0, 5}, {4, 4}};
@@ -224,6 +243,14 @@ TEST(LayoutJson, RoundTrips) {
     const boost::json::value j = l.to_json();
     EXPECT_EQ(LeafLayout::from_json(boost::json::parse(boost::json::serialize(j))), l) << j;
   }
+  LeafLayout fortran = shard({6, 8}, Box{{0, 0}, {3, 8}});
+  fortran.fortran_order = true;
+  EXPECT_EQ(LeafLayout::from_json(boost::json::parse(boost::json::serialize(fortran.to_json()))),
+            fortran);
+  // Without "fortran_order" (written before it existed): false.
+  EXPECT_FALSE(LeafLayout::from_json(boost::json::parse(R"({"dtype":"int8","shape":[4],"box":null,)"
+                                                        R"("replicated":false})"))
+                   .fortran_order);
 }
 
 // Expects FormatError from parsing `text`; returns the error's field.
@@ -282,6 +309,9 @@ TEST(LayoutJson, HostileInputIsAFormatErrorNamingTheField) {
   EXPECT_EQ(bad_field(R"({"dtype":"int8","shape":[4],)" + ok_box + "}"), "leaves[3].replicated");
   EXPECT_EQ(bad_field(R"({"dtype":"int8","shape":[4],)" + ok_box + R"(,"replicated":1})"),
             "leaves[3].replicated");
+  EXPECT_EQ(bad_field(R"({"dtype":"int8","shape":[4],)" + ok_box +
+                      R"(,"replicated":false,"fortran_order":"F"})"),
+            "leaves[3].fortran_order");
 }
 
 }  // namespace
