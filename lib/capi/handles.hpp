@@ -10,6 +10,7 @@
 #include <cairn/error.hpp>
 #include <cairn/manager.hpp>
 #include <cairn/multihost.hpp>
+#include <cairn/policies.hpp>
 #include <cairn/tree.hpp>
 
 #include <boost/json/value.hpp>
@@ -31,6 +32,16 @@ struct cairn_comm {
 /// cairn_tree: an ArrayTree (copies share array memory and the owners of owned buffers).
 struct cairn_tree {
   cairn::ArrayTree tree;
+};
+
+/// cairn_save_policy: a shared, immutable save decision policy.
+struct cairn_save_policy {
+  cairn::SaveDecisionPolicyPtr policy;
+};
+
+/// cairn_preservation_policy: a shared, immutable preservation policy.
+struct cairn_preservation_policy {
+  cairn::PreservationPolicyPtr policy;
 };
 
 /// cairn_items: named items of a composite step.

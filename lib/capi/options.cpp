@@ -123,6 +123,8 @@ CheckpointManagerOptions manager_options(const cairn_manager_options* options) {
                             std::to_string(c.best_mode));
   }
   o.keep_checkpoints_without_metrics = c.keep_checkpoints_without_metrics != 0;
+  if (c.save_decision_policy != nullptr) o.save_decision_policy = c.save_decision_policy->policy;
+  if (c.preservation_policy != nullptr) o.preservation_policy = c.preservation_policy->policy;
   if (c.step_prefix != nullptr) o.step_prefix = c.step_prefix;
   if (c.step_format_fixed_length < 0) {
     throw InvalidArgument("step_format_fixed_length must not be negative");

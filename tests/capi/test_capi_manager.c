@@ -1,7 +1,7 @@
-/* The checkpoint manager through the C ABI only: a series with retention and metrics, best
- * step (also with steps that lack the metric), restore N->M into another decomposition on fewer
- * ranks, partial and as-saved restore, composite items with JSON, and the multihost restart. Exits
- * non-zero on any failure. */
+/* The checkpoint manager through the C ABI only: a series with retention and metrics, composed
+ * policy objects, best step (also with steps that lack the metric), restore N->M into another
+ * decomposition on fewer ranks, partial and as-saved restore, composite items with JSON, and the
+ * multihost restart. Exits non-zero on any failure. */
 #include <cairn/cairn.h>
 
 #include <stdio.h>
@@ -129,6 +129,93 @@ static void series(const cairn_comm* comm, int rank, int size) {
   CHECK_OK(cairn_manager_close(m));
   CHECK_OK(cairn_manager_close(m)); /* idempotent */
   CHECK_OK(cairn_manager_free(m));
+}
+
+static int is_ten(int64_t step, void* user_data) {
+  ++*(int*)user_data;
+  return step == 10;
+}
+
+/* Composed policy objects: save AnyOf(FixedInterval(4), SpecificSteps{7}, fn: step 10), keep
+ * AnyOf(LatestN(2), EveryNSteps(8)); the handles are freed right after the manager takes them.
+ * Bad arguments of the constructors fail with a message naming them. */
+static void policies(const cairn_comm* comm, int rank, int size) {
+  double u[NY * NX];
+  int32_t n[3];
+  const int64_t seven = 7;
+  int calls = 0;
+  cairn_save_policy* save[3] = {NULL, NULL, NULL};
+  cairn_save_policy* save_any = NULL;
+  cairn_preservation_policy* keep[2] = {NULL, NULL};
+  cairn_preservation_policy* keep_any = NULL;
+  cairn_save_policy* bad = NULL;
+  const cairn_save_policy* with_null[2];
+  cairn_manager_options o;
+  cairn_manager* m = NULL;
+  int64_t* steps = NULL;
+  size_t count = 0;
+  int64_t step;
+  char* text = NULL;
+  CHECK_OK(cairn_save_policy_fixed_interval(4, &save[0]));
+  CHECK_OK(cairn_save_policy_specific_steps(&seven, 1, &save[1]));
+  CHECK_OK(cairn_save_policy_fn(is_ten, &calls, &save[2]));
+  CHECK_OK(cairn_save_policy_any_of((const cairn_save_policy* const*)save, 3, &save_any));
+  CHECK_OK(cairn_preservation_policy_latest_n(2, &keep[0]));
+  CHECK_OK(cairn_preservation_policy_every_n_steps(8, &keep[1]));
+  CHECK_OK(cairn_preservation_policy_any_of((const cairn_preservation_policy* const*)keep, 2,
+                                            &keep_any));
+  CHECK_OK(cairn_save_policy_describe(save_any, &text));
+  CHECK(strcmp(text, "AnyOf(FixedInterval(4), SpecificSteps({7}), ShouldSaveFn)") == 0);
+  cairn_free(text);
+  CHECK_OK(cairn_preservation_policy_describe(keep_any, &text));
+  CHECK(strcmp(text, "AnyOf(LatestN(2), EveryNSteps(8))") == 0);
+  cairn_free(text);
+
+  CHECK_OK(cairn_manager_options_init(&o, sizeof o));
+  CHECK(o.save_decision_policy == NULL && o.preservation_policy == NULL);
+  o.save_decision_policy = save_any;
+  o.preservation_policy = keep_any;
+  o.barrier_timeout_s = 120;
+  CHECK_OK(cairn_manager_create(comm, capi_test_path("policies"), &o, &m));
+  cairn_save_policy_free(save[0]);
+  cairn_save_policy_free(save[1]);
+  cairn_save_policy_free(save[2]);
+  cairn_save_policy_free(save_any);
+  cairn_preservation_policy_free(keep[0]);
+  cairn_preservation_policy_free(keep[1]);
+  cairn_preservation_policy_free(keep_any);
+  for (step = 1; step <= 16; ++step) {
+    cairn_tree* tree = make_state(u, n, rank, size, step);
+    int saved = -1;
+    CHECK_OK(cairn_manager_save(m, step, tree, NULL, &saved));
+    CHECK(saved == (step % 4 == 0 || step == 7 || step == 10));
+    cairn_tree_free(tree);
+  }
+  /* The function runs on the primary only, once per step it is asked about. */
+  CHECK(rank == 0 ? calls > 0 : calls == 0);
+  CHECK_OK(cairn_manager_wait_until_finished(m));
+  CHECK_OK(cairn_manager_all_steps(m, 0, &steps, &count));
+  CHECK(count == 3 && steps[0] == 8 && steps[1] == 12 && steps[2] == 16);
+  cairn_free(steps);
+  CHECK_OK(cairn_manager_free(m));
+
+  CHECK_STATUS(cairn_save_policy_fixed_interval(0, &bad), CAIRN_ERR_INVALID_ARGUMENT, "interval");
+  CHECK_STATUS(cairn_save_policy_continuous(-1, &bad), CAIRN_ERR_INVALID_ARGUMENT, "negative");
+  CHECK_STATUS(cairn_preservation_policy_best_n(2, CAIRN_BEST_MIN, 1, NULL),
+               CAIRN_ERR_INVALID_ARGUMENT, "out");
+  CHECK_STATUS(cairn_preservation_policy_best_n(2, 7, 1, &keep_any), CAIRN_ERR_INVALID_ARGUMENT,
+               "best_mode");
+  CHECK_STATUS(cairn_save_policy_specific_steps(NULL, 2, &bad), CAIRN_ERR_INVALID_ARGUMENT,
+               "steps is NULL");
+  CHECK_OK(cairn_save_policy_initial(&bad));
+  with_null[0] = bad;
+  with_null[1] = NULL;
+  CHECK_STATUS(cairn_save_policy_any_of(with_null, 2, &save_any), CAIRN_ERR_INVALID_ARGUMENT,
+               "policies[1] is NULL");
+  CHECK_STATUS(cairn_save_policy_fn(NULL, NULL, &save_any), CAIRN_ERR_INVALID_ARGUMENT,
+               "fn is NULL");
+  cairn_save_policy_free(bad);
+  cairn_save_policy_free(NULL);
 }
 
 static void best(const cairn_comm* comm, int rank, int size) {
@@ -424,6 +511,7 @@ int main(int argc, char** argv) {
   CHECK_OK(cairn_comm_size(comm, &size));
   capi_test_dir();
   series(comm, rank, size);
+  policies(comm, rank, size);
   best(comm, rank, size);
   best_missing(comm, rank, size, 1);
   best_missing(comm, rank, size, 0);
