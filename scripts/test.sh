@@ -3,11 +3,13 @@
 #   1. scripts/setup.sh (installs missing packages; instant when all are there);
 #   2. formatting of every C/C++/CUDA file under include lib apps tests (clang-format);
 #   3. configure, build and ctest in $BUILD_DIR;
-#   4. the same with AddressSanitizer + UndefinedBehaviorSanitizer in $ASAN_BUILD_DIR;
+#   4. the same with AddressSanitizer + UndefinedBehaviorSanitizer in $ASAN_BUILD_DIR (a Debug
+#      build: assertions on, and it compiles about four times faster than an optimised
+#      sanitizer build), without the suites that check something other than memory use;
 #   5. the threaded tests (labels async, manager; 2 ranks) under ThreadSanitizer in
 #      $TSAN_BUILD_DIR;
-#   6. the libFuzzer targets of tests/fuzz (clang, ASan + UBSan) in $FUZZ_BUILD_DIR, each run
-#      for CAIRN_FUZZ_SECONDS (ctest label fuzz).
+#   6. the libFuzzer targets of tests/fuzz (clang, ASan + UBSan, Debug) in $FUZZ_BUILD_DIR,
+#      each run for CAIRN_FUZZ_SECONDS (ctest label fuzz).
 # Runs every step it can, prints a summary, and exits non-zero when any step failed.
 #
 # Environment:
@@ -20,9 +22,11 @@
 #   CAIRN_TEST_FUZZ=0           skip step 6
 #   CAIRN_FUZZ_SECONDS          seconds per fuzz target in step 6 (default: 20)
 #   CAIRN_SANITIZER_CTEST_ARGS  extra ctest arguments for step 4, e.g. "-L mpi -LE slow"
-#                               (default: "-LE kill": the kill trials of tests/fault, which
-#                               test crash consistency, not memory use, run in step 3 only;
-#                               set it empty to run every test)
+#                               (default: "-LE kill|np4|demo|install": the kill trials, the
+#                               demo and the install checks test crash consistency, behaviour
+#                               and packaging, not memory use, and the 4-rank runs repeat the
+#                               code paths of the 2-rank ones; all run in step 3. Set it empty
+#                               to run every test)
 #   CAIRN_CTEST_ARGS            extra ctest arguments for step 3 (default: none)
 #   CAIRN_CMAKE_ARGS            extra configure arguments for steps 3 and 4
 #   JOBS                        build and ctest parallelism (default: nproc)
@@ -170,8 +174,9 @@ if [ "${CAIRN_TEST_SANITIZERS:-1}" != "0" ]; then
   # shadow gap; without it every CUDA test would fail there (no effect without a GPU).
   export ASAN_OPTIONS="detect_leaks=0:protect_shadow_gap=0:${ASAN_OPTIONS:-}"
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
-  configure_build_test "sanitizers" "$ASAN_BUILD_DIR" "${CAIRN_SANITIZER_CTEST_ARGS--LE kill}" "" \
-    "-DCAIRN_SANITIZE=address,undefined"
+  configure_build_test "sanitizers" "$ASAN_BUILD_DIR" \
+    "${CAIRN_SANITIZER_CTEST_ARGS--LE kill|np4|demo|install}" "" \
+    -DCMAKE_BUILD_TYPE=Debug "-DCAIRN_SANITIZE=address,undefined"
 else
   summary+=("sanitizers: skipped (CAIRN_TEST_SANITIZERS=0)")
 fi
@@ -197,7 +202,8 @@ elif ! command -v clang++ >/dev/null; then
 else
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
   configure_build_test "fuzz" "$FUZZ_BUILD_DIR" "-L fuzz" "" \
-    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCAIRN_BUILD_FUZZERS=ON \
+    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
+    -DCAIRN_BUILD_FUZZERS=ON \
     -DCAIRN_BUILD_TESTS=OFF -DCAIRN_BUILD_APPS=OFF -DBUILD_SHARED_LIBS=OFF \
     -DCAIRN_USE_CUDA=OFF -DCAIRN_USE_NCCL=OFF -DCAIRN_USE_FORTRAN=OFF \
     "-DCAIRN_SANITIZE=address,undefined" "-DCAIRN_FUZZ_SECONDS=${CAIRN_FUZZ_SECONDS:-20}"

@@ -78,7 +78,7 @@ boost::json::object describe_item(const cairn::Comm& comm, const Item& item) {
 std::string shape_text(const boost::json::value& shape) {
   std::string out = "(";
   for (const auto& n : shape.get_array()) {
-    out += (out.size() > 1 ? ", " : "") + std::to_string(n.get_int64());
+    out += (out.size() > 1 ? ", " : "") + std::to_string(n.to_number<std::int64_t>());
   }
   return out + (shape.get_array().size() == 1 ? ",)" : ")");
 }
@@ -86,7 +86,7 @@ std::string shape_text(const boost::json::value& shape) {
 void print_item(const std::string& name, const boost::json::object& item) {
   fmt::print("item {} ({}", name, std::string(item.at("type").get_string()));
   if (const auto* ranks = item.if_contains("world_size"))
-    fmt::print(", saved by {} ranks", ranks->get_int64());
+    fmt::print(", saved by {} ranks", ranks->to_number<std::int64_t>());
   fmt::print(")\n");
   if (const auto* problem = item.if_contains("problem")) {
     fmt::print("  DAMAGED: {}\n", std::string(problem->get_string()));
@@ -105,7 +105,7 @@ void print_item(const std::string& name, const boost::json::object& item) {
         // The shape is the stored (C-order) one; a Fortran writer saw it reversed.
         const bool fortran = leaf.at("order").get_string() == "F";
         fmt::print("  {:<24} {:<7} {:<9} {:<16} {:>6} {:>10}  {}{}{}\n", path, kind, dtype_text,
-                   shape_text(leaf.at("shape")), leaf.at("shards").get_int64(),
+                   shape_text(leaf.at("shape")), leaf.at("shards").to_number<std::int64_t>(),
                    human_bytes(leaf.at("bytes").to_number<std::uint64_t>()),
                    std::string(leaf.at("format").get_string()),
                    leaf.at("replicated").get_bool() ? ", replicated" : "",

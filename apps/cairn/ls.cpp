@@ -64,7 +64,8 @@ int run_ls(const cairn::Comm& comm, const LsOptions& options) {
     }
     const auto status = std::string(row.at("status").get_string());
     const auto path = std::filesystem::path(std::string(row.at("path").get_string()));
-    fmt::print("{:>10}  {:<13}  {:<20}  {:>10}  {:<16}  {}\n", row.at("step").get_int64(), status,
+    fmt::print("{:>10}  {:<13}  {:<20}  {:>10}  {:<16}  {}\n",
+               row.at("step").to_number<std::int64_t>(), status,
                std::string(row.at("time").get_string()),
                human_bytes(row.at("bytes").to_number<std::uint64_t>()), items,
                status == "committed" ? note : path.filename().string());

@@ -102,4 +102,10 @@ void copy_region(std::size_t elem_size, const void* src, const Box& src_box,
 void pack_strided(std::size_t elem_size, const void* src, std::span<const std::int64_t> extent,
                   std::span<const std::int64_t> strides, void* dst);
 
+/// The inverse of pack_strided(): scatters volume(extent) row-major elements from `src` into
+/// the strided view `dst` (strides in elements; the view's elements must not overlap). Not
+/// collective. Throws InvalidArgument as pack_strided().
+void unpack_strided(std::size_t elem_size, const void* src, std::span<const std::int64_t> extent,
+                    std::span<const std::int64_t> strides, void* dst);
+
 }  // namespace cairn

@@ -166,8 +166,9 @@ typedef struct cairn_array_desc {
   const int64_t* offset;      /* ndim: first index of this rank's box; NULL with local_dims
                                  NULL: the whole array */
   const int64_t* local_dims;  /* ndim: extents of this rank's box */
-  const int64_t* strides;     /* ndim element strides of `data` (host memory, saving only);
-                                 NULL: contiguous row-major */
+  const int64_t* strides;     /* ndim element strides of `data` (host memory only; a restore
+                                 target's elements must be distinct); NULL: contiguous
+                                 row-major */
   void* data;                 /* first element of the box; may be NULL when it is empty */
   int memory;                 /* CAIRN_MEMORY_HOST (default) or CAIRN_MEMORY_CUDA_DEVICE */
   int replicated;             /* nonzero: as CAIRN_ARRAY_REPLICATED */
@@ -203,6 +204,18 @@ CAIRN_C_API cairn_status cairn_tree_add_array(cairn_tree* tree, const char* path
  * kind. */
 CAIRN_C_API cairn_status cairn_tree_add_array_desc(cairn_tree* tree, const char* path,
                                                    const cairn_array_desc* desc);
+/* Adds an array of logicals held as `elem_size`-byte integers (1, 2, 4 or 8; nonzero is
+ * true), such as Fortran's default logical (elem_size 4) or C int flags, saved as CAIRN_BOOL
+ * (one byte, 0 or 1: what h5py reads as bool). `desc` is as for cairn_tree_add_array_desc
+ * with dtype CAIRN_BOOL and host memory; its strides count elements. The caller's memory is
+ * converted, not referenced: it is read at every save of the tree (each save converts into
+ * a buffer of its own, so the caller may change the array as soon as the save returns) and
+ * written at the end of every restore into the tree (1 for true, 0 for false). Not
+ * collective. Fails as cairn_tree_add_array_desc, and with CAIRN_ERR_INVALID_ARGUMENT for
+ * another elem_size, dtype or memory kind. */
+CAIRN_C_API cairn_status cairn_tree_add_logical_array(cairn_tree* tree, const char* path,
+                                                      size_t elem_size,
+                                                      const cairn_array_desc* desc);
 /* Adds a scalar leaf: dtype_size(dtype) bytes at `value`. */
 CAIRN_C_API cairn_status cairn_tree_add_scalar(cairn_tree* tree, const char* path, int dtype,
                                                const void* value);

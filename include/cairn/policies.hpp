@@ -1,11 +1,12 @@
 // cairn — the policies of the CheckpointManager: when to save a step (save decision) and which
 // committed steps to keep (preservation), after Orbax's composable policy objects.
 //
-// Policies are immutable values held by std::shared_ptr<const ...>. They do no I/O and no MPI:
-// the manager calls them on every rank with identical inputs, so every rank reaches the same
-// decision without communication. A policy that reads anything else (a clock, a file, a
-// random number) breaks that; custom predicates must be deterministic functions of their
-// arguments.
+// Policies are immutable values held by std::shared_ptr<const ...>. They do no I/O and no MPI.
+// The manager asks its save decision policy on the primary rank only and gives every rank
+// that answer, so a save decision may depend on what only the primary sees (its clock, a
+// custom predicate reading a file). Preservation policies run on every rank with identical
+// inputs (the step times the primary recorded), so they must be deterministic functions of
+// the checkpoints.
 //
 // Save decision: a SaveContext in, a bool out. Preservation: the committed checkpoints in, the
 // set of steps to keep out; steps_to_delete() turns that into deletions and always spares the
@@ -44,8 +45,8 @@ struct SaveContext {
   bool is_saving_in_progress = {};
 };
 
-/// Decides whether a step is saved (Orbax SaveDecisionPolicy). Implementations must be
-/// deterministic functions of the SaveContext.
+/// Decides whether a step is saved (Orbax SaveDecisionPolicy). A CheckpointManager asks it on
+/// its primary rank only.
 class SaveDecisionPolicy {
  public:
   virtual ~SaveDecisionPolicy() = default;
@@ -126,8 +127,8 @@ class InitialSave final : public SaveDecisionPolicy {
   [[nodiscard]] std::string describe() const override;
 };
 
-/// Saves when a user predicate of the step says so (Orbax should_save_fn). The predicate runs
-/// on every rank and must return the same answer on all of them.
+/// Saves when a user predicate of the step says so (Orbax should_save_fn). In a
+/// CheckpointManager the predicate runs on the primary rank only.
 class ShouldSaveFn final : public SaveDecisionPolicy {
  public:
   /// Not collective. Throws InvalidArgument when `fn` is empty.
@@ -351,7 +352,7 @@ struct PlainSaveOptions {
   /// Also save these steps.
   std::set<std::int64_t> save_on_steps = {};
   /// When set, decides alone in place of save_interval_steps, save_on_steps and the initial
-  /// save (as in Orbax); preemption saves still happen. Must be deterministic across ranks.
+  /// save (as in Orbax); preemption saves still happen. Called on the primary rank only.
   std::function<bool(std::int64_t step)> should_save_fn = {};
 };
 

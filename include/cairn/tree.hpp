@@ -129,7 +129,8 @@ struct ArrayShard {
   Box box = {};
   void* data = nullptr;  ///< first element of the box; may be null when the box is empty
   /// Element strides of the box (one per dimension, host memory only); empty: contiguous
-  /// row-major. Strides may be any value that keeps every element inside the allocation.
+  /// row-major. Strides may be any value that keeps every element inside the allocation; a
+  /// restore target's must address distinct elements (restoring fills the view in place).
   std::vector<std::int64_t> strides = {};
   MemoryKind memory = MemoryKind::host;  ///< where `data` points
   /// Every rank holds the same whole array; one rank writes it.

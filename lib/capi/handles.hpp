@@ -29,9 +29,32 @@ struct cairn_comm {
   std::shared_ptr<cairn::Comm> comm;
 };
 
-/// cairn_tree: an ArrayTree (copies share array memory and the owners of owned buffers).
+/// cairn_tree: an ArrayTree (copies share array memory and the owners of owned buffers), and
+/// the caller's memory behind its converted leaves.
 struct cairn_tree {
+  /// An array leaf added by cairn_tree_add_logical_array: the tree's shard is a bool buffer of
+  /// its own; the caller's memory holds `elem_size`-byte integers (nonzero is true).
+  struct LogicalLeaf {
+    std::string path;
+    void* data = nullptr;               ///< the caller's first element
+    std::size_t elem_size = 0;          ///< 1, 2, 4 or 8
+    std::vector<std::int64_t> extent;   ///< this rank's box
+    std::vector<std::int64_t> strides;  ///< element strides of `data` (row-major when contiguous)
+  };
+
   cairn::ArrayTree tree;
+  std::vector<LogicalLeaf> logical;
+
+  /// The tree to save: `tree` itself, or a copy whose logical leaves are converted from the
+  /// caller's memory into new buffers that the copy owns (so that a save still reading one
+  /// never sees a later conversion). Not collective. Throws std::bad_alloc.
+  [[nodiscard]] cairn::ArrayTree to_save() const;
+  /// Before a restore into `tree`: converts the caller's logicals into the tree's buffers, so
+  /// that what the checkpoint does not cover keeps its values. Not collective; never throws.
+  void before_restore();
+  /// After a restore into `tree`: writes the restored bools back to the caller's memory (1 for
+  /// true, 0 for false). Not collective; never throws.
+  void after_restore();
 };
 
 /// cairn_save_policy: a shared, immutable save decision policy.

@@ -41,7 +41,7 @@ Composite save_args(const cairn_items& items, const TreeSaveOptions& tree_option
       args.emplace(name, std::make_shared<JsonSave>(*item.json));
     } else {
       if (item.tree == nullptr) throw InvalidArgument("item '" + name + "' has no tree to save");
-      args.emplace(name, std::make_shared<ArrayTreeSave>(item.tree->tree, tree_options));
+      args.emplace(name, std::make_shared<ArrayTreeSave>(item.tree->to_save(), tree_options));
     }
   }
   return Composite(std::move(args));
@@ -54,6 +54,7 @@ Composite restore_args(const cairn_items& items, const TreeRestoreOptions& targe
     if (item.is_json) {
       args.emplace(name, std::make_shared<JsonRestore>());
     } else if (item.tree != nullptr) {
+      item.tree->before_restore();
       args.emplace(name, std::make_shared<ArrayTreeRestore>(item.tree->tree, target_options));
     } else {
       args.emplace(name, std::make_shared<ArrayTreeRestore>(as_saved));
@@ -68,6 +69,7 @@ void take_results(cairn_items& items, const CompositeResult& result) {
       item.json = result.get<boost::json::value>(name);
     } else if (item.tree != nullptr) {
       item.tree->tree = result.get<ArrayTree>(name);
+      item.tree->after_restore();
     } else {
       item.restored = result.get<ArrayTree>(name);
     }
@@ -125,6 +127,7 @@ cairn_status cairn_items_get_tree(const cairn_items* items, const char* name, ca
     auto copy = std::make_unique<cairn_tree>();
     if (item.tree != nullptr) {
       copy->tree = item.tree->tree;
+      copy->logical = item.tree->logical;
     } else if (item.restored) {
       copy->tree = *item.restored;
     } else {

@@ -107,7 +107,7 @@ cairn_status cairn_manager_save(cairn_manager* manager, int64_t step, const cair
     const auto o =
         cairn::capi::read_options(options, cairn::capi::default_save_options(), "options");
     const bool started =
-        m.save(step, cairn::ArrayTreeSave(t.tree, cairn::capi::tree_save_options(o)),
+        m.save(step, cairn::ArrayTreeSave(t.to_save(), cairn::capi::tree_save_options(o)),
                cairn::capi::manager_save_options(o));
     if (saved != nullptr) *saved = started ? 1 : 0;
   });
@@ -135,9 +135,11 @@ cairn_status cairn_manager_restore(cairn_manager* manager, int64_t step, cairn_t
     auto& t = deref(target, "target");
     const auto o =
         cairn::capi::read_options(options, cairn::capi::default_restore_options(), "options");
+    t.before_restore();
     const cairn::ArrayTreeRestore args(t.tree, cairn::capi::tree_restore_options(o));
     t.tree =
         cairn::Checkpointer::result_as<cairn::ArrayTree>(m.restore(step_or_latest(step), &args));
+    t.after_restore();
   });
 }
 

@@ -48,13 +48,16 @@ cairn_status cairn_multihost_restore_or_initialize(cairn_multihost* multihost, c
     auto& m = multihost_of(multihost);
     auto& t = deref(state, "state");
     out_param(step, "step");
+    t.before_restore();
     *step = m.restore_or_initialize(t.tree, initial_step);
+    t.after_restore();
   });
 }
 
 cairn_status cairn_multihost_save(cairn_multihost* multihost, int64_t step,
                                   const cairn_tree* state) {
-  return guarded(__func__, [&] { multihost_of(multihost).save(step, deref(state, "state").tree); });
+  return guarded(__func__,
+                 [&] { multihost_of(multihost).save(step, deref(state, "state").to_save()); });
 }
 
 cairn_status cairn_multihost_latest_common_step(cairn_multihost* multihost, int64_t* step,

@@ -2,7 +2,10 @@
 #include <boost/json/serialize.hpp>
 #include <cairn/box.hpp>
 
+#include <algorithm>
+#include <cstring>
 #include <memory>
+#include <vector>
 
 #include "capi/handles.hpp"
 #include "capi/options.hpp"
@@ -24,7 +27,83 @@ const cairn::Leaf& leaf_at(const cairn_tree* tree, const char* path) {
   return deref(tree, "tree").tree.at(text(path, "path"));
 }
 
+// The caller's logicals of `leaf` as bools (0 or 1) into `out`.
+void logicals_to_bools(const cairn_tree::LogicalLeaf& leaf, std::uint8_t* out) {
+  const auto count = static_cast<std::size_t>(cairn::volume(leaf.extent));
+  std::vector<std::byte> packed(count * leaf.elem_size);
+  cairn::pack_strided(leaf.elem_size, leaf.data, leaf.extent, leaf.strides, packed.data());
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::byte* element = packed.data() + i * leaf.elem_size;
+    out[i] = std::any_of(element, element + leaf.elem_size,
+                         [](std::byte b) { return b != std::byte{0}; })
+                 ? 1
+                 : 0;
+  }
+}
+
+// Writes `in` (bools) to the caller's logicals of `leaf`: 1 for true, 0 for false.
+template <class Int>
+void bools_to(const std::uint8_t* in, std::size_t count, std::byte* out) {
+  for (std::size_t i = 0; i < count; ++i) {
+    const Int value = in[i] != 0 ? 1 : 0;
+    std::memcpy(out + i * sizeof(Int), &value, sizeof(Int));
+  }
+}
+
+void bools_to_logicals(const std::uint8_t* in, const cairn_tree::LogicalLeaf& leaf) {
+  const auto count = static_cast<std::size_t>(cairn::volume(leaf.extent));
+  std::vector<std::byte> packed(count * leaf.elem_size);
+  switch (leaf.elem_size) {
+    case 1: bools_to<std::int8_t>(in, count, packed.data()); break;
+    case 2: bools_to<std::int16_t>(in, count, packed.data()); break;
+    case 4: bools_to<std::int32_t>(in, count, packed.data()); break;
+    default: bools_to<std::int64_t>(in, count, packed.data()); break;
+  }
+  cairn::unpack_strided(leaf.elem_size, packed.data(), leaf.extent, leaf.strides, leaf.data);
+}
+
 }  // namespace
+
+cairn::ArrayTree cairn_tree::to_save() const {
+  if (logical.empty()) return tree;
+  cairn::ArrayTree copy;
+  for (const cairn::Leaf& leaf : tree) {
+    switch (leaf.kind()) {
+      case cairn::LeafKind::array: {
+        const auto converted =
+            std::find_if(logical.begin(), logical.end(),
+                         [&](const LogicalLeaf& l) { return l.path == leaf.path(); });
+        if (converted == logical.end()) {
+          copy.add_array(leaf.path(), leaf.as_array(), leaf.owner());
+          break;
+        }
+        cairn::ArrayShard shard = leaf.as_array();
+        std::shared_ptr<std::uint8_t[]> bools(
+            new std::uint8_t[static_cast<std::size_t>(shard.local_volume())]);
+        logicals_to_bools(*converted, bools.get());
+        shard.data = bools.get();
+        copy.add_array(leaf.path(), std::move(shard), std::move(bools));
+        break;
+      }
+      case cairn::LeafKind::scalar: copy.add_scalar(leaf.path(), leaf.as_scalar()); break;
+      case cairn::LeafKind::string: copy.add_string(leaf.path(), leaf.as_string()); break;
+      case cairn::LeafKind::json: copy.add_json(leaf.path(), leaf.as_json()); break;
+    }
+  }
+  return copy;
+}
+
+void cairn_tree::before_restore() {
+  for (const LogicalLeaf& leaf : logical) {
+    logicals_to_bools(leaf, static_cast<std::uint8_t*>(tree.at(leaf.path).as_array().data));
+  }
+}
+
+void cairn_tree::after_restore() {
+  for (const LogicalLeaf& leaf : logical) {
+    bools_to_logicals(static_cast<const std::uint8_t*>(tree.at(leaf.path).as_array().data), leaf);
+  }
+}
 
 extern "C" {
 
@@ -73,6 +152,46 @@ cairn_status cairn_tree_add_array_desc(cairn_tree* tree, const char* path,
     const auto full = cairn::capi::read_options(desc, cairn::capi::default_array_desc(), "desc");
     auto& t = deref(tree, "tree").tree;
     t.add_array(text(path, "path"), cairn::capi::shard_from_c(full));
+  });
+}
+
+cairn_status cairn_tree_add_logical_array(cairn_tree* tree, const char* path, size_t elem_size,
+                                          const cairn_array_desc* desc) {
+  return guarded(__func__, [&] {
+    auto& t = deref(tree, "tree");
+    if (desc == nullptr) throw cairn::InvalidArgument("desc is NULL");
+    if (elem_size != 1 && elem_size != 2 && elem_size != 4 && elem_size != 8) {
+      throw cairn::InvalidArgument("elem_size is " + std::to_string(elem_size) +
+                                   "; logicals are stored in 1, 2, 4 or 8 bytes");
+    }
+    const auto full = cairn::capi::read_options(desc, cairn::capi::default_array_desc(), "desc");
+    if (full.dtype != CAIRN_BOOL) {
+      throw cairn::InvalidArgument(
+          "desc->dtype must be CAIRN_BOOL, the dtype a logical array is "
+          "saved as");
+    }
+    if (full.memory != CAIRN_MEMORY_HOST) {
+      throw cairn::InvalidArgument("a logical array must be in host memory");
+    }
+    cairn::ArrayShard shard = cairn::capi::shard_from_c(full);
+    const std::string name(text(path, "path"));
+    cairn_tree::LogicalLeaf leaf{.path = name,
+                                 .data = shard.data,
+                                 .elem_size = elem_size,
+                                 .extent = shard.box.extent,
+                                 .strides = shard.strides.empty()
+                                                ? cairn::row_major_strides(shard.box.extent)
+                                                : shard.strides};
+    const auto count = static_cast<std::size_t>(cairn::volume(shard.box.extent));
+    if (count > 0 && shard.data == nullptr) {
+      throw cairn::InvalidArgument("leaf '" + name + "': data is NULL");
+    }
+    std::shared_ptr<std::uint8_t[]> bools(new std::uint8_t[std::max<std::size_t>(count, 1)]());
+    shard.data = bools.get();
+    shard.strides.clear();
+    t.tree.add_array(name, std::move(shard), bools);
+    t.logical.push_back(std::move(leaf));
+    logicals_to_bools(t.logical.back(), bools.get());
   });
 }
 

@@ -4,18 +4,21 @@
 #   cairn_tree_add_array  (tree, path, array, [global_shape], [offset], [replicated], [ierr])
 #   cairn_tree_read_array (tree, path, array, [ierr])
 # and, per element type, those behind cairn_tree_add_scalar and cairn_tree_get_scalar.
-# Each specific only takes the address, shape and element size of its argument and calls the
+# Each specific only takes the addresses, shape and element size of its argument and calls the
 # type- and rank-independent helpers of cairn.F90 (add_array_at, read_array_at).
 
-# suffix | Fortran type | cairn dtype
+# suffix | Fortran type | cairn dtype | converted: default-kind logicals are not the bytes cairn
+# stores (CAIRN_BOOL is one byte), so they are converted (cairn_tree_add_logical_array) and
+# read through a logical(c_bool) copy.
 set(cairn_fortran_types
-  "r4|real(c_float)|CAIRN_FLOAT32"
-  "r8|real(c_double)|CAIRN_FLOAT64"
-  "i4|integer(c_int32_t)|CAIRN_INT32"
-  "i8|integer(c_int64_t)|CAIRN_INT64"
-  "l1|logical(c_bool)|CAIRN_BOOL"
-  "c4|complex(c_float_complex)|CAIRN_COMPLEX64"
-  "c8|complex(c_double_complex)|CAIRN_COMPLEX128")
+  "r4|real(c_float)|CAIRN_FLOAT32|0"
+  "r8|real(c_double)|CAIRN_FLOAT64|0"
+  "i4|integer(c_int32_t)|CAIRN_INT32|0"
+  "i8|integer(c_int64_t)|CAIRN_INT64|0"
+  "l1|logical(c_bool)|CAIRN_BOOL|0"
+  "lg|logical|CAIRN_BOOL|1"
+  "c4|complex(c_float_complex)|CAIRN_COMPLEX64|0"
+  "c8|complex(c_double_complex)|CAIRN_COMPLEX128|0")
 set(cairn_fortran_max_rank 7)
 
 function(cairn_fortran_array_sources dir)
@@ -30,11 +33,23 @@ function(cairn_fortran_array_sources dir)
     list(GET fields 0 suffix)
     list(GET fields 1 ftype)
     list(GET fields 2 dtype)
+    list(GET fields 3 converted)
+    if(converted)
+      set(logicals ".true.")
+      set(copy_type "logical(c_bool)")
+      set(copy_mold "logical(array, c_bool)")
+    else()
+      set(logicals ".false.")
+      set(copy_type "${ftype}")
+      set(copy_mold "array")
+    endif()
     foreach(rank RANGE 1 ${cairn_fortran_max_rank})
-      # ":,:,:" for the declaration, "1,1,1" and "size(array,1),..." for the end elements.
+      # ":,:,:" for the declaration, "1,1,1" and "size(array,1),..." for the end elements, and
+      # one "steps(d) = c_loc(array(1,min(2,size(array,2)),1))" per dimension.
       set(colons "")
       set(first "")
       set(last "")
+      set(steps "")
       foreach(d RANGE 1 ${rank})
         if(d GREATER 1)
           string(APPEND colons ",")
@@ -44,6 +59,18 @@ function(cairn_fortran_array_sources dir)
         string(APPEND colons ":")
         string(APPEND first "1")
         string(APPEND last "size(array,${d})")
+        set(index "")
+        foreach(e RANGE 1 ${rank})
+          if(e GREATER 1)
+            string(APPEND index ",")
+          endif()
+          if(e EQUAL d)
+            string(APPEND index "min(2,size(array,${d}))")
+          else()
+            string(APPEND index "1")
+          endif()
+        endforeach()
+        string(APPEND steps "      steps(${d}) = c_loc(array(${index}))\n")
       endforeach()
       set(add "add_array_${suffix}_${rank}")
       set(read "read_array_${suffix}_${rank}")
@@ -57,15 +84,14 @@ function(cairn_fortran_array_sources dir)
     integer, intent(in), optional :: global_shape(:), offset(:)
     logical, intent(in), optional :: replicated
     integer, intent(out), optional :: ierr
-    type(c_ptr) :: first, last
+    type(c_ptr) :: first, steps(${rank})
     first = c_null_ptr
-    last = c_null_ptr
+    steps = c_null_ptr
     if (size(array) > 0) then
       first = c_loc(array(${first}))
-      last = c_loc(array(${last}))
-    end if
-    call add_array_at(tree, path, ${dtype}, storage_size(array) / 8, &
-                      int(shape(array), c_int64_t), first, last, global_shape, offset, &
+${steps}    end if
+    call add_array_at(tree, path, ${dtype}, storage_size(array) / 8, ${logicals}, &
+                      int(shape(array), c_int64_t), first, steps, global_shape, offset, &
                       replicated, ierr)
   end subroutine ${add}
 
@@ -74,15 +100,29 @@ function(cairn_fortran_array_sources dir)
     character(len=*), intent(in) :: path
     ${ftype}, intent(inout), target :: array(${colons})
     integer, intent(out), optional :: ierr
+    ${copy_type}, allocatable, target :: copy(${colons})
     type(c_ptr) :: first, last
+    integer :: status
     first = c_null_ptr
     last = c_null_ptr
     if (size(array) > 0) then
       first = c_loc(array(${first}))
       last = c_loc(array(${last}))
     end if
-    call read_array_at(tree, path, ${dtype}, storage_size(array) / 8, &
-                       int(shape(array), c_int64_t), first, last, ierr)
+    if (.not. ${logicals} .and. contiguous_span(first, last, int(size(array), c_int64_t), &
+                                                storage_size(array) / 8)) then
+      call read_array_at(tree, path, ${dtype}, storage_size(array) / 8, &
+                         int(shape(array), c_int64_t), first, ierr)
+      return
+    end if
+    ! A section that is not contiguous, or another logical kind: read into a copy.
+    allocate (copy, mold=${copy_mold})
+    first = c_null_ptr
+    if (size(copy) > 0) first = c_loc(copy(${first}))
+    call read_array_at(tree, path, ${dtype}, storage_size(copy) / 8, &
+                       int(shape(array), c_int64_t), first, status)
+    if (status == CAIRN_OK) array = copy
+    call pass_on(status, ierr)
   end subroutine ${read}
 ")
     endforeach()
@@ -90,21 +130,28 @@ function(cairn_fortran_array_sources dir)
     set(sget "get_scalar_${suffix}")
     list(APPEND scalar_add_names "${sadd}")
     list(APPEND scalar_get_names "${sget}")
+    # A scalar leaf is copied when added, so a logical is converted once, here.
     string(APPEND procedures "
   subroutine ${sadd}(tree, path, value, ierr)
     type(cairn_tree), intent(inout) :: tree
     character(len=*), intent(in) :: path
-    ${ftype}, intent(in), target :: value
+    ${ftype}, intent(in) :: value
     integer, intent(out), optional :: ierr
-    call check(c_tree_add_scalar(tree%ptr, c_string(path), ${dtype}, c_loc(value)), ierr)
+    ${copy_type}, target :: copy
+    copy = value
+    call check(c_tree_add_scalar(tree%ptr, c_string(path), ${dtype}, c_loc(copy)), ierr)
   end subroutine ${sadd}
 
   subroutine ${sget}(tree, path, value, ierr)
     type(cairn_tree), intent(in) :: tree
     character(len=*), intent(in) :: path
-    ${ftype}, intent(out), target :: value
+    ${ftype}, intent(out) :: value
     integer, intent(out), optional :: ierr
-    call check(c_tree_get_scalar(tree%ptr, c_string(path), ${dtype}, c_loc(value)), ierr)
+    ${copy_type}, target :: copy
+    integer(c_int) :: status
+    status = c_tree_get_scalar(tree%ptr, c_string(path), ${dtype}, c_loc(copy))
+    if (status == CAIRN_OK) value = copy
+    call check(status, ierr)
   end subroutine ${sget}
 ")
   endforeach()

@@ -10,10 +10,21 @@
 !   error handler does.
 ! - Communicators: an `integer` handle (use mpi) or a type(MPI_Comm) (use mpi_f08).
 ! - Steps are integer(int64) (integer(c_int64_t)); array shapes and offsets default integers.
-! - Arrays: assumed-shape, contiguous arrays of real(c_float), real(c_double),
-!   integer(c_int32_t), integer(c_int64_t), logical(c_bool), complex(c_float_complex) and
-!   complex(c_double_complex), of rank 1 to 7 (generic interfaces). Default-kind logical
-!   arrays are not accepted: they are 4 bytes per element; use logical(c_bool).
+! - Arrays: assumed-shape arrays of real(c_float), real(c_double), integer(c_int32_t),
+!   integer(c_int64_t), logical(c_bool), default-kind logical, complex(c_float_complex) and
+!   complex(c_double_complex), of rank 1 to 7 (generic interfaces).
+!   - Sections need not be contiguous: cairn_tree_add_array passes a section such as
+!     a(1:n:2, :) or a(n:1:-1) with its strides, and saving reads it, restoring writes it, in
+!     place. Pass arrays and sections only, never an expression or a component of an array
+!     of derived type (p%x): gfortran passes those as a temporary copy, which is gone when
+!     the call returns (cairn cannot tell). A compiler that passes p%x in place gives strides
+!     that may not be a whole number of elements; such an array is refused.
+!   - Default-kind logical arrays are saved as CAIRN_BOOL (one byte per element, as
+!     logical(c_bool) arrays are) through cairn_tree_add_logical_array: they are converted at
+!     each save and written back (1 for .true.) at the end of each restore into the tree,
+!     where logical(c_bool) arrays are read and written in place.
+!   - cairn_tree_read_array reads into any section or logical kind (through a contiguous
+!     copy when needed).
 ! - Column-major order: cairn stores arrays in row-major (C) order, so a Fortran array
 !   a(n1, n2, n3) is stored as the C-order array of shape [n3, n2, n1], the same bytes with
 !   the dimensions reversed (as HDF5's Fortran API does). `global_shape` and `offset` are
@@ -445,30 +456,53 @@ contains
     call check(c_tree_add_array_desc(tree%ptr, c_string(path), desc), ierr)
   end subroutine cairn_tree_add_array_ptr
 
-  ! The type- and rank-independent part of cairn_tree_add_array: checks that the array is
-  ! contiguous (its last element is where a contiguous array's would be), reverses the dims to
-  ! C order and adds the shard marked CAIRN_ARRAY_FORTRAN_ORDER.
-  subroutine add_array_at(tree, path, dtype, elem_bytes, local_shape, first, last, &
+  ! The type- and rank-independent part of cairn_tree_add_array. `first` is the address of the
+  ! array's first element and steps(d) that of the next element along dimension d (of the
+  ! first element when the extent is 1): their differences are the element strides. Reverses
+  ! shapes and strides to C order and adds the shard marked CAIRN_ARRAY_FORTRAN_ORDER; with
+  ! `logicals`, elements of `elem_bytes` bytes that cairn converts to CAIRN_BOOL.
+  subroutine add_array_at(tree, path, dtype, elem_bytes, logicals, local_shape, first, steps, &
                           global_shape, offset, replicated, ierr)
     type(cairn_tree), intent(inout) :: tree
     character(len=*), intent(in) :: path
     integer, intent(in) :: dtype, elem_bytes
+    logical, intent(in) :: logicals
     integer(c_int64_t), intent(in) :: local_shape(:)
-    type(c_ptr), intent(in) :: first, last
+    type(c_ptr), intent(in) :: first, steps(:)
     integer, intent(in), optional :: global_shape(:), offset(:)
     logical, intent(in), optional :: replicated
     integer, intent(out), optional :: ierr
-    integer(c_int64_t) :: g(size(local_shape)), o(size(local_shape)), l(size(local_shape))
-    integer(c_int) :: n, flags
-    n = int(size(local_shape), c_int)
-    if (.not. contiguous_span(first, last, product(local_shape), elem_bytes)) then
-      call fail(CAIRN_ERR_INVALID_ARGUMENT, 'cairn_tree_add_array: the array for leaf '''// &
-                trim(path)//''' is not contiguous; pass a contiguous array', ierr)
-      return
-    end if
+    integer(c_int64_t), target :: g(size(local_shape)), o(size(local_shape)), &
+                                  l(size(local_shape)), s(size(local_shape))
+    integer(c_int64_t) :: strides(size(local_shape)), expected, bytes
+    integer(c_intptr_t) :: a
+    type(array_desc_c) :: desc
+    integer :: n, d
+    integer(c_int) :: flags
+    logical :: contiguous
+    n = size(local_shape)
+    ! Element strides in Fortran order; a dimension of extent 1 keeps the contiguous stride.
+    expected = 1
+    contiguous = .true.
+    do d = 1, n
+      strides(d) = expected
+      if (local_shape(d) > 1 .and. c_associated(first)) then
+        bytes = transfer(steps(d), a) - transfer(first, a)
+        if (mod(bytes, int(elem_bytes, c_int64_t)) /= 0) then
+          call fail(CAIRN_ERR_INVALID_ARGUMENT, 'cairn_tree_add_array: the array for leaf '''// &
+                    trim(path)//''' has a stride that is not a whole number of elements (a '// &
+                    'component of an array of derived type?); copy it to an array', ierr)
+          return
+        end if
+        strides(d) = bytes / elem_bytes
+      end if
+      contiguous = contiguous .and. strides(d) == expected
+      expected = expected * max(local_shape(d), 1_c_int64_t)
+    end do
     l = local_shape(n:1:-1)
     g = l
     o = 0
+    s = strides(n:1:-1)
     if (present(global_shape)) then
       if (size(global_shape) /= n) then
         call fail(CAIRN_ERR_INVALID_ARGUMENT, 'cairn_tree_add_array: leaf '''//trim(path)// &
@@ -485,29 +519,44 @@ contains
       end if
       o = int(offset(n:1:-1), c_int64_t)
     end if
-    ! The dims were reversed above: the checkpoint records the array as a Fortran one.
-    flags = ARRAY_FORTRAN_ORDER
-    if (present(replicated)) flags = ior(flags, merge(ARRAY_REPLICATED, 0_c_int, replicated))
-    call check(c_tree_add_array(tree%ptr, c_string(path), int(dtype, c_int), n, g, o, l, &
-                                first, flags), ierr)
+    if (contiguous .and. .not. logicals) then
+      ! The dims were reversed above: the checkpoint records the array as a Fortran one.
+      flags = ARRAY_FORTRAN_ORDER
+      if (present(replicated)) flags = ior(flags, merge(ARRAY_REPLICATED, 0_c_int, replicated))
+      call check(c_tree_add_array(tree%ptr, c_string(path), int(dtype, c_int), int(n, c_int), &
+                                  g, o, l, first, flags), ierr)
+      return
+    end if
+    desc%struct_size = c_sizeof(desc)
+    desc%dtype = int(dtype, c_int)
+    desc%ndim = int(n, c_int)
+    desc%global_dims = c_loc(g)
+    desc%offset = c_loc(o)
+    desc%local_dims = c_loc(l)
+    desc%strides = c_loc(s)
+    desc%data = first
+    desc%memory = int(CAIRN_MEMORY_HOST, c_int)
+    desc%replicated = c_bool_int(replicated, .false.)
+    desc%fortran_order = 1_c_int
+    if (logicals) then
+      call check(c_tree_add_logical_array(tree%ptr, c_string(path), &
+                                          int(elem_bytes, c_size_t), desc), ierr)
+    else
+      call check(c_tree_add_array_desc(tree%ptr, c_string(path), desc), ierr)
+    end if
   end subroutine add_array_at
 
-  ! The type- and rank-independent part of cairn_tree_read_array: checks contiguity and that
-  ! the array's shape is the leaf's local shape, then copies.
-  subroutine read_array_at(tree, path, dtype, elem_bytes, local_shape, first, last, ierr)
+  ! The type- and rank-independent part of cairn_tree_read_array: checks that the array's
+  ! shape is the leaf's local shape, then copies into the contiguous elements at `first`.
+  subroutine read_array_at(tree, path, dtype, elem_bytes, local_shape, first, ierr)
     type(cairn_tree), intent(in) :: tree
     character(len=*), intent(in) :: path
     integer, intent(in) :: dtype, elem_bytes
     integer(c_int64_t), intent(in) :: local_shape(:)
-    type(c_ptr), intent(in) :: first, last
+    type(c_ptr), intent(in) :: first
     integer, intent(out), optional :: ierr
     integer, allocatable :: saved_shape(:)
     integer :: status
-    if (.not. contiguous_span(first, last, product(local_shape), elem_bytes)) then
-      call fail(CAIRN_ERR_INVALID_ARGUMENT, 'cairn_tree_read_array: the array for leaf '''// &
-                trim(path)//''' is not contiguous; pass a contiguous array', ierr)
-      return
-    end if
     call cairn_tree_array_info(tree, path, local_shape=saved_shape, ierr=status)
     if (status /= CAIRN_OK) then
       call check(int(status, c_int), ierr)
@@ -526,6 +575,19 @@ contains
     call check(c_tree_read_array(tree%ptr, c_string(path), int(dtype, c_int), first, &
                                  int(product(local_shape) * elem_bytes, c_size_t)), ierr)
   end subroutine read_array_at
+
+  ! Reports a status already recorded (by check or fail, called with a status argument): into
+  ! ierr when present, else stops with cairn_last_error() when it is an error.
+  subroutine pass_on(status, ierr)
+    integer, intent(in) :: status
+    integer, intent(out), optional :: ierr
+    if (present(ierr)) then
+      ierr = status
+    else if (status /= CAIRN_OK) then
+      write (error_unit, '(a)') 'cairn: '//cairn_last_error()
+      error stop 1
+    end if
+  end subroutine pass_on
 
   ! Whether `count` elements of `elem_bytes` from `first` to `last` are contiguous.
   logical function contiguous_span(first, last, count, elem_bytes)

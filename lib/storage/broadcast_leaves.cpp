@@ -1,5 +1,6 @@
 #include "storage/broadcast_leaves.hpp"
 
+#include <cairn/box.hpp>
 #include <cairn/config.hpp>
 #include <fmt/format.h>
 
@@ -86,11 +87,25 @@ void broadcast_leaves(const Comm& comm, const std::vector<BroadcastLeaf>& leaves
 #else
     (void)all_device;
 #endif
-    // MPI: device buffers go through host memory on both ends.
-    // `host` stays null on a rank whose staging failed: it still takes part, with nothing.
+    // MPI: device buffers and strided host views go through a contiguous host buffer on both
+    // ends. `host` stays null on a rank whose staging failed: it still takes part, with
+    // nothing.
     std::unique_ptr<std::byte[]> staged;
-    std::byte* host = device ? nullptr : static_cast<std::byte*>(leaf.shard->data);
-    if (device) {
+    const bool strided = !device && !leaf.shard->contiguous();
+    const std::size_t elem = dtype_size(leaf.shard->dtype);
+    std::byte* host = device || strided ? nullptr : static_cast<std::byte*>(leaf.shard->data);
+    if (strided) {
+      try {
+        staged.reset(new std::byte[bytes]);
+        if (comm.is_primary()) {
+          pack_strided(elem, leaf.shard->data, leaf.shard->box.extent, leaf.shard->strides,
+                       staged.get());
+        }
+        host = staged.get();
+      } catch (const std::exception& e) {
+        remember(e);
+      }
+    } else if (device) {
       try {
         if (!copier) copier = std::make_unique<cuda::StagedCopier>(kStagingChunk, what);
         staged.reset(new std::byte[bytes]);
@@ -112,6 +127,9 @@ void broadcast_leaves(const Comm& comm, const std::vector<BroadcastLeaf>& leaves
       } else {
         remember(IoError({}, fmt::format("{}: the primary rank could not send it", what)));
       }
+    }
+    if (strided && !comm.is_primary() && host != nullptr) {
+      unpack_strided(elem, host, leaf.shard->box.extent, leaf.shard->strides, leaf.shard->data);
     }
     if (device && !comm.is_primary() && host != nullptr) {
       try {

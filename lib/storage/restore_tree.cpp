@@ -187,6 +187,22 @@ void restore_device_array(const LeafRecord& leaf, const ArrayShard& target, Shar
   copier->to_device(staged.get(), bytes, target.data, what);
 }
 
+// Restores into a strided host view (ArrayShard::strides): the rank's box is assembled in a
+// contiguous buffer, then scattered into the view. Parts of the box that no saved shard covers
+// keep their contents.
+void restore_strided_array(const LeafRecord& leaf, const ArrayShard& target, ShardSource& source) {
+  const std::size_t elem = dtype_size(target.dtype);
+  std::vector<std::byte> staged(static_cast<std::size_t>(target.local_bytes()));
+  if (!covered(leaf, target.box)) {
+    pack_strided(elem, target.data, target.box.extent, target.strides, staged.data());
+  }
+  ArrayShard contiguous = target;
+  contiguous.strides.clear();
+  contiguous.data = staged.data();
+  restore_array(leaf, contiguous, source);
+  unpack_strided(elem, staged.data(), target.box.extent, target.strides, target.data);
+}
+
 // Checks that the saved leaf can fill the target leaf; the same verdict on every rank except
 // for box problems, which are local (and reported through run_all).
 void check_compatible(const LeafRecord& saved, const Leaf& target,
@@ -219,11 +235,14 @@ void check_compatible(const LeafRecord& saved, const Leaf& target,
     }
   }
   if (!shard.contiguous()) {
-    throw InvalidArgument(
-        fmt::format("leaf '{}': a restore target must be a contiguous "
-                    "row-major buffer (strided views are accepted for saving "
-                    "only)",
-                    saved.path));
+    for (std::size_t k = 0; k < shard.strides.size(); ++k) {
+      if (shard.strides[k] == 0 && shard.box.extent[k] > 1) {
+        throw InvalidArgument(
+            fmt::format("leaf '{}': the restore target's stride of dimension {} is 0, so its "
+                        "elements overlap; restore into a view whose elements are distinct",
+                        saved.path, k));
+      }
+    }
   }
 }
 
@@ -313,6 +332,8 @@ void restore_from_index(const Comm& comm, const std::filesystem::path& dir,
       if (saved->kind != LeafKind::array || !read_here[i]) continue;
       if (memory[i] == MemoryKind::cuda_device) {
         restore_device_array(*saved, leaf->as_array(), source, copier);
+      } else if (!leaf->as_array().contiguous()) {
+        restore_strided_array(*saved, leaf->as_array(), source);
       } else {
         restore_array(*saved, leaf->as_array(), source);
       }

@@ -289,17 +289,35 @@ void copy_region(std::size_t elem_size, const void* src, const Box& src_box,
                static_cast<std::byte*>(dst) + dst_start * es, dst_strides, region.extent);
 }
 
+namespace {
+
+// The checks shared by pack_strided() and unpack_strided().
+void check_strided_args(const char* function, std::size_t elem_size,
+                        std::span<const std::int64_t> extent,
+                        std::span<const std::int64_t> strides) {
+  if (elem_size == 0) throw InvalidArgument(std::string(function) + ": elem_size must be positive");
+  if (strides.size() != extent.size()) {
+    throw InvalidArgument(std::string(function) + ": " + std::to_string(strides.size()) +
+                          " strides for " + std::to_string(extent.size()) + " dimensions");
+  }
+}
+
+}  // namespace
+
 void pack_strided(std::size_t elem_size, const void* src, std::span<const std::int64_t> extent,
                   std::span<const std::int64_t> strides, void* dst) {
-  if (elem_size == 0) throw InvalidArgument("pack_strided: elem_size must be positive");
-  if (strides.size() != extent.size()) {
-    throw InvalidArgument("pack_strided: " + std::to_string(strides.size()) + " strides for " +
-                          std::to_string(extent.size()) + " dimensions");
-  }
+  check_strided_args("pack_strided", elem_size, extent, strides);
   if (volume(extent) == 0 && !extent.empty()) return;
-  const std::vector<std::int64_t> dst_strides = row_major_strides(extent);
   strided_copy(elem_size, static_cast<const std::byte*>(src), strides, static_cast<std::byte*>(dst),
-               dst_strides, extent);
+               row_major_strides(extent), extent);
+}
+
+void unpack_strided(std::size_t elem_size, const void* src, std::span<const std::int64_t> extent,
+                    std::span<const std::int64_t> strides, void* dst) {
+  check_strided_args("unpack_strided", elem_size, extent, strides);
+  if (volume(extent) == 0 && !extent.empty()) return;
+  strided_copy(elem_size, static_cast<const std::byte*>(src), row_major_strides(extent),
+               static_cast<std::byte*>(dst), strides, extent);
 }
 
 }  // namespace cairn

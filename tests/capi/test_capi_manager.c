@@ -1,7 +1,7 @@
 /* The checkpoint manager through the C ABI only: a series with retention and metrics, composed
- * policy objects, best step (also with steps that lack the metric), restore N->M into another
- * decomposition on fewer ranks, partial and as-saved restore, composite items with JSON, and the
- * multihost restart. Exits non-zero on any failure. */
+ * policy objects, integer logicals, best step (also with steps that lack the metric), restore N->M
+ * into another decomposition on fewer ranks, partial and as-saved restore, composite items with
+ * JSON, and the multihost restart. Exits non-zero on any failure. */
 #include <cairn/cairn.h>
 
 #include <stdio.h>
@@ -216,6 +216,107 @@ static void policies(const cairn_comm* comm, int rank, int size) {
                "fn is NULL");
   cairn_save_policy_free(bad);
   cairn_save_policy_free(NULL);
+}
+
+static int flag_of(int64_t y, int64_t x, int64_t step) { return (y + x + step) % 3 == 0; }
+
+/* Integer logicals (cairn_tree_add_logical_array): int32 flags whose true is 7 are saved as
+ * bools when save is called (the caller overwrites them right after an async save), restored
+ * as 1/0 into int32 flags on a column decomposition, into a strided int8 view, and into a
+ * plain CAIRN_BOOL array. */
+static void logicals(const cairn_comm* comm, int rank, int size) {
+  const int64_t global[2] = {NY, NX};
+  int64_t offset[2] = {0, 0};
+  int64_t local[2] = {0, NX};
+  int32_t flags[NY * NX];
+  int32_t back[NY * NX];
+  int8_t padded[NY * (NX + 1)]; /* rows of NX flags and one pad byte */
+  uint8_t bools[NY * NX];
+  const int64_t padded_strides[2] = {NX + 1, 1};
+  cairn_array_desc d;
+  cairn_manager_options o;
+  cairn_manager* m = NULL;
+  cairn_tree* tree = NULL;
+  cairn_tree* target = NULL;
+  int64_t x0;
+  int64_t nx;
+  int64_t y;
+  int64_t x;
+  int saved = 0;
+  block(NY, rank, size, &offset[0], &local[0]);
+  for (y = 0; y < local[0]; ++y) {
+    for (x = 0; x < NX; ++x) flags[y * NX + x] = flag_of(offset[0] + y, x, 1) ? 7 : 0;
+  }
+  CHECK_OK(cairn_array_desc_init(&d, sizeof d));
+  d.dtype = CAIRN_BOOL;
+  d.ndim = 2;
+  d.global_dims = global;
+  d.offset = offset;
+  d.local_dims = local;
+  d.data = flags;
+  CHECK_OK(cairn_tree_create(&tree));
+  CHECK_OK(cairn_tree_add_logical_array(tree, "mask", sizeof(int32_t), &d));
+  CHECK_STATUS(cairn_tree_add_logical_array(tree, "bad", 3, &d), CAIRN_ERR_INVALID_ARGUMENT,
+               "elem_size is 3");
+  d.dtype = CAIRN_INT32;
+  CHECK_STATUS(cairn_tree_add_logical_array(tree, "bad", 4, &d), CAIRN_ERR_INVALID_ARGUMENT,
+               "CAIRN_BOOL");
+  d.dtype = CAIRN_BOOL;
+  CHECK_STATUS(cairn_tree_add_logical_array(tree, "mask", 4, &d), CAIRN_ERR_INVALID_ARGUMENT,
+               "mask");
+
+  CHECK_OK(cairn_manager_options_init(&o, sizeof o));
+  o.barrier_timeout_s = 120;
+  CHECK_OK(cairn_manager_create(comm, capi_test_path("logicals"), &o, &m));
+  CHECK_OK(cairn_manager_save(m, 1, tree, NULL, &saved));
+  CHECK(saved == 1);
+  memset(flags, 0, sizeof flags); /* the save converted them when it was called */
+  CHECK_OK(cairn_manager_wait_until_finished(m));
+
+  /* Columns [x0, x0 + nx) of every row into int32 flags. */
+  block(NX, rank, size, &x0, &nx);
+  offset[0] = 0;
+  offset[1] = x0;
+  local[0] = NY;
+  local[1] = nx;
+  for (y = 0; y < NY * NX; ++y) back[y] = 5;
+  d.data = back;
+  CHECK_OK(cairn_tree_create(&target));
+  CHECK_OK(cairn_tree_add_logical_array(target, "mask", sizeof(int32_t), &d));
+  CHECK_OK(cairn_manager_restore(m, CAIRN_STEP_LATEST, target, NULL));
+  for (y = 0; y < NY; ++y) {
+    for (x = 0; x < nx; ++x) CHECK(back[y * nx + x] == flag_of(y, x0 + x, 1));
+  }
+  /* The tree's own leaf reads as bools. */
+  CHECK_OK(cairn_tree_read_array(target, "mask", CAIRN_BOOL, bools, (size_t)(NY * nx)));
+  for (y = 0; y < NY * nx; ++y) CHECK(bools[y] == (uint8_t)back[y]);
+  cairn_tree_free(target);
+
+  /* The whole array into an int8 view with a pad byte after each row. */
+  memset(padded, 9, sizeof padded);
+  d.offset = NULL;
+  d.local_dims = NULL;
+  d.strides = padded_strides;
+  d.data = padded;
+  CHECK_OK(cairn_tree_create(&target));
+  CHECK_OK(cairn_tree_add_logical_array(target, "mask", sizeof(int8_t), &d));
+  CHECK_OK(cairn_manager_restore(m, CAIRN_STEP_LATEST, target, NULL));
+  for (y = 0; y < NY; ++y) {
+    for (x = 0; x < NX; ++x) CHECK(padded[y * (NX + 1) + x] == flag_of(y, x, 1));
+    CHECK(padded[y * (NX + 1) + NX] == 9);
+  }
+  cairn_tree_free(target);
+
+  /* A plain bool array reads the same values. */
+  CHECK_OK(cairn_tree_create(&target));
+  CHECK_OK(cairn_tree_add_array(target, "mask", CAIRN_BOOL, 2, global, NULL, NULL, bools, 0));
+  CHECK_OK(cairn_manager_restore(m, CAIRN_STEP_LATEST, target, NULL));
+  for (y = 0; y < NY; ++y) {
+    for (x = 0; x < NX; ++x) CHECK(bools[y * NX + x] == flag_of(y, x, 1));
+  }
+  cairn_tree_free(target);
+  cairn_tree_free(tree);
+  CHECK_OK(cairn_manager_free(m));
 }
 
 static void best(const cairn_comm* comm, int rank, int size) {
@@ -512,6 +613,7 @@ int main(int argc, char** argv) {
   capi_test_dir();
   series(comm, rank, size);
   policies(comm, rank, size);
+  logicals(comm, rank, size);
   best(comm, rank, size);
   best_missing(comm, rank, size, 1);
   best_missing(comm, rank, size, 0);

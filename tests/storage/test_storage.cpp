@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -427,5 +428,87 @@ TEST(Storage, LoadAndBroadcastReadsReplicatedLeavesOnThePrimary) {
     restore_tree(comm, dir, target, {.load_and_broadcast = true});
     EXPECT_EQ(weights_back, weights);
     EXPECT_EQ(field_back, field);
+  }
+}
+
+TEST(Storage, StridedViewsAreRestoredInPlace) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  constexpr std::size_t kElem = 8;  // float64
+  const Box whole = whole_box(kShape);
+  const Box mine = slab_box(kShape, comm.rank(), comm.size());
+  // A column-major view of `box` with one padding element after each column: strides
+  // (1, extent[0] + 1). Returns the buffer (padding 0xEE) and the strides.
+  const auto column_major = [](const Box& box) {
+    const std::vector<std::int64_t> strides = {1, box.extent[0] + 1};
+    return std::make_pair(
+        std::vector<std::byte>(static_cast<std::size_t>(box.extent[1] * strides[1]) * kElem,
+                               std::byte{0xEE}),
+        strides);
+  };
+  // Element (i, j) of the view holds element (i, j) of the row-major `expected`, and the
+  // padding is untouched.
+  const auto check_view = [&](const std::vector<std::byte>& view, const Box& box,
+                              const std::vector<std::int64_t>& strides,
+                              const std::vector<std::byte>& expected) {
+    for (std::int64_t i = 0; i < box.extent[0]; ++i) {
+      for (std::int64_t j = 0; j < box.extent[1]; ++j) {
+        const auto at = static_cast<std::size_t>(i * strides[0] + j * strides[1]) * kElem;
+        const auto want = static_cast<std::size_t>(i * box.extent[1] + j) * kElem;
+        ASSERT_EQ(0, std::memcmp(view.data() + at, expected.data() + want, kElem))
+            << "element (" << i << ", " << j << ") of box " << to_string(box);
+      }
+      const auto pad = static_cast<std::size_t>(box.extent[0]) * kElem;
+      for (std::int64_t j = 0; j < box.extent[1] && box.extent[0] > 0; ++j) {
+        const auto at = static_cast<std::size_t>(j * strides[1]) * kElem + pad;
+        ASSERT_EQ(view[at], std::byte{0xEE}) << "padding after column " << j;
+      }
+    }
+  };
+  for (StorageFormat format : available_formats()) {
+    SCOPED_TRACE(std::string(storage_format_name(format)));
+    const auto dir = tmp / std::string(storage_format_name(format));
+    // Saved from row-major blocks; restored into strided slabs, with the replicated leaf
+    // read by the primary and broadcast.
+    const Box saved = block_box(kShape, comm.rank(), comm.size());
+    auto field = reference_box(DType::float64, kShape, saved);
+    auto weights = reference_box(DType::float64, kShape, whole);
+    ArrayTree tree;
+    tree.add_array("field", {.global_shape = kShape, .box = saved, .data = field.data()});
+    tree.add_array("weights", {.global_shape = kShape, .data = weights.data(), .replicated = true});
+    save_tree(comm, dir, tree, {.format = format});
+
+    for (bool broadcast : {false, true}) {
+      SCOPED_TRACE(broadcast ? "load_and_broadcast" : "every rank reads");
+      auto [field_view, field_strides] = column_major(mine);
+      auto [weights_view, weights_strides] = column_major(whole);
+      ArrayTree target;
+      target.add_array("field", {.global_shape = kShape,
+                                 .box = mine,
+                                 .data = field_view.data(),
+                                 .strides = field_strides});
+      target.add_array("weights", {.global_shape = kShape,
+                                   .data = weights_view.data(),
+                                   .strides = weights_strides,
+                                   .replicated = true});
+      restore_tree(comm, dir, target, {.load_and_broadcast = broadcast});
+      check_view(field_view, mine, field_strides, reference_box(DType::float64, kShape, mine));
+      check_view(weights_view, whole, weights_strides, weights);
+    }
+
+    // A view whose elements overlap cannot be a restore target: an error on every rank.
+    std::vector<double> one(static_cast<std::size_t>(mine.extent[1]));
+    ArrayTree overlapping;
+    overlapping.add_array(
+        "field", {.global_shape = kShape, .box = mine, .data = one.data(), .strides = {0, 1}});
+    try {
+      restore_tree(comm, dir, overlapping);
+      ADD_FAILURE() << "restoring into a view with stride 0 did not throw";
+    } catch (const InvalidArgument& e) {
+      if (mine.extent[0] > 1) {
+        EXPECT_NE(std::string(e.what()).find("stride of dimension 0 is 0"), std::string::npos)
+            << e.what();
+      }
+    }
   }
 }

@@ -219,6 +219,14 @@ TEST(Box, StridedSourceCopyAndPack) {
   EXPECT_EQ(reversed.back(), 0);
   EXPECT_THROW(pack_strided(sizeof(int), m.data(), Shape{3, 4}, Shape{1}, packed.data()),
                InvalidArgument);
+  // Unpacking is the inverse: the packed transposed view scatters back into the matrix.
+  std::vector<int> back(12, -1);
+  unpack_strided(sizeof(int), packed.data(), Shape{3, 4}, transposed_strides, back.data());
+  EXPECT_EQ(back, m);
+  EXPECT_THROW(unpack_strided(sizeof(int), packed.data(), Shape{3, 4}, Shape{1}, back.data()),
+               InvalidArgument);
+  EXPECT_THROW(unpack_strided(0, packed.data(), Shape{3, 4}, transposed_strides, back.data()),
+               InvalidArgument);
 }
 
 TEST(Box, StridedCopyMatchesPackThenCopy) {
