@@ -3,7 +3,7 @@
 !
 ! Conventions
 ! - One derived type per handle (cairn_comm, cairn_tree, cairn_items, cairn_manager,
-!   cairn_multihost). Create with cairn_<type>_create, release with cairn_<type>_free.
+!   cairn_multihost, cairn_save_policy, cairn_preservation_policy). Create with cairn_<type>_create, release with cairn_<type>_free.
 ! - Every procedure takes a trailing optional `ierr`. Present: it receives the status
 !   (CAIRN_OK or a CAIRN_ERR_* code) and cairn_last_error() the message. Absent: an error
 !   prints the message to error_unit and stops the program (error stop), as MPI's default
@@ -88,6 +88,12 @@ module cairn
   type, public :: cairn_multihost
     type(c_ptr) :: ptr = c_null_ptr
   end type cairn_multihost
+  type, public :: cairn_save_policy
+    type(c_ptr) :: ptr = c_null_ptr
+  end type cairn_save_policy
+  type, public :: cairn_preservation_policy
+    type(c_ptr) :: ptr = c_null_ptr
+  end type cairn_preservation_policy
 
   interface cairn_comm_create
     module procedure comm_create_integer
@@ -114,6 +120,15 @@ module cairn
   public :: cairn_manager_root_metadata, cairn_manager_close, cairn_multihost_create
   public :: cairn_multihost_free, cairn_multihost_restore_or_initialize, cairn_multihost_save
   public :: cairn_multihost_latest_common_step
+  public :: cairn_save_policy_fixed_interval, cairn_save_policy_specific_steps
+  public :: cairn_save_policy_continuous, cairn_save_policy_preemption
+  public :: cairn_save_policy_initial, cairn_save_policy_fn, cairn_save_policy_any_of
+  public :: cairn_save_policy_describe, cairn_save_policy_free
+  public :: cairn_preservation_policy_preserve_all, cairn_preservation_policy_latest_n
+  public :: cairn_preservation_policy_every_n_steps, cairn_preservation_policy_every_n_seconds
+  public :: cairn_preservation_policy_best_n, cairn_preservation_policy_custom_steps
+  public :: cairn_preservation_policy_any_of, cairn_preservation_policy_describe
+  public :: cairn_preservation_policy_free
 
   ! The message of the last failure found by this module itself (not by a C call), if that
   ! was the last failure.
@@ -126,6 +141,8 @@ module cairn
 contains
 
 #include "cairn_manager.inc"
+
+#include "cairn_policies.inc"
 
   ! ---------------------------------------------------------------- helpers
 

@@ -1,9 +1,9 @@
 ! The checkpoint manager from Fortran (module cairn, communicators of the mpi module): arrays
 ! of every supported type, scalars, strings and JSON; a series with retention and metrics;
-! restore N->M on fewer ranks into another decomposition; as-saved restore; composite items;
-! the multihost restart; array sections and default-kind logicals; errors (null handle,
-! wrong dtype, overlapping boxes, wrong shape); should_save_fn and
-! a preemption deadline. Exits non-zero on any failure.
+! composed policy objects; restore N->M on fewer ranks into another decomposition; as-saved
+! restore; composite items; the multihost restart; array sections and default-kind logicals;
+! errors (null handle, wrong dtype, overlapping boxes, wrong shape); should_save_fn and a
+! preemption deadline. Exits non-zero on any failure.
 program test_fortran_manager
   use, intrinsic :: iso_c_binding
   use mpi
@@ -24,6 +24,7 @@ program test_fortran_manager
   dir = scratch_dir('cairn-fortran-manager')
 
   call series()
+  call policies()
   call save_decision_and_deadline()
   call restore_n_to_m()
   call sections_and_logicals()
@@ -131,6 +132,53 @@ contains
     call cairn_manager_close(manager)
     call cairn_manager_free(manager)
   end subroutine series
+
+  ! Policy objects: save AnyOf(FixedInterval(4), SpecificSteps([7])), keep AnyOf(LatestN(2),
+  ! EveryNSteps(8)), freed as soon as the manager has them; a bad argument is an error.
+  subroutine policies()
+    type(cairn_save_policy) :: every4, on7, save_any
+    type(cairn_preservation_policy) :: latest, every8, keep_any
+    type(cairn_manager) :: manager
+    type(cairn_tree) :: tree
+    real(c_double), allocatable, target :: u(:, :)
+    integer(c_int64_t) :: step
+    integer(c_int64_t), allocatable :: steps(:)
+    character(len=:), allocatable :: text
+    logical :: saved
+    integer :: status
+    allocate (u(nx, ny))
+    call cairn_save_policy_fixed_interval(every4, 4_c_int64_t)
+    call cairn_save_policy_specific_steps(on7, [7_c_int64_t])
+    call cairn_save_policy_any_of(save_any, [every4, on7])
+    call cairn_preservation_policy_latest_n(latest, 2)
+    call cairn_preservation_policy_every_n_steps(every8, 8_c_int64_t)
+    call cairn_preservation_policy_any_of(keep_any, [latest, every8])
+    call cairn_save_policy_describe(save_any, text)
+    call expect(text == 'AnyOf(FixedInterval(4), SpecificSteps({7}))', 'save policy: '//text)
+    call cairn_preservation_policy_describe(keep_any, text)
+    call expect(text == 'AnyOf(LatestN(2), EveryNSteps(8))', 'preservation policy: '//text)
+    call cairn_manager_create(manager, comm, dir//'/policies', save_decision_policy=save_any, &
+                              preservation_policy=keep_any, barrier_timeout=120.0_c_double)
+    call cairn_save_policy_free(every4)
+    call cairn_save_policy_free(on7)
+    call cairn_save_policy_free(save_any)
+    call cairn_preservation_policy_free(latest)
+    call cairn_preservation_policy_free(every8)
+    call cairn_preservation_policy_free(keep_any)
+    do step = 1, 16
+      call make_state(tree, u, step)
+      call cairn_manager_save(manager, step, tree, saved)
+      call expect(saved .eqv. (mod(step, 4_c_int64_t) == 0 .or. step == 7), 'policy decides')
+      call cairn_tree_free(tree)
+    end do
+    call cairn_manager_wait_until_finished(manager)
+    call cairn_manager_all_steps(manager, steps)
+    call expect(ubound(steps, 1) == 3, 'three steps kept')
+    call expect(all(steps == [8_c_int64_t, 12_c_int64_t, 16_c_int64_t]), 'steps 8, 12, 16 kept')
+    call cairn_manager_free(manager)
+    call cairn_save_policy_fixed_interval(every4, 0_c_int64_t, ierr=status)
+    call expect_status(status, CAIRN_ERR_INVALID_ARGUMENT, 'interval', 'interval 0')
+  end subroutine policies
 
   ! Array sections and default-kind logicals: the interior of a field with halos (not
   ! contiguous), a reversed replicated section and a default-kind logical mask are saved,
