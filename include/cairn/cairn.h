@@ -210,8 +210,9 @@ CAIRN_C_API cairn_status cairn_tree_add_array_desc(cairn_tree* tree, const char*
  * with dtype CAIRN_BOOL and host memory; its strides count elements. The caller's memory is
  * converted, not referenced: it is read at every save of the tree (each save converts into
  * a buffer of its own, so the caller may change the array as soon as the save returns) and
- * written at the end of every restore into the tree (1 for true, 0 for false). Not
- * collective. Fails as cairn_tree_add_array_desc, and with CAIRN_ERR_INVALID_ARGUMENT for
+ * written at the end of every restore into the tree (1 for true, 0 for false);
+ * cairn_tree_read_array reads the tree's bools (as converted when added or last restored).
+ * Not collective. Fails as cairn_tree_add_array_desc, and with CAIRN_ERR_INVALID_ARGUMENT for
  * another elem_size, dtype or memory kind. */
 CAIRN_C_API cairn_status cairn_tree_add_logical_array(cairn_tree* tree, const char* path,
                                                       size_t elem_size,
