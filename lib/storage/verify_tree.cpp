@@ -27,9 +27,7 @@ std::optional<storage::TreeIndex> load_index(const Comm& comm, const std::filesy
   std::string read;  // "+" and the text, or "-" and why it could not be read
   if (comm.is_primary()) {
     try {
-      // Appended rather than "+" + text: GCC 12 at -O3 warns (-Wrestrict) about the latter.
-      read = "+";
-      read += storage::read_small_file(file);
+      read = "+" + storage::read_small_file(file);
     } catch (const std::exception& e) {
       read = std::string("-") + e.what();
     }
