@@ -50,10 +50,11 @@ struct cairn_tree {
   /// never sees a later conversion). Not collective. Throws std::bad_alloc.
   [[nodiscard]] cairn::ArrayTree to_save() const;
   /// Before a restore into `tree`: converts the caller's logicals into the tree's buffers, so
-  /// that what the checkpoint does not cover keeps its values. Not collective; never throws.
+  /// that what the checkpoint does not cover keeps its values. Not collective. Throws
+  /// std::bad_alloc.
   void before_restore();
   /// After a restore into `tree`: writes the restored bools back to the caller's memory (1 for
-  /// true, 0 for false). Not collective; never throws.
+  /// true, 0 for false). Not collective. Throws std::bad_alloc.
   void after_restore();
 };
 

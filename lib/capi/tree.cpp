@@ -41,7 +41,7 @@ void logicals_to_bools(const cairn_tree::LogicalLeaf& leaf, std::uint8_t* out) {
   }
 }
 
-// Writes `in` (bools) to the caller's logicals of `leaf`: 1 for true, 0 for false.
+// `count` bools from `in` as integers of type Int (1 or 0) at `out`.
 template <class Int>
 void bools_to(const std::uint8_t* in, std::size_t count, std::byte* out) {
   for (std::size_t i = 0; i < count; ++i) {
@@ -50,6 +50,7 @@ void bools_to(const std::uint8_t* in, std::size_t count, std::byte* out) {
   }
 }
 
+// Writes `in` (bools) to the caller's logicals of `leaf`: 1 for true, 0 for false.
 void bools_to_logicals(const std::uint8_t* in, const cairn_tree::LogicalLeaf& leaf) {
   const auto count = static_cast<std::size_t>(cairn::volume(leaf.extent));
   std::vector<std::byte> packed(count * leaf.elem_size);
