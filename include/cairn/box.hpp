@@ -73,6 +73,15 @@ void check_box_in_shape(const Box& box, std::span<const std::int64_t> shape, std
 /// box). Not collective; never throws (boxes of different ranks give false).
 [[nodiscard]] bool contains(const Box& outer, const Box& inner) noexcept;
 
+/// Splits `box` into consecutive runs of its row-major buffer: boxes in global coordinates,
+/// in buffer order, whose elements are contiguous in that buffer and together cover it once.
+/// Each run holds at most `max_elements` elements and is as long as that allows: the runs are
+/// slabs of whole rows of the first dimension whose rows fit, taken row by row of the
+/// dimensions before it. An empty box gives no run, a 0-d box itself. Used to write a shard
+/// in pieces no larger than a staging buffer. Not collective. Throws InvalidArgument when
+/// `max_elements` is less than 1 or the box is inconsistent (see volume()).
+[[nodiscard]] std::vector<Box> split_into_runs(const Box& box, std::int64_t max_elements);
+
 /// Element strides of a row-major (C order) buffer of `extent`: the last is 1. Not collective.
 /// Throws InvalidArgument when the volume overflows (see volume()).
 [[nodiscard]] std::vector<std::int64_t> row_major_strides(std::span<const std::int64_t> extent);

@@ -304,6 +304,41 @@ void check_strided_args(const char* function, std::size_t elem_size,
 
 }  // namespace
 
+std::vector<Box> split_into_runs(const Box& box, std::int64_t max_elements) {
+  if (max_elements < 1) {
+    throw InvalidArgument("split_into_runs: max_elements must be at least 1, not " +
+                          std::to_string(max_elements));
+  }
+  const std::int64_t total = volume(box);
+  if (total == 0 && box.rank() > 0) return {};
+  if (total <= max_elements) return {box};
+  // The first dimension `split` whose rows (the elements of the dimensions after it) fit.
+  const std::size_t n = box.rank();
+  std::size_t split = n - 1;
+  std::int64_t row = 1;  // elements of one row of `split`
+  while (split > 0 && row * box.extent[split] <= max_elements) row *= box.extent[split--];
+  const std::int64_t rows = std::min(max_elements / row, box.extent[split]);
+  // Every index of the dimensions before `split`, row-major, then slabs of `rows` rows.
+  std::vector<std::int64_t> outer(split, 0);
+  std::vector<Box> runs;
+  while (true) {
+    for (std::int64_t first = 0; first < box.extent[split]; first += rows) {
+      Box run = box;
+      for (std::size_t d = 0; d < split; ++d) {
+        run.offset[d] += outer[d];
+        run.extent[d] = 1;
+      }
+      run.offset[split] += first;
+      run.extent[split] = std::min(rows, box.extent[split] - first);
+      runs.push_back(std::move(run));
+    }
+    std::size_t d = split;
+    while (d > 0 && ++outer[d - 1] == box.extent[d - 1]) outer[--d] = 0;
+    if (d == 0) break;
+  }
+  return runs;
+}
+
 void pack_strided(std::size_t elem_size, const void* src, std::span<const std::int64_t> extent,
                   std::span<const std::int64_t> strides, void* dst) {
   check_strided_args("pack_strided", elem_size, extent, strides);

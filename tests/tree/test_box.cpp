@@ -229,6 +229,64 @@ TEST(Box, StridedSourceCopyAndPack) {
                InvalidArgument);
 }
 
+// The row-major position, within `box`, of each element of each run, in order: the runs must
+// enumerate 0, 1, 2, ... exactly once.
+std::vector<std::int64_t> positions_of_runs(const Box& box, const std::vector<Box>& runs) {
+  const Shape strides = row_major_strides(box.extent);
+  std::vector<std::int64_t> positions;
+  for (const Box& run : runs) {
+    Shape index(run.rank(), 0);
+    for (std::int64_t k = 0; k < volume(run); ++k) {
+      std::int64_t at = 0;
+      for (std::size_t d = 0; d < run.rank(); ++d) {
+        at += (run.offset[d] + index[d] - box.offset[d]) * strides[d];
+      }
+      positions.push_back(at);
+      for (std::size_t d = run.rank(); d-- > 0;) {
+        if (++index[d] < run.extent[d]) break;
+        index[d] = 0;
+      }
+    }
+  }
+  return positions;
+}
+
+TEST(Box, SplitIntoRunsCoversTheBoxInBufferOrder) {
+  std::mt19937 rng(11);
+  const Shape shape = {7, 6, 5, 3};
+  for (int trial = 0; trial < 300; ++trial) {
+    const Box box = random_box(rng, shape);
+    const std::int64_t max_elements = std::uniform_int_distribution<std::int64_t>(1, 40)(rng);
+    const std::vector<Box> runs = split_into_runs(box, max_elements);
+    std::vector<std::int64_t> want(static_cast<std::size_t>(volume(box)));
+    std::iota(want.begin(), want.end(), 0);
+    ASSERT_EQ(positions_of_runs(box, runs), want) << to_string(box) << " by " << max_elements;
+    for (const Box& run : runs) {
+      EXPECT_TRUE(contains(box, run));
+      EXPECT_GE(volume(run), 1);
+      EXPECT_LE(volume(run), max_elements);
+    }
+  }
+}
+
+TEST(Box, SplitIntoRunsTakesWholeRowsWhereTheyFit) {
+  // Rows of 4 elements: slabs of 2 rows, the last one shorter.
+  EXPECT_EQ(split_into_runs(Box{{1, 0}, {5, 4}}, 9),
+            (std::vector<Box>{{{1, 0}, {2, 4}}, {{3, 0}, {2, 4}}, {{5, 0}, {1, 4}}}));
+  // Rows of 10 elements do not fit in 4: each row is cut into runs of the second dimension.
+  EXPECT_EQ(split_into_runs(Box{{0, 2}, {2, 10}}, 4),
+            (std::vector<Box>{{{0, 2}, {1, 4}},
+                              {{0, 6}, {1, 4}},
+                              {{0, 10}, {1, 2}},
+                              {{1, 2}, {1, 4}},
+                              {{1, 6}, {1, 4}},
+                              {{1, 10}, {1, 2}}}));
+  EXPECT_EQ(split_into_runs(Box{{0, 0}, {3, 3}}, 9), (std::vector<Box>{{{0, 0}, {3, 3}}}));
+  EXPECT_EQ(split_into_runs(Box{{}, {}}, 1), (std::vector<Box>{Box{}}));
+  EXPECT_TRUE(split_into_runs(Box{{0, 0}, {0, 3}}, 2).empty());
+  EXPECT_THROW((void)split_into_runs(Box{{0}, {3}}, 0), InvalidArgument);
+}
+
 TEST(Box, StridedCopyMatchesPackThenCopy) {
   std::mt19937 rng(7);
   const Shape shape = {6, 5, 4};
