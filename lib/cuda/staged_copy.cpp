@@ -1,7 +1,11 @@
 #include "cuda/staged_copy.hpp"
 
+#include <cairn/error.hpp>
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 namespace cairn::cuda {
 
@@ -21,23 +25,29 @@ void StagedCopier::drain() noexcept {
   }
 }
 
-void StagedCopier::to_host(const void* src, std::size_t bytes, const Sink& sink,
-                           std::string_view what) {
-  if (bytes == 0) return;
+void StagedCopier::to_host(const void* src, std::span<const std::size_t> lengths,
+                           const Sink& sink, std::string_view what) {
+  for (std::size_t length : lengths) {
+    if (length > chunk_) {
+      throw InvalidArgument(fmt::format("{}: a piece of {} bytes does not fit the {}-byte staging "
+                                        "buffer",
+                                        what, length, chunk_));
+    }
+  }
   const auto* from = static_cast<const std::byte*>(src);
-  const std::size_t chunks = (bytes + chunk_ - 1) / chunk_;
-  auto length = [&](std::size_t k) { return std::min(chunk_, bytes - k * chunk_); };
+  std::size_t issued = 0;  // bytes queued so far
   auto issue = [&](std::size_t k) {
-    copy_async(buffers_[k % 2].data(), from + k * chunk_, length(k), Copy::to_host, stream_, what);
+    copy_async(buffers_[k % 2].data(), from + issued, lengths[k], Copy::to_host, stream_, what);
     ready_[k % 2].record(stream_, what);
+    issued += lengths[k];
   };
   try {
-    issue(0);
-    for (std::size_t k = 0; k < chunks; ++k) {
-      // Buffer (k+1)%2 last held chunk k-1, which the sink has finished with.
-      if (k + 1 < chunks) issue(k + 1);
+    if (!lengths.empty()) issue(0);
+    for (std::size_t k = 0; k < lengths.size(); ++k) {
+      // Buffer (k+1)%2 last held piece k-1, which the sink has finished with.
+      if (k + 1 < lengths.size()) issue(k + 1);
       ready_[k % 2].synchronize(what);
-      sink({buffers_[k % 2].data(), length(k)});
+      sink({buffers_[k % 2].data(), lengths[k]});
     }
   } catch (...) {
     drain();
@@ -46,9 +56,11 @@ void StagedCopier::to_host(const void* src, std::size_t bytes, const Sink& sink,
 }
 
 void StagedCopier::to_host(const void* src, std::size_t bytes, void* dst, std::string_view what) {
+  std::vector<std::size_t> lengths(bytes / chunk_, chunk_);
+  if (bytes % chunk_ != 0) lengths.push_back(bytes % chunk_);
   auto* out = static_cast<std::byte*>(dst);
   to_host(
-      src, bytes,
+      src, lengths,
       [&](std::span<const std::byte> chunk) {
         std::memcpy(out, chunk.data(), chunk.size());
         out += chunk.size();

@@ -25,9 +25,14 @@ class StagedCopier {
   StagedCopier(const StagedCopier&) = delete;
   StagedCopier& operator=(const StagedCopier&) = delete;
 
-  /// Hands the `bytes` of device memory at `src` to `sink` in chunks: while `sink` consumes
-  /// chunk k, chunk k+1 is being copied. Throws what `sink` throws, or IoError naming `what`.
-  void to_host(const void* src, std::size_t bytes, const Sink& sink, std::string_view what);
+  /// Hands the device memory at `src` to `sink` in consecutive pieces of `lengths` bytes
+  /// (each at most chunk_bytes()): while `sink` consumes piece k, piece k+1 is being copied.
+  /// Throws InvalidArgument for a piece longer than a buffer, what `sink` throws, or IoError
+  /// naming `what`.
+  void to_host(const void* src, std::span<const std::size_t> lengths, const Sink& sink,
+               std::string_view what);
+  /// Bytes of each of the two buffers. Never throws.
+  [[nodiscard]] std::size_t chunk_bytes() const noexcept { return chunk_; }
   /// Copies `bytes` of device memory at `src` into host memory at `dst` (pageable or not).
   /// Throws IoError naming `what`.
   void to_host(const void* src, std::size_t bytes, void* dst, std::string_view what);

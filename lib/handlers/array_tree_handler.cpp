@@ -84,22 +84,6 @@ class ArrayTreePendingSave final : public PendingSave {
     }
   }
 
-  void write_now(std::size_t i) {
-    const storage::ArrayJob& job = writer_.arrays()[i];
-    const void* data = nullptr;
-    std::vector<std::byte> packed;
-    if (job.writes) {
-      const ArrayShard& shard = job.leaf->as_array();
-      data = shard.data;
-      if (job.memory == MemoryKind::host && !shard.contiguous()) {
-        packed.resize(static_cast<std::size_t>(job.bytes));
-        copy_out(shard, packed.data());
-        data = packed.data();
-      }
-    }
-    writer_.write(i, data, job.memory);
-  }
-
   // Whether the device can hold a copy of `bytes` and still keep an eighth of it (and 64 MiB)
   // free for the application.
   static bool device_has_room(std::size_t bytes) {
@@ -144,7 +128,7 @@ class ArrayTreePendingSave final : public PendingSave {
   void stage_one(std::size_t i, bool hdf5_here, std::vector<std::future<void>>& pinned) {
     const storage::ArrayJob& job = writer_.arrays()[i];
     if (hdf5_here && job.format == StorageFormat::hdf5) {
-      write_now(i);
+      writer_.write_leaf(i);
       return;
     }
     if (!job.writes) {

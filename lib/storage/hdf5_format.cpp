@@ -6,10 +6,11 @@
 //  2. check every local input (boxes, dtypes) and agree on the verdict;
 //  3. create the file and each dataset collectively (these calls see identical input on
 //     every rank, so they succeed or fail together and throw directly);
-//  4. write each dataset with a collective H5Dwrite that every rank makes (the k-th write()
-//     call writes dataset k), selecting nothing when it has nothing to write or when
-//     preparing its data failed; a local failure is remembered, not thrown, so the rank
-//     keeps taking part;
+//  4. write each dataset with the same number of collective H5Dwrite calls on every rank (its
+//     agreed piece count; the calls fall on the datasets in order, whatever index a rank
+//     passes), selecting nothing when a rank has nothing (more) to write or when preparing
+//     its data failed; a local failure is remembered, not thrown, so the rank keeps taking
+//     part;
 //  5. close (and fsync), then turn the remembered failures into one error on every rank.
 // Every HDF5 call is made with hdf5_mutex() held; agreements and checksums are not.
 #include "storage/hdf5_format.hpp"
@@ -161,6 +162,26 @@ void check_free_space(const std::filesystem::path& file, std::span<const Hdf5Arr
                             file.string(), needed, space.free));
 }
 
+/// Where `run` starts in the row-major buffer of `box` (in elements) when it is a contiguous
+/// run of that buffer inside the box: extents of 1 before some dimension, whole extents of the
+/// box after it. std::nullopt otherwise.
+std::optional<std::int64_t> run_position(const Box& box, const Box& run) {
+  if (run.rank() != box.rank() || run.extent.size() != box.rank() || !contains(box, run)) {
+    return std::nullopt;
+  }
+  std::size_t d = 0;
+  while (d + 1 < run.rank() && run.extent[d] == 1) ++d;
+  for (std::size_t i = d + 1; i < run.rank(); ++i) {
+    if (run.offset[i] != box.offset[i] || run.extent[i] != box.extent[i]) return std::nullopt;
+  }
+  const std::vector<std::int64_t> strides = row_major_strides(box.extent);
+  std::int64_t position = 0;
+  for (std::size_t i = 0; i < run.rank(); ++i) {
+    position += (run.offset[i] - box.offset[i]) * strides[i];
+  }
+  return position;
+}
+
 std::uint64_t structure_hash(std::span<const Hdf5ArrayToWrite> arrays,
                              std::span<const Hdf5ValueToWrite> values) {
   std::uint64_t hash = kFnvOffset;
@@ -168,6 +189,7 @@ std::uint64_t structure_hash(std::span<const Hdf5ArrayToWrite> arrays,
     hash = fnv1a(fnv1a(hash, a.path), static_cast<std::int64_t>(a.dtype));
     for (std::int64_t n : a.shape) hash = fnv1a(hash, n);
     hash = fnv1a(hash, a.fortran_order ? std::int64_t{-2} : std::int64_t{-1});
+    hash = fnv1a(hash, static_cast<std::int64_t>(a.pieces));
   }
   for (const auto& v : values) {
     hash = fnv1a(hash, v.path);
@@ -189,8 +211,17 @@ struct Hdf5Writer::Impl {
     DType dtype = DType::float64;
     std::vector<std::int64_t> shape;
     bool fortran_order = false;
+    std::size_t pieces = 1;  // collective write calls per rank
     std::optional<Box> box;  // this rank's, when it has a shard
     h5::Dataset dataset;     // open from the constructor to finish()
+  };
+  /// What this rank wrote of the array being written, piece by piece.
+  struct Progress {
+    std::size_t calls = 0;           // collective calls made for the array
+    std::int64_t covered = 0;        // elements of the box written, in row-major order
+    bool started = false;            // a run was passed
+    bool complete = false;           // the box is written
+    std::unique_ptr<Checksum> digest;  // of the runs written so far
   };
 
   const Comm* comm = nullptr;
@@ -200,7 +231,8 @@ struct Hdf5Writer::Impl {
   h5::File handle;
   h5::PropertyList dxpl;
   std::vector<Array> arrays;  // closed before `handle`
-  std::size_t next = 0;       // index of the next array to write (the same on every rank)
+  std::size_t next = 0;       // index of the array being written (the same on every rank)
+  Progress progress;          // of arrays[next]
   FirstFailure failure;
   bool closed = false;  // finish() got past its agreement
 
@@ -243,6 +275,11 @@ Hdf5Writer::Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
       w.arrays[i].dtype = a.dtype;
       w.arrays[i].shape = a.shape;
       w.arrays[i].fortran_order = a.fortran_order;
+      if (a.pieces == 0) {
+        throw InvalidArgument(fmt::format("leaf '{}': 0 pieces; write every array in at least one",
+                                          a.path));
+      }
+      w.arrays[i].pieces = a.pieces;
       if (a.shard != nullptr) w.arrays[i].box = checked_box(a);
     }
     for (std::size_t k = 0; k < values.size(); ++k) {
@@ -339,62 +376,101 @@ Hdf5Writer::~Hdf5Writer() {
 
 std::size_t Hdf5Writer::array_count() const noexcept { return impl_->arrays.size(); }
 
-std::optional<ShardRecord> Hdf5Writer::write(std::size_t index, const void* data) {
-  return write_impl(index, data, false);
-}
-
-void Hdf5Writer::skip(std::size_t index) { (void)write_impl(index, nullptr, true); }
-
-std::optional<ShardRecord> Hdf5Writer::write_impl(std::size_t index, const void* data,
-                                                  bool skipping) {
-  Impl& w = *impl_;
+std::size_t Hdf5Writer::current_array() const {
+  const Impl& w = *impl_;
   if (w.closed || w.next == w.arrays.size()) {
-    throw InvalidArgument(fmt::format("Hdf5Writer for '{}': write({}) after {}", w.file_name, index,
+    throw InvalidArgument(fmt::format("Hdf5Writer for '{}': a write after {}", w.file_name,
                                       w.closed ? "finish()" : "every array was written"));
   }
+  return w.next;
+}
+
+std::optional<ShardRecord> Hdf5Writer::write(std::size_t index, const void* data) {
+  const Impl::Array& a = impl_->arrays[current_array()];
+  std::optional<ShardRecord> record = write_piece(index, a.box ? &*a.box : nullptr, data);
+  while (impl_->progress.calls != 0) (void)write_piece(index, nullptr, nullptr);
+  if (!impl_->failure.ok) return std::nullopt;
+  return record;
+}
+
+void Hdf5Writer::skip(std::size_t index) {
+  do {
+    (void)write_piece(index, nullptr, nullptr);
+  } while (impl_->progress.calls != 0);
+}
+
+std::optional<ShardRecord> Hdf5Writer::write_piece(std::size_t index, const Box* run,
+                                                   const void* data) {
+  Impl& w = *impl_;
   // The call's position, not `index`, picks the dataset: ranks that pass different indices
   // still meet in the same collective H5Dwrite (or all skip it), so misuse cannot hang. The
   // ranks do not agree on `index`: one agreement round costs more than writing a small leaf
   // (see the header), and the constructor agreed on the whole list.
-  const std::size_t k = w.next++;
+  const std::size_t k = current_array();
   const Impl::Array& a = w.arrays[k];
+  Impl::Progress& p = w.progress;
   const Where where{w.file_name, a.path};
+  const std::string what = fmt::format("leaf '{}' on this rank", a.path);
   if (index != k) {
     w.failure.record(InvalidArgument(fmt::format(
-        "Hdf5Writer for '{}': write({}) was call {}, which writes array {} (leaf '{}'); "
-        "write every array once, in increasing index order, on every rank",
-        w.file_name, index, k, k, a.path)));
+        "Hdf5Writer for '{}': write of array {} fell on array {} (leaf '{}'); write every "
+        "array, in increasing index order, on every rank",
+        w.file_name, index, k, a.path)));
   }
 
-  // This rank's data, checksummed from the bytes written; not after a failure.
+  // This rank's run, checksummed from the bytes written; not after a failure.
   std::optional<ShardRecord> record;
-  if (w.failure.ok && !skipping) {
+  const Box* selected = nullptr;
+  if (w.failure.ok && (run != nullptr || data != nullptr)) {
     try {
-      const std::string what = fmt::format("leaf '{}' on this rank", a.path);
-      if (a.box) {
-        const std::int64_t count = volume(*a.box);
-        const auto bytes = static_cast<std::size_t>(count) * dtype_size(a.dtype);
-        if (data == nullptr && count > 0) {
-          throw InvalidArgument(
-              fmt::format("{}: no data passed for the box {}", what, to_string(*a.box)));
-        }
-        const std::span<const std::byte> view(static_cast<const std::byte*>(data), bytes);
+      if (!a.box) {
+        throw InvalidArgument(
+            fmt::format("{}: data passed, but this rank has no shard of the leaf", what));
+      }
+      if (run == nullptr) {
+        throw InvalidArgument(fmt::format("{}: data passed without the box it holds", what));
+      }
+      const std::optional<std::int64_t> position = run_position(*a.box, *run);
+      if (p.complete || position != p.covered) {
+        throw InvalidArgument(fmt::format(
+            "{}: the piece {} does not continue the box {} at its element {}; pass "
+            "consecutive runs of the box in row-major order",
+            what, to_string(*run), to_string(*a.box), p.covered));
+      }
+      const std::int64_t count = volume(*run);
+      if (data == nullptr && count > 0) {
+        throw InvalidArgument(fmt::format("{}: no data passed for {}", what, to_string(*run)));
+      }
+      const auto bytes = static_cast<std::size_t>(count) * dtype_size(a.dtype);
+      if (!p.digest) p.digest = std::make_unique<Checksum>();
+      p.digest->update({static_cast<const std::byte*>(data), bytes});
+      p.covered += count;
+      p.started = true;
+      if (count > 0) selected = run;
+      if (p.covered == volume(*a.box)) {
+        p.complete = true;
         record = ShardRecord{.rank = w.comm->rank(),
                              .box = *a.box,
                              .file = w.record_file,
                              .byte_offset = 0,
-                             .bytes = bytes,
-                             .checksum = checksum_of(view)};
-      } else if (data != nullptr) {
-        throw InvalidArgument(
-            fmt::format("{}: data passed, but this rank has no shard of the leaf", what));
+                             .bytes = static_cast<std::uint64_t>(p.covered) * dtype_size(a.dtype),
+                             .checksum = p.digest->digest()};
       }
     } catch (const std::exception& e) {
       w.failure.record(e);
       record.reset();
+      selected = nullptr;
     }
   }
-  const bool writes = record && volume(*a.box) > 0;
+  if (++p.calls == a.pieces) {
+    if (p.started && !p.complete) {
+      w.failure.record(InvalidArgument(
+          fmt::format("{}: its pieces cover {} of the {} elements of the box {}", what, p.covered,
+                      volume(*a.box), to_string(*a.box))));
+    }
+    ++w.next;
+    p = Impl::Progress{};
+  }
 
   // A dataset without elements has no storage (its address is undefined) and HDF5 fails
   // even an empty write to it; the shape is the same on every rank, so all skip it.
@@ -405,8 +481,8 @@ std::optional<ShardRecord> Hdf5Writer::write_impl(std::size_t index, const void*
     const h5::Datatype type = make_type(a.dtype, where);
     const h5::Dataspace space = make_space(a.shape, where);
     write_collectively(a.dataset.get(), type.get(), space.get(),
-                       writes && !a.shape.empty() ? &*a.box : nullptr, writes && a.shape.empty(),
-                       data, w.dxpl.get(), where, w.failure);
+                       a.shape.empty() ? nullptr : selected, selected && a.shape.empty(), data,
+                       w.dxpl.get(), where, w.failure);
   }
   if (!w.failure.ok) return std::nullopt;
   return record;
@@ -417,10 +493,12 @@ void Hdf5Writer::finish(bool fsync) {
   if (w.closed) {
     throw InvalidArgument(fmt::format("Hdf5Writer for '{}': finish() called twice", w.file_name));
   }
-  // Ranks that made different numbers of write() calls must not meet in H5Fclose: agree on
+  // Ranks that made different numbers of write calls must not meet in H5Fclose: agree on
   // the count. (They get here only when the calls in between skipped arrays without
   // elements; otherwise the ranks still writing wait in H5Dwrite, see write().)
-  w.comm->agree({.operation = "Hdf5Writer::finish", .step = static_cast<std::int64_t>(w.next)});
+  w.comm->agree({.operation = "Hdf5Writer::finish",
+                 .step = static_cast<std::int64_t>(w.next),
+                 .structure = w.progress.calls});
   w.closed = true;
   if (w.next != w.arrays.size()) {
     w.failure.record(InvalidArgument(

@@ -34,6 +34,9 @@ struct Hdf5ArrayToWrite {
   const ArrayShard* shard = nullptr;
   /// The leaf's ArrayShard::fortran_order: the dataset's attribute cairn_order is "F", not "C".
   bool fortran_order = false;
+  /// How many collective writes of the dataset every rank makes (at least 1; the same on
+  /// every rank): a rank may write its box in up to this many pieces (write_piece()).
+  std::size_t pieces = 1;
 };
 
 /// One non-array leaf to store for external readers (same list on every rank).
@@ -83,16 +86,18 @@ class Hdf5Writer {
   /// Writes array `index` (position in `arrays`) from `data`: a contiguous row-major buffer
   /// of this rank's box (`arrays[index].shard->box`), or nullptr when this rank writes
   /// nothing for it (then `arrays[index].shard` was null; an empty box may pass nullptr
-  /// too). `data` is not used after the call returns. Arrays without elements are skipped
-  /// by every rank.
+  /// too). Makes all `arrays[index].pieces` collective calls of the array: the first writes
+  /// the box, the others nothing. `data` is not used after the call returns. Arrays without
+  /// elements are skipped by every rank.
   ///
-  /// Collective: every rank calls write() once for every array, in increasing index order
-  /// (0, 1, ..., array_count() - 1), then finish(). The ranks do not agree on `index` per call
-  /// (an agreement round costs several times the write of a small leaf): the k-th call
-  /// takes part in the collective write of array k on every rank, and an `index` other than
-  /// k is remembered as InvalidArgument (the call then writes no data). A rank that makes
-  /// fewer write() calls than the others hangs them in HDF5's collective write, like any
-  /// collective call made by some ranks only.
+  /// Collective: every rank writes every array, in increasing index order (0, 1, ...,
+  /// array_count() - 1), each with write(), skip() or `pieces` calls of write_piece(), then
+  /// calls finish(). The ranks do not agree on `index` per call (an agreement round costs
+  /// several times the write of a small leaf): the k-th collective call takes part in the
+  /// write of the array it falls on, on every rank, and an `index` other than that array's is
+  /// remembered as InvalidArgument (the call then writes no data). A rank that makes fewer
+  /// calls than the others hangs them in HDF5's collective write, like any collective call
+  /// made by some ranks only.
   ///
   /// Returns this rank's record (file = the file's name, byte_offset 0, bytes and XXH3-64
   /// checksum of `data`) when it wrote a shard, std::nullopt when it has none or when a
@@ -100,22 +105,39 @@ class Hdf5Writer {
   /// array, InvalidArgument (on the calling rank) after finish() or after every array was
   /// written. Local failures are remembered for finish().
   std::optional<ShardRecord> write(std::size_t index, const void* data);
-  /// Takes part in the collective write of array `index` without writing anything, e.g.
-  /// after a local failure the caller reports itself. Collective like write().
+  /// Makes one of the `arrays[index].pieces` collective calls of array `index`, writing
+  /// `run` from `data` (its row-major elements), or nothing when `run` is nullptr (then
+  /// `data` must be nullptr too). The runs a rank passes for an array must continue its box
+  /// in row-major order, each where the previous ended, and cover it by the array's last
+  /// call: the runs of split_into_runs(box, n), in order, with at most `pieces` of them.
+  /// This lets a rank stream a shard that is not in host memory as one buffer (device data,
+  /// strided views) through a small staging buffer. `data` is not used after the call.
+  ///
+  /// Collective like write(). Returns this rank's record on the call whose run completes the
+  /// box (the checksum is of all its runs' bytes, as if written at once), std::nullopt
+  /// otherwise. A run that does not continue the box, data without a run, or a box left
+  /// incomplete at the array's last call is remembered as InvalidArgument. Throws as
+  /// write().
+  std::optional<ShardRecord> write_piece(std::size_t index, const Box* run, const void* data);
+  /// Makes the collective calls of array `index` not made yet (all of them when none was)
+  /// without writing anything, e.g. after a local failure the caller reports itself.
+  /// Collective like write(); throws as write().
   void skip(std::size_t index);
 
   /// Closes the datasets and the file (collective) and, when `fsync`, fsyncs the file on
   /// every rank (the data was written by the MPI-IO aggregators and metadata by any rank;
   /// an fsync flushes the calling node only). Collective; the ranks first agree on the
-  /// number of write() calls they made. Throws on every rank the first failure remembered by
+  /// number of collective write calls they made. Throws on every rank the first failure remembered by
   /// write() or met here (IoError naming the file for a failed close or fsync),
   /// InvalidArgument when not every array was written, CollectiveMismatch when the ranks
-  /// made different numbers of write() calls (then the file stays open until the writer is
+  /// made different numbers of write calls (then the file stays open until the writer is
   /// destroyed). Throws InvalidArgument on the calling rank alone when called twice.
   void finish(bool fsync);
 
  private:
-  std::optional<ShardRecord> write_impl(std::size_t index, const void* data, bool skipping);
+  // The array the next collective write call falls on. Throws InvalidArgument after
+  // finish() or after every array was written.
+  std::size_t current_array() const;
 
   struct Impl;
   std::unique_ptr<Impl> impl_;

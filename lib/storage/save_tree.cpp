@@ -35,28 +35,7 @@ void save_tree(const Comm& comm, const std::filesystem::path& dir, const ArrayTr
   storage::TreeWriter writer(comm, dir, tree, options);
   writer.open_posix();
   writer.open_hdf5(comm);
-  // Contiguous host shards are written from the caller's memory; strided views are packed into
-  // one buffer of the shard's size; device shards are staged through pinned host buffers.
-  std::vector<std::byte> packed;
-  for (std::size_t i = 0; i < writer.arrays().size(); ++i) {
-    const storage::ArrayJob& job = writer.arrays()[i];
-    const void* data = nullptr;
-    if (job.writes) {
-      const ArrayShard& shard = job.leaf->as_array();
-      data = shard.data;
-      if (job.memory == MemoryKind::host && !shard.contiguous()) {
-        try {
-          packed.resize(static_cast<std::size_t>(job.bytes));
-          pack_strided(dtype_size(shard.dtype), shard.data, shard.box.extent, shard.strides,
-                       packed.data());
-          data = packed.data();
-        } catch (const std::exception& e) {
-          writer.fail(e);
-        }
-      }
-    }
-    writer.write(i, data, job.memory);
-  }
+  for (std::size_t i = 0; i < writer.arrays().size(); ++i) writer.write_leaf(i);
   writer.close_posix();
   writer.close_hdf5();
   writer.finish(comm);

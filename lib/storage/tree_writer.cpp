@@ -57,15 +57,26 @@ ShardRecord record_from_json(const json::object& o) {
 
 }  // namespace
 
+std::size_t TreeWriter::count_runs(const ArrayShard& shard) const {
+  if (shard.local_bytes() == 0) return 1;
+  const auto elements = static_cast<std::int64_t>(run_bytes_ / dtype_size(shard.dtype));
+  return std::max<std::size_t>(split_into_runs(shard.box, elements).size(), 1);
+}
+
 TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayTree& tree,
                        TreeSaveOptions options)
-    : dir_(std::move(dir)), tree_(tree), options_(std::move(options)), rank_(comm.rank()) {
+    : dir_(std::move(dir)),
+      tree_(tree),
+      options_(std::move(options)),
+      run_bytes_(std::max<std::size_t>(options_.io_buffer_bytes / 2, 4096)),
+      rank_(comm.rank()) {
   comm.agree(
       {.operation = "save_tree " + dir_.filename().string(), .structure = tree.structure_hash()});
   const std::vector<const Leaf*> leaves = tree.leaves_under("");
 
   // Local checks that can differ between ranks: every rank learns of any failure.
   std::vector<MemoryKind> memory;  // of each array leaf, in order
+  json::array runs;                // how many runs this rank streams each array leaf in
   comm.run_all(fmt::format("save_tree '{}':", dir_.string()), [&] {
     for (const auto& [path, format] : options_.leaf_formats) {
       if (!tree.contains(path)) {
@@ -81,27 +92,35 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
                         "CAIRN_USE_HDF5=ON)",
                         leaf->path(), storage_format_name(format)));
       }
-      memory.push_back(
-          cuda::resolve_memory(leaf->as_array(), options_.detect_device_memory, leaf->path()));
+      const ArrayShard& shard = leaf->as_array();
+      memory.push_back(cuda::resolve_memory(shard, options_.detect_device_memory, leaf->path()));
+      const bool streamed = memory.back() == MemoryKind::cuda_device || !shard.contiguous();
+      runs.push_back(streamed && format == StorageFormat::hdf5 ? count_runs(shard) : 1);
     }
   });
 
-  // Every rank's layout of every array leaf, validated identically on every rank.
-  json::array mine;
+  // Every rank's layout of every array leaf, validated identically on every rank, and its
+  // run counts, of which hdf5 writes take the largest.
+  json::array layouts;
   for (const Leaf* leaf : leaves) {
     if (leaf->kind() != LeafKind::array) continue;
     arrays_.push_back({.leaf = leaf,
                        .format = format_of(options_, leaf->path()),
                        .memory = memory.at(arrays_.size())});
-    mine.push_back(leaf->as_array().layout().to_json());
+    layouts.push_back(leaf->as_array().layout().to_json());
   }
-  const std::vector<json::value> all = comm.allgather_json(mine);
+  const std::vector<json::value> all =
+      comm.allgather_json(json::object{{"layouts", std::move(layouts)}, {"runs", std::move(runs)}});
+  std::size_t hdf5_count = 0;
   for (std::size_t i = 0; i < arrays_.size(); ++i) {
     std::vector<LeafLayout> per_rank;
     per_rank.reserve(all.size());
+    std::size_t pieces = 1;
     for (std::size_t r = 0; r < all.size(); ++r) {
-      per_rank.push_back(
-          LeafLayout::from_json(all[r].as_array().at(i), {}, fmt::format("rank {} leaf {}", r, i)));
+      const json::object& from_rank = all[r].as_object();
+      per_rank.push_back(LeafLayout::from_json(from_rank.at("layouts").as_array().at(i), {},
+                                               fmt::format("rank {} leaf {}", r, i)));
+      pieces = std::max(pieces, json::value_to<std::size_t>(from_rank.at("runs").as_array().at(i)));
     }
     const std::string& path = arrays_[i].leaf->path();
     const bool sparse = options_.allow_sparse &&
@@ -111,6 +130,10 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
     job.writes = std::binary_search(writers.begin(), writers.end(), comm.rank());
     job.bytes = job.writes ? static_cast<std::uint64_t>(job.leaf->as_array().local_bytes()) : 0;
     (job.format == StorageFormat::posix ? uses_posix_ : uses_hdf5_) = true;
+    if (job.format == StorageFormat::hdf5) {
+      job.hdf5_index = hdf5_count++;
+      job.hdf5_pieces = pieces;
+    }
     if (job.memory == MemoryKind::cuda_device && device_ < 0) device_ = cuda::current_device();
   }
 
@@ -144,7 +167,7 @@ void TreeWriter::open_hdf5([[maybe_unused]] const Comm& comm) {
     if (job.format != StorageFormat::hdf5) continue;
     const ArrayShard& shard = job.leaf->as_array();
     h5_arrays.push_back({job.leaf->path(), shard.dtype, shard.global_shape,
-                         job.writes ? &shard : nullptr, shard.fortran_order});
+                         job.writes ? &shard : nullptr, shard.fortran_order, job.hdf5_pieces});
   }
   std::vector<Hdf5ValueToWrite> h5_values;
   if (options_.format == StorageFormat::hdf5) {
@@ -172,29 +195,46 @@ void TreeWriter::copy_to_host(std::size_t index, const void* device, void* dst) 
 cuda::StagedCopier& TreeWriter::copier(std::string_view what) {
   cuda::use_device(device_, what);  // this may be the background thread
   if (!copier_) {
-    copier_ = std::make_unique<cuda::StagedCopier>(options_.io_buffer_bytes / 2, what);
+    copier_ = std::make_unique<cuda::StagedCopier>(run_bytes_, what);
   }
   return *copier_;
 }
 
-void TreeWriter::write(std::size_t index, const void* data, MemoryKind memory) {
+void TreeWriter::stream_runs(std::size_t index, const void* data, const RunSink& sink) {
   const ArrayJob& job = arrays_.at(index);
-  const bool device = memory == MemoryKind::cuda_device && data != nullptr;
+  const ArrayShard& shard = job.leaf->as_array();
+  const std::size_t elem_size = dtype_size(shard.dtype);
+  const std::vector<Box> runs =
+      split_into_runs(shard.box, static_cast<std::int64_t>(run_bytes_ / elem_size));
+  if (data != nullptr) {  // device memory, through the pinned buffers
+    std::vector<std::size_t> lengths;
+    lengths.reserve(runs.size());
+    for (const Box& run : runs) lengths.push_back(static_cast<std::size_t>(volume(run)) * elem_size);
+    const std::string what = fmt::format("leaf '{}'", job.leaf->path());
+    std::size_t next = 0;
+    std::lock_guard lock(copier_mutex_);
+    copier(what).to_host(
+        data, lengths, [&](std::span<const std::byte> bytes) { sink(runs.at(next++), bytes); },
+        what);
+    return;
+  }
+  std::vector<std::byte> packed(std::min<std::size_t>(run_bytes_, job.bytes));
+  for (const Box& run : runs) {
+    copy_region(elem_size, shard.data, shard.box, shard.strides, packed.data(), run, run);
+    sink(run, std::span(packed).first(static_cast<std::size_t>(volume(run)) * elem_size));
+  }
+}
+
+void TreeWriter::write_runs(std::size_t index, const void* device_data) {
+  const ArrayJob& job = arrays_.at(index);
   if (job.format == StorageFormat::posix) {
     if (!job.writes || failed()) return;
     try {
-      ShardRecord record;
-      if (device) {
-        const std::string what = fmt::format("leaf '{}'", job.leaf->path());
-        std::lock_guard lock(copier_mutex_);
-        cuda::StagedCopier& staging = copier(what);
-        record = posix_->write_pieces(
-            job.leaf->as_array().box, job.bytes, [&](const PosixShardWriter::Sink& sink) {
-              staging.to_host(data, static_cast<std::size_t>(job.bytes), sink, what);
-            });
-      } else {
-        record = posix_->write(job.leaf->as_array().box, data, job.bytes);
-      }
+      ShardRecord record = posix_->write_pieces(
+          job.leaf->as_array().box, job.bytes, [&](const PosixShardWriter::Sink& sink) {
+            stream_runs(index, device_data,
+                        [&](const Box&, std::span<const std::byte> bytes) { sink(bytes); });
+          });
       std::lock_guard lock(mutex_);
       records_.emplace_back(index, std::move(record));
       bytes_written_ += job.bytes;
@@ -205,32 +245,76 @@ void TreeWriter::write(std::size_t index, const void* data, MemoryKind memory) {
   }
 #if CAIRN_HAVE_HDF5
   if (!hdf5_) return;  // data.h5 could not be created, on every rank
-  // Every rank takes part in the collective write, even after a local failure (then with
+  // Every rank makes job.hdf5_pieces collective writes, even after a local failure (then
+  // with nothing to write), so that no rank waits for another forever.
+  std::size_t calls = 0;
+  try {
+    fault::point("storage.hdf5_write");
+    if (!failed()) {
+      stream_runs(index, device_data, [&](const Box& run, std::span<const std::byte> bytes) {
+        ++calls;
+        auto record = hdf5_->write_piece(job.hdf5_index, &run, bytes.data());
+        if (record) {
+          std::lock_guard lock(mutex_);
+          records_.emplace_back(index, std::move(*record));
+          bytes_written_ += job.bytes;
+        }
+      });
+    }
+  } catch (const std::exception& e) {
+    fail(e);
+  }
+  try {
+    for (; calls < job.hdf5_pieces; ++calls) (void)hdf5_->write_piece(job.hdf5_index, nullptr, nullptr);
+  } catch (const std::exception& e) {
+    fail(e);
+  }
+#endif
+}
+
+void TreeWriter::write_leaf(std::size_t index) {
+  const ArrayJob& job = arrays_.at(index);
+  const ArrayShard& shard = job.leaf->as_array();
+  if (job.writes && job.bytes > 0 && job.memory == MemoryKind::host && !shard.contiguous()) {
+    write_runs(index, nullptr);
+  } else {
+    write(index, job.writes ? shard.data : nullptr, job.memory);
+  }
+}
+
+void TreeWriter::write(std::size_t index, const void* data, MemoryKind memory) {
+  const ArrayJob& job = arrays_.at(index);
+  if (memory == MemoryKind::cuda_device && data != nullptr && job.writes && job.bytes > 0) {
+    write_runs(index, data);
+    return;
+  }
+  if (job.format == StorageFormat::posix) {
+    if (!job.writes || failed()) return;
+    try {
+      ShardRecord record = posix_->write(job.leaf->as_array().box, data, job.bytes);
+      std::lock_guard lock(mutex_);
+      records_.emplace_back(index, std::move(record));
+      bytes_written_ += job.bytes;
+    } catch (const std::exception& e) {
+      fail(e);
+    }
+    return;
+  }
+#if CAIRN_HAVE_HDF5
+  if (!hdf5_) return;  // data.h5 could not be created, on every rank
+  // Every rank takes part in the collective writes, even after a local failure (then with
   // nothing to write), so that no rank waits for another forever.
-  std::size_t h5_index = 0;
-  for (std::size_t i = 0; i < index; ++i) h5_index += arrays_[i].format == StorageFormat::hdf5;
   try {
     fault::point("storage.hdf5_write");
   } catch (const std::exception& e) {
     fail(e);
   }
-  // HDF5 writes a shard in one call: device data goes to the host whole first.
-  std::unique_ptr<std::byte[]> staged;
-  if (device && job.writes && !failed()) {
-    try {
-      staged.reset(new std::byte[static_cast<std::size_t>(job.bytes)]);
-      copy_to_host(index, data, staged.get());
-      data = staged.get();
-    } catch (const std::exception& e) {
-      fail(e);
-    }
-  }
   try {
     if (failed()) {
-      hdf5_->skip(h5_index);
+      hdf5_->skip(job.hdf5_index);
       return;
     }
-    auto record = hdf5_->write(h5_index, data);
+    auto record = hdf5_->write(job.hdf5_index, data);
     if (record) {
       std::lock_guard lock(mutex_);
       records_.emplace_back(index, std::move(*record));

@@ -9,9 +9,11 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +40,10 @@ struct ArrayJob {
   std::uint64_t bytes = 0;  ///< bytes of this rank's shard (0 when it writes none)
   /// Where this rank's shard lives: declared, or detected when asked (TreeSaveOptions).
   MemoryKind memory = MemoryKind::host;
+  /// hdf5 leaves: the position among the hdf5 leaves, and the number of collective writes of
+  /// the dataset (the same on every rank: the most runs any rank streams its shard in).
+  std::size_t hdf5_index = 0;
+  std::size_t hdf5_pieces = 1;
 };
 
 /// Writes one tree into an item directory: plan (validation, directories), open, one write
@@ -72,11 +78,16 @@ class TreeWriter {
   /// Remembers failures (which are the same on every rank).
   void open_hdf5(const Comm& comm);
   /// Writes array `index` from `data`, a contiguous row-major buffer of this rank's box in
-  /// `memory`, or nullptr when this rank writes nothing for it. Device data is staged through
-  /// pinned host buffers (posix: chunk by chunk, overlapping copies and file writes; hdf5:
-  /// into one host buffer first). Collective for hdf5 leaves (every rank, every hdf5 leaf,
-  /// increasing index); local for posix leaves. Remembers failures.
+  /// `memory`, or nullptr when this rank writes nothing for it. Device data is streamed
+  /// through two pinned host buffers of half of TreeSaveOptions::io_buffer_bytes, so that the
+  /// copy of one run overlaps the write of the previous one (posix: chunks of the shard file;
+  /// hdf5: runs of the box, one collective write each). Collective for hdf5 leaves (every
+  /// rank, every hdf5 leaf, increasing index); local for posix leaves. Remembers failures.
   void write(std::size_t index, const void* data, MemoryKind memory = MemoryKind::host);
+  /// Writes array `index` from the leaf's own memory: as write() for contiguous host and
+  /// device shards; a strided host view is packed run by run into a buffer of at most half
+  /// of io_buffer_bytes, never whole. Collective and failures as write().
+  void write_leaf(std::size_t index);
   /// Copies array `index`'s shard from the device memory at `device` into host memory at
   /// `dst` (job.bytes bytes), through the pinned staging buffers. Local. Throws IoError or
   /// Unsupported naming the leaf.
@@ -99,12 +110,22 @@ class TreeWriter {
   }
 
  private:
+  // How many runs stream_runs() cuts this rank's `shard` into (1 when it has no bytes).
+  [[nodiscard]] std::size_t count_runs(const ArrayShard& shard) const;
   // The device staging buffers, made on first use for the leaf `what`; copier_mutex_ held.
   cuda::StagedCopier& copier(std::string_view what);
+  // Hands this rank's shard of array `index` to `sink` run by run (split_into_runs() at
+  // run_bytes_), from device memory at `data` or, when `data` is nullptr, from the leaf's
+  // strided host view. Throws what the copy or `sink` throws.
+  using RunSink = std::function<void(const Box& run, std::span<const std::byte> bytes)>;
+  void stream_runs(std::size_t index, const void* data, const RunSink& sink);
+  // Writes array `index` (posix or hdf5) by stream_runs(). Remembers failures.
+  void write_runs(std::size_t index, const void* device_data);
 
   std::filesystem::path dir_;
   const ArrayTree& tree_;
   TreeSaveOptions options_;
+  std::size_t run_bytes_ = 0;  // bytes of one staging buffer: the longest run streamed
   std::vector<ArrayJob> arrays_;
   bool uses_hdf5_ = false;
   bool uses_posix_ = false;

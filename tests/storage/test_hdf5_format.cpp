@@ -1,7 +1,7 @@
 // The hdf5 format directly (Hdf5Writer + Hdf5Reader): every dtype at any rank count with 1-d
 // and 2-d decompositions, ranks without a shard, replicated leaves, values, leaves streamed
-// one by one (also from a background thread), sub-box reads, files read by h5py, and the
-// errors a damaged or mismatched file or a misused writer gives.
+// one by one (also from a background thread) or in pieces, sub-box reads, files read by h5py,
+// and the errors a damaged or mismatched file or a misused writer gives.
 #include <cairn/comm.hpp>
 #include <cairn/tree.hpp>
 #include <gmock/gmock.h>
@@ -631,6 +631,109 @@ with h5py.File(sys.argv[1], "r+") as f:
   }
 }
 
+TEST(Hdf5Format, WriterTakesShardsInPieces) {
+  const SharedTempDir dir;
+  const Comm comm(MPI_COMM_WORLD);
+  const int n = comm.size();
+  const int r = comm.rank();
+  const std::vector<std::int64_t> cube = {2 * n + 1, 5, 3};
+  const std::vector<std::int64_t> line = {n + 2};
+  std::vector<Owned> leaves;
+  leaves.push_back(make_leaf("p/cube", DType::float64, cube, block_of(cube, {n}, r)));
+  leaves.push_back(make_leaf("p/line", DType::int32, line, block_of(line, {n}, r)));
+  // Each rank cuts its box in runs of another length (rows of 15 elements: the runs of the
+  // small lengths split rows); the collective piece count is the most runs of any rank.
+  const Box& box = *leaves[0].box;
+  const std::vector<Box> runs = split_into_runs(box, 4 + 5 * r);
+  int most = static_cast<int>(runs.size());
+  MPI_Allreduce(MPI_IN_PLACE, &most, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  auto arrays = to_write(leaves);
+  arrays[0].pieces = static_cast<std::size_t>(most) + 1;  // one more: every rank ends empty
+  arrays[1].pieces = 2;
+  const auto file = dir / "data.h5";
+
+  Hdf5Writer writer(comm, file, arrays, {});
+  // The last rank writes its whole box with write(), the others run by run from a staging
+  // buffer that is overwritten after each call.
+  std::optional<ShardRecord> record;
+  if (r == n - 1) {
+    record = writer.write(0, leaves[0].data.data());
+  } else {
+    std::vector<std::byte> staging;
+    for (std::size_t k = 0; k < runs.size(); ++k) {
+      staging.assign(static_cast<std::size_t>(volume(runs[k])) * sizeof(double), std::byte{0});
+      copy_region(sizeof(double), leaves[0].data.data(), box, staging.data(), runs[k], runs[k]);
+      auto got = writer.write_piece(0, &runs[k], staging.data());
+      EXPECT_EQ(got.has_value(), k + 1 == runs.size()) << "run " << k;
+      if (got) record = std::move(got);
+      std::fill(staging.begin(), staging.end(), std::byte{0xAB});
+    }
+    writer.skip(0);
+  }
+  ASSERT_TRUE(record.has_value());
+  EXPECT_EQ(record->box, box);
+  EXPECT_EQ(record->bytes, leaves[0].data.size());
+  EXPECT_EQ(record->checksum, checksum_of(leaves[0].data));
+  // The second leaf in one run and one empty call, as write() makes them.
+  const auto line_record = writer.write_piece(1, &*leaves[1].box, leaves[1].data.data());
+  ASSERT_TRUE(line_record.has_value());
+  EXPECT_EQ(line_record->checksum, checksum_of(leaves[1].data));
+  (void)writer.write_piece(1, nullptr, nullptr);
+  writer.finish(false);
+
+  std::vector<LeafRecord> records;
+  for (const Owned& leaf : leaves) records.push_back(record_of(leaf.path, leaf.dtype, leaf.shape));
+  const std::vector<const LeafRecord*> pointers = {&records[0], &records[1]};
+  Hdf5Reader reader(comm, file);
+  reader.open(pointers);
+  for (const Owned& leaf : leaves) {
+    const Box whole = whole_box(leaf.shape);
+    EXPECT_EQ(read_box(reader, leaf.path, leaf.dtype, whole),
+              reference_box(leaf.dtype, leaf.shape, whole))
+        << leaf.path << " on rank " << r;
+  }
+  reader.close();
+}
+
+TEST(Hdf5Format, PiecesThatDoNotContinueTheBoxFailOnEveryRank) {
+  const SharedTempDir dir;
+  const Comm comm(MPI_COMM_WORLD);
+  const int n = comm.size();
+  const std::vector<std::int64_t> shape = {4 * n, 2};
+  std::vector<Owned> leaves;
+  leaves.push_back(make_leaf("q", DType::int16, shape, block_of(shape, {n}, comm.rank())));
+  const Box& box = *leaves[0].box;
+  const std::vector<Box> runs = split_into_runs(box, 2);  // 4 rows of 2
+  ASSERT_EQ(runs.size(), 4U);
+  auto arrays = to_write(leaves);
+  arrays[0].pieces = 4;
+  std::vector<std::byte> staging(2 * sizeof(std::int16_t));
+  const int culprit = n - 1;
+  const bool misuses = comm.rank() == culprit;
+
+  // The culprit passes its runs out of order (the second first), or stops one run short.
+  for (const bool out_of_order : {true, false}) {
+    Hdf5Writer writer(comm, dir / (out_of_order ? "order.h5" : "short.h5"), arrays, {});
+    for (std::size_t k = 0; k < 4; ++k) {
+      const std::size_t which = misuses && out_of_order && k < 2 ? 1 - k : k;
+      const bool passes = !(misuses && !out_of_order && k == 3);
+      (void)writer.write_piece(0, passes ? &runs[which] : nullptr,
+                               passes ? staging.data() : nullptr);
+    }
+    EXPECT_THAT([&] { writer.finish(false); },
+                ThrowsMessage<InvalidArgument>(HasSubstr(
+                    out_of_order ? "does not continue the box" : "cover 6 of the 8 elements")));
+  }
+
+  // A piece count of 0, or counts that differ between ranks, fail at once on every rank.
+  arrays[0].pieces = 0;
+  EXPECT_THROW(Hdf5Writer(comm, dir / "zero.h5", arrays, {}), InvalidArgument);
+  if (n > 1) {
+    arrays[0].pieces = misuses ? 3 : 4;
+    EXPECT_THROW(Hdf5Writer(comm, dir / "counts.h5", arrays, {}), CollectiveMismatch);
+  }
+}
+
 TEST(Hdf5Format, MisuseFailsOnEveryRank) {
   const SharedTempDir dir;
   const Comm comm(MPI_COMM_WORLD);
@@ -698,7 +801,7 @@ TEST(Hdf5Format, WriterMisuseFailsOnEveryRank) {
       }
     }
     EXPECT_THAT([&] { writer.finish(false); },
-                ThrowsMessage<InvalidArgument>(HasSubstr("write(1) was call 0")));
+                ThrowsMessage<InvalidArgument>(HasSubstr("write of array 1 fell on array 0")));
     EXPECT_THROW(writer.finish(false), InvalidArgument);
     EXPECT_THROW((void)writer.write(0, nullptr), InvalidArgument);
   }
