@@ -51,8 +51,11 @@ struct TreeSaveOptions {
   std::set<std::string> sparse_leaves = {};
   /// fsync every file written (turn off only for scratch data).
   bool fsync = true;
-  /// Size of the buffer used to pack strided views and stage device memory (two pinned
-  /// halves: the device-to-host copy of one half overlaps the file write of the other).
+  /// Staging for shards that are not contiguous host memory: strided views and device
+  /// memory are written in runs of at most half of this many bytes (at least 4 KiB), never
+  /// copied whole. Device memory goes through two pinned halves, the device-to-host copy of
+  /// one run overlapping the write of the previous one. In hdf5 each run is one collective
+  /// write of the dataset, every rank making as many as the rank with the most runs.
   std::size_t io_buffer_bytes = std::size_t{16} << 20;
   /// Also treat leaves declared MemoryKind::host as device memory when
   /// cudaPointerGetAttributes says their pointer is device (or managed) memory. Off: only

@@ -1,7 +1,7 @@
 // Device arrays (label gpu): save/restore round trips of CUDA device shards in both formats,
-// pointer detection, async snapshots the caller may overwrite at once, N->M restores into
-// device buffers and load-and-broadcast of replicated leaves (NCCL). Every test skips, saying
-// why, on a machine without a usable CUDA device.
+// device and host shards of one leaf, pointer detection, async snapshots the caller may
+// overwrite at once, N->M restores into device buffers and load-and-broadcast of replicated
+// leaves (NCCL). Every test skips, saying why, on a machine without a usable CUDA device.
 #include <cairn/checkpointer.hpp>
 #include <cairn/handlers.hpp>
 #include <cairn/manager.hpp>
@@ -82,6 +82,35 @@ TEST(Gpu, DeviceShardsRoundTripInBothFormats) {
     EXPECT_EQ(device.download(), reference_box(kType, kShape, box));
 
     // The files hold the host bytes: a host restore of the whole array sees them.
+    const ArrayTree saved = restore_tree_as_saved(comm, dir, {.whole_arrays = true});
+    const ArrayShard& whole = saved.at("fields/u").as_array();
+    const auto expected = reference_box(kType, kShape, whole.box);
+    EXPECT_EQ(0, std::memcmp(whole.data, expected.data(), expected.size()));
+  }
+}
+
+TEST(Gpu, DeviceAndHostShardsOfOneLeafStreamDifferentRunCounts) {
+  CAIRN_REQUIRE_CUDA_DEVICE();
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  // Even ranks hold their block on the device (streamed in runs of 512 elements, each one
+  // collective hdf5 write), odd ranks on the host (written in the first of those writes).
+  const Box box = block_box(kShape, comm.rank(), comm.size());
+  auto host = reference_box(kType, kShape, box);
+  DeviceArray device(bytes_of(box));
+  device.upload(host);
+  ArrayShard shard = device_shard(device, box);
+  if (comm.rank() % 2 == 1) {
+    shard.data = host.data();
+    shard.memory = MemoryKind::host;
+  }
+  for (StorageFormat format : cairn::testing::available_formats()) {
+    SCOPED_TRACE(std::string(storage_format_name(format)));
+    const auto dir = tmp / std::string(storage_format_name(format));
+    ArrayTree tree;
+    tree.add_array("fields/u", shard);
+    save_tree(comm, dir, tree, {.format = format, .io_buffer_bytes = 4096});
+    EXPECT_TRUE(verify_tree(comm, dir).problems.empty());
     const ArrayTree saved = restore_tree_as_saved(comm, dir, {.whole_arrays = true});
     const ArrayShard& whole = saved.at("fields/u").as_array();
     const auto expected = reference_box(kType, kShape, whole.box);
