@@ -169,38 +169,49 @@ bool covered(const LeafRecord& leaf, const Box& box) {
   return found >= volume(box);
 }
 
-// Restores into a device buffer: the rank's box is assembled in host memory as for a host
-// target, then copied to the device through pinned buffers. Parts of the box that no saved
-// shard covers keep their device contents.
+// Restores into a target that is not a contiguous host buffer: the rank's box is assembled in
+// a contiguous host buffer, which `load` first fills from the target when the checkpoint does
+// not cover the whole box (parts no saved shard covers keep their contents); `store` then
+// copies it into the target.
+template <class Load, class Store>
+void restore_through_host(const LeafRecord& leaf, const ArrayShard& target, ShardSource& source,
+                          const Load& load, const Store& store) {
+  const auto bytes = static_cast<std::size_t>(target.local_bytes());
+  if (bytes == 0) return;
+  std::unique_ptr<std::byte[]> staged(new std::byte[bytes]);
+  if (!covered(leaf, target.box)) load(staged.get());
+  ArrayShard host = target;
+  host.memory = MemoryKind::host;
+  host.strides.clear();
+  host.data = staged.get();
+  restore_array(leaf, host, source);
+  store(staged.get());
+}
+
+// Restores into device memory, through pinned staging buffers.
 void restore_device_array(const LeafRecord& leaf, const ArrayShard& target, ShardSource& source,
                           std::unique_ptr<cuda::StagedCopier>& copier) {
   const std::string what = fmt::format("leaf '{}'", leaf.path);
   const auto bytes = static_cast<std::size_t>(target.local_bytes());
   if (bytes == 0) return;
   if (!copier) copier = std::make_unique<cuda::StagedCopier>(std::size_t{8} << 20, what);
-  std::unique_ptr<std::byte[]> staged(new std::byte[bytes]);
-  if (!covered(leaf, target.box)) copier->to_host(target.data, bytes, staged.get(), what);
-  ArrayShard host = target;
-  host.memory = MemoryKind::host;
-  host.data = staged.get();
-  restore_array(leaf, host, source);
-  copier->to_device(staged.get(), bytes, target.data, what);
+  restore_through_host(
+      leaf, target, source,
+      [&](std::byte* host) { copier->to_host(target.data, bytes, host, what); },
+      [&](const std::byte* host) { copier->to_device(host, bytes, target.data, what); });
 }
 
-// Restores into a strided host view (ArrayShard::strides): the rank's box is assembled in a
-// contiguous buffer, then scattered into the view. Parts of the box that no saved shard covers
-// keep their contents.
+// Restores into a strided host view (ArrayShard::strides).
 void restore_strided_array(const LeafRecord& leaf, const ArrayShard& target, ShardSource& source) {
   const std::size_t elem = dtype_size(target.dtype);
-  std::vector<std::byte> staged(static_cast<std::size_t>(target.local_bytes()));
-  if (!covered(leaf, target.box)) {
-    pack_strided(elem, target.data, target.box.extent, target.strides, staged.data());
-  }
-  ArrayShard contiguous = target;
-  contiguous.strides.clear();
-  contiguous.data = staged.data();
-  restore_array(leaf, contiguous, source);
-  unpack_strided(elem, staged.data(), target.box.extent, target.strides, target.data);
+  restore_through_host(
+      leaf, target, source,
+      [&](std::byte* host) {
+        pack_strided(elem, target.data, target.box.extent, target.strides, host);
+      },
+      [&](const std::byte* host) {
+        unpack_strided(elem, host, target.box.extent, target.strides, target.data);
+      });
 }
 
 // Checks that the saved leaf can fill the target leaf; the same verdict on every rank except
