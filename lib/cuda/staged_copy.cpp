@@ -25,12 +25,11 @@ void StagedCopier::drain() noexcept {
   }
 }
 
-void StagedCopier::to_host(const void* src, std::span<const std::size_t> lengths,
-                           const Sink& sink, std::string_view what) {
+void StagedCopier::to_host(const void* src, std::span<const std::size_t> lengths, const Sink& sink,
+                           std::string_view what) {
   for (std::size_t length : lengths) {
     if (length > chunk_) {
-      throw InvalidArgument(fmt::format("{}: a piece of {} bytes does not fit the {}-byte staging "
-                                        "buffer",
+      throw InvalidArgument(fmt::format("{}: a piece of {} bytes does not fit the {}-byte buffer",
                                         what, length, chunk_));
     }
   }

@@ -217,10 +217,10 @@ struct Hdf5Writer::Impl {
   };
   /// What this rank wrote of the array being written, piece by piece.
   struct Progress {
-    std::size_t calls = 0;           // collective calls made for the array
-    std::int64_t covered = 0;        // elements of the box written, in row-major order
-    bool started = false;            // a run was passed
-    bool complete = false;           // the box is written
+    std::size_t calls = 0;             // collective calls made for the array
+    std::int64_t covered = 0;          // elements of the box written, in row-major order
+    bool started = false;              // a run was passed
+    bool complete = false;             // the box is written
     std::unique_ptr<Checksum> digest;  // of the runs written so far
   };
 
@@ -276,8 +276,8 @@ Hdf5Writer::Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
       w.arrays[i].shape = a.shape;
       w.arrays[i].fortran_order = a.fortran_order;
       if (a.pieces == 0) {
-        throw InvalidArgument(fmt::format("leaf '{}': 0 pieces; write every array in at least one",
-                                          a.path));
+        throw InvalidArgument(
+            fmt::format("leaf '{}': 0 pieces; write every array in at least one", a.path));
       }
       w.arrays[i].pieces = a.pieces;
       if (a.shard != nullptr) w.arrays[i].box = checked_box(a);
@@ -432,10 +432,10 @@ std::optional<ShardRecord> Hdf5Writer::write_piece(std::size_t index, const Box*
       }
       const std::optional<std::int64_t> position = run_position(*a.box, *run);
       if (p.complete || position != p.covered) {
-        throw InvalidArgument(fmt::format(
-            "{}: the piece {} does not continue the box {} at its element {}; pass "
-            "consecutive runs of the box in row-major order",
-            what, to_string(*run), to_string(*a.box), p.covered));
+        throw InvalidArgument(
+            fmt::format("{}: the piece {} does not continue the box {} at its element {}; pass "
+                        "consecutive runs of the box in row-major order",
+                        what, to_string(*run), to_string(*a.box), p.covered));
       }
       const std::int64_t count = volume(*run);
       if (data == nullptr && count > 0) {
@@ -464,9 +464,9 @@ std::optional<ShardRecord> Hdf5Writer::write_piece(std::size_t index, const Box*
   }
   if (++p.calls == a.pieces) {
     if (p.started && !p.complete) {
-      w.failure.record(InvalidArgument(
-          fmt::format("{}: its pieces cover {} of the {} elements of the box {}", what, p.covered,
-                      volume(*a.box), to_string(*a.box))));
+      w.failure.record(
+          InvalidArgument(fmt::format("{}: its pieces cover {} of the {} elements of the box {}",
+                                      what, p.covered, volume(*a.box), to_string(*a.box))));
     }
     ++w.next;
     p = Impl::Progress{};

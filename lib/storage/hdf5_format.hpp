@@ -127,11 +127,11 @@ class Hdf5Writer {
   /// Closes the datasets and the file (collective) and, when `fsync`, fsyncs the file on
   /// every rank (the data was written by the MPI-IO aggregators and metadata by any rank;
   /// an fsync flushes the calling node only). Collective; the ranks first agree on the
-  /// number of collective write calls they made. Throws on every rank the first failure remembered by
-  /// write() or met here (IoError naming the file for a failed close or fsync),
-  /// InvalidArgument when not every array was written, CollectiveMismatch when the ranks
-  /// made different numbers of write calls (then the file stays open until the writer is
-  /// destroyed). Throws InvalidArgument on the calling rank alone when called twice.
+  /// number of collective write calls they made. Throws on every rank the first failure remembered
+  /// by write() or met here (IoError naming the file for a failed close or fsync), InvalidArgument
+  /// when not every array was written, CollectiveMismatch when the ranks made different numbers of
+  /// write calls (then the file stays open until the writer is destroyed). Throws InvalidArgument
+  /// on the calling rank alone when called twice.
   void finish(bool fsync);
 
  private:

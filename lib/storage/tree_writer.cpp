@@ -209,7 +209,9 @@ void TreeWriter::stream_runs(std::size_t index, const void* data, const RunSink&
   if (data != nullptr) {  // device memory, through the pinned buffers
     std::vector<std::size_t> lengths;
     lengths.reserve(runs.size());
-    for (const Box& run : runs) lengths.push_back(static_cast<std::size_t>(volume(run)) * elem_size);
+    for (const Box& run : runs) {
+      lengths.push_back(static_cast<std::size_t>(volume(run)) * elem_size);
+    }
     const std::string what = fmt::format("leaf '{}'", job.leaf->path());
     std::size_t next = 0;
     std::lock_guard lock(copier_mutex_);
@@ -265,7 +267,9 @@ void TreeWriter::write_runs(std::size_t index, const void* device_data) {
     fail(e);
   }
   try {
-    for (; calls < job.hdf5_pieces; ++calls) (void)hdf5_->write_piece(job.hdf5_index, nullptr, nullptr);
+    for (; calls < job.hdf5_pieces; ++calls) {
+      (void)hdf5_->write_piece(job.hdf5_index, nullptr, nullptr);
+    }
   } catch (const std::exception& e) {
     fail(e);
   }

@@ -80,10 +80,9 @@ TEST(StorageMemory, SyncSaveStreamsStridedViews) {
   const Box box{{kRows * comm.rank(), 0}, {kRows, kCols}};
   std::vector<double> column_major(static_cast<std::size_t>(kRows * kCols), 2.5);
   ArrayTree tree;
-  tree.add_array("transposed", {.global_shape = shape,
-                                .box = box,
-                                .data = column_major.data(),
-                                .strides = {1, kRows}});
+  tree.add_array(
+      "transposed",
+      {.global_shape = shape, .box = box, .data = column_major.data(), .strides = {1, kRows}});
   for (StorageFormat format : cairn::testing::available_formats()) {
     SCOPED_TRACE(std::string(storage_format_name(format)));
     save_tree(comm, tmp / ("warm_" + std::string(storage_format_name(format))), tree,

@@ -274,13 +274,12 @@ TEST(Box, SplitIntoRunsTakesWholeRowsWhereTheyFit) {
   EXPECT_EQ(split_into_runs(Box{{1, 0}, {5, 4}}, 9),
             (std::vector<Box>{{{1, 0}, {2, 4}}, {{3, 0}, {2, 4}}, {{5, 0}, {1, 4}}}));
   // Rows of 10 elements do not fit in 4: each row is cut into runs of the second dimension.
-  EXPECT_EQ(split_into_runs(Box{{0, 2}, {2, 10}}, 4),
-            (std::vector<Box>{{{0, 2}, {1, 4}},
-                              {{0, 6}, {1, 4}},
-                              {{0, 10}, {1, 2}},
-                              {{1, 2}, {1, 4}},
-                              {{1, 6}, {1, 4}},
-                              {{1, 10}, {1, 2}}}));
+  EXPECT_EQ(split_into_runs(Box{{0, 2}, {2, 10}}, 4), (std::vector<Box>{{{0, 2}, {1, 4}},
+                                                                        {{0, 6}, {1, 4}},
+                                                                        {{0, 10}, {1, 2}},
+                                                                        {{1, 2}, {1, 4}},
+                                                                        {{1, 6}, {1, 4}},
+                                                                        {{1, 10}, {1, 2}}}));
   EXPECT_EQ(split_into_runs(Box{{0, 0}, {3, 3}}, 9), (std::vector<Box>{{{0, 0}, {3, 3}}}));
   EXPECT_EQ(split_into_runs(Box{{}, {}}, 1), (std::vector<Box>{Box{}}));
   EXPECT_TRUE(split_into_runs(Box{{0, 0}, {0, 3}}, 2).empty());
