@@ -208,7 +208,8 @@ CAIRN_C_API cairn_status cairn_tree_add_array_desc(cairn_tree* tree, const char*
  * true), such as Fortran's default logical (elem_size 4) or C int flags, saved as CAIRN_BOOL
  * (one byte, 0 or 1: what h5py reads as bool). `desc` is as for cairn_tree_add_array_desc
  * with dtype CAIRN_BOOL and host memory; its strides count elements. The caller's memory is
- * converted, not referenced: it is read at every save of the tree (each save converts into
+ * converted, not referenced: it is read at every save of the tree (only when a save is
+ * made: a manager call whose policy skips the step converts nothing; each save converts into
  * a buffer of its own, so the caller may change the array as soon as the save returns) and
  * written at the end of every restore into the tree (1 for true, 0 for false);
  * cairn_tree_read_array reads the tree's bools (as converted when added or last restored).

@@ -7,6 +7,7 @@
 #include <cairn/tree.hpp>
 
 #include <boost/json/value.hpp>
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <memory>
@@ -24,9 +25,25 @@ namespace cairn {
 struct ArrayTreeSave final : CheckpointArgs {
   ArrayTreeSave(ArrayTree tree_, TreeSaveOptions options_ = {})
       : tree(std::move(tree_)), options(std::move(options_)) {}
+  /// Arguments whose tree is made by `build` only when a save of them starts: a
+  /// CheckpointManager that decides not to save the step never calls it. For trees that cost
+  /// work to make, such as converted copies of the caller's arrays. `build` is called once per
+  /// save, on the calling thread, before save() returns; what it throws, the save throws.
+  /// Never throws beyond std::bad_alloc.
+  [[nodiscard]] static ArrayTreeSave deferred(std::function<ArrayTree()> build,
+                                              TreeSaveOptions options = {}) {
+    ArrayTreeSave args(ArrayTree{}, std::move(options));
+    args.build = std::move(build);
+    return args;
+  }
   std::string_view handler_type() const noexcept override { return "cairn.array_tree"; }
+  /// The tree to save: what `build` returns when it is set, else `tree`. Throws what `build`
+  /// throws.
+  [[nodiscard]] ArrayTree tree_to_save() const { return build ? build() : tree; }
   ArrayTree tree;
   TreeSaveOptions options;
+  /// When set, makes the tree at the start of each save instead of `tree` (see deferred()).
+  std::function<ArrayTree()> build = {};
 };
 
 /// Restore arguments of ArrayTreeHandler. With a target, the saved leaves are read into the

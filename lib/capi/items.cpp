@@ -41,7 +41,10 @@ Composite save_args(const cairn_items& items, const TreeSaveOptions& tree_option
       args.emplace(name, std::make_shared<JsonSave>(*item.json));
     } else {
       if (item.tree == nullptr) throw InvalidArgument("item '" + name + "' has no tree to save");
-      args.emplace(name, std::make_shared<ArrayTreeSave>(item.tree->to_save(), tree_options));
+      // Logical leaves are converted only when a save starts, not at every call.
+      const cairn_tree* tree = item.tree;
+      args.emplace(name, std::make_shared<ArrayTreeSave>(ArrayTreeSave::deferred(
+                             [tree] { return tree->to_save(); }, tree_options)));
     }
   }
   return Composite(std::move(args));

@@ -26,7 +26,10 @@ class ArrayTreePendingSave final : public PendingSave {
  public:
   ArrayTreePendingSave(const Comm& comm, const std::filesystem::path& dir,
                        const ArrayTreeSave& args, const AsyncContext& context)
-      : comm_(comm), tree_(args.tree), context_(context), writer_(comm, dir, tree_, args.options) {}
+      : comm_(comm),
+        tree_(args.tree_to_save()),
+        context_(context),
+        writer_(comm, dir, tree_, args.options) {}
 
   void stage() override {
     const bool hdf5_here = writer_.uses_hdf5() && !context_.background_mpi;

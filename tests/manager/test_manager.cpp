@@ -93,6 +93,28 @@ TEST(Manager, IntervalsSpecificStepsAndKeepPeriod) {
       (Steps{5}));  // as in Orbax, should_save_fn replaces the interval
 }
 
+TEST(Manager, ADeferredTreeIsBuiltOnlyForTheStepsSaved) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  for (const bool async : {false, true}) {
+    State state;
+    CheckpointManager manager(comm, tmp / (async ? "async" : "sync"),
+                              {.save_interval_steps = 3, .enable_async = async});
+    Steps built;
+    for (std::int64_t step = 0; step < 8; ++step) {
+      state.fill(static_cast<double>(step));
+      const bool saved = manager.save(step, ArrayTreeSave::deferred([&] {
+                                        built.push_back(step);
+                                        return state.tree(comm);
+                                      }));
+      EXPECT_EQ(saved, step % 3 == 0) << "step " << step;
+    }
+    manager.wait_until_finished();
+    EXPECT_EQ(built, (Steps{0, 3, 6}));
+    EXPECT_EQ(manager.all_steps(), (Steps{0, 3, 6}));
+  }
+}
+
 TEST(Manager, BestNByMetricMinAndMax) {
   SharedTempDir tmp;
   Comm comm(MPI_COMM_WORLD);
