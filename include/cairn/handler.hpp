@@ -39,10 +39,11 @@ class CheckpointArgs {
 /// A byte budget for staged copies of the caller's data (async saves). Thread-safe.
 ///
 /// acquire() blocks until the bytes fit; memory is returned when the last owner of the
-/// buffer it hands out is destroyed. Buffers of 2 MiB or more are mapped on their own and
-/// advised to use transparent huge pages, so that filling one costs a page fault per 2 MiB
-/// rather than per 4 KiB where the kernel allows it. A request larger than the whole budget can never fit:
+/// buffer it hands out is destroyed. A request larger than the whole budget can never fit:
 /// acquire() returns nullptr at once and the caller must write from its own memory instead.
+/// Buffers of 2 MiB or more are mapped on their own and advised to use transparent huge
+/// pages, so that filling one costs a page fault per 2 MiB rather than per 4 KiB where the
+/// kernel allows it.
 class StagingArea {
  public:
   /// A budget of `capacity_bytes` (0: nothing is ever staged). Never throws.
