@@ -107,11 +107,10 @@ cairn_status cairn_manager_save(cairn_manager* manager, int64_t step, const cair
     const auto o =
         cairn::capi::read_options(options, cairn::capi::default_save_options(), "options");
     // Logical leaves are converted only when the manager decides to save the step.
-    const bool started = m.save(
-        step,
-        cairn::ArrayTreeSave::deferred([&t] { return t.to_save(); },
-                                       cairn::capi::tree_save_options(o)),
-        cairn::capi::manager_save_options(o));
+    const bool started = m.save(step,
+                                cairn::ArrayTreeSave::deferred([&t] { return t.to_save(); },
+                                                               cairn::capi::tree_save_options(o)),
+                                cairn::capi::manager_save_options(o));
     if (saved != nullptr) *saved = started ? 1 : 0;
   });
 }
