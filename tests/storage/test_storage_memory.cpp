@@ -4,7 +4,9 @@
 #include <cairn/storage.hpp>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include "storage/storage_test_util.hpp"
@@ -31,6 +33,20 @@ bool reset_peak() {
   return clear.good();
 }
 
+// How much the peak resident memory grows during one save_tree() of `tree` into `dir` /
+// "measured", after a warm-up save into `dir` / "warm" so that lazily loaded libraries are not
+// counted. std::nullopt when the peak cannot be reset here. Collective.
+std::optional<std::int64_t> save_peak_growth(const Comm& comm, const std::filesystem::path& dir,
+                                             const ArrayTree& tree, TreeSaveOptions options) {
+  TreeSaveOptions warm = options;
+  warm.fsync = false;
+  save_tree(comm, dir / "warm", tree, warm);
+  if (!reset_peak()) return std::nullopt;
+  const std::int64_t before = status_bytes("VmRSS");
+  save_tree(comm, dir / "measured", tree, options);
+  return status_bytes("VmHWM") - before;
+}
+
 }  // namespace
 
 TEST(StorageMemory, SyncSaveDoesNotCopyTheTree) {
@@ -51,13 +67,10 @@ TEST(StorageMemory, SyncSaveDoesNotCopyTheTree) {
   }
   for (StorageFormat format : cairn::testing::available_formats()) {
     SCOPED_TRACE(std::string(storage_format_name(format)));
-    // Warm up once so that lazily loaded libraries are not counted.
-    save_tree(comm, tmp / ("warm_" + std::string(storage_format_name(format))), tree,
-              {.format = format, .fsync = false});
-    if (!reset_peak()) GTEST_SKIP() << "/proc/self/clear_refs is not writable here";
-    const std::int64_t before = status_bytes("VmRSS");
-    save_tree(comm, tmp / std::string(storage_format_name(format)), tree, {.format = format});
-    const std::int64_t growth = status_bytes("VmHWM") - before;
+    const auto measured = save_peak_growth(comm, tmp / std::string(storage_format_name(format)),
+                                           tree, {.format = format});
+    if (!measured) GTEST_SKIP() << "/proc/self/clear_refs is not writable here";
+    const std::int64_t growth = *measured;
     EXPECT_LT(growth, kAllowed) << "peak RSS grew by " << growth / (1 << 20) << " MiB while saving "
                                 << kLeaves * kLeafBytes / (1 << 20) << " MiB";
     RecordProperty("peak_growth_bytes_" + std::string(storage_format_name(format)),
@@ -85,13 +98,10 @@ TEST(StorageMemory, SyncSaveStreamsStridedViews) {
       {.global_shape = shape, .box = box, .data = column_major.data(), .strides = {1, kRows}});
   for (StorageFormat format : cairn::testing::available_formats()) {
     SCOPED_TRACE(std::string(storage_format_name(format)));
-    save_tree(comm, tmp / ("warm_" + std::string(storage_format_name(format))), tree,
-              {.format = format, .fsync = false});
-    if (!reset_peak()) GTEST_SKIP() << "/proc/self/clear_refs is not writable here";
-    const std::int64_t before = status_bytes("VmRSS");
-    save_tree(comm, tmp / std::string(storage_format_name(format)), tree,
-              {.format = format, .fsync = false});
-    const std::int64_t growth = status_bytes("VmHWM") - before;
+    const auto measured = save_peak_growth(comm, tmp / std::string(storage_format_name(format)),
+                                           tree, {.format = format, .fsync = false});
+    if (!measured) GTEST_SKIP() << "/proc/self/clear_refs is not writable here";
+    const std::int64_t growth = *measured;
     EXPECT_LT(growth, kAllowed) << "peak RSS grew by " << growth / (1 << 20)
                                 << " MiB while saving a 64 MiB strided view";
     std::fprintf(stderr, "[rank %d] %s save of a 64 MiB strided view: peak RSS grew by %.1f MiB\n",
