@@ -61,14 +61,25 @@ struct TreeSaveOptions {
   /// cudaPointerGetAttributes says their pointer is device (or managed) memory. Off: only
   /// declared MemoryKind::cuda_device leaves are, and host leaves cost no CUDA call.
   bool detect_device_memory = false;
+  /// Size of a checksum chunk: every shard's row-major bytes are cut into chunks of this many
+  /// bytes (rounded down to a whole number of elements, at least one element; the last chunk
+  /// may be shorter), each with its own XXH3-64 in the index, so that a restore reading part
+  /// of a shard reads and verifies only the chunks that cover it. Must be at least 1.
+  std::size_t checksum_chunk_bytes = std::size_t{1} << 20;
 };
 
 /// How restore_tree() reads. Aggregate: use designated initializers.
 struct TreeRestoreOptions {
-  /// Verify the XXH3-64 checksum of every shard read. A rank then reads each saved shard that
-  /// intersects its box in full (the checksum covers whole shards); without verification it
-  /// reads only the bytes spanning the intersection.
+  /// Verify the XXH3-64 checksums of what is read. A rank reads the checksum chunks that
+  /// cover the intersection of its box with each saved shard (whole shards for checkpoints of
+  /// format version 1, which have one checksum per shard) and verifies each one; without
+  /// verification it reads only the bytes of the intersection.
   bool verify_checksums = true;
+  /// Bytes of the read buffer: a rank reads at most this many bytes at a time (rounded up to
+  /// one checksum chunk when a chunk is larger), and a restore never allocates more than this
+  /// plus a small constant beyond the caller's buffers, also into device memory and strided
+  /// views. At least 4 KiB is used.
+  std::size_t io_buffer_bytes = std::size_t{16} << 20;
   /// Allow a target dtype that differs from the saved one (value-checked, see convert()).
   bool allow_cast = false;
   /// Target leaves that may be missing on disk: they are left untouched instead of raising
