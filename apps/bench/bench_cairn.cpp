@@ -1,9 +1,10 @@
-// cairn's cases: sync and async saves, restores on the same and on other decompositions, the
-// metadata-heavy tree. Public API only.
+// cairn's cases: sync and async saves, restores (time and peak memory) on the same and on
+// other decompositions, the metadata-heavy tree. Public API only.
 #include <cairn/checkpointer.hpp>
 #include <cairn/handlers.hpp>
 #include <cairn/storage.hpp>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -43,6 +44,13 @@ cairn::ArrayTree big_tree(const Shape& shape, std::vector<std::vector<double>>& 
   return tree;
 }
 
+// "2-D blocks on a 2 x 2 grid": the layout of block_of() on `size` ranks.
+std::string blocks_layout(int size) {
+  const auto [grid_rows, grid_cols] = grid_of(size);
+  return "2-D blocks on a " + std::to_string(grid_rows) + " x " + std::to_string(grid_cols) +
+         " grid";
+}
+
 void check(const std::string& name, std::int64_t local_mismatches) {
   if (world_max(local_mismatches) != 0) {
     throw std::runtime_error(name + ": restored data differs from the data saved");
@@ -71,45 +79,114 @@ void warm_up(const cairn::Comm& comm, const std::filesystem::path& dir,
   remove_tree(dir);
 }
 
-// Restores the large tree on the first `readers` ranks of the world as row slabs.
-void restore_resharded(const Run& run, const std::filesystem::path& dir, int readers, int rep,
-                       const std::string& name) {
-  const Shape& shape = run.shape;
-  const bool member = world_rank() < readers;
+// The first `members` ranks of the world as a communicator of their own (empty elsewhere).
+// Collective over MPI_COMM_WORLD.
+std::optional<cairn::Comm> first_ranks(int members) {
+  const bool member = world_rank() < members;
   MPI_Comm split = MPI_COMM_NULL;
   MPI_Comm_split(MPI_COMM_WORLD, member ? 0 : MPI_UNDEFINED, world_rank(), &split);
   std::optional<cairn::Comm> comm;
-  std::unique_ptr<cairn::Checkpointer> ckpt;
-  std::vector<std::vector<double>> slabs;
-  cairn::ArrayTree target;
-  cairn::Box slab;
   if (member) {
     comm.emplace(split);
     MPI_Comm_free(&split);
+  }
+  return comm;
+}
+
+using BoxOf = cairn::Box (*)(const Shape&, int rank, int size);
+
+// One way to read the large tree back: how many ranks, in which decomposition, and how many
+// ranks saved it (for the record).
+struct RestoreCase {
+  std::string name;
+  int readers = 1;
+  BoxOf box_of = block_of;
+  std::string layout;
+  int saved_ranks = 1;
+};
+
+// Restores the large tree saved in `dir` on the first `c.readers` world ranks, each into its
+// box of `c.box_of`, with cairn's I/O buffer of `run.io_buffer_bytes`, and records the time
+// and the peak RSS growth (the target buffers are allocated and touched before the peak is
+// reset, so the growth is what the restore itself allocates). Rep 0 checks every value.
+// Collective over MPI_COMM_WORLD.
+void restore_case(const Run& run, const std::filesystem::path& dir, const RestoreCase& c, int rep) {
+  const Shape& shape = run.shape;
+  std::optional<cairn::Comm> comm = first_ranks(c.readers);
+  std::unique_ptr<cairn::Checkpointer> ckpt;
+  std::vector<std::vector<double>> parts;
+  cairn::ArrayTree target;
+  cairn::Box box;
+  if (comm) {
     ckpt =
         std::make_unique<cairn::Checkpointer>(*comm, std::make_shared<cairn::ArrayTreeHandler>());
-    slab = slab_of(shape, comm->rank(), comm->size());
+    box = c.box_of(shape, comm->rank(), comm->size());
     for (int leaf = 0; leaf < shape.leaves; ++leaf) {
-      slabs.emplace_back(static_cast<std::size_t>(slab.extent[0] * slab.extent[1]), -1.0);
-      target.add_array(leaf_path(leaf), cairn::ArrayShard::host(slabs.back().data(),
-                                                                {shape.rows, shape.cols}, slab));
+      parts.emplace_back(static_cast<std::size_t>(box.extent[0] * box.extent[1]), -1.0);
+      target.add_array(leaf_path(leaf),
+                       cairn::ArrayShard::host(parts.back().data(), {shape.rows, shape.cols}, box));
     }
   }
   const std::string dropped = drop_caches(run.drop);
-  const double seconds = timed([&] {
-    if (!member) return;
-    cairn::ArrayTreeRestore args(target);
-    (void)ckpt->restore(dir, &args);
+  double seconds = 0;
+  const std::int64_t growth = peak_growth([&] {
+    seconds = timed([&] {
+      if (!comm) return;
+      cairn::ArrayTreeRestore args(target, {.io_buffer_bytes = run.io_buffer_bytes});
+      (void)ckpt->restore(dir, &args);
+    });
   });
   if (rep == 0) {
     std::int64_t bad = 0;
-    for (int leaf = 0; member && leaf < shape.leaves; ++leaf) {
-      bad += count_mismatches(shape, leaf, slab, slabs[static_cast<std::size_t>(leaf)]);
+    for (int leaf = 0; comm && leaf < shape.leaves; ++leaf) {
+      bad += count_mismatches(shape, leaf, box, parts[static_cast<std::size_t>(leaf)]);
     }
-    check(name, bad);
+    check(c.name, bad);
   }
-  run.recorder->add(name, rep, seconds, shape.total_bytes(),
-                    {{"ranks", readers}, {"page_cache", dropped}});
+  run.recorder->add(c.name, rep, seconds, shape.total_bytes(),
+                    {{"ranks", c.readers},
+                     {"saved_ranks", c.saved_ranks},
+                     {"layout", c.layout},
+                     {"page_cache", dropped},
+                     {"peak_rss_growth_bytes", growth},
+                     {"io_buffer_bytes", static_cast<std::int64_t>(run.io_buffer_bytes)}});
+}
+
+// A save on fewer ranks than the world: the first size-1 ranks save the large tree in 2-D
+// blocks of their own grid (once), then each repetition restores it on those ranks in the
+// same blocks and on every rank as row slabs.
+void run_cairn_from_fewer(const Run& run, cairn::StorageFormat format, const std::string& prefix,
+                          const std::filesystem::path& base) {
+  const Shape& shape = run.shape;
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const int writers = size - 1;
+  if (writers < 1) return;
+  const auto dir = base / ("sync-" + std::to_string(writers));
+  remove_tree(dir);
+  {
+    std::optional<cairn::Comm> comm = first_ranks(writers);
+    if (comm) {
+      const cairn::Box box = block_of(shape, comm->rank(), comm->size());
+      std::vector<std::vector<double>> blocks;
+      for (int leaf = 0; leaf < shape.leaves; ++leaf) blocks.push_back(fill_box(shape, leaf, box));
+      cairn::Checkpointer ckpt(*comm, std::make_shared<cairn::ArrayTreeHandler>());
+      ckpt.save(dir,
+                cairn::ArrayTreeSave(big_tree(shape, blocks, box),
+                                     {.format = format, .io_buffer_bytes = run.io_buffer_bytes}));
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  const std::string from = std::to_string(writers);
+  const RestoreCase same{prefix + "restore_" + from + "to" + from, writers, block_of,
+                         blocks_layout(writers), writers};
+  const RestoreCase more{prefix + "restore_" + from + "to" + std::to_string(size), size, slab_of,
+                         "row slabs", writers};
+  for (int rep = 0; rep < run.reps; ++rep) {
+    restore_case(run, dir, same, rep);
+    restore_case(run, dir, more, rep);
+  }
+  remove_tree(dir);
 }
 
 }  // namespace
@@ -121,15 +198,26 @@ void run_cairn(const Run& run, const std::string& format_name) {
   cairn::Comm world(MPI_COMM_WORLD);
   const cairn::Box box = block_of(shape, world.rank(), world.size());
   auto blocks = local_blocks(shape);
-  auto back = empty_like(blocks);
   const cairn::ArrayTree tree = big_tree(shape, blocks, box);
-  const cairn::ArrayTree target = big_tree(shape, back, box);
   const cairn::TreeSaveOptions options{.format = format, .io_buffer_bytes = run.io_buffer_bytes};
   const auto base = run.dir / ("cairn-" + format_name);
   remove_tree(base);
   if (world.is_primary()) std::filesystem::create_directories(base);
   world.barrier("bench-mkdir");
   warm_up(world, base / "warm", format);
+
+  // Restores of the save below: the same decomposition first, then resharded ones.
+  const int size = world.size();
+  std::vector<RestoreCase> restores{
+      {prefix + "restore", size, block_of, blocks_layout(size), size}};
+  for (int readers : {size - 1, size / 2, 1}) {
+    const std::string name = prefix + "restore_to" + std::to_string(readers);
+    const bool seen = std::any_of(restores.begin(), restores.end(),
+                                  [&](const RestoreCase& c) { return c.name == name; });
+    if (readers < 1 || readers == size || seen) continue;
+    restores.push_back({name, readers, slab_of, "row slabs", size});
+  }
+  restores.push_back({prefix + "restore_transposed", size, column_slab_of, "column slabs", size});
 
   cairn::Checkpointer ckpt(world, std::make_shared<cairn::ArrayTreeHandler>());
   for (int rep = 0; rep < run.reps; ++rep) {
@@ -142,20 +230,9 @@ void run_cairn(const Run& run, const std::string& format_name) {
     run.recorder->add(prefix + "save_sync", rep, seconds, shape.total_bytes(),
                       {{"peak_rss_growth_bytes", growth},
                        {"io_buffer_bytes", static_cast<std::int64_t>(run.io_buffer_bytes)}});
-
-    const std::string dropped = drop_caches(run.drop);
-    seconds = timed([&] {
-      cairn::ArrayTreeRestore args(target);
-      (void)ckpt.restore(dir, &args);
-    });
-    if (rep == 0) check(prefix + "restore", blocks == back ? 0 : 1);
-    run.recorder->add(prefix + "restore", rep, seconds, shape.total_bytes(),
-                      {{"ranks", world.size()}, {"page_cache", dropped}});
-    for (int readers : {world.size() - 1, world.size() / 2}) {
-      if (readers < 1 || readers == world.size()) continue;
-      restore_resharded(run, dir, readers, rep, prefix + "restore_to" + std::to_string(readers));
-    }
+    for (const RestoreCase& c : restores) restore_case(run, dir, c, rep);
   }
+  run_cairn_from_fewer(run, format, prefix, base);
 
   // Async: blocking time of save() (the slowest rank) against the time to the commit.
   std::int64_t my_bytes = 0;

@@ -24,12 +24,16 @@ int world_rank() {
 
 }  // namespace
 
-cairn::Box block_of(const Shape& shape, int rank, int size) {
+std::pair<int, int> grid_of(int size) {
   int grid_rows = 1;
   for (int d = 1; d * d <= size; ++d) {
     if (size % d == 0) grid_rows = d;
   }
-  const int grid_cols = size / grid_rows;
+  return {grid_rows, size / grid_rows};
+}
+
+cairn::Box block_of(const Shape& shape, int rank, int size) {
+  const auto [grid_rows, grid_cols] = grid_of(size);
   auto [r0, rn] = split(shape.rows, rank / grid_cols, grid_rows);
   auto [c0, cn] = split(shape.cols, rank % grid_cols, grid_cols);
   return cairn::Box{{r0, c0}, {rn, cn}};
@@ -38,6 +42,11 @@ cairn::Box block_of(const Shape& shape, int rank, int size) {
 cairn::Box slab_of(const Shape& shape, int rank, int size) {
   auto [r0, rn] = split(shape.rows, rank, size);
   return cairn::Box{{r0, 0}, {rn, shape.cols}};
+}
+
+cairn::Box column_slab_of(const Shape& shape, int rank, int size) {
+  auto [c0, cn] = split(shape.cols, rank, size);
+  return cairn::Box{{0, c0}, {shape.rows, cn}};
 }
 
 cairn::Box range_of(std::int64_t n, int rank, int size) {

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace bench {
@@ -31,11 +32,16 @@ struct Shape {
   [[nodiscard]] std::int64_t meta_bytes() const { return meta_leaves * meta_elems * 8; }
 };
 
-/// Rank `rank`'s block of a rows x cols array on a near-square grid of `size` ranks.
+/// The near-square grid of `size` ranks: {grid rows, grid columns}, rows <= columns.
+std::pair<int, int> grid_of(int size);
+/// Rank `rank`'s block of a rows x cols array on the grid_of(size) grid of ranks.
 cairn::Box block_of(const Shape& shape, int rank, int size);
 /// Rank `rank`'s slab of whole rows of a rows x cols array split over `size` ranks (the
 /// decomposition of resharded restores).
 cairn::Box slab_of(const Shape& shape, int rank, int size);
+/// Rank `rank`'s slab of whole columns of a rows x cols array split over `size` ranks (the
+/// transposed decomposition of resharded restores).
+cairn::Box column_slab_of(const Shape& shape, int rank, int size);
 /// Rank `rank`'s part of a 1-D array of n elements split over `size` ranks.
 cairn::Box range_of(std::int64_t n, int rank, int size);
 
@@ -103,8 +109,9 @@ void run_memcpy(const Run& run);
 /// into one shared file with MPI_File_sync; each read back after dropping caches.
 void run_posix_baseline(const Run& run);
 void run_mpiio_baseline(const Run& run);
-/// cairn in `format` ("posix" or "hdf5"): sync save (with peak RSS), restore on the same
-/// decomposition and resharded, async saves (copy and zero-copy), and the metadata-heavy tree.
+/// cairn in `format` ("posix" or "hdf5"): sync save (with peak RSS), restores (with peak RSS)
+/// on the same decomposition and resharded (to fewer ranks, to column slabs, and from a save
+/// on fewer ranks to more), async saves (copy and zero-copy), and the metadata-heavy tree.
 void run_cairn(const Run& run, const std::string& format);
 void run_cairn_meta(const Run& run, const std::string& format);
 
