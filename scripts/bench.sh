@@ -5,10 +5,10 @@
 # environment cached outside the clone), builds cairn in Release, runs every contender, writes
 # <results-dir>/<date>.json and PNG plots, updates the report and checks the JSON.
 #
-#   scripts/bench.sh            full run: 2 GiB + a 10,000-leaf tree, results in
-#                               apps/bench/results/, report BENCHMARKS.md
-#   scripts/bench.sh --quick    every contender at small sizes (smoke test, a few minutes);
-#                               results and report under <build-dir>/bench-quick/
+#   scripts/bench.sh            full run: 2 GiB + a 10,000-leaf tree, 5 repetitions, results
+#                               in apps/bench/results/, report BENCHMARKS.md
+#   scripts/bench.sh --quick    every contender at small sizes, 3 repetitions (smoke test, a
+#                               few minutes); results and report under <build-dir>/bench-quick/
 #
 # Options: --bytes N (total bytes, suffixes K M G), --reps N, --meta-leaves N,
 #   --build-dir DIR (default build-bench), --driver PATH (an already built cairn_bench: no
@@ -32,7 +32,7 @@ orbax_pins=("orbax-checkpoint==0.12.8" "jax[cpu]==0.10.2")
 
 quick=0
 bytes=""
-reps=3
+reps=""
 meta_leaves=""
 build="build-bench"
 driver=""
@@ -65,11 +65,13 @@ done
 
 if [ "$quick" -eq 1 ]; then
   bytes="${bytes:-$((64 << 20))}"
+  reps="${reps:-3}"
   meta_leaves="${meta_leaves:-1000}"
   results="${results:-$build/bench-quick}"
   report="${report:-$results/BENCHMARKS.md}"
 else
   bytes="${bytes:-$((2 << 30))}"
+  reps="${reps:-5}"  # enough for the report's min / median / max of every ratio to mean something
   meta_leaves="${meta_leaves:-10000}"
   results="${results:-apps/bench/results}"
   report="${report:-BENCHMARKS.md}"

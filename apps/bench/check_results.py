@@ -1,6 +1,7 @@
 """Checks that a results JSON of scripts/bench.sh has every field, every contender and every
-target, that the plots exist beside it, and (with --report) that the report shows the run.
-Exits non-zero naming the first missing or malformed field.
+target (each ratio with its per-repetition spread), that a full run has at least
+FULL_RUN_REPS repetitions, that the plots exist beside it, and (with --report) that the report
+shows the run and every target. Exits non-zero naming the first missing or malformed field.
 
     python3 check_results.py apps/bench/results/<date>.json [--report BENCHMARKS.md]
 """
@@ -8,6 +9,7 @@ import argparse
 import json
 import numbers
 import os
+import statistics
 import sys
 
 TOP = ["schema", "date", "quick", "command", "machine", "versions", "config", "contenders",
@@ -22,21 +24,28 @@ CONTENDERS = ["fio", "memcpy", "baselines", "h5py", "cairn", "orbax"]
 RESULTS = ["fio.write_fsync", "fio.write_direct", "fio.read", "fio.read_direct", "memcpy.copy",
            "baseline.posix.write", "baseline.posix.read", "baseline.mpiio.write",
            "baseline.mpiio.read", "h5py.write", "h5py.read"]
+RESTORES = ["restore", "restore_to3", "restore_to2", "restore_to1", "restore_transposed",
+            "restore_3to3", "restore_3to4"]
 for fmt in ("posix", "hdf5"):
     RESULTS += [f"cairn.{fmt}.{case}" for case in (
-        "save_sync", "restore", "restore_to3", "restore_to2", "save_async_copy",
-        "save_async_zerocopy", "meta_save", "meta_restore")]
+        ["save_sync", "save_async_copy", "save_async_zerocopy", "meta_save", "meta_restore"] +
+        RESTORES)]
 ORBAX_RESULTS = ["orbax.save_sync", "orbax.restore", "orbax.save_async", "orbax.meta_save",
                  "orbax.meta_restore"]
 RESULT_FIELDS = ["seconds", "median_seconds", "repetitions", "bytes", "gbps"]
+MEMORY_FIELDS = ["peak_rss_growth_bytes", "peak_rss_growth_bytes_reps", "io_buffer_bytes"]
 TARGET_FIELDS = ["id", "description", "numerator", "denominator", "numerator_value",
-                 "denominator_value", "op", "target", "ratio", "met", "factor", "status"]
+                 "denominator_value", "op", "target", "ratio", "ratio_min", "ratio_median",
+                 "ratio_max", "ratios", "judged_on", "met", "met_reps", "factor", "status"]
 TARGETS = ["durable_write_posix", "durable_write_hdf5", "hdf5_save_vs_h5py",
            "hdf5_restore_vs_h5py"]
 for fmt in ("posix", "hdf5"):
     TARGETS += [f"{w}_vs_orbax_{fmt}" for w in ("save", "restore", "meta_save", "meta_restore")]
     TARGETS += [f"async_copy_{fmt}", f"async_zerocopy_{fmt}", f"restore_vs_fio_{fmt}",
-                f"reshard_4to3_{fmt}", f"reshard_4to2_{fmt}", f"peak_memory_{fmt}"]
+                f"peak_memory_{fmt}", f"restore_peak_memory_{fmt}", f"reshard_peak_memory_{fmt}"]
+    TARGETS += [f"reshard_{r}_{fmt}" for r in ("4to3", "4to2", "4to1", "3to4", "transposed")]
+# A full run (not --quick) has at least this many repetitions, so that the spread means something.
+FULL_RUN_REPS = 5
 
 
 class Bad(Exception):
@@ -56,6 +65,28 @@ def positive(x, where):
         raise Bad(f"{where} is {x!r}, not a positive number")
 
 
+def check_spread(t, reps, where):
+    """A judged target: one ratio per repetition, min <= median <= max, the judged ratio."""
+    if len(t["ratios"]) != reps:
+        raise Bad(f"{where}.ratios has {len(t['ratios'])} values, not one per repetition")
+    for i, x in enumerate(t["ratios"]):
+        if "peak_memory" in t["id"]:  # a restore may allocate nothing the counter sees
+            if not isinstance(x, numbers.Real) or x < 0:
+                raise Bad(f"{where}.ratios[{i}] is {x!r}, not a number >= 0")
+        else:
+            positive(x, f"{where}.ratios[{i}]")
+    lo, mid, hi = t["ratio_min"], t["ratio_median"], t["ratio_max"]
+    if (lo, mid, hi) != (min(t["ratios"]), statistics.median(t["ratios"]), max(t["ratios"])):
+        raise Bad(f"{where}: ratio_min/median/max are not those of its ratios")
+    judged = {"median": mid, "worst": hi if t["op"] == "<=" else lo}.get(t["judged_on"])
+    if judged is None or t["ratio"] != judged:
+        raise Bad(f"{where}.ratio is not the {t['judged_on']!r} of its ratios")
+    if not isinstance(t["met"], bool):
+        raise Bad(f"{where}.met is {t['met']!r}")
+    if not isinstance(t["met_reps"], int) or not 0 <= t["met_reps"] <= reps:
+        raise Bad(f"{where}.met_reps is {t['met_reps']!r}")
+
+
 def check(doc, json_path, report):
     need(doc, TOP, "results file")
     need(doc["machine"], MACHINE, "machine")
@@ -64,6 +95,8 @@ def check(doc, json_path, report):
     reps = doc["config"]["repetitions"]
     if not isinstance(reps, int) or reps < 1:
         raise Bad(f"config.repetitions is {reps!r}")
+    if not doc["quick"] and reps < FULL_RUN_REPS:
+        raise Bad(f"config.repetitions is {reps}: a full run needs at least {FULL_RUN_REPS}")
     orbax = doc["contenders"]["orbax"].get("status", "")
     for name, c in doc["contenders"].items():
         status = c.get("status", "")
@@ -87,8 +120,15 @@ def check(doc, json_path, report):
         positive(r["gbps"], f"results.{name}.gbps")
         if "save_async" in name:
             need(r, ["median_total_seconds"], f"results.{name}")
-        if name.startswith("cairn.") and name.endswith(".save_sync"):
-            need(r, ["peak_rss_growth_bytes", "io_buffer_bytes"], f"results.{name}")
+        if name.startswith("cairn.") and name.split(".")[-1] in ["save_sync"] + RESTORES:
+            need(r, MEMORY_FIELDS, f"results.{name}")
+            if len(r["peak_rss_growth_bytes_reps"]) != reps:
+                raise Bad(f"results.{name}.peak_rss_growth_bytes_reps has "
+                          f"{len(r['peak_rss_growth_bytes_reps'])} values, not {reps}")
+            if r["peak_rss_growth_bytes"] != max(r["peak_rss_growth_bytes_reps"]):
+                raise Bad(f"results.{name}.peak_rss_growth_bytes is not the maximum of its reps")
+        if name.startswith("cairn.") and name.split(".")[-1] in RESTORES:
+            need(r, ["ranks", "saved_ranks", "layout"], f"results.{name}")
     targets = {t.get("id"): t for t in doc["targets"]}
     for tid in TARGETS:
         if tid not in targets:
@@ -96,13 +136,11 @@ def check(doc, json_path, report):
         t = targets[tid]
         need(t, TARGET_FIELDS, f"targets.{tid}")
         if t["status"] == "ok":
-            positive(t["ratio"], f"targets.{tid}.ratio")
-            if not isinstance(t["met"], bool):
-                raise Bad(f"targets.{tid}.met is {t['met']!r}")
+            check_spread(t, reps, f"targets.{tid}")
         elif "orbax" in tid and orbax != "ok":
             if t["status"] != orbax:
                 raise Bad(f"targets.{tid}.status is {t['status']!r}, Orbax is {orbax!r}")
-        elif not (tid.startswith("peak_memory") and t["status"].startswith("unavailable: ")):
+        elif not ("peak_memory" in tid and t["status"].startswith("unavailable: ")):
             raise Bad(f"targets.{tid}.status is {t['status']!r}")
     base = os.path.splitext(json_path)[0]
     for suffix in ("throughput", "async", "metadata"):
@@ -114,6 +152,9 @@ def check(doc, json_path, report):
             text = f.read()
         if os.path.basename(json_path) not in text:
             raise Bad(f"{report} does not show {os.path.basename(json_path)}")
+        for t in doc["targets"]:
+            if t["description"] not in text:
+                raise Bad(f"{report} does not show the target {t['id']}")
 
 
 def main():

@@ -3,7 +3,8 @@ plots and the report (scripts/bench.sh calls it with Debian's /usr/bin/python3).
 
 The physical limit (fio, memcpy), the hand-written baselines and cairn (cairn_bench), h5py
 (h5py_bench.py) and Orbax (orbax_bench.py, in its virtual environment) each run --reps times;
-the JSON keeps every repetition and the median, and the ratios of bench_targets.py.
+the JSON keeps every repetition and the median, and the ratios of bench_targets.py (each with
+its min, median and max over the repetitions).
 """
 import argparse
 import datetime
@@ -75,7 +76,8 @@ def run_fio(a, rec, drop):
 
 
 def aggregate(records):
-    """name -> {seconds: [...], median_seconds, bytes, gbps, extra medians/maxima}."""
+    """name -> {seconds: [...], median_seconds, bytes, gbps, extra medians/maxima, the peak
+    RSS growth of every repetition and its maximum}."""
     by_name = {}
     for r in records:
         by_name.setdefault(r["name"], []).append(r)
@@ -90,8 +92,10 @@ def aggregate(records):
             entry["total_seconds"] = [r["total_seconds"] for r in rs]
             entry["median_total_seconds"] = statistics.median(entry["total_seconds"])
         if "peak_rss_growth_bytes" in rs[0]:
-            entry["peak_rss_growth_bytes"] = max(r["peak_rss_growth_bytes"] for r in rs)
-        for key in ("io_buffer_bytes", "staging_bytes", "ranks", "leaves", "page_cache"):
+            entry["peak_rss_growth_bytes_reps"] = [r["peak_rss_growth_bytes"] for r in rs]
+            entry["peak_rss_growth_bytes"] = max(entry["peak_rss_growth_bytes_reps"])
+        for key in ("io_buffer_bytes", "staging_bytes", "ranks", "saved_ranks", "layout",
+                    "leaves", "page_cache"):
             if key in rs[0]:
                 entry[key] = rs[0][key]
         results[name] = entry
@@ -142,7 +146,7 @@ def main():
     p.add_argument("--cols", type=int, default=4096)
     p.add_argument("--meta-leaves", type=int, default=10000)
     p.add_argument("--meta-elems", type=int, default=512)
-    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--reps", type=int, default=5)
     p.add_argument("--ranks", type=int, default=4)
     p.add_argument("--quick", action="store_true")
     p.add_argument("--no-drop-caches", action="store_true")
