@@ -2,8 +2,8 @@
 // one file per process plus an index) and N->M restore.
 //
 // An item directory written by save_tree() holds cairn-tree.json (the tree structure, dtypes,
-// global shapes, shard index and XXH3-64 checksums) and the data: data.h5 (format hdf5, one
-// dataset per array leaf at its leaf path, readable with h5dump or h5py) and/or
+// global shapes, shard index and an XXH3-64 checksum per chunk of each shard) and the data: data.h5
+// (format hdf5, one dataset per array leaf at its leaf path, readable with h5dump or h5py) and/or
 // shards/p<rank>.bin (format posix, each rank's shards 4 KiB-aligned). Restore works with any
 // number of ranks and any decomposition.
 //
@@ -173,13 +173,14 @@ using VerifyProgress = std::function<void(std::size_t done, std::size_t total)>;
 
 /// Checks the tree saved in `dir` without restoring it: parses and validates cairn-tree.json
 /// (as every read does), then re-reads every shard of every array leaf in full and compares
-/// its XXH3-64 checksum with the index. The shards are divided among the ranks of `comm`
-/// (round-robin in index order), so the check runs in parallel and each rank holds one
-/// shard at a time. Damage does not throw: a missing or unparsable index, a missing,
-/// truncated or unreadable data file, a missing HDF5 dataset or a checksum mismatch becomes a
-/// line of the report naming the file and the leaf (and the shard's rank and box), and every
-/// rank returns the same report. `progress`, when given, is called on each rank after each
-/// of its shards. Collective over `comm`. Throws TimeoutError when ranks do not arrive.
+/// the XXH3-64 checksum of each of its chunks with the index. The shards are divided among
+/// the ranks of `comm` (round-robin in index order), so the check runs in parallel and each
+/// rank holds one 16 MiB window (or one checksum chunk, when larger) at a time. Damage does not
+/// throw: a missing or unparsable index, a missing, truncated or unreadable data file, a missing
+/// HDF5 dataset or a checksum mismatch becomes a line of the report naming the file and the leaf
+/// (and the shard's rank and box), and every rank returns the same report. `progress`, when given,
+/// is called on each rank after each of its shards. Collective over `comm`. Throws TimeoutError
+/// when ranks do not arrive.
 [[nodiscard]] TreeVerifyReport verify_tree(const Comm& comm, const std::filesystem::path& dir,
                                            const VerifyProgress& progress = {});
 

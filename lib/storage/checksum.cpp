@@ -2,6 +2,8 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
+#include <cairn/error.hpp>
 #include <fmt/format.h>
 #include <new>
 
@@ -20,6 +22,46 @@ void Checksum::update(std::span<const std::byte> data) {
 
 std::uint64_t Checksum::digest() const {
   return XXH3_64bits_digest(static_cast<XXH3_state_t*>(state_));
+}
+
+void Checksum::reset() noexcept { XXH3_64bits_reset(static_cast<XXH3_state_t*>(state_)); }
+
+ChunkedChecksum::ChunkedChecksum(std::uint64_t chunk_bytes) : chunk_bytes_(chunk_bytes) {
+  if (chunk_bytes == 0) throw InvalidArgument("checksum chunks of 0 bytes");
+}
+
+void ChunkedChecksum::update(std::span<const std::byte> data) {
+  while (!data.empty()) {
+    const auto take =
+        static_cast<std::size_t>(std::min<std::uint64_t>(chunk_bytes_ - in_chunk_, data.size()));
+    current_.update(data.first(take));
+    data = data.subspan(take);
+    in_chunk_ += take;
+    total_ += take;
+    if (in_chunk_ == chunk_bytes_) {
+      done_.push_back(current_.digest());
+      current_.reset();
+      in_chunk_ = 0;
+    }
+  }
+}
+
+std::vector<std::uint64_t> ChunkedChecksum::digests() const {
+  std::vector<std::uint64_t> out = done_;
+  if (in_chunk_ > 0) out.push_back(current_.digest());
+  return out;
+}
+
+std::vector<std::uint64_t> chunk_checksums_of(std::span<const std::byte> data,
+                                              std::uint64_t chunk_bytes) {
+  if (chunk_bytes == 0) throw InvalidArgument("checksum chunks of 0 bytes");
+  std::vector<std::uint64_t> out;
+  out.reserve(static_cast<std::size_t>((data.size() + chunk_bytes - 1) / chunk_bytes));
+  for (std::uint64_t at = 0; at < data.size(); at += chunk_bytes) {
+    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(chunk_bytes, data.size() - at));
+    out.push_back(XXH3_64bits(data.data() + at, n));
+  }
+  return out;
 }
 
 std::uint64_t checksum_of(std::span<const std::byte> data) {

@@ -1,4 +1,5 @@
-// cairn — shard checksums (internal): XXH3-64 from libxxhash, printed as 16 hex digits.
+// cairn — shard checksums (internal): XXH3-64 from libxxhash, printed as 16 hex digits, one per
+// fixed-size chunk of a shard's row-major bytes (format version 2) or one per shard (version 1).
 #pragma once
 
 #include <cstddef>
@@ -7,6 +8,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace cairn::storage {
 
@@ -20,10 +22,38 @@ class Checksum {
 
   void update(std::span<const std::byte> data);
   [[nodiscard]] std::uint64_t digest() const;
+  /// Starts over, as a new Checksum. Never throws.
+  void reset() noexcept;
 
  private:
   void* state_;
 };
+
+/// XXH3-64 of each consecutive `chunk_bytes`-byte chunk of a stream that arrives in pieces of
+/// any size (the last chunk may be shorter). Not thread-safe.
+class ChunkedChecksum {
+ public:
+  /// Throws InvalidArgument when `chunk_bytes` is 0.
+  explicit ChunkedChecksum(std::uint64_t chunk_bytes);
+
+  void update(std::span<const std::byte> data);
+  /// The checksums of every chunk so far, the partial last one included. Never throws beyond
+  /// std::bad_alloc.
+  [[nodiscard]] std::vector<std::uint64_t> digests() const;
+  /// Bytes received so far. Never throws.
+  [[nodiscard]] std::uint64_t bytes() const noexcept { return total_; }
+
+ private:
+  std::uint64_t chunk_bytes_;
+  std::uint64_t total_ = 0;
+  std::uint64_t in_chunk_ = 0;  // bytes of the chunk being hashed
+  Checksum current_;
+  std::vector<std::uint64_t> done_;
+};
+
+/// The chunk checksums of one buffer (ChunkedChecksum in one piece).
+[[nodiscard]] std::vector<std::uint64_t> chunk_checksums_of(std::span<const std::byte> data,
+                                                            std::uint64_t chunk_bytes);
 
 /// XXH3-64 of one buffer.
 [[nodiscard]] std::uint64_t checksum_of(std::span<const std::byte> data);

@@ -31,6 +31,7 @@
 #include "storage/hdf5_handle.hpp"
 #include "storage/hdf5_settings.hpp"
 #include "storage/posix_file.hpp"
+#include "storage/shard_stream.hpp"
 
 namespace cairn::storage {
 namespace {
@@ -190,6 +191,7 @@ std::uint64_t structure_hash(std::span<const Hdf5ArrayToWrite> arrays,
     for (std::int64_t n : a.shape) hash = fnv1a(hash, n);
     hash = fnv1a(hash, a.fortran_order ? std::int64_t{-2} : std::int64_t{-1});
     hash = fnv1a(hash, static_cast<std::int64_t>(a.pieces));
+    hash = fnv1a(hash, static_cast<std::int64_t>(a.chunk_bytes));
   }
   for (const auto& v : values) {
     hash = fnv1a(hash, v.path);
@@ -212,16 +214,17 @@ struct Hdf5Writer::Impl {
     std::vector<std::int64_t> shape;
     bool fortran_order = false;
     std::size_t pieces = 1;  // collective write calls per rank
+    std::uint64_t chunk_bytes = 1;
     std::optional<Box> box;  // this rank's, when it has a shard
     h5::Dataset dataset;     // open from the constructor to finish()
   };
   /// What this rank wrote of the array being written, piece by piece.
   struct Progress {
-    std::size_t calls = 0;             // collective calls made for the array
-    std::int64_t covered = 0;          // elements of the box written, in row-major order
-    bool started = false;              // a run was passed
-    bool complete = false;             // the box is written
-    std::unique_ptr<Checksum> digest;  // of the runs written so far
+    std::size_t calls = 0;                    // collective calls made for the array
+    std::int64_t covered = 0;                 // elements of the box written, in row-major order
+    bool started = false;                     // a run was passed
+    bool complete = false;                    // the box is written
+    std::unique_ptr<ChunkedChecksum> digest;  // of the runs written so far
   };
 
   const Comm* comm = nullptr;
@@ -280,6 +283,12 @@ Hdf5Writer::Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
             fmt::format("leaf '{}': 0 pieces; write every array in at least one", a.path));
       }
       w.arrays[i].pieces = a.pieces;
+      if (a.chunk_bytes == 0 || a.chunk_bytes % dtype_size(a.dtype) != 0) {
+        throw InvalidArgument(
+            fmt::format("leaf '{}': checksum chunks of {} bytes are not whole {} elements", a.path,
+                        a.chunk_bytes, dtype_name(a.dtype)));
+      }
+      w.arrays[i].chunk_bytes = a.chunk_bytes;
       if (a.shard != nullptr) w.arrays[i].box = checked_box(a);
     }
     for (std::size_t k = 0; k < values.size(); ++k) {
@@ -442,7 +451,7 @@ std::optional<ShardRecord> Hdf5Writer::write_piece(std::size_t index, const Box*
         throw InvalidArgument(fmt::format("{}: no data passed for {}", what, to_string(*run)));
       }
       const auto bytes = static_cast<std::size_t>(count) * dtype_size(a.dtype);
-      if (!p.digest) p.digest = std::make_unique<Checksum>();
+      if (!p.digest) p.digest = std::make_unique<ChunkedChecksum>(a.chunk_bytes);
       p.digest->update({static_cast<const std::byte*>(data), bytes});
       p.covered += count;
       p.started = true;
@@ -454,7 +463,7 @@ std::optional<ShardRecord> Hdf5Writer::write_piece(std::size_t index, const Box*
                              .file = w.record_file,
                              .byte_offset = 0,
                              .bytes = static_cast<std::uint64_t>(p.covered) * dtype_size(a.dtype),
-                             .checksum = p.digest->digest()};
+                             .checksums = p.digest->digests()};
       }
     } catch (const std::exception& e) {
       w.failure.record(e);
@@ -549,10 +558,13 @@ struct Hdf5Reader::Impl {
     h5::Datatype memory_type;
     DType dtype = DType::float64;
     std::vector<std::int64_t> shape;
+    /// Address of the raw data in the file when it can be read with pread (see the class).
+    std::optional<std::uint64_t> raw_offset;
   };
 
   const Comm* comm = nullptr;
   std::string file;
+  std::optional<PosixFile> raw;  // the file for pread, opened on the first raw read
   h5::File handle;
   h5::PropertyList independent;
   std::map<std::string, OpenDataset, std::less<>> datasets;  // closed before `handle`
@@ -612,12 +624,21 @@ Hdf5Reader::Impl::OpenDataset Hdf5Reader::Impl::open_dataset(const LeafRecord& r
   OpenDataset open{.dataset = h5::Dataset(object),
                    .memory_type = make_type(record.dtype, where),
                    .dtype = record.dtype,
-                   .shape = record.shape};
+                   .shape = record.shape,
+                   .raw_offset = std::nullopt};
 
   // Raw data must be readable without metadata I/O: read() is independent while metadata
   // reads are collective.
   if (auto problem = h5::dataset_problem(open.dataset.get(), record.dtype, record.shape, where)) {
     mismatch(path, *problem);
+  }
+  // Raw reads need the data at one address and stored exactly as in memory.
+  const h5::Datatype file_type(H5Dget_type(open.dataset.get()));
+  const h5::PropertyList dcpl(H5Dget_create_plist(open.dataset.get()));
+  const haddr_t address = H5Dget_offset(open.dataset.get());
+  if (file_type.valid() && dcpl.valid() && H5Pget_layout(dcpl.get()) == H5D_CONTIGUOUS &&
+      address != HADDR_UNDEF && H5Tequal(file_type.get(), open.memory_type.get()) > 0) {
+    open.raw_offset = static_cast<std::uint64_t>(address);
   }
   return open;
 }
@@ -718,7 +739,53 @@ void Hdf5Reader::read(const std::string& path, const Box& box, void* dst) {
   check(status, where, "reading the box " + to_string(box), kHintDamaged);
 }
 
+void Hdf5Reader::read(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
+                      std::uint64_t bytes, std::byte* dst) {
+  const std::size_t elem = dtype_size(leaf.dtype);
+  if (first % elem != 0 || bytes % elem != 0 || first > shard.bytes ||
+      bytes > shard.bytes - first) {
+    throw InvalidArgument(
+        fmt::format("leaf '{}': bytes [{}, {}) are not whole elements inside its "
+                    "shard of {} bytes",
+                    leaf.path, first, first + bytes, shard.bytes));
+  }
+  const auto first_element = static_cast<std::int64_t>(first / elem);
+  const auto count = static_cast<std::int64_t>(bytes / elem);
+  std::optional<std::uint64_t> raw_offset;
+  {
+    const std::lock_guard lock(hdf5_mutex());
+    const auto it = impl_->datasets.find(leaf.path);
+    if (it == impl_->datasets.end()) {
+      throw InvalidArgument(
+          fmt::format("leaf '{}' of '{}' was not opened: pass its record to "
+                      "Hdf5Reader::open() first",
+                      leaf.path, impl_->file));
+    }
+    raw_offset = it->second.raw_offset;
+  }
+  if (!raw_offset) {
+    for (const Box& box : split_stream_range(shard.box, first_element, count)) {
+      read(leaf.path, box, dst);
+      dst += static_cast<std::size_t>(volume(box)) * elem;
+    }
+    return;
+  }
+  if (!impl_->raw) impl_->raw.emplace(impl_->file, PosixFile::Mode::read);
+  for_each_global_piece(leaf.shape, shard.box, first_element, count,
+                        [&](std::int64_t global, std::int64_t stream, std::int64_t n) {
+                          impl_->raw->read_at(
+                              *raw_offset + static_cast<std::uint64_t>(global) * elem,
+                              {dst + static_cast<std::size_t>(stream - first_element) * elem,
+                               static_cast<std::size_t>(n) * elem});
+                        });
+}
+
+std::unique_ptr<ShardReader> open_hdf5_reader(const Comm& comm, const std::filesystem::path& dir) {
+  return std::make_unique<Hdf5Reader>(comm, dir / kHdf5File);
+}
+
 void Hdf5Reader::close() {
+  impl_->raw.reset();
   const std::lock_guard lock(hdf5_mutex());
   const h5::QuietErrors quiet;
   std::optional<IoError> first;

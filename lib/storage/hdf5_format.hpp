@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "storage/index.hpp"
+#include "storage/shard_reader.hpp"
 
 namespace cairn::storage {
 
@@ -37,6 +38,8 @@ struct Hdf5ArrayToWrite {
   /// How many collective writes of the dataset every rank makes (at least 1; the same on
   /// every rank): a rank may write its box in up to this many pieces (write_piece()).
   std::size_t pieces = 1;
+  /// Bytes of a checksum chunk of this rank's shard (a whole number of elements).
+  std::uint64_t chunk_bytes = std::uint64_t{1} << 20;
 };
 
 /// One non-array leaf to store for external readers (same list on every rank).
@@ -100,8 +103,8 @@ class Hdf5Writer {
   /// made by some ranks only.
   ///
   /// Returns this rank's record (file = the file's name, byte_offset 0, bytes and XXH3-64
-  /// checksum of `data`) when it wrote a shard, std::nullopt when it has none or when a
-  /// failure is remembered. Throws IoError (on every rank) when HDF5 cannot describe the
+  /// checksums of the chunks of `data`) when it wrote a shard, std::nullopt when it has none or
+  /// when a failure is remembered. Throws IoError (on every rank) when HDF5 cannot describe the
   /// array, InvalidArgument (on the calling rank) after finish() or after every array was
   /// written. Local failures are remembered for finish().
   std::optional<ShardRecord> write(std::size_t index, const void* data);
@@ -146,9 +149,13 @@ class Hdf5Writer {
 /// An hdf5 file opened for reading by every rank of a Comm (which must outlive the reader).
 /// Metadata is read collectively (one rank reads, all receive); array data is read by each
 /// rank independently. Only contiguous (or compact) datasets are accepted, so a read never
-/// needs metadata I/O. Every HDF5 call is made with hdf5_mutex() held (see hdf5_handle.hpp);
-/// one reader is used by one thread at a time.
-class Hdf5Reader {
+/// needs metadata I/O. A contiguous dataset whose file type is the one cairn writes (every
+/// dataset cairn wrote) is read without HDF5, with pread at the address HDF5 allocated for it:
+/// a shard's stream then costs one read per piece contiguous in the file, where an HDF5
+/// hyperslab read costs a dataspace walk and an MPI-IO request per row. Other datasets (a
+/// byte-swapped copy, compact layout) go through H5Dread. Every HDF5 call is made with
+/// hdf5_mutex() held (see hdf5_handle.hpp); one reader is used by one thread at a time.
+class Hdf5Reader final : public ShardReader {
  public:
   /// Opens `file` read-only. Collective. Throws (on every rank) NotFound when the file does
   /// not exist, FormatError when it is not an HDF5 file or is truncated, IoError otherwise.
@@ -165,15 +172,20 @@ class Hdf5Reader {
   /// complex members "r" and "i"). Records opened before are skipped. Throws
   /// CollectiveMismatch when the ranks' lists differ, InvalidArgument for a non-array record,
   /// FormatError(file, leaf path, ...) for a missing or mismatching dataset.
-  void open(std::span<const LeafRecord* const> records);
+  void open(std::span<const LeafRecord* const> records) override;
   /// Reads `box` of the dataset of leaf `path` (opened before) into `dst`, a row-major
   /// buffer of volume(box) elements of the leaf's dtype (nothing for an empty box).
   /// Independent (not collective). Throws InvalidArgument when the leaf was not opened or
   /// the box is not inside its shape, IoError naming the file and leaf when HDF5 fails
   /// (e.g. a truncated file).
   void read(const std::string& path, const Box& box, void* dst);
+  /// Reads bytes [first, first + bytes) of the stream of `shard` (its box's row-major bytes)
+  /// of `leaf` (opened before) into `dst`. Independent (not collective). Throws as read(),
+  /// and FormatError naming the file when it is shorter than the dataset (truncated).
+  void read(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
+            std::uint64_t bytes, std::byte* dst) override;
   /// Closes every dataset and the file. Collective. Throws IoError naming the file.
-  void close();
+  void close() override;
 
  private:
   struct Impl;

@@ -127,6 +127,11 @@ const LeafRecord* TreeIndex::find(std::string_view path) const {
   return it != leaves.end() && it->path == path ? &*it : nullptr;
 }
 
+std::uint64_t chunk_bytes_for(DType dtype, std::uint64_t requested) noexcept {
+  const std::uint64_t elem = dtype_size(dtype);
+  return std::max<std::uint64_t>(requested / elem, 1) * elem;
+}
+
 std::string shard_file_name(int rank) { return fmt::format("shards/p{}.bin", rank); }
 
 json::value to_json(const TreeIndex& index) {
@@ -142,6 +147,7 @@ json::value to_json(const TreeIndex& index) {
         o["shape"] = to_json_array(leaf.shape);
         o["replicated"] = leaf.replicated;
         o["order"] = leaf.fortran_order ? "F" : "C";
+        if (index.version >= 2) o["chunk_bytes"] = leaf.chunk_bytes;
         json::array shards;
         for (const auto& s : leaf.shards) {
           json::object so;
@@ -151,7 +157,10 @@ json::value to_json(const TreeIndex& index) {
           so["file"] = s.file;
           so["byte_offset"] = s.byte_offset;
           so["bytes"] = s.bytes;
-          so["xxh3"] = checksum_to_hex(s.checksum);
+          std::string sums;
+          sums.reserve(16 * s.checksums.size());
+          for (std::uint64_t c : s.checksums) sums += checksum_to_hex(c);
+          so["xxh3"] = std::move(sums);
           shards.emplace_back(std::move(so));
         }
         o["shards"] = std::move(shards);
@@ -219,6 +228,14 @@ TreeIndex index_from_json(const json::value& value, const std::filesystem::path&
         if (order != "C" && order != "F") r.fail("order", "is not \"C\" or \"F\"");
         leaf.fortran_order = order == "F";
       }
+      if (index.version >= 2) {
+        leaf.chunk_bytes = static_cast<std::uint64_t>(
+            r.integer(o, "chunk_bytes", 1, std::numeric_limits<std::int64_t>::max() / 2));
+        if (leaf.chunk_bytes % dtype_size(leaf.dtype) != 0) {
+          r.fail("chunk_bytes", fmt::format("is {}, not a multiple of the {}-byte element",
+                                            leaf.chunk_bytes, dtype_size(leaf.dtype)));
+        }
+      }
       const json::value& shards = r.member(o, "shards");
       if (!shards.is_array()) r.fail("shards", "is not an array");
       std::size_t j = 0;
@@ -245,9 +262,18 @@ TreeIndex index_from_json(const json::value& value, const std::filesystem::path&
           sr.fail("bytes", fmt::format("is {}, but the box holds {} elements of {}", shard.bytes,
                                        elements, dtype_name(leaf.dtype)));
         }
-        const auto checksum = checksum_from_hex(sr.string(so, "xxh3"));
-        if (!checksum) sr.fail("xxh3", "is not 16 lower-case hex digits");
-        shard.checksum = *checksum;
+        const std::string_view sums = sr.string(so, "xxh3");
+        const std::uint64_t chunks =
+            index.version >= 2 ? (shard.bytes + leaf.chunk_bytes - 1) / leaf.chunk_bytes : 1;
+        if (sums.size() / 16 != chunks || sums.size() % 16 != 0) {
+          sr.fail("xxh3", fmt::format("does not hold {} checksum{} of 16 hex digits", chunks,
+                                      chunks == 1 ? "" : "s"));
+        }
+        for (std::size_t c = 0; c < sums.size(); c += 16) {
+          const auto checksum = checksum_from_hex(sums.substr(c, 16));
+          if (!checksum) sr.fail("xxh3", "is not made of 16 lower-case hex digits per checksum");
+          shard.checksums.push_back(*checksum);
+        }
         leaf.shards.push_back(std::move(shard));
       }
     } else {

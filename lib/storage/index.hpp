@@ -6,6 +6,7 @@
 #include <cairn/dtype.hpp>
 #include <cairn/storage.hpp>
 
+#include <algorithm>
 #include <boost/json/value.hpp>
 #include <cstdint>
 #include <filesystem>
@@ -14,8 +15,9 @@
 
 namespace cairn::storage {
 
-/// Version of the cairn-tree.json layout written by this build.
-inline constexpr std::int64_t kTreeFormatVersion = 1;
+/// Version of the cairn-tree.json layout written by this build: 2, checksums per chunk of a
+/// shard. Version 1 (one checksum per shard) is still read.
+inline constexpr std::int64_t kTreeFormatVersion = 2;
 /// Name of the index file inside an item directory.
 inline constexpr const char* kTreeIndexFile = "cairn-tree.json";
 /// Name of the shared HDF5 file inside an item directory.
@@ -30,7 +32,9 @@ struct ShardRecord {
   std::string file;               ///< relative to the item directory ("shards/p3.bin", "data.h5")
   std::uint64_t byte_offset = 0;  ///< posix: offset in `file`; hdf5: 0
   std::uint64_t bytes = 0;        ///< volume(box) * dtype_size
-  std::uint64_t checksum = 0;     ///< XXH3-64 of the shard's bytes in row-major order
+  /// XXH3-64 of each LeafRecord::chunk_bytes-byte chunk of the shard's row-major bytes, the
+  /// last one possibly shorter (version 2); for version 1, the one checksum of the whole shard.
+  std::vector<std::uint64_t> checksums;
 };
 
 /// One leaf of a saved tree.
@@ -44,7 +48,20 @@ struct LeafRecord {
   bool fortran_order = false;                   ///< arrays only: "order" is "F", not "C"
   std::vector<ShardRecord> shards;              ///< arrays only, ascending rank
   boost::json::value value;                     ///< scalars, strings, JSON values
+  /// Arrays only: bytes of a checksum chunk, a whole number of elements (0 in version 1,
+  /// where one checksum covers a whole shard).
+  std::uint64_t chunk_bytes = 0;
+
+  /// Bytes of the checksum chunks of `shard`: chunk_bytes, or for version 1 the shard's
+  /// bytes (at least 1). Never throws.
+  [[nodiscard]] std::uint64_t chunk_bytes_of(const ShardRecord& shard) const noexcept {
+    return chunk_bytes > 0 ? chunk_bytes : std::max<std::uint64_t>(shard.bytes, 1);
+  }
 };
+
+/// Bytes of the checksum chunks of leaves of `dtype` when `requested` bytes are asked for: a
+/// whole number of elements, at least one. Never throws.
+[[nodiscard]] std::uint64_t chunk_bytes_for(DType dtype, std::uint64_t requested) noexcept;
 
 /// The whole index of a saved tree.
 struct TreeIndex {
@@ -62,7 +79,8 @@ struct TreeIndex {
 /// Parses and validates an index read from `source`: every field's type and range, leaf
 /// paths, dtype names, shapes (at most kMaxDims dimensions, no overflow), shard boxes inside
 /// their shape, byte counts equal to the box volume times the element size, file names of
-/// the expected form (no "..", no absolute paths), checksums of 16 hex digits, an array's
+/// the expected form (no "..", no absolute paths), checksums of 16 hex digits (version 2: one
+/// per chunk, chunk_bytes a positive multiple of the element size), an array's
 /// "order" "C" or "F" (missing: "C", as in files written before it existed). Throws
 /// FormatError naming `source` and the first bad field; never crashes on hostile input.
 [[nodiscard]] TreeIndex index_from_json(const boost::json::value& json,

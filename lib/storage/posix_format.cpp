@@ -11,7 +11,8 @@ namespace cairn::storage {
 PosixShardWriter::PosixShardWriter(std::filesystem::path item_dir, int rank)
     : dir_(std::move(item_dir)), rank_(rank), name_(shard_file_name(rank)) {}
 
-ShardRecord PosixShardWriter::write(const Box& box, const void* data, std::uint64_t bytes) {
+ShardRecord PosixShardWriter::write(const Box& box, const void* data, std::uint64_t bytes,
+                                    std::uint64_t chunk_bytes) {
   fault::point("storage.posix_write");
   if (!file_) file_.emplace(dir_ / name_, PosixFile::Mode::write_new);
   const std::span<const std::byte> span{static_cast<const std::byte*>(data),
@@ -22,17 +23,18 @@ ShardRecord PosixShardWriter::write(const Box& box, const void* data, std::uint6
   record.file = name_;
   record.byte_offset = offset_;
   record.bytes = bytes;
-  record.checksum = checksum_of(span);
+  record.checksums = chunk_checksums_of(span, chunk_bytes);
   file_->write_at(offset_, span);
   offset_ += (bytes + kShardAlignment - 1) / kShardAlignment * kShardAlignment;
   return record;
 }
 
 ShardRecord PosixShardWriter::write_pieces(const Box& box, std::uint64_t bytes,
+                                           std::uint64_t chunk_bytes,
                                            const std::function<void(const Sink&)>& produce) {
   fault::point("storage.posix_write");
   if (!file_) file_.emplace(dir_ / name_, PosixFile::Mode::write_new);
-  Checksum checksum;
+  ChunkedChecksum checksum(chunk_bytes);
   std::uint64_t done = 0;
   produce([&](std::span<const std::byte> piece) {
     if (done + piece.size() > bytes) {
@@ -53,7 +55,7 @@ ShardRecord PosixShardWriter::write_pieces(const Box& box, std::uint64_t bytes,
   record.file = name_;
   record.byte_offset = offset_;
   record.bytes = bytes;
-  record.checksum = checksum.digest();
+  record.checksums = checksum.digests();
   offset_ += (bytes + kShardAlignment - 1) / kShardAlignment * kShardAlignment;
   return record;
 }
@@ -65,14 +67,21 @@ void PosixShardWriter::close(bool fsync) {
   file_.reset();
 }
 
-void PosixShardReader::read(const ShardRecord& shard, std::uint64_t offset, std::uint64_t bytes,
-                            void* dst) {
+void PosixShardReader::read(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
+                            std::uint64_t bytes, std::byte* dst) {
+  if (first > shard.bytes || bytes > shard.bytes - first) {
+    throw InvalidArgument(fmt::format("leaf '{}': bytes [{}, {}) are outside its shard of {} bytes",
+                                      leaf.path, first, first + bytes, shard.bytes));
+  }
   auto it = files_.find(shard.file);
   if (it == files_.end()) {
     it = files_.emplace(shard.file, PosixFile(dir_ / shard.file, PosixFile::Mode::read)).first;
   }
-  it->second.read_at(shard.byte_offset + offset,
-                     {static_cast<std::byte*>(dst), static_cast<std::size_t>(bytes)});
+  it->second.read_at(shard.byte_offset + first, {dst, static_cast<std::size_t>(bytes)});
+}
+
+std::unique_ptr<ShardReader> open_posix_reader(const std::filesystem::path& dir) {
+  return std::make_unique<PosixShardReader>(dir);
 }
 
 }  // namespace cairn::storage

@@ -13,6 +13,7 @@
 
 #include "storage/index.hpp"
 #include "storage/posix_file.hpp"
+#include "storage/shard_reader.hpp"
 
 namespace cairn::storage {
 
@@ -23,15 +24,17 @@ class PosixShardWriter {
   PosixShardWriter(std::filesystem::path item_dir, int rank);
 
   /// Writes `bytes` contiguous bytes of the shard `box` at the next aligned offset and
-  /// returns its record (with the XXH3-64 checksum). Throws IoError naming the file.
-  ShardRecord write(const Box& box, const void* data, std::uint64_t bytes);
+  /// returns its record (with the XXH3-64 checksum of each `chunk_bytes`-byte chunk). Throws
+  /// IoError naming the file.
+  ShardRecord write(const Box& box, const void* data, std::uint64_t bytes,
+                    std::uint64_t chunk_bytes);
   /// Receives consecutive pieces of a shard.
   using Sink = std::function<void(std::span<const std::byte>)>;
   /// As write(), for a shard that arrives in pieces (device memory staged through the host):
   /// `produce` hands every piece, in order, to the sink it is given; each piece is written
   /// and checksummed before the sink returns. Throws IoError naming the file, what `produce`
   /// throws, or InvalidArgument when the pieces do not add up to `bytes`.
-  ShardRecord write_pieces(const Box& box, std::uint64_t bytes,
+  ShardRecord write_pieces(const Box& box, std::uint64_t bytes, std::uint64_t chunk_bytes,
                            const std::function<void(const Sink&)>& produce);
   /// fsyncs (when `fsync`) and closes the file, if one was created. Throws IoError.
   void close(bool fsync);
@@ -44,14 +47,20 @@ class PosixShardWriter {
   std::uint64_t offset_ = 0;
 };
 
-/// Reads shards of posix leaves, keeping each file open once. Not collective.
-class PosixShardReader {
+/// Reads shards of posix leaves, keeping each file open once. Nothing here is collective.
+class PosixShardReader final : public ShardReader {
  public:
   explicit PosixShardReader(std::filesystem::path item_dir) : dir_(std::move(item_dir)) {}
 
-  /// Reads `bytes` bytes starting `offset` bytes into `shard` into `dst`. Throws NotFound
-  /// (missing file), FormatError (file too short) or IoError, naming the file.
-  void read(const ShardRecord& shard, std::uint64_t offset, std::uint64_t bytes, void* dst);
+  /// Nothing to prepare: each file is opened by its first read. Never throws.
+  void open(std::span<const LeafRecord* const>) override {}
+  /// Reads bytes [first, first + bytes) of `shard`'s stream (stored contiguously at its
+  /// byte_offset) into `dst`. Throws NotFound (missing file), FormatError (file too short) or
+  /// IoError, naming the file.
+  void read(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
+            std::uint64_t bytes, std::byte* dst) override;
+  /// Closes the files. Local. Never throws.
+  void close() override { files_.clear(); }
 
  private:
   std::filesystem::path dir_;

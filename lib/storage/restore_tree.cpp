@@ -1,7 +1,8 @@
-// restore_tree() and friends: read the index once, then each rank reads the saved shards that
-// intersect its boxes (N->M), verifying checksums and casting dtypes when asked.
+// restore_tree() and friends: read the index once, then each rank reads the parts of the saved
+// shards that intersect its boxes (N->M): the runs of each intersection in the shard's stream,
+// widened to whole checksum chunks when verifying, through a window of at most half of
+// io_buffer_bytes; device and strided targets are assembled run by run in the other half.
 #include <boost/json.hpp>
-#include <cairn/config.hpp>
 #include <cairn/storage.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -14,10 +15,9 @@
 #include "storage/broadcast_leaves.hpp"
 #include "storage/checksum.hpp"
 #include "storage/index.hpp"
-#include "storage/posix_format.hpp"
-#if CAIRN_HAVE_HDF5
-#include "storage/hdf5_format.hpp"
-#endif
+#include "storage/posix_file.hpp"
+#include "storage/shard_source.hpp"
+#include "storage/shard_stream.hpp"
 
 namespace cairn {
 namespace json = boost::json;
@@ -47,6 +47,7 @@ storage::TreeIndex load_index(const Comm& comm, const std::filesystem::path& dir
   try {
     throw;
   } catch (const FormatError& e) {
+    if (e.field() == leaf) throw;  // names the leaf already
     throw FormatError(e.path(), leaf, with_leaf(e));
   } catch (const NotFound& e) {
     throw NotFound(e.what_missing(), with_leaf(e));
@@ -55,108 +56,101 @@ storage::TreeIndex load_index(const Comm& comm, const std::filesystem::path& dir
   }
 }
 
-// Reads saved shards (either format) into host buffers.
-class ShardSource {
- public:
-  ShardSource(const std::filesystem::path& dir, bool verify)
-      : dir_(dir), posix_(dir), verify_(verify) {}
-
-#if CAIRN_HAVE_HDF5
-  void set_hdf5(storage::Hdf5Reader* reader) { hdf5_ = reader; }
-#endif
-
-  // Reads `box` (inside shard.box) of `shard` of `leaf` into `dst` (row-major of `box`). When
-  // `box` is the whole shard and verification is on, checks the checksum.
-  void read(const LeafRecord& leaf, const ShardRecord& shard, const Box& box, void* dst) {
-    const std::size_t elem = dtype_size(leaf.dtype);
-    const auto bytes = static_cast<std::uint64_t>(volume(box)) * elem;
-    if (leaf.format == StorageFormat::posix) {
-      // `box` is always a slab of the shard (full extents past the first dimension), so its
-      // bytes are contiguous in the file.
-      std::uint64_t first = 0;
-      if (box.rank() > 0 && !is_empty(box)) {
-        const auto strides = row_major_strides(shard.box.extent);
-        first =
-            static_cast<std::uint64_t>((box.offset[0] - shard.box.offset[0]) * strides[0]) * elem;
-      }
-      try {
-        posix_.read(shard, first, bytes, dst);
-      } catch (const Error&) {
-        rethrow_naming_leaf(leaf.path);
-      }
-    } else {
-#if CAIRN_HAVE_HDF5
-      hdf5_->read(leaf.path, box, dst);
-#else
-      throw Unsupported(
-          fmt::format("leaf '{}' in '{}' is stored in HDF5, which this build of "
-                      "cairn cannot read (configure with CAIRN_USE_HDF5=ON)",
-                      leaf.path, dir_.string()));
-#endif
-    }
-    if (verify_ && box == shard.box) {
-      const auto sum = storage::checksum_of({static_cast<const std::byte*>(dst), bytes});
-      if (sum != shard.checksum) {
-        const auto file = dir_ / shard.file;
-        throw FormatError(
-            file.string(), leaf.path,
-            fmt::format("checksum mismatch in '{}' for leaf '{}' (shard of rank "
-                        "{}, box {}): stored {}, computed {}. The file is "
-                        "damaged; restore an earlier checkpoint",
-                        file.string(), leaf.path, shard.rank, to_string(shard.box),
-                        storage::checksum_to_hex(shard.checksum), storage::checksum_to_hex(sum)));
-      }
-    }
-  }
-
-  [[nodiscard]] bool verify() const { return verify_; }
-
- private:
-  std::filesystem::path dir_;
-  storage::PosixShardReader posix_;
-  bool verify_;
-#if CAIRN_HAVE_HDF5
-  storage::Hdf5Reader* hdf5_ = nullptr;
-#endif
-};
-
 // Places `region` of a row-major buffer `src` (dtype `from`, holding `src_box`) into the
-// target shard, casting when the dtypes differ.
-void place(DType from, const void* src, const Box& src_box, const ArrayShard& target,
+// host target `target`, casting when the dtypes differ.
+void place(DType from, const std::byte* src, const Box& src_box, const ArrayShard& target,
            const Box& region, const std::string& path, std::vector<std::byte>& scratch) {
   if (from == target.dtype) {
     copy_region(dtype_size(from), src, src_box, target.data, target.box, region);
     return;
   }
   const auto n = static_cast<std::size_t>(volume(region));
-  std::vector<std::byte> narrow(n * dtype_size(from));
-  copy_region(dtype_size(from), src, src_box, narrow.data(), region, region);
+  const std::byte* narrow = src;
+  std::vector<std::byte> gathered;
+  if (!(region == src_box)) {
+    gathered.resize(n * dtype_size(from));
+    copy_region(dtype_size(from), src, src_box, gathered.data(), region, region);
+    narrow = gathered.data();
+  }
   scratch.resize(n * dtype_size(target.dtype));
-  convert(from, narrow.data(), target.dtype, scratch.data(), n, path);
+  convert(from, narrow, target.dtype, scratch.data(), n, path);
   copy_region(dtype_size(target.dtype), scratch.data(), region, target.data, target.box, region);
 }
 
-void restore_array(const LeafRecord& leaf, const ArrayShard& target, ShardSource& source) {
-  std::vector<std::byte> buffer;
-  std::vector<std::byte> scratch;
+// Windows closer than this are read as one: reading the gap costs less than another request.
+constexpr std::uint64_t kMergeGapBytes = std::uint64_t{64} << 10;
+
+// Reads `region` of `shard` of `leaf` into the contiguous host target `target`. Only the
+// stream runs of the region are read (whole checksum chunks when verifying), through the
+// source's window buffer; a shard that lands whole and contiguous in a target of its dtype is
+// read straight into the target.
+void restore_region(const LeafRecord& leaf, const ShardRecord& shard, const Box& region,
+                    const ArrayShard& target, storage::ShardSource& source,
+                    std::vector<std::byte>& scratch) {
+  const std::size_t elem = dtype_size(leaf.dtype);
+  auto* out = static_cast<std::byte*>(target.data);
+  if (leaf.dtype == target.dtype && region == shard.box) {
+    const auto in_target = storage::stream_runs(target.box, shard.box);
+    if (in_target.size() == 1) {
+      source.read_whole(leaf, shard, out + static_cast<std::size_t>(in_target[0].begin) * elem);
+      return;
+    }
+  }
+  const std::vector<storage::StreamRun> runs = storage::stream_runs(shard.box, region);
+  const std::uint64_t chunk = source.verify() ? leaf.chunk_bytes_of(shard) : elem;
+  const auto aligned_begin = [&](const storage::StreamRun& r) {
+    return static_cast<std::uint64_t>(r.begin) * elem / chunk * chunk;
+  };
+  const auto aligned_end = [&](const storage::StreamRun& r) {
+    return std::min((static_cast<std::uint64_t>(r.end) * elem + chunk - 1) / chunk * chunk,
+                    shard.bytes);
+  };
+  // Hands the part of run `r` that lies in the window to the target.
+  const auto copy_out = [&](const storage::StreamRun& r, std::uint64_t first,
+                            std::span<const std::byte> data) {
+    const auto window_begin = static_cast<std::int64_t>(first / elem);
+    const auto window_end = static_cast<std::int64_t>((first + data.size()) / elem);
+    const std::int64_t lo = std::max(r.begin, window_begin);
+    const std::int64_t hi = std::min(r.end, window_end);
+    if (lo >= hi) return;
+    const std::byte* at = data.data() + static_cast<std::size_t>(lo - window_begin) * elem;
+    if (lo == r.begin && hi == r.end) {
+      place(leaf.dtype, at, r.part, target, r.part, leaf.path, scratch);
+      return;
+    }
+    for (const Box& piece : storage::split_stream_range(shard.box, lo, hi - lo)) {
+      place(leaf.dtype, at, piece, target, piece, leaf.path, scratch);
+      at += static_cast<std::size_t>(volume(piece)) * elem;
+    }
+  };
+  // Consecutive runs whose byte ranges are close are read as one group, window by window.
+  for (std::size_t i = 0; i < runs.size();) {
+    const std::uint64_t begin = aligned_begin(runs[i]);
+    std::uint64_t end = aligned_end(runs[i]);
+    std::size_t j = i + 1;
+    while (j < runs.size() && aligned_begin(runs[j]) <= end + kMergeGapBytes) {
+      end = std::max(end, aligned_end(runs[j]));
+      ++j;
+    }
+    source.for_each_window(leaf, shard, begin, end,
+                           [&](std::uint64_t first, std::span<const std::byte> data) {
+                             for (std::size_t k = i; k < j; ++k) copy_out(runs[k], first, data);
+                           });
+    i = j;
+  }
+}
+
+// Restores every saved shard of `leaf` that intersects the contiguous host target `target`.
+void restore_array(const LeafRecord& leaf, const ArrayShard& target, storage::ShardSource& source,
+                   std::vector<std::byte>& scratch) {
   for (const ShardRecord& shard : leaf.shards) {
     const auto region = intersect(shard.box, target.box);
     if (!region || is_empty(*region)) continue;
-    // Same box, same dtype, contiguous target: read straight into the caller's buffer.
-    if (leaf.dtype == target.dtype && *region == shard.box && *region == target.box) {
-      source.read(leaf, shard, shard.box, target.data);
-      continue;
+    try {
+      restore_region(leaf, shard, *region, target, source, scratch);
+    } catch (const Error&) {
+      rethrow_naming_leaf(leaf.path);
     }
-    // What to read: the whole shard when verifying (the checksum covers it), otherwise the
-    // slab of the shard's first dimension that spans the region.
-    Box read_box = shard.box;
-    if (!source.verify() && read_box.rank() > 0) {
-      read_box.offset[0] = region->offset[0];
-      read_box.extent[0] = region->extent[0];
-    }
-    buffer.resize(static_cast<std::size_t>(volume(read_box)) * dtype_size(leaf.dtype));
-    source.read(leaf, shard, read_box, buffer.data());
-    place(leaf.dtype, buffer.data(), read_box, target, *region, leaf.path, scratch);
   }
 }
 
@@ -169,48 +163,80 @@ bool covered(const LeafRecord& leaf, const Box& box) {
   return found >= volume(box);
 }
 
-// Restores into a target that is not a contiguous host buffer: the rank's box is assembled in
-// a contiguous host buffer, which `load` first fills from the target when the checkpoint does
-// not cover the whole box (parts no saved shard covers keep their contents); `store` then
-// copies it into the target.
+// Restores into a target that is not a contiguous host buffer, run by run: each run of the
+// target's row-major order (at most `run_bytes`) is assembled in a host buffer, which `load`
+// first fills from the target when the checkpoint does not cover the run (parts no saved
+// shard covers keep their contents); `store` then copies it into the target. `load` and
+// `store` take the run, its first element in the target's row-major order and the buffer.
 template <class Load, class Store>
-void restore_through_host(const LeafRecord& leaf, const ArrayShard& target, ShardSource& source,
-                          const Load& load, const Store& store) {
-  const auto bytes = static_cast<std::size_t>(target.local_bytes());
-  if (bytes == 0) return;
-  std::unique_ptr<std::byte[]> staged(new std::byte[bytes]);
-  if (!covered(leaf, target.box)) load(staged.get());
-  ArrayShard host = target;
-  host.memory = MemoryKind::host;
-  host.strides.clear();
-  host.data = staged.get();
-  restore_array(leaf, host, source);
-  store(staged.get());
+void restore_through_host(const LeafRecord& leaf, const ArrayShard& target,
+                          storage::ShardSource& source, std::size_t run_bytes,
+                          std::vector<std::byte>& scratch, const Load& load, const Store& store) {
+  if (target.local_bytes() == 0) return;
+  const std::size_t elem = dtype_size(target.dtype);
+  const auto run_elements = static_cast<std::int64_t>(std::max<std::size_t>(run_bytes / elem, 1));
+  const std::vector<std::int64_t> strides = row_major_strides(target.box.extent);
+  std::vector<std::byte> staged;
+  for (const Box& run : split_into_runs(target.box, run_elements)) {
+    std::int64_t position = 0;
+    for (std::size_t d = 0; d < run.rank(); ++d) {
+      position += (run.offset[d] - target.box.offset[d]) * strides[d];
+    }
+    staged.resize(static_cast<std::size_t>(volume(run)) * elem);
+    if (!covered(leaf, run)) load(run, position, staged.data());
+    ArrayShard host = target;
+    host.memory = MemoryKind::host;
+    host.strides.clear();
+    host.box = run;
+    host.data = staged.data();
+    restore_array(leaf, host, source, scratch);
+    store(run, position, staged.data());
+  }
 }
 
 // Restores into device memory, through pinned staging buffers.
-void restore_device_array(const LeafRecord& leaf, const ArrayShard& target, ShardSource& source,
+void restore_device_array(const LeafRecord& leaf, const ArrayShard& target,
+                          storage::ShardSource& source, std::size_t run_bytes,
+                          std::vector<std::byte>& scratch,
                           std::unique_ptr<cuda::StagedCopier>& copier) {
   const std::string what = fmt::format("leaf '{}'", leaf.path);
-  const auto bytes = static_cast<std::size_t>(target.local_bytes());
-  if (bytes == 0) return;
-  if (!copier) copier = std::make_unique<cuda::StagedCopier>(std::size_t{8} << 20, what);
+  if (target.local_bytes() == 0) return;
+  const std::size_t elem = dtype_size(target.dtype);
+  if (!copier)
+    copier = std::make_unique<cuda::StagedCopier>(std::max<std::size_t>(run_bytes / 2, 4096), what);
+  auto* device = static_cast<std::byte*>(target.data);
   restore_through_host(
-      leaf, target, source,
-      [&](std::byte* host) { copier->to_host(target.data, bytes, host, what); },
-      [&](const std::byte* host) { copier->to_device(host, bytes, target.data, what); });
+      leaf, target, source, run_bytes, scratch,
+      [&](const Box& run, std::int64_t at, std::byte* host) {
+        copier->to_host(device + static_cast<std::size_t>(at) * elem,
+                        static_cast<std::size_t>(volume(run)) * elem, host, what);
+      },
+      [&](const Box& run, std::int64_t at, const std::byte* host) {
+        copier->to_device(host, static_cast<std::size_t>(volume(run)) * elem,
+                          device + static_cast<std::size_t>(at) * elem, what);
+      });
 }
 
 // Restores into a strided host view (ArrayShard::strides).
-void restore_strided_array(const LeafRecord& leaf, const ArrayShard& target, ShardSource& source) {
+void restore_strided_array(const LeafRecord& leaf, const ArrayShard& target,
+                           storage::ShardSource& source, std::size_t run_bytes,
+                           std::vector<std::byte>& scratch) {
   const std::size_t elem = dtype_size(target.dtype);
+  // The view's address of the first element of `run`.
+  const auto origin = [&](const Box& run) {
+    std::int64_t offset = 0;
+    for (std::size_t d = 0; d < run.rank(); ++d) {
+      offset += (run.offset[d] - target.box.offset[d]) * target.strides[d];
+    }
+    return static_cast<std::byte*>(target.data) + offset * static_cast<std::int64_t>(elem);
+  };
   restore_through_host(
-      leaf, target, source,
-      [&](std::byte* host) {
-        pack_strided(elem, target.data, target.box.extent, target.strides, host);
+      leaf, target, source, run_bytes, scratch,
+      [&](const Box& run, std::int64_t, std::byte* host) {
+        pack_strided(elem, origin(run), run.extent, target.strides, host);
       },
-      [&](const std::byte* host) {
-        unpack_strided(elem, host, target.box.extent, target.strides, target.data);
+      [&](const Box& run, std::int64_t, const std::byte* host) {
+        unpack_strided(elem, host, run.extent, target.strides, origin(run));
       });
 }
 
@@ -298,16 +324,25 @@ void restore_from_index(const Comm& comm, const std::filesystem::path& dir,
     }
   }
 
-  bool any_hdf5 = false;
-  std::vector<const LeafRecord*> h5_records;
+  std::vector<const LeafRecord*> arrays;  // the saved arrays read, the same on every rank
   for (const auto& [leaf, saved] : pairs) {
-    if (saved->kind == LeafKind::array && saved->format == StorageFormat::hdf5) {
-      any_hdf5 = true;
-      h5_records.push_back(saved);
-    }
+    if (saved->kind == LeafKind::array) arrays.push_back(saved);
   }
-
-  ShardSource source(dir, options.verify_checksums);
+  const std::size_t buffer_bytes = std::max<std::size_t>(options.io_buffer_bytes, 8192);
+  // Half of the buffer is the read window, half the staging of device and strided targets.
+  storage::ShardSource source(comm, dir, options.verify_checksums, buffer_bytes / 2);
+  if (!arrays.empty()) {
+    std::vector<std::string_view> names;
+    for (const auto* record : arrays) names.push_back(record->path);
+    const auto shown = std::min<std::size_t>(names.size(), 4);
+    const auto leaves = fmt::format(
+        "'{}'{}",
+        fmt::join(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(shown), "', '"),
+        names.size() > shown ? fmt::format(" and {} more", names.size() - shown) : "");
+    comm.run_all(
+        fmt::format("restore_tree '{}': opening the data of leaves {}:", dir.string(), leaves),
+        [&] { source.open(arrays); });
+  }
   bool ok = true;
   std::string message;
   ErrorCode code = ErrorCode::internal;
@@ -317,52 +352,28 @@ void restore_from_index(const Comm& comm, const std::filesystem::path& dir,
     message = e.what();
     code = error_code_of(e);
   };
-#if CAIRN_HAVE_HDF5
-  std::optional<storage::Hdf5Reader> hdf5;
-  if (any_hdf5) {
-    std::vector<std::string_view> names;
-    for (const auto* record : h5_records) names.push_back(record->path);
-    const auto shown = std::min<std::size_t>(names.size(), 4);
-    const auto leaves = fmt::format(
-        "'{}'{}",
-        fmt::join(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(shown), "', '"),
-        names.size() > shown ? fmt::format(" and {} more", names.size() - shown) : "");
-    comm.run_all(fmt::format("restore_tree '{}': opening {} (leaves {}):", dir.string(),
-                             storage::kHdf5File, leaves),
-                 [&] {
-                   hdf5.emplace(comm, dir / storage::kHdf5File);
-                   hdf5->open(h5_records);
-                 });
-    source.set_hdf5(&*hdf5);
-  }
-#endif
   try {
     std::unique_ptr<cuda::StagedCopier> copier;
+    std::vector<std::byte> scratch;
     for (std::size_t i = 0; i < pairs.size(); ++i) {
       const auto& [leaf, saved] = pairs[i];
       if (saved->kind != LeafKind::array || !read_here[i]) continue;
       if (memory[i] == MemoryKind::cuda_device) {
-        restore_device_array(*saved, leaf->as_array(), source, copier);
+        restore_device_array(*saved, leaf->as_array(), source, buffer_bytes / 2, scratch, copier);
       } else if (!leaf->as_array().contiguous()) {
-        restore_strided_array(*saved, leaf->as_array(), source);
+        restore_strided_array(*saved, leaf->as_array(), source, buffer_bytes / 2, scratch);
       } else {
-        restore_array(*saved, leaf->as_array(), source);
+        restore_array(*saved, leaf->as_array(), source, scratch);
       }
     }
   } catch (const std::exception& e) {
     record_failure(e);
   }
-#if CAIRN_HAVE_HDF5
-  if (hdf5) {
-    try {
-      hdf5->close();
-    } catch (const std::exception& e) {
-      record_failure(e);
-    }
+  try {
+    source.close();
+  } catch (const std::exception& e) {
+    record_failure(e);
   }
-#else
-  (void)any_hdf5;
-#endif
   comm.all_ok(ok, fmt::format("restore_tree '{}': {}", dir.string(), message), code);
   storage::broadcast_leaves(comm, broadcasts);
 

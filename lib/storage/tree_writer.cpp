@@ -39,7 +39,9 @@ json::value record_to_json(std::size_t array_index, const ShardRecord& s) {
   o["file"] = s.file;
   o["byte_offset"] = s.byte_offset;
   o["bytes"] = s.bytes;
-  o["xxh3"] = checksum_to_hex(s.checksum);
+  std::string sums;
+  for (std::uint64_t c : s.checksums) sums += checksum_to_hex(c);
+  o["xxh3"] = std::move(sums);
   return o;
 }
 
@@ -51,7 +53,10 @@ ShardRecord record_from_json(const json::object& o) {
   s.file = json::value_to<std::string>(o.at("file"));
   s.byte_offset = json::value_to<std::uint64_t>(o.at("byte_offset"));
   s.bytes = json::value_to<std::uint64_t>(o.at("bytes"));
-  s.checksum = *checksum_from_hex(o.at("xxh3").as_string());
+  const std::string_view sums = o.at("xxh3").as_string();
+  for (std::size_t c = 0; c + 16 <= sums.size(); c += 16) {
+    s.checksums.push_back(*checksum_from_hex(sums.substr(c, 16)));
+  }
   return s;
 }
 
@@ -78,6 +83,9 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
   std::vector<MemoryKind> memory;  // of each array leaf, in order
   json::array runs;                // how many runs this rank streams each array leaf in
   comm.run_all(fmt::format("save_tree '{}':", dir_.string()), [&] {
+    if (options_.checksum_chunk_bytes == 0) {
+      throw InvalidArgument("checksum_chunk_bytes is 0; give the size of a checksum chunk");
+    }
     for (const auto& [path, format] : options_.leaf_formats) {
       if (!tree.contains(path)) {
         throw InvalidArgument(fmt::format("leaf_formats names '{}', which is not a leaf", path));
@@ -104,9 +112,11 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
   json::array layouts;
   for (const Leaf* leaf : leaves) {
     if (leaf->kind() != LeafKind::array) continue;
-    arrays_.push_back({.leaf = leaf,
-                       .format = format_of(options_, leaf->path()),
-                       .memory = memory.at(arrays_.size())});
+    arrays_.push_back(
+        {.leaf = leaf,
+         .format = format_of(options_, leaf->path()),
+         .memory = memory.at(arrays_.size()),
+         .chunk_bytes = chunk_bytes_for(leaf->as_array().dtype, options_.checksum_chunk_bytes)});
     layouts.push_back(leaf->as_array().layout().to_json());
   }
   const std::vector<json::value> all =
@@ -167,7 +177,8 @@ void TreeWriter::open_hdf5([[maybe_unused]] const Comm& comm) {
     if (job.format != StorageFormat::hdf5) continue;
     const ArrayShard& shard = job.leaf->as_array();
     h5_arrays.push_back({job.leaf->path(), shard.dtype, shard.global_shape,
-                         job.writes ? &shard : nullptr, shard.fortran_order, job.hdf5_pieces});
+                         job.writes ? &shard : nullptr, shard.fortran_order, job.hdf5_pieces,
+                         job.chunk_bytes});
   }
   std::vector<Hdf5ValueToWrite> h5_values;
   if (options_.format == StorageFormat::hdf5) {
@@ -233,7 +244,8 @@ void TreeWriter::write_runs(std::size_t index, const void* device_data) {
     if (!job.writes || failed()) return;
     try {
       ShardRecord record = posix_->write_pieces(
-          job.leaf->as_array().box, job.bytes, [&](const PosixShardWriter::Sink& sink) {
+          job.leaf->as_array().box, job.bytes, job.chunk_bytes,
+          [&](const PosixShardWriter::Sink& sink) {
             stream_runs(index, device_data,
                         [&](const Box&, std::span<const std::byte> bytes) { sink(bytes); });
           });
@@ -295,7 +307,8 @@ void TreeWriter::write(std::size_t index, const void* data, MemoryKind memory) {
   if (job.format == StorageFormat::posix) {
     if (!job.writes || failed()) return;
     try {
-      ShardRecord record = posix_->write(job.leaf->as_array().box, data, job.bytes);
+      ShardRecord record =
+          posix_->write(job.leaf->as_array().box, data, job.bytes, job.chunk_bytes);
       std::lock_guard lock(mutex_);
       records_.emplace_back(index, std::move(record));
       bytes_written_ += job.bytes;
@@ -384,6 +397,7 @@ void TreeWriter::finish(const Comm& comm) {
           record.shape = shard.global_shape;
           record.replicated = shard.replicated;
           record.fortran_order = shard.fortran_order;
+          record.chunk_bytes = chunk_bytes_for(shard.dtype, options_.checksum_chunk_bytes);
           slot_of_array.push_back(index.leaves.size());
           break;
         }

@@ -40,6 +40,9 @@ struct ArrayJob {
   std::uint64_t bytes = 0;  ///< bytes of this rank's shard (0 when it writes none)
   /// Where this rank's shard lives: declared, or detected when asked (TreeSaveOptions).
   MemoryKind memory = MemoryKind::host;
+  /// Bytes of a checksum chunk of the leaf (TreeSaveOptions::checksum_chunk_bytes in whole
+  /// elements).
+  std::uint64_t chunk_bytes = 1;
   /// hdf5 leaves: the position among the hdf5 leaves, and the number of collective writes of
   /// the dataset (the same on every rank: the most runs any rank streams its shard in).
   std::size_t hdf5_index = 0;

@@ -1,22 +1,22 @@
 // verify_tree(): re-read every shard of a saved tree, in parallel, and report damage instead
 // of throwing.
 #include <boost/json.hpp>
-#include <cairn/config.hpp>
 #include <cairn/storage.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <iterator>
+#include <set>
 
-#include "storage/checksum.hpp"
 #include "storage/index.hpp"
-#include "storage/posix_format.hpp"
-#if CAIRN_HAVE_HDF5
-#include "storage/hdf5_format.hpp"
-#endif
+#include "storage/posix_file.hpp"
+#include "storage/shard_source.hpp"
 
 namespace cairn {
 namespace {
+
+// Bytes each rank reads at a time.
+constexpr std::size_t kVerifyWindowBytes = std::size_t{16} << 20;
 
 // The primary reads cairn-tree.json and every rank parses the same text; a damaged index is
 // a problem on every rank alike. The text goes as bytes, not inside JSON: a damaged file need
@@ -71,50 +71,37 @@ TreeVerifyReport verify_tree(const Comm& comm, const std::filesystem::path& dir,
   }
   report.leaves = index->leaves.size();
 
-  // Leaves whose data can be read at all; an HDF5 dataset that is missing or does not match
-  // the index is one problem, not one per shard.
+  // Leaves whose data can be read at all; a format whose file cannot be opened, or a leaf
+  // whose data does not match the index, is one problem, not one per shard. Opening is
+  // collective and reports the same error on every rank.
   std::vector<const storage::LeafRecord*> arrays;
   for (const auto& leaf : index->leaves) {
     if (leaf.kind == LeafKind::array) arrays.push_back(&leaf);
   }
-#if CAIRN_HAVE_HDF5
-  std::optional<storage::Hdf5Reader> hdf5;
-  const bool any_hdf5 = std::any_of(arrays.begin(), arrays.end(), [](const auto* leaf) {
-    return leaf->format == StorageFormat::hdf5;
-  });
-  if (any_hdf5) {
-    // Opening is collective and reports the same error on every rank, naming the leaves
-    // that cannot be checked.
+  storage::ShardSource source(comm, dir, true, kVerifyWindowBytes);
+  std::set<StorageFormat> unreadable;
+  for (const auto* leaf : arrays) {
+    if (unreadable.contains(leaf->format)) continue;
     try {
-      hdf5.emplace(comm, dir / storage::kHdf5File);
+      source.open_reader(leaf->format);
     } catch (const std::exception& e) {
       std::vector<const storage::LeafRecord*> in_file;
       std::copy_if(arrays.begin(), arrays.end(), std::back_inserter(in_file),
-                   [](const auto* leaf) { return leaf->format == StorageFormat::hdf5; });
+                   [&](const auto* other) { return other->format == leaf->format; });
       problems.push_back(fmt::format("{} ({})", e.what(), leaf_list(in_file)));
+      unreadable.insert(leaf->format);
     }
   }
   std::erase_if(arrays, [&](const storage::LeafRecord* leaf) {
-    if (leaf->format != StorageFormat::hdf5) return false;
-    if (!hdf5) return true;
+    if (unreadable.contains(leaf->format)) return true;
     try {
-      hdf5->open(std::span<const storage::LeafRecord* const>(&leaf, 1));
+      source.reader(leaf->format).open(std::span<const storage::LeafRecord* const>(&leaf, 1));
       return false;
     } catch (const std::exception& e) {
       problems.push_back(e.what());
       return true;
     }
   });
-#else
-  std::erase_if(arrays, [&](const storage::LeafRecord* leaf) {
-    if (leaf->format != StorageFormat::hdf5) return false;
-    problems.push_back(
-        fmt::format("leaf '{}' in '{}' is stored in HDF5, which this build of cairn "
-                    "cannot read",
-                    leaf->path, dir.string()));
-    return true;
-  });
-#endif
 
   // Shard k of the list is checked by rank k % size.
   std::size_t mine = 0;
@@ -124,8 +111,6 @@ TreeVerifyReport verify_tree(const Comm& comm, const std::filesystem::path& dir,
       if (static_cast<int>(k % static_cast<std::size_t>(comm.size())) == comm.rank()) ++mine;
     }
   }
-  storage::PosixShardReader posix(dir);
-  std::vector<std::byte> buffer;
   std::size_t done = 0;
   std::int64_t shards = 0;
   std::int64_t bytes = 0;
@@ -136,20 +121,12 @@ TreeVerifyReport verify_tree(const Comm& comm, const std::filesystem::path& dir,
       if (static_cast<int>(k++ % static_cast<std::size_t>(comm.size())) != comm.rank()) continue;
       if (!leaf_unreadable) {
         try {
-          buffer.resize(static_cast<std::size_t>(shard.bytes));
-          if (leaf->format == StorageFormat::posix) {
-            posix.read(shard, 0, shard.bytes, buffer.data());
-          } else {
-#if CAIRN_HAVE_HDF5
-            hdf5->read(leaf->path, shard.box, buffer.data());
-#endif
-          }
-          const auto sum = storage::checksum_of(buffer);
-          if (sum != shard.checksum) {
+          const auto bad = source.scan(*leaf, shard);
+          if (!bad.empty()) {
             problems.push_back(fmt::format(
-                "checksum mismatch in '{}' for {}: stored {}, computed {}",
-                (dir / shard.file).string(), shard_name(*leaf, shard),
-                storage::checksum_to_hex(shard.checksum), storage::checksum_to_hex(sum)));
+                "{}{}", storage::describe_mismatch(dir, *leaf, shard, bad.front()),
+                bad.size() > 1 ? fmt::format(" (and {} more damaged chunks)", bad.size() - 1)
+                               : std::string()));
           }
           ++shards;
           bytes += static_cast<std::int64_t>(shard.bytes);
@@ -164,15 +141,11 @@ TreeVerifyReport verify_tree(const Comm& comm, const std::filesystem::path& dir,
       if (progress) progress(done, mine);
     }
   }
-#if CAIRN_HAVE_HDF5
-  if (hdf5) {
-    try {
-      hdf5->close();
-    } catch (const std::exception& e) {
-      problems.push_back(e.what());
-    }
+  try {
+    source.close();
+  } catch (const std::exception& e) {
+    problems.push_back(e.what());
   }
-#endif
 
   // Every rank gets every rank's findings.
   boost::json::array local;

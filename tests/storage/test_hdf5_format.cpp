@@ -137,6 +137,9 @@ std::vector<std::byte> read_box(Hdf5Reader& reader, const std::string& path, DTy
   return out;
 }
 
+/// The checksum chunk of Hdf5ArrayToWrite by default.
+constexpr std::uint64_t kChunk = std::uint64_t{1} << 20;
+
 /// Writes `leaves` and `values` with one Hdf5Writer, leaf by leaf; returns this rank's
 /// records. Collective.
 std::vector<ShardRecord> write_all(const Comm& comm, const std::filesystem::path& file,
@@ -169,7 +172,7 @@ void write_and_check_records(const Comm& comm, const std::filesystem::path& file
     EXPECT_EQ(r.box, *leaf.box) << leaf.path;
     EXPECT_EQ(r.file, "data.h5");
     EXPECT_EQ(r.bytes, leaf.data.size()) << leaf.path;
-    EXPECT_EQ(r.checksum, checksum_of(leaf.data)) << leaf.path;
+    EXPECT_EQ(r.checksums, chunk_checksums_of(leaf.data, kChunk)) << leaf.path;
   }
   EXPECT_EQ(k, records.size());
 }
@@ -327,7 +330,7 @@ TEST(Hdf5Format, WriterStreamsLeavesOneByOne) {
       EXPECT_EQ(record->box, *leaf.box) << leaf.path;
       EXPECT_EQ(record->file, "data.h5");
       EXPECT_EQ(record->bytes, leaf.data.size()) << leaf.path;
-      EXPECT_EQ(record->checksum, checksum_of(leaf.data)) << leaf.path;
+      EXPECT_EQ(record->checksums, chunk_checksums_of(leaf.data, kChunk)) << leaf.path;
     }
   }
   writer.finish(true);
@@ -669,11 +672,11 @@ TEST(Hdf5Format, WriterTakesShardsInPieces) {
   ASSERT_TRUE(record.has_value());
   EXPECT_EQ(record->box, box);
   EXPECT_EQ(record->bytes, leaves[0].data.size());
-  EXPECT_EQ(record->checksum, checksum_of(leaves[0].data));
+  EXPECT_EQ(record->checksums, chunk_checksums_of(leaves[0].data, kChunk));
   // The second leaf in one run and one empty call, as write() makes them.
   const auto line_record = writer.write_piece(1, &*leaves[1].box, leaves[1].data.data());
   ASSERT_TRUE(line_record.has_value());
-  EXPECT_EQ(line_record->checksum, checksum_of(leaves[1].data));
+  EXPECT_EQ(line_record->checksums, chunk_checksums_of(leaves[1].data, kChunk));
   (void)writer.write_piece(1, nullptr, nullptr);
   writer.finish(false);
   expect_reference_arrays(comm, file, leaves);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <functional>
 #include <string>
 
 #include "storage/index.hpp"
@@ -13,6 +14,7 @@ namespace cairn::storage {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
 
 // An index of a Fortran array "f", a C array "g" (both from 1 rank) and a scalar.
 TreeIndex two_arrays() {
@@ -24,12 +26,14 @@ TreeIndex two_arrays() {
     leaf.dtype = DType::float64;
     leaf.shape = {8, 6};  // a Fortran f(6, 8), stored with its dimensions reversed
     leaf.fortran_order = fortran;
-    leaf.shards.push_back({.rank = 0,
-                           .box = Box{{0, 0}, {8, 6}},
-                           .file = shard_file_name(0),
-                           .byte_offset = 0,
-                           .bytes = 8 * 6 * 8,
-                           .checksum = 0x0123456789abcdefULL});
+    leaf.chunk_bytes = 160;  // 384 bytes: chunks of 160, 160 and 64
+    leaf.shards.push_back(
+        {.rank = 0,
+         .box = Box{{0, 0}, {8, 6}},
+         .file = shard_file_name(0),
+         .byte_offset = 0,
+         .bytes = 8 * 6 * 8,
+         .checksums = {0x0123456789abcdefULL, 0xfedcba9876543210ULL, 0x0011223344556677ULL}});
     index.leaves.push_back(std::move(leaf));
   }
   LeafRecord scalar;
@@ -84,6 +88,65 @@ TEST(TreeIndex, BadOrderIsAFormatErrorNamingTheField) {
       EXPECT_THAT(e.what(), HasSubstr("'tree.leaves[1].order'"));
     }
   }
+}
+
+TEST(TreeIndex, ChunkChecksumsRoundTrip) {
+  const TreeIndex index = parse_index(boost::json::serialize(to_json(two_arrays())), "t.json");
+  ASSERT_EQ(index.version, 2);
+  const LeafRecord* f = index.find("f");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->chunk_bytes, 160u);
+  EXPECT_EQ(f->shards.at(0).checksums,
+            (std::vector<std::uint64_t>{0x0123456789abcdefULL, 0xfedcba9876543210ULL,
+                                        0x0011223344556677ULL}));
+}
+
+TEST(TreeIndex, ChunkFieldsAreValidated) {
+  const auto damaged = [](const std::function<void(boost::json::object&)>& change) {
+    boost::json::value json = to_json(two_arrays());
+    change(json.at("leaves").as_array().at(0).as_object());
+    return boost::json::serialize(json);
+  };
+  // Two checksums where the chunk size asks for three.
+  EXPECT_THAT(
+      [&] {
+        (void)parse_index(damaged([](boost::json::object& leaf) {
+                            leaf["shards"].as_array()[0].as_object()["xxh3"] =
+                                "0123456789abcdef0123456789abcdef";
+                          }),
+                          "t.json");
+      },
+      ThrowsMessage<FormatError>(HasSubstr("does not hold 3 checksums")));
+  // A chunk that splits an element.
+  EXPECT_THAT(
+      [&] {
+        (void)parse_index(damaged([](boost::json::object& leaf) { leaf["chunk_bytes"] = 12; }),
+                          "t.json");
+      },
+      ThrowsMessage<FormatError>(HasSubstr("chunk_bytes")));
+  EXPECT_THAT(
+      [&] {
+        (void)parse_index(damaged([](boost::json::object& leaf) { leaf.erase("chunk_bytes"); }),
+                          "t.json");
+      },
+      ThrowsMessage<FormatError>(HasSubstr("chunk_bytes")));
+}
+
+TEST(TreeIndex, Version1HasOneChecksumPerShard) {
+  boost::json::value json = to_json(two_arrays());
+  json.as_object()["version"] = 1;
+  for (auto& leaf : json.at("leaves").as_array()) {
+    auto& o = leaf.as_object();
+    if (!o.contains("shards")) continue;
+    o.erase("chunk_bytes");
+    o["shards"].as_array()[0].as_object()["xxh3"] = "0123456789abcdef";
+  }
+  const TreeIndex index = parse_index(boost::json::serialize(json), "t.json");
+  const LeafRecord* g = index.find("g");
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->chunk_bytes, 0u);
+  EXPECT_EQ(g->shards.at(0).checksums, std::vector<std::uint64_t>{0x0123456789abcdefULL});
+  EXPECT_EQ(g->chunk_bytes_of(g->shards.at(0)), 384u) << "one chunk: the whole shard";
 }
 
 }  // namespace

@@ -1,0 +1,16 @@
+// The hdf5 format in a build without HDF5: every use says how to get it.
+#include <cairn/error.hpp>
+#include <fmt/format.h>
+
+#include "storage/shard_reader.hpp"
+
+namespace cairn::storage {
+
+std::unique_ptr<ShardReader> open_hdf5_reader(const Comm&, const std::filesystem::path& dir) {
+  throw Unsupported(
+      fmt::format("'{}' holds leaves stored in HDF5, which this build of cairn cannot read "
+                  "(configure with CAIRN_USE_HDF5=ON)",
+                  dir.string()));
+}
+
+}  // namespace cairn::storage

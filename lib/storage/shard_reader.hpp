@@ -1,0 +1,54 @@
+// cairn — the read side of a storage format (internal): what the storage engine asks of a
+// format to restore and verify shards. A format only moves bytes of shard streams (the
+// row-major bytes of a shard's box, see shard_stream.hpp); planning, checksums and buffers
+// are the engine's (restore_tree.cpp, verify_tree.cpp).
+#pragma once
+
+#include <cairn/comm.hpp>
+#include <cairn/storage.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+
+#include "storage/index.hpp"
+
+namespace cairn::storage {
+
+/// Reads the shards of the leaves of one format in one item directory. Opened collectively
+/// (open_shard_reader(), then open() with the leaves); read() is local; one thread at a time.
+class ShardReader {
+ public:
+  virtual ~ShardReader() = default;
+  /// Prepares `leaves` (array leaves stored in this format; the same list, in the same order,
+  /// on every rank) for reading; leaves opened before are skipped. Collective over the Comm
+  /// of open_shard_reader(). Throws, on every rank alike, FormatError naming the file and the
+  /// leaf when its data does not match the index.
+  virtual void open(std::span<const LeafRecord* const> leaves) = 0;
+  /// Reads bytes [first, first + bytes) of the stream of `shard` of `leaf` (a leaf passed to
+  /// open_shard_reader()) into `dst`; `first` and `bytes` are whole elements. Local. Throws
+  /// NotFound (missing file), FormatError (file too short: truncated) or IoError, naming the
+  /// file; InvalidArgument for a leaf not opened or a range outside the shard.
+  virtual void read(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
+                    std::uint64_t bytes, std::byte* dst) = 0;
+  /// Releases the format's files. Collective over the Comm of open_shard_reader() (destroying
+  /// an open reader is too, and logs instead of throwing). Throws IoError naming the file.
+  virtual void close() = 0;
+};
+
+/// Opens the reader of `format` for the item directory `dir`. Collective over `comm`, which
+/// must outlive the reader. Throws, on every rank alike, Unsupported when this build lacks
+/// the format, NotFound when its shared file is missing, FormatError when that file is
+/// damaged, IoError otherwise. (Per-process files are opened by the first read of each.)
+[[nodiscard]] std::unique_ptr<ShardReader> open_shard_reader(StorageFormat format, const Comm& comm,
+                                                             const std::filesystem::path& dir);
+
+/// The readers of each format. Defined by the formats' folders (a build without a format
+/// defines its function as throwing Unsupported); open_shard_reader() picks one.
+[[nodiscard]] std::unique_ptr<ShardReader> open_posix_reader(const std::filesystem::path& dir);
+[[nodiscard]] std::unique_ptr<ShardReader> open_hdf5_reader(const Comm& comm,
+                                                            const std::filesystem::path& dir);
+
+}  // namespace cairn::storage

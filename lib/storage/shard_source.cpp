@@ -1,0 +1,167 @@
+#include "storage/shard_source.hpp"
+
+#include <cairn/error.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "comm/log.hpp"
+#include "storage/checksum.hpp"
+
+namespace cairn::storage {
+
+std::vector<ChunkMismatch> bad_chunks(const LeafRecord& leaf, const ShardRecord& shard,
+                                      std::uint64_t first, std::span<const std::byte> data) {
+  std::vector<ChunkMismatch> out;
+  const std::uint64_t chunk = leaf.chunk_bytes_of(shard);
+  for (std::uint64_t at = first; at < first + data.size(); at += chunk) {
+    const std::uint64_t end = std::min(at + chunk, shard.bytes);
+    const auto k = static_cast<std::size_t>(at / chunk);
+    if (end > first + data.size() || k >= shard.checksums.size()) break;  // not wholly here
+    const std::uint64_t sum = checksum_of(
+        data.subspan(static_cast<std::size_t>(at - first), static_cast<std::size_t>(end - at)));
+    if (sum != shard.checksums[k]) {
+      out.push_back(
+          {.chunk = k, .begin = at, .end = end, .stored = shard.checksums[k], .computed = sum});
+    }
+  }
+  return out;
+}
+
+std::string describe_mismatch(const std::filesystem::path& dir, const LeafRecord& leaf,
+                              const ShardRecord& shard, const ChunkMismatch& bad) {
+  const std::string where =
+      leaf.format == StorageFormat::posix
+          ? fmt::format(", file offsets [{}, {})", shard.byte_offset + bad.begin,
+                        shard.byte_offset + bad.end)
+          : std::string();
+  return fmt::format(
+      "checksum mismatch in '{}' for leaf '{}' (shard of rank {}, box {}): bytes [{}, {}) of the "
+      "shard (chunk {} of {}{}): stored {}, computed {}",
+      (dir / shard.file).string(), leaf.path, shard.rank, to_string(shard.box), bad.begin, bad.end,
+      bad.chunk, shard.checksums.size(), where, checksum_to_hex(bad.stored),
+      checksum_to_hex(bad.computed));
+}
+
+ShardSource::ShardSource(const Comm& comm, std::filesystem::path dir, bool verify,
+                         std::size_t window_bytes)
+    : comm_(comm),
+      dir_(std::move(dir)),
+      verify_(verify),
+      window_bytes_(std::max<std::size_t>(window_bytes, 4096)) {}
+
+ShardSource::~ShardSource() {
+  if (readers_.empty()) return;
+  try {
+    close();
+  } catch (const std::exception& e) {
+    log::warn("storage.close", "dir=\"{}\" error=\"{}\"", dir_.string(), e.what());
+  }
+}
+
+void ShardSource::open(std::span<const LeafRecord* const> leaves) {
+  std::map<StorageFormat, std::vector<const LeafRecord*>> by_format;
+  for (const LeafRecord* leaf : leaves) {
+    if (leaf->kind == LeafKind::array) by_format[leaf->format].push_back(leaf);
+  }
+  for (const auto& [format, list] : by_format) {
+    open_reader(format);
+    readers_.at(format)->open(list);
+  }
+}
+
+void ShardSource::open_reader(StorageFormat format) {
+  auto& reader = readers_[format];
+  if (reader) return;
+  try {
+    reader = open_shard_reader(format, comm_, dir_);
+  } catch (...) {
+    readers_.erase(format);
+    throw;
+  }
+}
+
+void ShardSource::close() {
+  std::optional<IoError> first;
+  for (auto& [format, reader] : readers_) {
+    try {
+      reader->close();
+    } catch (const IoError& e) {
+      if (!first) first = e;
+    }
+  }
+  readers_.clear();
+  buffer_ = {};
+  if (first) throw *first;
+}
+
+ShardReader& ShardSource::reader(StorageFormat format) {
+  const auto it = readers_.find(format);
+  if (it == readers_.end()) {
+    throw InvalidArgument(
+        fmt::format("no {} reader is open for '{}'", storage_format_name(format), dir_.string()));
+  }
+  return *it->second;
+}
+
+std::uint64_t ShardSource::step(const LeafRecord& leaf, const ShardRecord& shard) const {
+  const std::uint64_t unit = verify_ ? leaf.chunk_bytes_of(shard) : dtype_size(leaf.dtype);
+  return std::max<std::uint64_t>(window_bytes_ / unit, 1) * unit;
+}
+
+void ShardSource::check(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
+                        std::span<const std::byte> data) const {
+  if (!verify_) return;
+  const auto bad = bad_chunks(leaf, shard, first, data);
+  if (bad.empty()) return;
+  throw FormatError((dir_ / shard.file).string(), leaf.path,
+                    fmt::format("{}. The file is damaged; restore an earlier checkpoint",
+                                describe_mismatch(dir_, leaf, shard, bad.front())));
+}
+
+void ShardSource::for_each_window(const LeafRecord& leaf, const ShardRecord& shard,
+                                  std::uint64_t first, std::uint64_t last, const WindowFn& fn) {
+  if (verify_) {
+    const std::uint64_t chunk = leaf.chunk_bytes_of(shard);
+    first = first / chunk * chunk;
+    last = std::min((last + chunk - 1) / chunk * chunk, shard.bytes);
+  }
+  ShardReader& from = reader(leaf.format);
+  const std::uint64_t stride = step(leaf, shard);
+  for (std::uint64_t at = first; at < last; at += stride) {
+    const auto n = static_cast<std::size_t>(std::min(stride, last - at));
+    if (buffer_.size() < n)
+      buffer_.resize(std::max<std::size_t>(n, std::min<std::size_t>(stride, window_bytes_)));
+    from.read(leaf, shard, at, n, buffer_.data());
+    const std::span<const std::byte> data(buffer_.data(), n);
+    check(leaf, shard, at, data);
+    fn(at, data);
+  }
+}
+
+std::vector<ChunkMismatch> ShardSource::scan(const LeafRecord& leaf, const ShardRecord& shard) {
+  ShardReader& from = reader(leaf.format);
+  const std::uint64_t chunk = leaf.chunk_bytes_of(shard);
+  const std::uint64_t stride = std::max<std::uint64_t>(window_bytes_ / chunk, 1) * chunk;
+  std::vector<ChunkMismatch> bad;
+  for (std::uint64_t at = 0; at < shard.bytes; at += stride) {
+    const auto n = static_cast<std::size_t>(std::min(stride, shard.bytes - at));
+    if (buffer_.size() < n) buffer_.resize(n);
+    from.read(leaf, shard, at, n, buffer_.data());
+    auto found = bad_chunks(leaf, shard, at, {buffer_.data(), n});
+    bad.insert(bad.end(), found.begin(), found.end());
+  }
+  return bad;
+}
+
+void ShardSource::read_whole(const LeafRecord& leaf, const ShardRecord& shard, std::byte* dst) {
+  ShardReader& from = reader(leaf.format);
+  const std::uint64_t stride = step(leaf, shard);
+  for (std::uint64_t at = 0; at < shard.bytes; at += stride) {
+    const auto n = static_cast<std::size_t>(std::min(stride, shard.bytes - at));
+    from.read(leaf, shard, at, n, dst + at);
+    check(leaf, shard, at, {dst + at, n});
+  }
+}
+
+}  // namespace cairn::storage

@@ -1,0 +1,107 @@
+// cairn — the read path of the storage engine (internal): byte ranges of saved shards read
+// through each format's ShardReader in windows of a bounded buffer, with every checksum chunk
+// read verified. Restore (restore_tree.cpp) and verify (verify_tree.cpp) use it; it does not
+// know which format it reads.
+#pragma once
+
+#include <cairn/comm.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "storage/index.hpp"
+#include "storage/shard_reader.hpp"
+
+namespace cairn::storage {
+
+/// One checksum chunk whose bytes do not match the index.
+struct ChunkMismatch {
+  std::size_t chunk = 0;    ///< its number in the shard
+  std::uint64_t begin = 0;  ///< its bytes [begin, end) of the shard's stream
+  std::uint64_t end = 0;
+  std::uint64_t stored = 0;  ///< checksum in the index
+  std::uint64_t computed = 0;
+};
+
+/// The chunks of `shard` lying wholly in `data`, which holds bytes [first, first + size) of
+/// its stream (`first` on a chunk boundary), whose checksums differ from the index. Not
+/// collective; never throws beyond std::bad_alloc.
+[[nodiscard]] std::vector<ChunkMismatch> bad_chunks(const LeafRecord& leaf,
+                                                    const ShardRecord& shard, std::uint64_t first,
+                                                    std::span<const std::byte> data);
+
+/// "checksum mismatch in '<file>' for leaf '<leaf>' (shard of rank r, box b): bytes [x, y) of
+/// the shard (chunk k of n, file offsets ...) stored ..., computed ..." for an error or report.
+[[nodiscard]] std::string describe_mismatch(const std::filesystem::path& dir,
+                                            const LeafRecord& leaf, const ShardRecord& shard,
+                                            const ChunkMismatch& bad);
+
+/// The readers of one item directory and one read buffer. Opening and closing are
+/// collective; reads are local; one thread at a time.
+class ShardSource {
+ public:
+  /// `verify`: check the chunks read. `window_bytes`: the most bytes read at once (at least
+  /// 4 KiB is used; a window holds at least one chunk when verifying). Not collective.
+  ShardSource(const Comm& comm, std::filesystem::path dir, bool verify, std::size_t window_bytes);
+  /// Closes open readers without throwing (collective when a format's file is shared: destroy
+  /// sources on every rank).
+  ~ShardSource();
+  ShardSource(const ShardSource&) = delete;
+  ShardSource& operator=(const ShardSource&) = delete;
+
+  /// Opens the readers of the formats of `leaves` and prepares the leaves. Collective: every
+  /// rank passes the same list. Throws as open_shard_reader() and ShardReader::open().
+  void open(std::span<const LeafRecord* const> leaves);
+  /// Opens the reader of `format` alone, if not open yet. Collective. Throws as
+  /// open_shard_reader().
+  void open_reader(StorageFormat format);
+  /// Closes every reader. Collective. Throws IoError naming the file.
+  void close();
+
+  /// Receives a window: bytes [first, first + data.size()) of a shard's stream.
+  using WindowFn = std::function<void(std::uint64_t first, std::span<const std::byte> data)>;
+  /// Reads bytes [first, last) of `shard`'s stream (widened to whole checksum chunks when
+  /// verifying) window by window through the buffer, verifies every chunk, and hands each
+  /// window to `fn`. Local. Throws FormatError naming the file, the leaf and the byte range
+  /// of a damaged chunk, and what the reader or `fn` throws.
+  void for_each_window(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
+                       std::uint64_t last, const WindowFn& fn);
+  /// Reads the whole stream of `shard` into `dst` (shard.bytes bytes) without the buffer,
+  /// verifying every chunk. Local. Throws as for_each_window().
+  void read_whole(const LeafRecord& leaf, const ShardRecord& shard, std::byte* dst);
+
+  /// Reads the whole stream of `shard` window by window and returns every chunk whose
+  /// checksum differs from the index (verify_tree's check). Local. Throws what the reader
+  /// throws.
+  [[nodiscard]] std::vector<ChunkMismatch> scan(const LeafRecord& leaf, const ShardRecord& shard);
+
+  /// The reader of `format` (opened by open()). Throws InvalidArgument when it is not open.
+  [[nodiscard]] ShardReader& reader(StorageFormat format);
+  [[nodiscard]] bool verify() const noexcept { return verify_; }
+  [[nodiscard]] const std::filesystem::path& dir() const noexcept { return dir_; }
+
+ private:
+  // Throws FormatError for the first bad chunk of the window, if any.
+  void check(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
+             std::span<const std::byte> data) const;
+  // Bytes read per window for `leaf`'s `shard`: a multiple of its chunk when verifying, of its
+  // element otherwise.
+  [[nodiscard]] std::uint64_t step(const LeafRecord& leaf, const ShardRecord& shard) const;
+
+  const Comm& comm_;
+  std::filesystem::path dir_;
+  bool verify_;
+  std::size_t window_bytes_;
+  std::map<StorageFormat, std::unique_ptr<ShardReader>> readers_;
+  std::vector<std::byte> buffer_;
+};
+
+}  // namespace cairn::storage
