@@ -55,6 +55,19 @@ class ChunkedChecksum {
 [[nodiscard]] std::vector<std::uint64_t> chunk_checksums_of(std::span<const std::byte> data,
                                                             std::uint64_t chunk_bytes);
 
+/// XXH3-64 of a structure described as a sequence of strings and integers: what ranks
+/// compare to agree that they hold the same lists (never stored). Not thread-safe.
+class StructureHash {
+ public:
+  /// Adds `text`, length first, so that ("ab", "c") and ("a", "bc") differ.
+  StructureHash& add(std::string_view text);
+  StructureHash& add(std::int64_t value);
+  [[nodiscard]] std::uint64_t value() const { return sum_.digest(); }
+
+ private:
+  Checksum sum_;
+};
+
 /// XXH3-64 of one buffer.
 [[nodiscard]] std::uint64_t checksum_of(std::span<const std::byte> data);
 /// "0123456789abcdef".

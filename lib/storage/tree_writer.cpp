@@ -10,9 +10,9 @@
 #include "cuda/device_memory.hpp"
 #include "cuda/staged_copy.hpp"
 #include "storage/checksum.hpp"
-#include "storage/posix_format.hpp"
+#include "storage/posix/format.hpp"
 #if CAIRN_HAVE_HDF5
-#include "storage/hdf5_format.hpp"
+#include "storage/hdf5/writer.hpp"
 #endif
 
 namespace cairn::storage {

@@ -25,7 +25,8 @@
 #include <vector>
 
 #include "storage/checksum.hpp"
-#include "storage/hdf5_format.hpp"
+#include "storage/hdf5/reader.hpp"
+#include "storage/hdf5/writer.hpp"
 #include "support/test_support.hpp"
 
 namespace cairn::storage {

@@ -29,7 +29,7 @@
 #include <string_view>
 #include <vector>
 
-#include "storage/hdf5_handle.hpp"
+#include "storage/hdf5/handle.hpp"
 
 namespace cairn::storage::h5 {
 

@@ -1,4 +1,4 @@
-#include "storage/hdf5_settings.hpp"
+#include "storage/hdf5/settings.hpp"
 
 #include <cairn/box.hpp>
 #include <cairn/error.hpp>

@@ -1,4 +1,4 @@
-#include "storage/posix_format.hpp"
+#include "storage/posix/format.hpp"
 
 #include <cairn/error.hpp>
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-#include "storage/hdf5_handle.hpp"
+#include "storage/hdf5/handle.hpp"
 
 #include <cairn/error.hpp>
 
