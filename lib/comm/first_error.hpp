@@ -7,6 +7,7 @@
 #include <cairn/error.hpp>
 
 #include <exception>
+#include <new>
 #include <optional>
 #include <string>
 #include <utility>
@@ -27,6 +28,13 @@ class FirstError {
   }
   /// Whether a failure was remembered. Never throws.
   [[nodiscard]] bool failed() const noexcept { return failed_; }
+  /// Throws the remembered failure (as an Error of its code) on this rank alone; nothing
+  /// when none was remembered.
+  void throw_if_failed() const {
+    if (!failed_) return;
+    if (!error_) throw std::bad_alloc();
+    throw Error(error_->first, error_->second);
+  }
   /// Shares the verdict: throws on every rank of `comm` when any rank remembered a failure.
   /// Collective.
   void report(const Comm& comm, std::string_view prefix = {}) const {

@@ -26,52 +26,31 @@ class ArrayTreePendingSave final : public PendingSave {
  public:
   ArrayTreePendingSave(const Comm& comm, const std::filesystem::path& dir,
                        const ArrayTreeSave& args, const AsyncContext& context)
-      : comm_(comm),
-        tree_(args.tree_to_save()),
-        context_(context),
-        writer_(comm, dir, tree_, args.options) {}
+      : tree_(args.tree_to_save()), context_(context), writer_(comm, dir, tree_, args.options) {}
 
   void stage() override {
-    const bool hdf5_here = writer_.uses_hdf5() && !context_.background_mpi;
     const auto& arrays = writer_.arrays();
     std::vector<std::future<void>> pinned;
-    std::size_t i = 0;
     try {
-      if (hdf5_here) writer_.open_hdf5(comm_);
-      for (; i < arrays.size(); ++i) stage_one(i, hdf5_here, pinned);
+      for (std::size_t i = 0; i < arrays.size(); ++i) stage_one(i, pinned);
     } catch (...) {
-      // Every rank must still take part in the collective write of every hdf5 leaf, in
-      // order: the rest go through with nothing to write.
-      for (; i < arrays.size(); ++i) {
-        if (arrays[i].format != StorageFormat::hdf5) continue;
-        if (hdf5_here) {
-          writer_.write(i, nullptr);
-        } else {
-          queue_.push({.index = i});
-        }
-      }
       queue_.close();
-      if (hdf5_here) writer_.close_hdf5();
       throw;
     }
     queue_.close();
     if (!context_.zero_copy) {
       for (auto& done : pinned) done.wait();
     }
-    if (hdf5_here) writer_.close_hdf5();
   }
 
-  void write(const Comm* comm) override {
-    writer_.open_posix();
-    const bool hdf5_here = writer_.uses_hdf5() && comm != nullptr;
-    if (hdf5_here) writer_.open_hdf5(*comm);
+  // Writes are local in every format: they need no MPI, whichever thread makes them.
+  void write(const Comm* /*comm*/) override {
     while (auto piece = queue_.pop()) {
       handlers::WrittenSignal signal(piece->written);
       writer_.write(piece->index, piece->data, piece->memory);
       piece->owner.reset();  // returns the staging bytes before the next piece
     }
-    if (hdf5_here) writer_.close_hdf5();
-    writer_.close_posix();
+    writer_.flush();
   }
 
   void finish(const Comm& comm) override { writer_.finish(comm); }
@@ -125,19 +104,11 @@ class ArrayTreePendingSave final : public PendingSave {
     queue_.push(std::move(piece));
   }
 
-  // Stages array `i`: hdf5 leaves without background MPI are written now; every other hdf5
-  // leaf is queued even when this rank writes nothing for it, because its write is
-  // collective and every rank must reach it in the same order.
-  void stage_one(std::size_t i, bool hdf5_here, std::vector<std::future<void>>& pinned) {
+  // Stages array `i` when this rank writes it: a copy in the staging area, or (over the
+  // budget) the caller's own memory, which the caller waits for unless zero_copy.
+  void stage_one(std::size_t i, std::vector<std::future<void>>& pinned) {
     const storage::ArrayJob& job = writer_.arrays()[i];
-    if (hdf5_here && job.format == StorageFormat::hdf5) {
-      writer_.write_leaf(i);
-      return;
-    }
-    if (!job.writes) {
-      if (job.format == StorageFormat::hdf5) queue_.push({.index = i});
-      return;
-    }
+    if (!job.writes) return;
     if (job.memory == MemoryKind::cuda_device) {
       stage_device(i, pinned);
       return;
@@ -164,7 +135,6 @@ class ArrayTreePendingSave final : public PendingSave {
     queue_.push(std::move(piece));
   }
 
-  const Comm& comm_;
   ArrayTree tree_;
   AsyncContext context_;
   storage::TreeWriter writer_;

@@ -24,17 +24,22 @@ namespace {
 }  // namespace
 
 PosixFile::PosixFile(std::filesystem::path path, Mode mode) : path_(std::move(path)) {
-  const int flags =
-      mode == Mode::read ? (O_RDONLY | O_CLOEXEC) : (O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC);
+  int flags = O_RDONLY | O_CLOEXEC;
+  if (mode == Mode::write_new) flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
+  if (mode == Mode::write_existing) flags = O_WRONLY | O_CLOEXEC;
   do {
     fd_ = ::open(path_.c_str(), flags, 0644);
   } while (fd_ < 0 && errno == EINTR);
   if (fd_ < 0) {
     const int error = errno;
-    if (mode == Mode::read && error == ENOENT) {
+    if (mode != Mode::write_new && error == ENOENT) {
       throw NotFound(path_.string(), fmt::format("file '{}' does not exist", path_.string()));
     }
-    throw_errno(path_, mode == Mode::read ? "opening for reading" : "creating", error);
+    throw_errno(path_,
+                mode == Mode::read             ? "opening for reading"
+                : mode == Mode::write_existing ? "opening for writing"
+                                               : "creating",
+                error);
   }
 }
 

@@ -33,11 +33,8 @@ bool storage_format_available(StorageFormat format) noexcept {
 void save_tree(const Comm& comm, const std::filesystem::path& dir, const ArrayTree& tree,
                const TreeSaveOptions& options) {
   storage::TreeWriter writer(comm, dir, tree, options);
-  writer.open_posix();
-  writer.open_hdf5(comm);
   for (std::size_t i = 0; i < writer.arrays().size(); ++i) writer.write_leaf(i);
-  writer.close_posix();
-  writer.close_hdf5();
+  writer.flush();
   writer.finish(comm);
 }
 

@@ -4,24 +4,19 @@
 #include <cairn/config.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
+
 #include "comm/fault.hpp"
 #include "comm/log.hpp"
 #include "cuda/device_leaf.hpp"
 #include "cuda/device_memory.hpp"
 #include "cuda/staged_copy.hpp"
 #include "storage/checksum.hpp"
-#include "storage/posix/format.hpp"
-#if CAIRN_HAVE_HDF5
-#include "storage/hdf5/writer.hpp"
-#endif
+#include "storage/posix_file.hpp"
 
 namespace cairn::storage {
 namespace json = boost::json;
-
-#if !CAIRN_HAVE_HDF5
-// Never instantiated in a build without HDF5; complete so that TreeWriter can own a pointer.
-class Hdf5Writer {};
-#endif
 
 namespace {
 
@@ -62,12 +57,6 @@ ShardRecord record_from_json(const json::object& o) {
 
 }  // namespace
 
-std::size_t TreeWriter::count_runs(const ArrayShard& shard) const {
-  if (shard.local_bytes() == 0) return 1;
-  const auto elements = static_cast<std::int64_t>(run_bytes_ / dtype_size(shard.dtype));
-  return std::max<std::size_t>(split_into_runs(shard.box, elements).size(), 1);
-}
-
 TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayTree& tree,
                        TreeSaveOptions options)
     : dir_(std::move(dir)),
@@ -81,7 +70,6 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
 
   // Local checks that can differ between ranks: every rank learns of any failure.
   std::vector<MemoryKind> memory;  // of each array leaf, in order
-  json::array runs;                // how many runs this rank streams each array leaf in
   comm.run_all(fmt::format("save_tree '{}':", dir_.string()), [&] {
     if (options_.checksum_chunk_bytes == 0) {
       throw InvalidArgument("checksum_chunk_bytes is 0; give the size of a checksum chunk");
@@ -102,13 +90,10 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
       }
       const ArrayShard& shard = leaf->as_array();
       memory.push_back(cuda::resolve_memory(shard, options_.detect_device_memory, leaf->path()));
-      const bool streamed = memory.back() == MemoryKind::cuda_device || !shard.contiguous();
-      runs.push_back(streamed && format == StorageFormat::hdf5 ? count_runs(shard) : 1);
     }
   });
 
-  // Every rank's layout of every array leaf, validated identically on every rank, and its
-  // run counts, of which hdf5 writes take the largest.
+  // Every rank's layout of every array leaf, validated identically on every rank.
   json::array layouts;
   for (const Leaf* leaf : leaves) {
     if (leaf->kind() != LeafKind::array) continue;
@@ -119,18 +104,14 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
          .chunk_bytes = chunk_bytes_for(leaf->as_array().dtype, options_.checksum_chunk_bytes)});
     layouts.push_back(leaf->as_array().layout().to_json());
   }
-  const std::vector<json::value> all =
-      comm.allgather_json(json::object{{"layouts", std::move(layouts)}, {"runs", std::move(runs)}});
-  std::size_t hdf5_count = 0;
+  const std::vector<json::value> all = comm.allgather_json(layouts);
+  std::map<StorageFormat, std::vector<ArrayToWrite>> by_format;
   for (std::size_t i = 0; i < arrays_.size(); ++i) {
     std::vector<LeafLayout> per_rank;
     per_rank.reserve(all.size());
-    std::size_t pieces = 1;
     for (std::size_t r = 0; r < all.size(); ++r) {
-      const json::object& from_rank = all[r].as_object();
-      per_rank.push_back(LeafLayout::from_json(from_rank.at("layouts").as_array().at(i), {},
-                                               fmt::format("rank {} leaf {}", r, i)));
-      pieces = std::max(pieces, json::value_to<std::size_t>(from_rank.at("runs").as_array().at(i)));
+      per_rank.push_back(
+          LeafLayout::from_json(all[r].as_array().at(i), {}, fmt::format("rank {} leaf {}", r, i)));
     }
     const std::string& path = arrays_[i].leaf->path();
     const bool sparse = options_.allow_sparse &&
@@ -138,19 +119,43 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
     const auto writers = validate_layout(path, per_rank, sparse).writers;
     ArrayJob& job = arrays_[i];
     job.writes = std::binary_search(writers.begin(), writers.end(), comm.rank());
-    job.bytes = job.writes ? static_cast<std::uint64_t>(job.leaf->as_array().local_bytes()) : 0;
-    (job.format == StorageFormat::posix ? uses_posix_ : uses_hdf5_) = true;
-    if (job.format == StorageFormat::hdf5) {
-      job.hdf5_index = hdf5_count++;
-      job.hdf5_pieces = pieces;
+    const ArrayShard& shard = job.leaf->as_array();
+    job.bytes = job.writes ? static_cast<std::uint64_t>(shard.local_bytes()) : 0;
+    std::vector<ArrayToWrite>& of_format = by_format[job.format];
+    job.format_index = of_format.size();
+    std::optional<Box> box;
+    if (job.writes) {
+      box = shard.box.offset.empty() && shard.box.extent.empty() ? whole_box(shard.global_shape)
+                                                                 : shard.box;
     }
+    of_format.push_back({.path = path,
+                         .dtype = shard.dtype,
+                         .shape = shard.global_shape,
+                         .fortran_order = shard.fortran_order,
+                         .box = std::move(box)});
     if (job.memory == MemoryKind::cuda_device && device_ < 0) device_ = cuda::current_device();
   }
 
   // The primary creates the directories; the verdict doubles as the barrier.
   comm.run_all(fmt::format("save_tree: creating '{}':", dir_.string()), [&] {
-    if (comm.is_primary()) storage::create_directories(uses_posix_ ? dir_ / "shards" : dir_);
+    if (comm.is_primary()) {
+      storage::create_directories(by_format.contains(StorageFormat::posix) ? dir_ / "shards"
+                                                                           : dir_);
+    }
   });
+
+  // The formats' writers, in StorageFormat order on every rank. Values go to a format that
+  // stores them for external readers only when it is the item's default format.
+  std::vector<ValueToWrite> values;
+  for (const Leaf* leaf : leaves) {
+    if (leaf->kind() != LeafKind::array) values.push_back({leaf->path(), leaf});
+  }
+  for (const auto& [format, arrays] : by_format) {
+    const std::span<const ValueToWrite> stored = format == options_.format
+                                                     ? std::span<const ValueToWrite>(values)
+                                                     : std::span<const ValueToWrite>();
+    writers_.emplace_back(format, open_shard_writer(format, comm, dir_, arrays, stored));
+  }
 }
 
 TreeWriter::~TreeWriter() = default;
@@ -163,37 +168,6 @@ void TreeWriter::fail(const std::exception& error) noexcept {
   } catch (...) {
     // Out of memory while recording: finish() still reports a failure below.
   }
-}
-
-void TreeWriter::open_posix() {
-  if (uses_posix_) posix_ = std::make_unique<PosixShardWriter>(dir_, rank_);
-}
-
-void TreeWriter::open_hdf5([[maybe_unused]] const Comm& comm) {
-#if CAIRN_HAVE_HDF5
-  if (!uses_hdf5_) return;
-  std::vector<Hdf5ArrayToWrite> h5_arrays;
-  for (const ArrayJob& job : arrays_) {
-    if (job.format != StorageFormat::hdf5) continue;
-    const ArrayShard& shard = job.leaf->as_array();
-    h5_arrays.push_back({job.leaf->path(), shard.dtype, shard.global_shape,
-                         job.writes ? &shard : nullptr, shard.fortran_order, job.hdf5_pieces,
-                         job.chunk_bytes});
-  }
-  std::vector<Hdf5ValueToWrite> h5_values;
-  if (options_.format == StorageFormat::hdf5) {
-    for (const Leaf* leaf : tree_.leaves_under("")) {
-      if (leaf->kind() != LeafKind::array) h5_values.push_back({leaf->path(), leaf});
-    }
-  }
-  // Creating data.h5 is collective and its errors reach every rank alike, so after a failure
-  // every rank skips the hdf5 writes.
-  try {
-    hdf5_ = std::make_unique<Hdf5Writer>(comm, dir_ / kHdf5File, h5_arrays, h5_values);
-  } catch (const std::exception& e) {
-    fail(e);
-  }
-#endif
 }
 
 void TreeWriter::copy_to_host(std::size_t index, const void* device, void* dst) {
@@ -224,75 +198,58 @@ void TreeWriter::stream_runs(std::size_t index, const void* data, const RunSink&
       lengths.push_back(static_cast<std::size_t>(volume(run)) * elem_size);
     }
     const std::string what = fmt::format("leaf '{}'", job.leaf->path());
-    std::size_t next = 0;
     std::lock_guard lock(copier_mutex_);
-    copier(what).to_host(
-        data, lengths, [&](std::span<const std::byte> bytes) { sink(runs.at(next++), bytes); },
-        what);
+    copier(what).to_host(data, lengths, sink, what);
     return;
   }
   std::vector<std::byte> packed(std::min<std::size_t>(run_bytes_, job.bytes));
   for (const Box& run : runs) {
     copy_region(elem_size, shard.data, shard.box, shard.strides, packed.data(), run, run);
-    sink(run, std::span(packed).first(static_cast<std::size_t>(volume(run)) * elem_size));
+    sink(std::span(packed).first(static_cast<std::size_t>(volume(run)) * elem_size));
   }
 }
 
-void TreeWriter::write_runs(std::size_t index, const void* device_data) {
+void TreeWriter::write_stream(std::size_t index,
+                              const std::function<void(const RunSink&)>& produce) {
   const ArrayJob& job = arrays_.at(index);
-  if (job.format == StorageFormat::posix) {
-    if (!job.writes || failed()) return;
-    try {
-      ShardRecord record = posix_->write_pieces(
-          job.leaf->as_array().box, job.bytes, job.chunk_bytes,
-          [&](const PosixShardWriter::Sink& sink) {
-            stream_runs(index, device_data,
-                        [&](const Box&, std::span<const std::byte> bytes) { sink(bytes); });
-          });
-      std::lock_guard lock(mutex_);
-      records_.emplace_back(index, std::move(record));
-      bytes_written_ += job.bytes;
-    } catch (const std::exception& e) {
-      fail(e);
-    }
-    return;
-  }
-#if CAIRN_HAVE_HDF5
-  if (!hdf5_) return;  // data.h5 could not be created, on every rank
-  // Every rank makes job.hdf5_pieces collective writes, even after a local failure (then
-  // with nothing to write), so that no rank waits for another forever.
-  std::size_t calls = 0;
+  if (!job.writes || failed()) return;
   try {
-    fault::point("storage.hdf5_write");
-    if (!failed()) {
-      stream_runs(index, device_data, [&](const Box& run, std::span<const std::byte> bytes) {
-        ++calls;
-        auto record = hdf5_->write_piece(job.hdf5_index, &run, bytes.data());
-        if (record) {
-          std::lock_guard lock(mutex_);
-          records_.emplace_back(index, std::move(*record));
-          bytes_written_ += job.bytes;
-        }
-      });
+    ShardWriter& writer = *std::find_if(writers_.begin(), writers_.end(), [&](const auto& w) {
+                             return w.first == job.format;
+                           })->second;
+    const ShardPlacement placement = writer.place(job.format_index, job.bytes);
+    ChunkedChecksum checksum(job.chunk_bytes);
+    produce([&](std::span<const std::byte> piece) {
+      if (checksum.bytes() + piece.size() > job.bytes) {
+        throw InvalidArgument(fmt::format("leaf '{}': pieces exceed this rank's shard of {} bytes",
+                                          job.leaf->path(), job.bytes));
+      }
+      writer.write(job.format_index, checksum.bytes(), piece);
+      checksum.update(piece);
+    });
+    if (checksum.bytes() != job.bytes) {
+      throw InvalidArgument(fmt::format("leaf '{}': {} of this rank's {} bytes were delivered",
+                                        job.leaf->path(), checksum.bytes(), job.bytes));
     }
+    ShardRecord record{.rank = rank_,
+                       .box = job.leaf->as_array().box,
+                       .file = placement.file,
+                       .byte_offset = placement.byte_offset,
+                       .bytes = job.bytes,
+                       .checksums = checksum.digests()};
+    std::lock_guard lock(mutex_);
+    records_.emplace_back(index, std::move(record));
+    bytes_written_ += job.bytes;
   } catch (const std::exception& e) {
     fail(e);
   }
-  try {
-    for (; calls < job.hdf5_pieces; ++calls) {
-      (void)hdf5_->write_piece(job.hdf5_index, nullptr, nullptr);
-    }
-  } catch (const std::exception& e) {
-    fail(e);
-  }
-#endif
 }
 
 void TreeWriter::write_leaf(std::size_t index) {
   const ArrayJob& job = arrays_.at(index);
   const ArrayShard& shard = job.leaf->as_array();
   if (job.writes && job.bytes > 0 && job.memory == MemoryKind::host && !shard.contiguous()) {
-    write_runs(index, nullptr);
+    write_stream(index, [&](const RunSink& sink) { stream_runs(index, nullptr, sink); });
   } else {
     write(index, job.writes ? shard.data : nullptr, job.memory);
   }
@@ -301,66 +258,22 @@ void TreeWriter::write_leaf(std::size_t index) {
 void TreeWriter::write(std::size_t index, const void* data, MemoryKind memory) {
   const ArrayJob& job = arrays_.at(index);
   if (memory == MemoryKind::cuda_device && data != nullptr && job.writes && job.bytes > 0) {
-    write_runs(index, data);
+    write_stream(index, [&](const RunSink& sink) { stream_runs(index, data, sink); });
     return;
   }
-  if (job.format == StorageFormat::posix) {
-    if (!job.writes || failed()) return;
-    try {
-      ShardRecord record =
-          posix_->write(job.leaf->as_array().box, data, job.bytes, job.chunk_bytes);
-      std::lock_guard lock(mutex_);
-      records_.emplace_back(index, std::move(record));
-      bytes_written_ += job.bytes;
-    } catch (const std::exception& e) {
-      fail(e);
-    }
-    return;
-  }
-#if CAIRN_HAVE_HDF5
-  if (!hdf5_) return;  // data.h5 could not be created, on every rank
-  // Every rank takes part in the collective writes, even after a local failure (then with
-  // nothing to write), so that no rank waits for another forever.
-  try {
-    fault::point("storage.hdf5_write");
-  } catch (const std::exception& e) {
-    fail(e);
-  }
-  try {
-    if (failed()) {
-      hdf5_->skip(job.hdf5_index);
-      return;
-    }
-    auto record = hdf5_->write(job.hdf5_index, data);
-    if (record) {
-      std::lock_guard lock(mutex_);
-      records_.emplace_back(index, std::move(*record));
-      bytes_written_ += job.bytes;
-    }
-  } catch (const std::exception& e) {
-    fail(e);
-  }
-#endif
+  write_stream(index, [&](const RunSink& sink) {
+    sink({static_cast<const std::byte*>(data), static_cast<std::size_t>(job.bytes)});
+  });
 }
 
-void TreeWriter::close_posix() {
-  try {
-    if (posix_) posix_->close(options_.fsync);
-  } catch (const std::exception& e) {
-    fail(e);
-  }
-}
-
-void TreeWriter::close_hdf5() {
-#if CAIRN_HAVE_HDF5
-  if (hdf5_) {
+void TreeWriter::flush() {
+  for (auto& [format, writer] : writers_) {
     try {
-      hdf5_->finish(options_.fsync);
+      writer->flush(options_.fsync);
     } catch (const std::exception& e) {
       fail(e);
     }
   }
-#endif
 }
 
 bool TreeWriter::failed() const {
@@ -369,6 +282,14 @@ bool TreeWriter::failed() const {
 }
 
 void TreeWriter::finish(const Comm& comm) {
+  // Every rank closes every writer, in the same order, even after a local failure.
+  for (auto& [format, writer] : writers_) {
+    try {
+      writer->close(comm, options_.fsync);
+    } catch (const std::exception& e) {
+      fail(e);
+    }
+  }
   std::sort(records_.begin(), records_.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   comm.all_ok(
@@ -417,7 +338,10 @@ void TreeWriter::finish(const Comm& comm) {
     const std::string text = json::serialize(to_json(index));
     write_file_durably(dir_ / kTreeIndexFile, text);
     if (options_.fsync) {
-      if (uses_posix_) sync_directory(dir_ / "shards");
+      if (std::any_of(writers_.begin(), writers_.end(),
+                      [](const auto& w) { return w.first == StorageFormat::posix; })) {
+        sync_directory(dir_ / "shards");
+      }
       sync_directory(dir_);
     }
     log::info("storage.save", "dir=\"{}\" leaves={} index_bytes={}", dir_.string(),

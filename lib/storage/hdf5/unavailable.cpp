@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "storage/shard_reader.hpp"
+#include "storage/shard_writer.hpp"
 
 namespace cairn::storage {
 
@@ -10,6 +11,15 @@ std::unique_ptr<ShardReader> open_hdf5_reader(const Comm&, const std::filesystem
   throw Unsupported(
       fmt::format("'{}' holds leaves stored in HDF5, which this build of cairn cannot read "
                   "(configure with CAIRN_USE_HDF5=ON)",
+                  dir.string()));
+}
+
+std::unique_ptr<ShardWriter> open_hdf5_writer(const Comm&, const std::filesystem::path& dir,
+                                              std::span<const ArrayToWrite>,
+                                              std::span<const ValueToWrite>) {
+  throw Unsupported(
+      fmt::format("cannot save '{}' in HDF5: this build of cairn has no HDF5 (configure with "
+                  "CAIRN_USE_HDF5=ON)",
                   dir.string()));
 }
 

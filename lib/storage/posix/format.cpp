@@ -4,67 +4,55 @@
 #include <fmt/format.h>
 
 #include "comm/fault.hpp"
-#include "storage/checksum.hpp"
 
 namespace cairn::storage {
 
-PosixShardWriter::PosixShardWriter(std::filesystem::path item_dir, int rank)
-    : dir_(std::move(item_dir)), rank_(rank), name_(shard_file_name(rank)) {}
-
-ShardRecord PosixShardWriter::write(const Box& box, const void* data, std::uint64_t bytes,
-                                    std::uint64_t chunk_bytes) {
-  fault::point("storage.posix_write");
-  if (!file_) file_.emplace(dir_ / name_, PosixFile::Mode::write_new);
-  const std::span<const std::byte> span{static_cast<const std::byte*>(data),
-                                        static_cast<std::size_t>(bytes)};
-  ShardRecord record;
-  record.rank = rank_;
-  record.box = box;
-  record.file = name_;
-  record.byte_offset = offset_;
-  record.bytes = bytes;
-  record.checksums = chunk_checksums_of(span, chunk_bytes);
-  file_->write_at(offset_, span);
-  offset_ += (bytes + kShardAlignment - 1) / kShardAlignment * kShardAlignment;
-  return record;
-}
-
-ShardRecord PosixShardWriter::write_pieces(const Box& box, std::uint64_t bytes,
-                                           std::uint64_t chunk_bytes,
-                                           const std::function<void(const Sink&)>& produce) {
-  fault::point("storage.posix_write");
-  if (!file_) file_.emplace(dir_ / name_, PosixFile::Mode::write_new);
-  ChunkedChecksum checksum(chunk_bytes);
-  std::uint64_t done = 0;
-  produce([&](std::span<const std::byte> piece) {
-    if (done + piece.size() > bytes) {
-      throw InvalidArgument(fmt::format("shard for '{}': pieces exceed the shard's {} bytes",
-                                        (dir_ / name_).string(), bytes));
-    }
-    checksum.update(piece);
-    file_->write_at(offset_ + done, piece);
-    done += piece.size();
-  });
-  if (done != bytes) {
-    throw InvalidArgument(fmt::format("shard for '{}': {} of its {} bytes were delivered",
-                                      (dir_ / name_).string(), done, bytes));
+PosixShardWriter::PosixShardWriter(std::filesystem::path item_dir, int rank,
+                                   std::span<const ArrayToWrite> arrays)
+    : dir_(std::move(item_dir)), name_(shard_file_name(rank)), placed_(arrays.size()) {
+  for (const ArrayToWrite& a : arrays) {
+    box_bytes_.push_back(a.box ? static_cast<std::uint64_t>(volume(*a.box)) * dtype_size(a.dtype)
+                               : 0);
+    paths_.push_back(a.path);
   }
-  ShardRecord record;
-  record.rank = rank_;
-  record.box = box;
-  record.file = name_;
-  record.byte_offset = offset_;
-  record.bytes = bytes;
-  record.checksums = checksum.digests();
-  offset_ += (bytes + kShardAlignment - 1) / kShardAlignment * kShardAlignment;
-  return record;
 }
 
-void PosixShardWriter::close(bool fsync) {
+ShardPlacement PosixShardWriter::place(std::size_t index, std::uint64_t bytes) {
+  if (index >= placed_.size() || placed_[index] || bytes != box_bytes_[index]) {
+    throw InvalidArgument(fmt::format(
+        "shard of array {} in '{}': placed twice, unknown, or {} bytes where its box holds {}",
+        index, (dir_ / name_).string(), bytes, index < box_bytes_.size() ? box_bytes_[index] : 0));
+  }
+  fault::point("storage.posix_write");
+  if (!file_) file_.emplace(dir_ / name_, PosixFile::Mode::write_new);
+  placed_[index] = Placed{.offset = end_, .bytes = bytes};
+  end_ += (bytes + kShardAlignment - 1) / kShardAlignment * kShardAlignment;
+  return {.file = name_, .byte_offset = placed_[index]->offset};
+}
+
+void PosixShardWriter::write(std::size_t index, std::uint64_t first,
+                             std::span<const std::byte> data) {
+  if (index >= placed_.size() || !placed_[index] || first > placed_[index]->bytes ||
+      data.size() > placed_[index]->bytes - first || !file_) {
+    throw InvalidArgument(
+        fmt::format("leaf '{}' in '{}': bytes [{}, {}) written outside its "
+                    "placed shard",
+                    index < paths_.size() ? paths_[index] : "?", (dir_ / name_).string(), first,
+                    first + data.size()));
+  }
+  file_->write_at(placed_[index]->offset + first, data);
+}
+
+void PosixShardWriter::flush(bool fsync) {
   if (!file_) return;
   if (fsync) file_->sync();
   file_->close();
   file_.reset();
+}
+
+std::unique_ptr<ShardWriter> open_posix_writer(const Comm& comm, const std::filesystem::path& dir,
+                                               std::span<const ArrayToWrite> arrays) {
+  return std::make_unique<PosixShardWriter>(dir, comm.rank(), arrays);
 }
 
 void PosixShardReader::read(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,

@@ -5,46 +5,47 @@
 #include <cairn/tree.hpp>
 
 #include <filesystem>
-#include <functional>
 #include <map>
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "storage/index.hpp"
 #include "storage/posix_file.hpp"
 #include "storage/shard_reader.hpp"
+#include "storage/shard_writer.hpp"
 
 namespace cairn::storage {
 
-/// Appends this rank's shards to `item_dir`/shards/p<rank>.bin (created on the first write).
-/// Not collective; one thread at a time.
-class PosixShardWriter {
+/// Places this rank's shards one after the other in `item_dir`/shards/p<rank>.bin (created by
+/// the first place()), each at a 4 KiB-aligned offset. Nothing here is collective.
+class PosixShardWriter final : public ShardWriter {
  public:
-  PosixShardWriter(std::filesystem::path item_dir, int rank);
+  /// `arrays` as open_shard_writer() takes them. Never throws beyond std::bad_alloc.
+  PosixShardWriter(std::filesystem::path item_dir, int rank, std::span<const ArrayToWrite> arrays);
 
-  /// Writes `bytes` contiguous bytes of the shard `box` at the next aligned offset and
-  /// returns its record (with the XXH3-64 checksum of each `chunk_bytes`-byte chunk). Throws
-  /// IoError naming the file.
-  ShardRecord write(const Box& box, const void* data, std::uint64_t bytes,
-                    std::uint64_t chunk_bytes);
-  /// Receives consecutive pieces of a shard.
-  using Sink = std::function<void(std::span<const std::byte>)>;
-  /// As write(), for a shard that arrives in pieces (device memory staged through the host):
-  /// `produce` hands every piece, in order, to the sink it is given; each piece is written
-  /// and checksummed before the sink returns. Throws IoError naming the file, what `produce`
-  /// throws, or InvalidArgument when the pieces do not add up to `bytes`.
-  ShardRecord write_pieces(const Box& box, std::uint64_t bytes, std::uint64_t chunk_bytes,
-                           const std::function<void(const Sink&)>& produce);
+  /// The next aligned offset of this rank's file. Throws as ShardWriter::place().
+  ShardPlacement place(std::size_t index, std::uint64_t bytes) override;
+  /// One pwrite at the shard's offset plus `first`. Throws as ShardWriter::write().
+  void write(std::size_t index, std::uint64_t first, std::span<const std::byte> data) override;
   /// fsyncs (when `fsync`) and closes the file, if one was created. Throws IoError.
-  void close(bool fsync);
+  void flush(bool fsync) override;
+  /// Nothing is shared between ranks. Never throws.
+  void close(const Comm& /*comm*/, bool /*fsync*/) override {}
 
  private:
+  struct Placed {
+    std::uint64_t offset = 0;
+    std::uint64_t bytes = 0;
+  };
   std::filesystem::path dir_;
-  int rank_;
   std::string name_;
+  std::vector<std::optional<Placed>> placed_;  // by array index
+  std::vector<std::uint64_t> box_bytes_;       // by array index; 0 without a shard
+  std::vector<std::string> paths_;             // by array index, for messages
   std::optional<PosixFile> file_;
-  std::uint64_t offset_ = 0;
+  std::uint64_t end_ = 0;  // aligned end of the shards placed so far
 };
 
 /// Reads shards of posix leaves, keeping each file open once. Nothing here is collective.

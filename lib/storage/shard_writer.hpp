@@ -1,0 +1,96 @@
+// cairn — the write side of a storage format (internal): what the storage engine asks of a
+// format to store shards. A format only places and moves the bytes of shard streams (the
+// row-major bytes of a shard's box, see shard_stream.hpp); validation, staging of device and
+// strided data, checksums and the index are the engine's (tree_writer.cpp).
+//
+// The life of a writer: open_shard_writer() (collective), then for each shard this rank
+// writes place() once and write() any number of times (local, from any one thread at a time,
+// so an async save writes from its background thread without MPI), flush() (local: this
+// rank's bytes are durable), close() (collective: what the ranks share is closed).
+#pragma once
+
+#include <cairn/comm.hpp>
+#include <cairn/storage.hpp>
+#include <cairn/tree.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace cairn::storage {
+
+/// One array leaf of a format: the same list, in the same (sorted path) order, on every rank.
+struct ArrayToWrite {
+  std::string path;
+  DType dtype = DType::float64;
+  std::vector<std::int64_t> shape;
+  /// The leaf's ArrayShard::fortran_order (stored for external readers, e.g. hdf5's
+  /// cairn_order attribute).
+  bool fortran_order = false;
+  /// This rank's shard, or std::nullopt when this rank writes none of the leaf (no shard, or
+  /// a replicated leaf written by another rank).
+  std::optional<Box> box;
+};
+
+/// One non-array leaf that a format may store for external readers (hdf5 does when it is the
+/// item's default format). The index holds every value whatever the format does.
+struct ValueToWrite {
+  std::string path;
+  const Leaf* leaf = nullptr;
+};
+
+/// Where a shard's stream is stored: the `file` and `byte_offset` of its ShardRecord.
+struct ShardPlacement {
+  std::string file;
+  std::uint64_t byte_offset = 0;
+};
+
+/// Stores the shards of the array leaves of one format in one item directory.
+class ShardWriter {
+ public:
+  virtual ~ShardWriter() = default;
+  /// Reserves the place of this rank's shard of array `index` (position in the list given to
+  /// open_shard_writer()), `bytes` long, and says where it is. Once per shard, before its
+  /// write() calls. Local. Throws InvalidArgument when this rank has no shard of the array,
+  /// the byte count is not the box's or the shard was placed before; IoError naming the file.
+  virtual ShardPlacement place(std::size_t index, std::uint64_t bytes) = 0;
+  /// Writes `data` at byte `first` of the stream of this rank's shard of array `index`
+  /// (placed before); `first` and the size are whole elements. Local; one thread at a time.
+  /// Throws IoError naming the file, InvalidArgument for a range outside the shard.
+  virtual void write(std::size_t index, std::uint64_t first, std::span<const std::byte> data) = 0;
+  /// Makes this rank's writes durable (fsync when `fsync`) and releases its own descriptors;
+  /// no write() follows. Local. Throws IoError naming the file.
+  virtual void flush(bool fsync) = 0;
+  /// Closes what the ranks share and makes it durable when `fsync`. Collective over `comm`
+  /// (the ranks of the Comm of open_shard_writer(); it may be another Comm over them, e.g. one
+  /// for a background thread), after flush(); ranks must not skip it, even after a local
+  /// failure. May throw IoError on some ranks only: the caller shares the verdict.
+  virtual void close(const Comm& comm, bool fsync) = 0;
+};
+
+/// Opens the writer of `format` for the item directory `dir` (which exists), for `arrays` (the
+/// leaves stored in this format) and `values`. Collective over `comm`, which must outlive the
+/// writer. Throws, on every rank alike, CollectiveMismatch when the ranks' lists differ,
+/// InvalidArgument for a bad path or a box outside its shape, Unsupported when this build
+/// lacks the format, IoError naming the file when it cannot be created.
+[[nodiscard]] std::unique_ptr<ShardWriter> open_shard_writer(StorageFormat format, const Comm& comm,
+                                                             const std::filesystem::path& dir,
+                                                             std::span<const ArrayToWrite> arrays,
+                                                             std::span<const ValueToWrite> values);
+
+/// The writers of each format, defined by the formats' folders (a build without a format
+/// defines its function as throwing Unsupported); open_shard_writer() picks one.
+[[nodiscard]] std::unique_ptr<ShardWriter> open_posix_writer(const Comm& comm,
+                                                             const std::filesystem::path& dir,
+                                                             std::span<const ArrayToWrite> arrays);
+[[nodiscard]] std::unique_ptr<ShardWriter> open_hdf5_writer(const Comm& comm,
+                                                            const std::filesystem::path& dir,
+                                                            std::span<const ArrayToWrite> arrays,
+                                                            std::span<const ValueToWrite> values);
+
+}  // namespace cairn::storage
