@@ -181,14 +181,14 @@ else
   summary+=("sanitizers: skipped (CAIRN_TEST_SANITIZERS=0)")
 fi
 
-# --- 5. ThreadSanitizer on the tests that run background threads (async saves, the manager's
-# async commits and background deletes, preemption signals). Open MPI and HDF5 are not built
-# for TSan; tests/tsan.supp silences reports whose stacks pass through them (never an entry
+# --- 5. ThreadSanitizer on the tests that run background threads (async saves and their
+# staging memory, the manager's async commits and background deletes, preemption signals).
+# Open MPI and HDF5 are not built for TSan; tests/tsan.supp silences reports whose stacks pass through them (never an entry
 # naming cairn).
 if [ "${CAIRN_TEST_TSAN:-1}" != "0" ]; then
   export TSAN_OPTIONS="suppressions=$root/tests/tsan.supp:halt_on_error=1:second_deadlock_stack=1:${TSAN_OPTIONS:-}"
   configure_build_test "tsan" "$TSAN_BUILD_DIR" "-L async|manager -LE np1|np4|restart|funneled" \
-    "test_async test_manager test_preemption" "-DCAIRN_SANITIZE=thread"
+    "test_async test_staging test_manager test_preemption" "-DCAIRN_SANITIZE=thread"
 else
   summary+=("tsan: skipped (CAIRN_TEST_TSAN=0)")
 fi

@@ -103,7 +103,8 @@ class Checkpointer {
 struct AsyncOptions {
   /// Budget for staged copies of the caller's data. When it is smaller than the data, save()
   /// blocks until the rest fits (earlier data being written frees it); a single shard larger
-  /// than the whole budget is written from the caller's memory before save() returns.
+  /// than the whole budget is written from the caller's memory before save() returns. The
+  /// copies' memory stays mapped for the next save, within this budget (see StagingArea).
   std::size_t staging_bytes = std::size_t{1} << 30;
   /// Keep references instead of copies: save() returns at once and the caller must not
   /// modify its buffers until wait_until_finished() returns.
@@ -128,7 +129,11 @@ struct AsyncOptions {
 /// HDF5 is not thread-safe: cairn serializes its own HDF5 calls; the application must not call
 /// HDF5 while a save in hdf5 format is in flight.
 ///
-/// Every member except is_saving_in_progress() and staging() is collective.
+/// The staging memory stays mapped between saves, so that the next save of the same data
+/// copies into memory already faulted in (see StagingArea); trim_staging() returns it to the
+/// system, as the destructor does.
+///
+/// Every member except is_saving_in_progress(), staging() and trim_staging() is collective.
 class AsyncCheckpointer {
  public:
   /// Duplicates `comm` twice (collective): one for the caller's thread, one for the
@@ -161,8 +166,12 @@ class AsyncCheckpointer {
   /// Rethrows (on every rank) the failure of a save that failed on any rank, waiting for it
   /// to end when needed; does nothing while a save is running fine. Collective.
   void check_for_errors();
-  /// The staging budget (capacity, bytes in use, peak). Not collective.
+  /// The staging budget (capacity, bytes in use, peak, memory held). Not collective.
   [[nodiscard]] const StagingArea& staging() const noexcept;
+  /// Unmaps the staging memory kept for the next save (StagingArea::trim()). Buffers of a save
+  /// still in flight are kept once written: call it after wait_until_finished() to return
+  /// all of it. Not collective. Never throws.
+  void trim_staging() noexcept;
   /// Whether the background thread may call MPI (MPI_THREAD_MULTIPLE). Never throws.
   [[nodiscard]] bool background_mpi() const noexcept;
 

@@ -36,23 +36,37 @@ class CheckpointArgs {
   [[nodiscard]] virtual std::string_view handler_type() const noexcept = 0;
 };
 
-/// A byte budget for staged copies of the caller's data (async saves). Thread-safe.
+/// A byte budget for staged copies of the caller's data (async saves), and the memory those
+/// copies live in. Thread-safe: acquire() on one thread while buffers are returned on another.
 ///
-/// acquire() blocks until the bytes fit; memory is returned when the last owner of the
+/// acquire() blocks until the bytes fit; the budget is returned when the last owner of the
 /// buffer it hands out is destroyed. A request larger than the whole budget can never fit:
 /// acquire() returns nullptr at once and the caller must write from its own memory instead.
-/// Buffers of 2 MiB or more are mapped on their own and advised to use transparent huge
-/// pages, so that filling one costs a page fault per 2 MiB rather than per 4 KiB where the
-/// kernel allows it.
+///
+/// Buffers of 2 MiB or more are whole huge pages (the request rounded up to a multiple of
+/// 2 MiB) mapped for the area, advised to use transparent huge pages and faulted in when
+/// mapped. A returned buffer stays mapped and is handed out again to the next request of the
+/// same rounded size, so that a series of saves of the same data pays the page faults and the
+/// kernel's zeroing of its staging memory once instead of at every save. Memory held
+/// (held(): buffers in use and buffers kept for reuse) stays within the budget plus the
+/// rounding of the buffers in use: before mapping a new buffer, kept buffers are unmapped
+/// until the new one fits. Everything is unmapped by trim() and by the destructor. Smaller
+/// buffers come from operator new[] and are freed when returned.
 class StagingArea {
  public:
-  /// A budget of `capacity_bytes` (0: nothing is ever staged). Never throws.
+  /// A budget of `capacity_bytes` (0: nothing is ever staged). Maps nothing yet. Never
+  /// throws.
   explicit StagingArea(std::size_t capacity_bytes) noexcept : capacity_(capacity_bytes) {}
+  /// Unmaps the buffers kept for reuse; every buffer handed out must have been returned.
+  /// Never throws.
+  ~StagingArea();
   StagingArea(const StagingArea&) = delete;
   StagingArea& operator=(const StagingArea&) = delete;
 
   /// A buffer of `bytes` counted against the budget, waiting until enough is free; nullptr
-  /// when `bytes` exceeds the whole budget. Not collective. Throws std::bad_alloc.
+  /// when `bytes` exceeds the whole budget. Its contents are unspecified (a reused buffer
+  /// holds what was last written to it). Not collective. Throws std::bad_alloc when no
+  /// memory can be mapped.
   [[nodiscard]] std::shared_ptr<std::byte[]> acquire(std::size_t bytes);
   /// The budget. Never throws.
   [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
@@ -62,15 +76,24 @@ class StagingArea {
   [[nodiscard]] std::size_t peak() const noexcept;
   /// Restarts peak() from in_use(). Never throws.
   void reset_peak() noexcept;
+  /// Bytes of memory mapped for buffers of 2 MiB or more: those in use and those kept for
+  /// reuse. Never throws.
+  [[nodiscard]] std::size_t held() const noexcept;
+  /// Unmaps the buffers kept for reuse (buffers in use stay); the next acquire() maps anew.
+  /// Not collective. Never throws.
+  void trim() noexcept;
 
  private:
   void release(std::size_t bytes) noexcept;
+  void keep(std::byte* region, std::size_t length, std::size_t bytes) noexcept;
 
   std::size_t capacity_;
   mutable std::mutex mutex_;
   std::condition_variable freed_;
   std::size_t in_use_ = 0;
   std::size_t peak_ = 0;
+  std::size_t held_ = 0;
+  std::multimap<std::size_t, std::byte*> kept_;  // returned buffers by length, for reuse
 };
 
 /// Where and how an async save may run its phases.

@@ -191,6 +191,8 @@ void AsyncCheckpointer::check_for_errors() {
 
 const StagingArea& AsyncCheckpointer::staging() const noexcept { return impl_->staging; }
 
+void AsyncCheckpointer::trim_staging() noexcept { impl_->staging.trim(); }
+
 bool AsyncCheckpointer::background_mpi() const noexcept { return impl_->background_mpi; }
 
 }  // namespace cairn
