@@ -183,8 +183,8 @@ fi
 
 # --- 5. ThreadSanitizer on the tests that run background threads (async saves and their
 # staging memory, the manager's async commits and background deletes, preemption signals).
-# Open MPI and HDF5 are not built for TSan; tests/tsan.supp silences reports whose stacks pass through them (never an entry
-# naming cairn).
+# Open MPI and HDF5 are not built for TSan; tests/tsan.supp silences reports whose stacks
+# pass through them (never an entry naming cairn).
 if [ "${CAIRN_TEST_TSAN:-1}" != "0" ]; then
   export TSAN_OPTIONS="suppressions=$root/tests/tsan.supp:halt_on_error=1:second_deadlock_stack=1:${TSAN_OPTIONS:-}"
   configure_build_test "tsan" "$TSAN_BUILD_DIR" "-L async|manager -LE np1|np4|restart|funneled" \
