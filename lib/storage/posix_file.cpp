@@ -99,6 +99,17 @@ void PosixFile::read_at(std::uint64_t offset, std::span<std::byte> data) const {
   }
 }
 
+void PosixFile::advise_will_need(std::uint64_t offset, std::uint64_t bytes) const noexcept {
+  // Linux reads at most its readahead size (128 KiB by default) per advice: advise in steps
+  // of that size, so that the whole range is read.
+  constexpr std::uint64_t kStep = std::uint64_t{128} << 10;
+  for (std::uint64_t at = offset; at < offset + bytes; at += kStep) {
+    (void)::posix_fadvise(fd_, static_cast<off_t>(at),
+                          static_cast<off_t>(std::min(kStep, offset + bytes - at)),
+                          POSIX_FADV_WILLNEED);
+  }
+}
+
 std::uint64_t PosixFile::size() const {
   struct stat info {};
   if (::fstat(fd_, &info) != 0) throw_errno(path_, "stat of", errno);

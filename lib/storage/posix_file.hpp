@@ -32,6 +32,10 @@ class PosixFile {
   /// Reads exactly `data.size()` bytes at `offset`. Throws FormatError (file too short:
   /// truncated) or IoError.
   void read_at(std::uint64_t offset, std::span<std::byte> data) const;
+  /// Asks the kernel to start reading bytes [offset, offset + bytes) into the page cache in
+  /// the background (posix_fadvise WILLNEED), so that reads of them soon after do not wait for
+  /// storage. A hint: never throws, and a file system that ignores it reads as before.
+  void advise_will_need(std::uint64_t offset, std::uint64_t bytes) const noexcept;
   /// Size of the file in bytes. Throws IoError.
   [[nodiscard]] std::uint64_t size() const;
   /// Flushes data and metadata to stable storage. Throws IoError.

@@ -33,6 +33,13 @@ class ShardReader {
   /// file; InvalidArgument for a leaf not opened or a range outside the shard.
   virtual void read(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
                     std::uint64_t bytes, std::byte* dst) = 0;
+  /// Hints that bytes [first, first + bytes) of the stream of `shard` of `leaf` (as for
+  /// read()) will be read soon: the format starts reading from storage what holds them, in the
+  /// background, so that the reads wait less and the storage sees large requests even where a
+  /// shard's pieces lie apart in the file. Local. Throws as read() for a leaf not opened, a
+  /// range outside the shard or a missing file; what storage does with the hint never throws.
+  virtual void prefetch(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
+                        std::uint64_t bytes) = 0;
   /// Releases the format's files. Collective over the Comm of open_shard_reader() (destroying
   /// an open reader is too, and logs instead of throwing). Throws IoError naming the file.
   virtual void close() = 0;

@@ -109,6 +109,12 @@ std::uint64_t ShardSource::step(const LeafRecord& leaf, const ShardRecord& shard
   return std::max<std::uint64_t>(window_bytes_ / unit, 1) * unit;
 }
 
+void ShardSource::prefetch_window(ShardReader& from, const LeafRecord& leaf,
+                                  const ShardRecord& shard, std::uint64_t at, std::uint64_t last,
+                                  std::uint64_t stride) {
+  if (at < last) from.prefetch(leaf, shard, at, std::min(stride, last - at));
+}
+
 void ShardSource::check(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
                         std::span<const std::byte> data) const {
   if (!verify_) return;
@@ -128,8 +134,10 @@ void ShardSource::for_each_window(const LeafRecord& leaf, const ShardRecord& sha
   }
   ShardReader& from = reader(leaf.format);
   const std::uint64_t stride = step(leaf, shard);
+  prefetch_window(from, leaf, shard, first, last, stride);
   for (std::uint64_t at = first; at < last; at += stride) {
     const auto n = static_cast<std::size_t>(std::min(stride, last - at));
+    prefetch_window(from, leaf, shard, at + n, last, stride);
     if (buffer_.size() < n)
       buffer_.resize(std::max<std::size_t>(n, std::min<std::size_t>(stride, window_bytes_)));
     from.read(leaf, shard, at, n, buffer_.data());
@@ -144,8 +152,10 @@ std::vector<ChunkMismatch> ShardSource::scan(const LeafRecord& leaf, const Shard
   const std::uint64_t chunk = leaf.chunk_bytes_of(shard);
   const std::uint64_t stride = std::max<std::uint64_t>(window_bytes_ / chunk, 1) * chunk;
   std::vector<ChunkMismatch> bad;
+  prefetch_window(from, leaf, shard, 0, shard.bytes, stride);
   for (std::uint64_t at = 0; at < shard.bytes; at += stride) {
     const auto n = static_cast<std::size_t>(std::min(stride, shard.bytes - at));
+    prefetch_window(from, leaf, shard, at + n, shard.bytes, stride);
     if (buffer_.size() < n) buffer_.resize(n);
     from.read(leaf, shard, at, n, buffer_.data());
     auto found = bad_chunks(leaf, shard, at, {buffer_.data(), n});
@@ -157,8 +167,10 @@ std::vector<ChunkMismatch> ShardSource::scan(const LeafRecord& leaf, const Shard
 void ShardSource::read_whole(const LeafRecord& leaf, const ShardRecord& shard, std::byte* dst) {
   ShardReader& from = reader(leaf.format);
   const std::uint64_t stride = step(leaf, shard);
+  prefetch_window(from, leaf, shard, 0, shard.bytes, stride);
   for (std::uint64_t at = 0; at < shard.bytes; at += stride) {
     const auto n = static_cast<std::size_t>(std::min(stride, shard.bytes - at));
+    prefetch_window(from, leaf, shard, at + n, shard.bytes, stride);
     from.read(leaf, shard, at, n, dst + at);
     check(leaf, shard, at, {dst + at, n});
   }

@@ -89,6 +89,11 @@ class ShardSource {
   [[nodiscard]] const std::filesystem::path& dir() const noexcept { return dir_; }
 
  private:
+  // Every window is prefetched (ShardReader::prefetch) before it is read, and the next one
+  // while it is read, so that storage works on one window while the engine checks and copies
+  // the other: hints window [at, min(at + stride, last)), if any.
+  static void prefetch_window(ShardReader& from, const LeafRecord& leaf, const ShardRecord& shard,
+                              std::uint64_t at, std::uint64_t last, std::uint64_t stride);
   // Throws FormatError for the first bad chunk of the window, if any.
   void check(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
              std::span<const std::byte> data) const;

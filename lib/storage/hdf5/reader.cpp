@@ -33,6 +33,10 @@ using h5::Where;
 constexpr std::string_view kHintDamaged =
     "The file may be truncated or damaged; restore from another checkpoint";
 
+// Pieces of a shard this close in the file are prefetched as one range, gaps included: one
+// large request costs less than many small ones.
+constexpr std::uint64_t kMergeGapBytes = std::uint64_t{64} << 10;
+
 }  // namespace
 
 // ------------------------------------------------------------------ reading
@@ -75,6 +79,10 @@ struct Hdf5Reader::Impl {
   }
 
   OpenDataset open_dataset(const LeafRecord& record) const;
+  // Checks that bytes [first, first + bytes) are whole elements of `shard` of the opened
+  // `leaf`, and returns the address of its raw data (opening `raw`), if it is read with pread.
+  std::optional<std::uint64_t> raw_offset_of(const LeafRecord& leaf, const ShardRecord& shard,
+                                             std::uint64_t first, std::uint64_t bytes);
 };
 
 Hdf5Reader::Impl::OpenDataset Hdf5Reader::Impl::open_dataset(const LeafRecord& record) const {
@@ -224,8 +232,10 @@ void Hdf5Reader::read(const std::string& path, const Box& box, void* dst) {
   check(status, where, "reading the box " + to_string(box), kHintDamaged);
 }
 
-void Hdf5Reader::read(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
-                      std::uint64_t bytes, std::byte* dst) {
+std::optional<std::uint64_t> Hdf5Reader::Impl::raw_offset_of(const LeafRecord& leaf,
+                                                             const ShardRecord& shard,
+                                                             std::uint64_t first,
+                                                             std::uint64_t bytes) {
   const std::size_t elem = dtype_size(leaf.dtype);
   if (first % elem != 0 || bytes % elem != 0 || first > shard.bytes ||
       bytes > shard.bytes - first) {
@@ -234,20 +244,28 @@ void Hdf5Reader::read(const LeafRecord& leaf, const ShardRecord& shard, std::uin
                     "shard of {} bytes",
                     leaf.path, first, first + bytes, shard.bytes));
   }
-  const auto first_element = static_cast<std::int64_t>(first / elem);
-  const auto count = static_cast<std::int64_t>(bytes / elem);
-  std::optional<std::uint64_t> raw_offset;
+  std::optional<std::uint64_t> offset;
   {
     const std::lock_guard lock(hdf5_mutex());
-    const auto it = impl_->datasets.find(leaf.path);
-    if (it == impl_->datasets.end()) {
+    const auto it = datasets.find(leaf.path);
+    if (it == datasets.end()) {
       throw InvalidArgument(
           fmt::format("leaf '{}' of '{}' was not opened: pass its record to "
                       "Hdf5Reader::open() first",
-                      leaf.path, impl_->file));
+                      leaf.path, file));
     }
-    raw_offset = it->second.raw_offset;
+    offset = it->second.raw_offset;
   }
+  if (offset && !raw) raw.emplace(file, PosixFile::Mode::read);
+  return offset;
+}
+
+void Hdf5Reader::read(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
+                      std::uint64_t bytes, std::byte* dst) {
+  const std::optional<std::uint64_t> raw_offset = impl_->raw_offset_of(leaf, shard, first, bytes);
+  const std::size_t elem = dtype_size(leaf.dtype);
+  const auto first_element = static_cast<std::int64_t>(first / elem);
+  const auto count = static_cast<std::int64_t>(bytes / elem);
   if (!raw_offset) {
     for (const Box& box : split_stream_range(shard.box, first_element, count)) {
       read(leaf.path, box, dst);
@@ -255,7 +273,6 @@ void Hdf5Reader::read(const LeafRecord& leaf, const ShardRecord& shard, std::uin
     }
     return;
   }
-  if (!impl_->raw) impl_->raw.emplace(impl_->file, PosixFile::Mode::read);
   for_each_global_piece(leaf.shape, shard.box, first_element, count,
                         [&](std::int64_t global, std::int64_t stream, std::int64_t n) {
                           impl_->raw->read_at(
@@ -263,6 +280,33 @@ void Hdf5Reader::read(const LeafRecord& leaf, const ShardRecord& shard, std::uin
                               {dst + static_cast<std::size_t>(stream - first_element) * elem,
                                static_cast<std::size_t>(n) * elem});
                         });
+}
+
+void Hdf5Reader::prefetch(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
+                          std::uint64_t bytes) {
+  const std::optional<std::uint64_t> raw_offset = impl_->raw_offset_of(leaf, shard, first, bytes);
+  if (!raw_offset || bytes == 0) return;  // H5Dread reads through MPI-IO, which has no hint
+  // A shard that is not whole rows of the array lies in the file as pieces (its rows) between
+  // the pieces of other shards. Advised one by one, each piece would be a small request that
+  // the kernel does not read ahead of; pieces closer than kMergeGapBytes are advised as one
+  // range with the gaps between them, which other ranks or shards usually read next.
+  const std::size_t elem = dtype_size(leaf.dtype);
+  std::uint64_t begin = 0;
+  std::uint64_t end = 0;
+  for_each_global_piece(leaf.shape, shard.box, static_cast<std::int64_t>(first / elem),
+                        static_cast<std::int64_t>(bytes / elem),
+                        [&](std::int64_t global, std::int64_t, std::int64_t n) {
+                          const std::uint64_t at =
+                              *raw_offset + static_cast<std::uint64_t>(global) * elem;
+                          if (end > begin && at <= end + kMergeGapBytes) {
+                            end = at + static_cast<std::uint64_t>(n) * elem;
+                            return;
+                          }
+                          if (end > begin) impl_->raw->advise_will_need(begin, end - begin);
+                          begin = at;
+                          end = at + static_cast<std::uint64_t>(n) * elem;
+                        });
+  impl_->raw->advise_will_need(begin, end - begin);
 }
 
 std::unique_ptr<ShardReader> open_hdf5_reader(const Comm& comm, const std::filesystem::path& dir) {

@@ -55,6 +55,11 @@ class Hdf5Reader final : public ShardReader {
   /// and FormatError naming the file when it is shorter than the dataset (truncated).
   void read(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
             std::uint64_t bytes, std::byte* dst) override;
+  /// Advises the kernel to read the ranges of the file that hold those bytes (pieces closer
+  /// than 64 KiB as one range, see reader.cpp). Nothing for datasets read with H5Dread.
+  /// Independent. Throws as read() for a leaf not opened or a range outside the shard.
+  void prefetch(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
+                std::uint64_t bytes) override;
   /// Closes every dataset and the file. Collective. Throws IoError naming the file.
   void close() override;
 

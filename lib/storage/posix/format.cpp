@@ -55,8 +55,8 @@ std::unique_ptr<ShardWriter> open_posix_writer(const Comm& comm, const std::file
   return std::make_unique<PosixShardWriter>(dir, comm.rank(), arrays);
 }
 
-void PosixShardReader::read(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
-                            std::uint64_t bytes, std::byte* dst) {
+const PosixFile& PosixShardReader::file_of(const LeafRecord& leaf, const ShardRecord& shard,
+                                           std::uint64_t first, std::uint64_t bytes) {
   if (first > shard.bytes || bytes > shard.bytes - first) {
     throw InvalidArgument(fmt::format("leaf '{}': bytes [{}, {}) are outside its shard of {} bytes",
                                       leaf.path, first, first + bytes, shard.bytes));
@@ -65,7 +65,18 @@ void PosixShardReader::read(const LeafRecord& leaf, const ShardRecord& shard, st
   if (it == files_.end()) {
     it = files_.emplace(shard.file, PosixFile(dir_ / shard.file, PosixFile::Mode::read)).first;
   }
-  it->second.read_at(shard.byte_offset + first, {dst, static_cast<std::size_t>(bytes)});
+  return it->second;
+}
+
+void PosixShardReader::read(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
+                            std::uint64_t bytes, std::byte* dst) {
+  file_of(leaf, shard, first, bytes)
+      .read_at(shard.byte_offset + first, {dst, static_cast<std::size_t>(bytes)});
+}
+
+void PosixShardReader::prefetch(const LeafRecord& leaf, const ShardRecord& shard,
+                                std::uint64_t first, std::uint64_t bytes) {
+  file_of(leaf, shard, first, bytes).advise_will_need(shard.byte_offset + first, bytes);
 }
 
 std::unique_ptr<ShardReader> open_posix_reader(const std::filesystem::path& dir) {

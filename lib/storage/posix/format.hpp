@@ -60,10 +60,19 @@ class PosixShardReader final : public ShardReader {
   /// IoError, naming the file.
   void read(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
             std::uint64_t bytes, std::byte* dst) override;
+  /// Advises the kernel to read the range of the file holding those bytes (WILLNEED). Throws
+  /// as read() for a range outside the shard or a missing file.
+  void prefetch(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
+                std::uint64_t bytes) override;
   /// Closes the files. Local. Never throws.
   void close() override { files_.clear(); }
 
  private:
+  // The file of `shard`, opened by the first use; throws InvalidArgument when bytes
+  // [first, first + bytes) are outside the shard, NotFound or IoError when it cannot be opened.
+  const PosixFile& file_of(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
+                           std::uint64_t bytes);
+
   std::filesystem::path dir_;
   std::map<std::string, PosixFile> files_;
 };

@@ -1,0 +1,182 @@
+// ShardReader::prefetch() in every format: after the page cache of the data file is dropped,
+// prefetching a range of a shard's stream puts every byte a read of that range reads into the
+// page cache (for hdf5, the rows of a 2-D block, which lie apart in data.h5), the read then
+// returns the saved bytes, and a range outside the shard throws InvalidArgument naming the
+// leaf. The saves are made in 2-D blocks on every rank; the reads on world rank 0 alone, so
+// that no rank drops the page cache under another's check.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cairn/error.hpp>
+#include <cairn/storage.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "storage/index.hpp"
+#include "storage/posix_file.hpp"
+#include "storage/shard_reader.hpp"
+#include "storage/shard_stream.hpp"
+#include "storage/storage_test_util.hpp"
+#include "support/test_support.hpp"
+
+namespace cairn::testing {
+namespace {
+
+using storage::LeafRecord;
+using storage::ShardRecord;
+
+// 16 KiB rows: a block of half the columns is 8 KiB pieces 8 KiB apart in data.h5.
+const std::vector<std::int64_t> kShape = {96, 2048};
+constexpr std::uint64_t kPage = 4096;
+
+// A file mapped read-only, to ask the kernel which of its pages are in the page cache.
+class MappedFile {
+ public:
+  explicit MappedFile(const std::filesystem::path& path)
+      : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)), size_(std::filesystem::file_size(path)) {
+    if (fd_ < 0) throw IoError(path.string(), "cannot open " + path.string());
+    base_ = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd_, 0);
+    if (base_ == MAP_FAILED) throw IoError(path.string(), "cannot map " + path.string());
+  }
+  ~MappedFile() {
+    ::munmap(base_, size_);
+    ::close(fd_);
+  }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  // Writes the file's dirty pages back and drops its pages from the page cache.
+  void drop() const {
+    ::fdatasync(fd_);
+    ::posix_fadvise(fd_, 0, 0, POSIX_FADV_DONTNEED);
+  }
+  // The pages of bytes [begin, end) that are not in the page cache (or still being read).
+  [[nodiscard]] std::int64_t missing(std::uint64_t begin, std::uint64_t end) const {
+    const std::uint64_t first = begin / kPage * kPage;
+    std::vector<unsigned char> resident((end - first + kPage - 1) / kPage);
+    if (::mincore(static_cast<std::byte*>(base_) + first, end - first, resident.data()) != 0) {
+      throw IoError("mincore", std::strerror(errno));
+    }
+    return std::count_if(resident.begin(), resident.end(),
+                         [](unsigned char r) { return !(r & 1); });
+  }
+  // Where `pattern` first occurs in the file.
+  [[nodiscard]] std::optional<std::uint64_t> find(std::span<const std::byte> pattern) const {
+    const auto* bytes = static_cast<const std::byte*>(base_);
+    const auto* at = std::search(bytes, bytes + size_, pattern.begin(), pattern.end());
+    if (at == bytes + size_) return std::nullopt;
+    return static_cast<std::uint64_t>(at - bytes);
+  }
+
+ private:
+  int fd_ = -1;
+  std::size_t size_ = 0;
+  void* base_ = nullptr;
+};
+
+// The file ranges [begin, end) holding bytes [first, first + bytes) of `shard`'s stream.
+std::vector<std::pair<std::uint64_t, std::uint64_t>> file_ranges(StorageFormat format,
+                                                                 const ShardRecord& shard,
+                                                                 std::uint64_t data_address,
+                                                                 std::uint64_t first,
+                                                                 std::uint64_t bytes) {
+  if (format == StorageFormat::posix) {
+    return {{shard.byte_offset + first, shard.byte_offset + first + bytes}};
+  }
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
+  storage::for_each_global_piece(
+      kShape, shard.box, static_cast<std::int64_t>(first / 8), static_cast<std::int64_t>(bytes / 8),
+      [&](std::int64_t global, std::int64_t, std::int64_t n) {
+        const auto at = data_address + static_cast<std::uint64_t>(global) * 8;
+        ranges.emplace_back(at, at + static_cast<std::uint64_t>(n) * 8);
+      });
+  return ranges;
+}
+
+// Prefetches and reads the middle half of every shard of the leaf saved in `dir`, through a
+// reader of `format` opened on `alone` (one rank).
+void check_prefetch(const Comm& alone, StorageFormat format, const std::filesystem::path& dir) {
+  const auto index_file = dir / storage::kTreeIndexFile;
+  const storage::TreeIndex index =
+      storage::parse_index(storage::read_small_file(index_file), index_file);
+  const LeafRecord* leaf = index.find("params/w");
+  ASSERT_NE(leaf, nullptr);
+  const std::vector<const LeafRecord*> leaves = {leaf};
+  auto reader = storage::open_shard_reader(format, alone, dir);
+  reader->open(leaves);
+  const auto whole = reference_box(DType::float64, kShape, Box{{0, 0}, kShape});
+  for (const ShardRecord& shard : leaf->shards) {
+    SCOPED_TRACE("shard of rank " + std::to_string(shard.rank));
+    const MappedFile file(dir / shard.file);
+    // hdf5: the dataset's raw data starts where the array's first row lies in data.h5.
+    const auto address = format == StorageFormat::hdf5 ? file.find(std::span(whole.data(), 16 * 8))
+                                                       : std::optional<std::uint64_t>(0);
+    ASSERT_TRUE(address.has_value());
+    const std::uint64_t first = shard.bytes / 32 * 8;  // the middle half, in whole elements
+    const std::uint64_t bytes = shard.bytes / 16 * 8;
+    const auto ranges = file_ranges(format, shard, *address, first, bytes);
+    file.drop();
+    std::int64_t dropped = 0;
+    for (const auto& [begin, end] : ranges) dropped += file.missing(begin, end);
+    if (dropped == 0) {
+      std::fprintf(stderr, "the page cache of %s cannot be dropped: residency not checked\n",
+                   dir.c_str());
+    }
+
+    reader->prefetch(*leaf, shard, first, bytes);
+    // The kernel reads in the background: wait for it (without the prefetch, nothing would
+    // read these pages).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    std::int64_t missing = 0;
+    do {
+      missing = 0;
+      for (const auto& [begin, end] : ranges) missing += file.missing(begin, end);
+      if (missing > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    } while (missing > 0 && std::chrono::steady_clock::now() < deadline);
+    EXPECT_EQ(missing, 0) << "pages of the prefetched range are not in the page cache";
+    std::vector<std::byte> got(bytes);
+    reader->read(*leaf, shard, first, bytes, got.data());
+    const auto saved = reference_box(DType::float64, kShape, shard.box);
+    EXPECT_EQ(std::memcmp(got.data(), saved.data() + first, bytes), 0);
+
+    try {
+      reader->prefetch(*leaf, shard, shard.bytes - 8, 16);
+      ADD_FAILURE() << "a range past the shard's end was accepted";
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("params/w"), std::string::npos) << e.what();
+    }
+  }
+  reader->close();
+}
+
+TEST(Prefetch, BringsTheBytesOfARangeIntoThePageCache) {
+  SharedTempDir tmp;
+  Comm world(MPI_COMM_WORLD);
+  const Box box = block_box(kShape, world.rank(), world.size());
+  const auto data = reference_box(DType::float64, kShape, box);
+  ArrayTree tree;
+  tree.add_array("params/w", ArrayShard{.dtype = DType::float64,
+                                        .global_shape = kShape,
+                                        .box = box,
+                                        .data = const_cast<std::byte*>(data.data())});
+  for (StorageFormat format : available_formats()) {
+    SCOPED_TRACE(std::string(storage_format_name(format)));
+    const auto dir = tmp / std::string(storage_format_name(format));
+    save_tree(world, dir, tree, {.format = format, .fsync = true});
+    if (const std::optional<Comm> alone = first_ranks(1)) check_prefetch(*alone, format, dir);
+    world.barrier("test_prefetch");
+  }
+}
+
+}  // namespace
+}  // namespace cairn::testing
