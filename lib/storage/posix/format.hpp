@@ -60,8 +60,9 @@ class PosixShardReader final : public ShardReader {
   /// IoError, naming the file.
   void read(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
             std::uint64_t bytes, std::byte* dst) override;
-  /// Advises the kernel to read the range of the file holding those bytes (WILLNEED). Throws
-  /// as read() for a range outside the shard or a missing file.
+  /// Checks the range and opens the file, and leaves reading ahead to the kernel (a shard is
+  /// contiguous in its file). Throws as read() for a range outside the shard or a missing
+  /// file.
   void prefetch(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
                 std::uint64_t bytes) override;
   /// Closes the files. Local. Never throws.
