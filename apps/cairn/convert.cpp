@@ -79,7 +79,9 @@ int run_convert(const cairn::Comm& comm, const ConvertOptions& options) {
   }
   const auto format = *cairn::storage_format_from_name(options.format);
   if (!cairn::storage_format_available(format)) {
-    throw cairn::Unsupported("this build of cairn cannot write the " + options.format + " format");
+    throw cairn::Unsupported("format " + options.format +
+                             " is not available in this build of cairn (configure cairn with "
+                             "-DCAIRN_USE_HDF5=ON)");
   }
   cairn::Composite::Items items;
   std::size_t leaves = 0;

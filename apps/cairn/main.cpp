@@ -5,11 +5,30 @@
 
 #include <CLI/CLI.hpp>
 #include <cairn/error.hpp>
+#include <cairn/storage.hpp>
 
 #include <cstdio>
 #include <functional>
+#include <string>
 
 #include "commands.hpp"
+
+namespace {
+
+// Accepts the name of a storage format this build of cairn can write.
+const CLI::Validator available_format(
+    [](std::string& name) -> std::string {
+      const auto format = cairn::storage_format_from_name(name);
+      if (format && !cairn::storage_format_available(*format)) {
+        return "format " + name +
+               " is not available in this build of cairn (configure cairn with "
+               "-DCAIRN_USE_HDF5=ON)";
+      }
+      return {};
+    },
+    "");
+
+}  // namespace
 
 int main(int argc, char** argv) {
   int provided = 0;
@@ -73,7 +92,8 @@ int main(int argc, char** argv) {
   convert_cmd->add_option("DST", convert.destination, "New checkpoint directory")->required();
   convert_cmd->add_option("--format", convert.format, "Format of the array leaves")
       ->required()
-      ->check(CLI::IsMember({"hdf5", "posix"}));
+      ->check(CLI::IsMember({"hdf5", "posix"}))
+      ->check(available_format);
   convert_cmd->callback(
       [&] { command = [&](const cairn::Comm& c) { return run_convert(c, convert); }; });
 

@@ -41,6 +41,19 @@ struct Options {
   bool quiet = false;
 };
 
+// Accepts the name of a storage format this build of cairn can write.
+const CLI::Validator available_format(
+    [](std::string& name) -> std::string {
+      const auto format = cairn::storage_format_from_name(name);
+      if (format && !cairn::storage_format_available(*format)) {
+        return "format " + name +
+               " is not available in this build of cairn (configure cairn with "
+               "-DCAIRN_USE_HDF5=ON)";
+      }
+      return {};
+    },
+    "");
+
 void add_options(CLI::App& app, Options& o) {
   app.add_option("--nx", o.problem.nx, "Columns of the field")
       ->check(CLI::PositiveNumber)
@@ -69,6 +82,7 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str();
   app.add_option("--format", o.format, "Storage format of the field")
       ->check(CLI::IsMember({"hdf5", "posix"}))
+      ->check(available_format)
       ->capture_default_str();
   app.add_option("--output", o.output,
                  "Write the final field here: raw float64, row-major, ny x nx (for comparisons)");

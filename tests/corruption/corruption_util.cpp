@@ -182,7 +182,9 @@ void save_two_steps(const Comm& comm, const std::filesystem::path& root) {
     Buffers b{row(step, comm.rank(), 0.0), row(step, comm.rank(), 0.5)};
     ArrayTree tree = b.tree(comm, time_of(step));
     TreeSaveOptions options;
+#if CAIRN_HAVE_HDF5
     options.leaf_formats["fields/v"] = StorageFormat::hdf5;
+#endif
     const Composite items{
         {"state", std::make_shared<ArrayTreeSave>(std::move(tree), options)},
         {"info", std::make_shared<JsonSave>(boost::json::value{{"step", step}, {"name", "run"}})},

@@ -246,10 +246,12 @@ TEST_F(Corruption, FlippedCommitMarkerIsReportedOrHarmless) {
   check_with_cairn_verify();
 }
 
-#if CAIRN_HAVE_HDF5
 // Flips in the raw data of a dataset in data.h5 fail the shard checksum; flips anywhere else
 // in the file are reported by HDF5 or leave the data intact, and never crash.
 TEST_F(Corruption, FlippedHdf5FileIsReportedOrHarmless) {
+  if (!storage_format_available(StorageFormat::hdf5)) {
+    GTEST_SKIP() << "cairn was built without HDF5: the steps have no data.h5";
+  }
   const auto h5 = "state/data.h5";
   for (int rank = 0; rank < comm_.size(); ++rank) {
     fresh();
@@ -291,7 +293,6 @@ TEST_F(Corruption, FlippedHdf5FileIsReportedOrHarmless) {
   }
   check_with_cairn_verify();
 }
-#endif
 
 TEST_F(Corruption, TruncatedFilesAreReported) {
   for (const auto& f : files_) {

@@ -1,14 +1,15 @@
 ! Helpers of cairn's Fortran tests: a check that aborts the whole MPI job with a message (so
 ! that a failure on one rank fails the test at once), a scratch directory per rank count, and
-! a should_save_fn callback.
+! a should_save_fn callback, and the storage format named on the command line.
 module fortran_test
   use, intrinsic :: iso_fortran_env, only: error_unit
   use, intrinsic :: iso_c_binding, only: c_int, c_int64_t, c_ptr
   use mpi
-  use cairn, only: cairn_last_error
+  use cairn, only: cairn_last_error, CAIRN_FORMAT_HDF5, CAIRN_FORMAT_POSIX
   implicit none
   private
-  public :: expect, expect_status, scratch_dir, remove_scratch_dir, every_third_step
+  public :: expect, expect_status, scratch_dir, remove_scratch_dir, every_third_step, &
+            format_argument
 
 contains
 
@@ -69,5 +70,16 @@ contains
     type(c_ptr), value :: user_data
     every_third_step = merge(1_c_int, 0_c_int, mod(step, 3_c_int64_t) == 0)
   end function every_third_step
+
+  !> The storage format named by command-line argument `n` ("hdf5" or "posix"; the tests'
+  !> CMakeLists.txt pass hdf5 where cairn was built with it). Fails the test on anything else.
+  integer function format_argument(n)
+    integer, intent(in) :: n
+    character(len=16) :: name
+    call get_command_argument(n, name)
+    call expect(name == 'hdf5' .or. name == 'posix', &
+                'argument '//achar(48 + n)//' must be hdf5 or posix, not "'//trim(name)//'"')
+    format_argument = merge(CAIRN_FORMAT_HDF5, CAIRN_FORMAT_POSIX, name == 'hdf5')
+  end function format_argument
 
 end module fortran_test

@@ -4,6 +4,8 @@
 ! restore; composite items; the multihost restart; array sections and default-kind logicals;
 ! errors (null handle, wrong dtype, overlapping boxes, wrong shape); should_save_fn and a
 ! preemption deadline. Exits non-zero on any failure.
+!
+!   test_fortran_manager FORMAT   (hdf5 or posix: the format of the composite checkpoint)
 program test_fortran_manager
   use, intrinsic :: iso_c_binding
   use mpi
@@ -15,6 +17,7 @@ program test_fortran_manager
   integer :: rank, size, ierr
   type(cairn_comm) :: comm
   character(len=:), allocatable :: dir
+  integer :: composite_format
 
   call MPI_Init(ierr)
   call cairn_comm_create(comm, MPI_COMM_WORLD)
@@ -22,6 +25,7 @@ program test_fortran_manager
   call cairn_comm_size(comm, size)
   call expect(len(cairn_version()) > 0, 'cairn_version')
   dir = scratch_dir('cairn-fortran-manager')
+  composite_format = format_argument(1)
 
   call series()
   call policies()
@@ -412,7 +416,7 @@ contains
     call cairn_items_create(items)
     call cairn_items_add_tree(items, 'state', state)
     call cairn_items_add_json(items, 'config', '{"dt": 0.5}')
-    call cairn_manager_save_items(manager, 7_c_int64_t, items, format=CAIRN_FORMAT_HDF5)
+    call cairn_manager_save_items(manager, 7_c_int64_t, items, format=composite_format)
     call cairn_items_free(items)
     call cairn_tree_free(state)
 

@@ -1,14 +1,14 @@
-! Cross-language checkpoints, Fortran side. `xlang_fortran save DIR` writes the reference
-! checkpoint of tests/capi/xlang_c.c from Fortran arrays (u(x, y), dims reversed by the
-! module, format HDF5); `xlang_fortran check DIR` restores the one under DIR (written by this
-! program or by xlang_c) into another decomposition and checks every value.
+! Cross-language checkpoints, Fortran side. `xlang_fortran save DIR FORMAT` writes the
+! reference checkpoint of tests/capi/xlang_c.c from Fortran arrays (u(x, y), dims reversed by
+! the module) in FORMAT (hdf5 or posix); `xlang_fortran check DIR` restores the one under DIR
+! (written by this program or by xlang_c) into another decomposition and checks every value.
 ! In Fortran terms: u(6, 8) with u(x, y) = 100 (y - 1) + (x - 1) + 1 is the C array
 ! u[8][6] with u[y][x] = 100 y + x + 1. Exits non-zero on any failure.
 program xlang_fortran
   use, intrinsic :: iso_c_binding
   use mpi
   use cairn
-  use fortran_test, only: expect
+  use fortran_test, only: expect, format_argument
   implicit none
 
   integer, parameter :: nx = 6, ny = 8
@@ -20,8 +20,9 @@ program xlang_fortran
   call MPI_Init(ierr)
   call get_command_argument(1, mode)
   call get_command_argument(2, dir)
-  if (command_argument_count() /= 2 .or. (mode /= 'save' .and. mode /= 'check')) then
-    write (*, '(a)') 'usage: xlang_fortran save|check DIR'
+  if (.not. ((mode == 'save' .and. command_argument_count() == 3) .or. &
+             (mode == 'check' .and. command_argument_count() == 2))) then
+    write (*, '(a)') 'usage: xlang_fortran save DIR hdf5|posix, or xlang_fortran check DIR'
     call MPI_Abort(MPI_COMM_WORLD, 2, ierr)
   end if
   call cairn_comm_create(comm, MPI_COMM_WORLD)
@@ -68,7 +69,8 @@ contains
     call cairn_tree_add_scalar(tree, 'time', 0.5_c_double)
     call cairn_tree_add_string(tree, 'name', 'heat')
     call cairn_manager_create(manager, comm, trim(dir), enable_async=.false.)
-    call cairn_manager_save(manager, 1_c_int64_t, tree, force=.true., format=CAIRN_FORMAT_HDF5)
+    call cairn_manager_save(manager, 1_c_int64_t, tree, force=.true., &
+                           format=format_argument(3))
     call cairn_manager_free(manager)
     call cairn_tree_free(tree)
   end subroutine save
