@@ -3,6 +3,10 @@
 #   1. scripts/setup.sh (installs missing packages; instant when all are there);
 #   2. formatting of every C/C++/CUDA file under include lib apps tests (clang-format);
 #   3. configure, build and ctest in $BUILD_DIR;
+#   3b. "no-hdf5": a Release build without HDF5 (and CUDA) in $NOHDF5_BUILD_DIR, of the
+#      library, the cairn tool, heat2d and the tests whose behaviour depends on the storage
+#      format (storage, conformance, checkpoint, the C API's manager and cross-language tests,
+#      the command-line tool's tests): checkpoints in posix, hdf5 refused with a message;
 #   4. the same with AddressSanitizer + UndefinedBehaviorSanitizer in $ASAN_BUILD_DIR (a Debug
 #      build: assertions on, and it compiles about four times faster than an optimised
 #      sanitizer build), without the suites that check something other than memory use;
@@ -17,6 +21,8 @@
 #   ASAN_BUILD_DIR              build directory of step 4 (default: build-asan)
 #   TSAN_BUILD_DIR              build directory of step 5 (default: build-tsan)
 #   FUZZ_BUILD_DIR              build directory of step 6 (default: build-fuzz)
+#   NOHDF5_BUILD_DIR            build directory of step 3b (default: build-nohdf5)
+#   CAIRN_TEST_NOHDF5=0         skip step 3b
 #   CAIRN_TEST_SANITIZERS=0     skip step 4
 #   CAIRN_TEST_TSAN=0           skip step 5
 #   CAIRN_TEST_FUZZ=0           skip step 6
@@ -28,7 +34,7 @@
 #                               code paths of the 2-rank ones; all run in step 3. Set it empty
 #                               to run every test)
 #   CAIRN_CTEST_ARGS            extra ctest arguments for step 3 (default: none)
-#   CAIRN_CMAKE_ARGS            extra configure arguments for steps 3 and 4
+#   CAIRN_CMAKE_ARGS            extra configure arguments for steps 3, 3b and 4
 #   JOBS                        build and ctest parallelism (default: nproc)
 set -uo pipefail
 
@@ -39,6 +45,7 @@ BUILD_DIR="${BUILD_DIR:-build}"
 ASAN_BUILD_DIR="${ASAN_BUILD_DIR:-build-asan}"
 TSAN_BUILD_DIR="${TSAN_BUILD_DIR:-build-tsan}"
 FUZZ_BUILD_DIR="${FUZZ_BUILD_DIR:-build-fuzz}"
+NOHDF5_BUILD_DIR="${NOHDF5_BUILD_DIR:-build-nohdf5}"
 JOBS="${JOBS:-$(nproc)}"
 read -r -a extra_cmake_args <<<"${CAIRN_CMAKE_ARGS:-}"
 
@@ -164,6 +171,20 @@ configure_build_test() {
 
 # --- 3. Default configuration.
 configure_build_test "default" "$BUILD_DIR" "${CAIRN_CTEST_ARGS:-}" ""
+
+# --- 3b. Without HDF5: only the programs whose tests depend on the storage format, and exactly
+# their tests (ctest would run, and fail, a test whose program was not built).
+if [ "${CAIRN_TEST_NOHDF5:-1}" != "0" ]; then
+  nohdf5_gtests="test_storage test_verify_tree test_prefetch test_conformance test_format_v1"
+  nohdf5_gtests+=" test_damaged_chunks test_checkpointer test_async test_faults"
+  nohdf5_regex="^(${nohdf5_gtests// /|})\\.|^capi\\.test_capi_manager\\."
+  nohdf5_regex+="|^xlang\\.c_(save|restores_c)\\.|^apps\\.cli\\."
+  configure_build_test "no-hdf5" "$NOHDF5_BUILD_DIR" "-R $nohdf5_regex" \
+    "cairn cairn_tool heat2d $nohdf5_gtests test_capi_manager xlang_c" \
+    -DCAIRN_USE_HDF5=OFF -DCAIRN_USE_CUDA=OFF -DCMAKE_BUILD_TYPE=Release
+else
+  summary+=("no-hdf5: skipped (CAIRN_TEST_NOHDF5=0)")
+fi
 
 # --- 4. Sanitizers.
 if [ "${CAIRN_TEST_SANITIZERS:-1}" != "0" ]; then
