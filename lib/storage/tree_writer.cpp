@@ -138,10 +138,7 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
 
   // The primary creates the directories; the verdict doubles as the barrier.
   comm.run_all(fmt::format("save_tree: creating '{}':", dir_.string()), [&] {
-    if (comm.is_primary()) {
-      storage::create_directories(by_format.contains(StorageFormat::posix) ? dir_ / "shards"
-                                                                           : dir_);
-    }
+    if (comm.is_primary()) storage::create_directories(dir_);
   });
 
   // The formats' writers, in StorageFormat order on every rank. Values go to a format that
@@ -338,10 +335,6 @@ void TreeWriter::finish(const Comm& comm) {
     const std::string text = json::serialize(to_json(index));
     write_file_durably(dir_ / kTreeIndexFile, text);
     if (options_.fsync) {
-      if (std::any_of(writers_.begin(), writers_.end(),
-                      [](const auto& w) { return w.first == StorageFormat::posix; })) {
-        sync_directory(dir_ / "shards");
-      }
       sync_directory(dir_);
     }
     log::info("storage.save", "dir=\"{}\" leaves={} index_bytes={}", dir_.string(),

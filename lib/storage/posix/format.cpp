@@ -50,8 +50,20 @@ void PosixShardWriter::flush(bool fsync) {
   file_.reset();
 }
 
+void PosixShardWriter::close(const Comm& comm, bool fsync) {
+  if (!fsync) return;
+  // Once every rank has created and closed its file (flush()), the primary makes their names
+  // durable.
+  comm.agree({.operation = "posix writer close", .step = -1});
+  if (comm.is_primary()) sync_directory(dir_ / "shards");
+}
+
 std::unique_ptr<ShardWriter> open_posix_writer(const Comm& comm, const std::filesystem::path& dir,
                                                std::span<const ArrayToWrite> arrays) {
+  // The primary creates shards/; the verdict doubles as the barrier before any rank's file.
+  comm.run_all(fmt::format("posix writer: creating '{}':", (dir / "shards").string()), [&] {
+    if (comm.is_primary()) storage::create_directories(dir / "shards");
+  });
   return std::make_unique<PosixShardWriter>(dir, comm.rank(), arrays);
 }
 

@@ -31,8 +31,11 @@ class PosixShardWriter final : public ShardWriter {
   void write(std::size_t index, std::uint64_t first, std::span<const std::byte> data) override;
   /// fsyncs (when `fsync`) and closes the file, if one was created. Throws IoError.
   void flush(bool fsync) override;
-  /// Nothing is shared between ranks. Never throws.
-  void close(const Comm& /*comm*/, bool /*fsync*/) override {}
+  /// The ranks share only the directory shards/: when `fsync`, the ranks agree that all have
+  /// closed their files, then the primary fsyncs the directory. Collective. Throws
+  /// CollectiveMismatch on every rank when some rank does not close, IoError naming the
+  /// directory on the primary.
+  void close(const Comm& comm, bool fsync) override;
 
  private:
   struct Placed {
