@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <memory>
 #include <span>
+#include <string>
 
 #include "storage/index.hpp"
 
@@ -40,6 +41,14 @@ class ShardReader {
   /// range outside the shard or a missing file; what storage does with the hint never throws.
   virtual void prefetch(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
                         std::uint64_t bytes) = 0;
+  /// Where bytes [first, first + bytes) of the stream of `shard` lie in its file, for messages
+  /// ("file offsets [a, b)"); empty when the format cannot say it as one range. Local. Never
+  /// throws beyond std::bad_alloc.
+  [[nodiscard]] virtual std::string file_range(const ShardRecord& /*shard*/,
+                                               std::uint64_t /*first*/,
+                                               std::uint64_t /*bytes*/) const {
+    return {};
+  }
   /// Releases the format's files. Collective over the Comm of open_shard_reader() (destroying
   /// an open reader is too, and logs instead of throwing). Throws IoError naming the file.
   virtual void close() = 0;

@@ -29,12 +29,9 @@ std::vector<ChunkMismatch> bad_chunks(const LeafRecord& leaf, const ShardRecord&
 }
 
 std::string describe_mismatch(const std::filesystem::path& dir, const LeafRecord& leaf,
-                              const ShardRecord& shard, const ChunkMismatch& bad) {
-  const std::string where =
-      leaf.format == StorageFormat::posix
-          ? fmt::format(", file offsets [{}, {})", shard.byte_offset + bad.begin,
-                        shard.byte_offset + bad.end)
-          : std::string();
+                              const ShardRecord& shard, const ChunkMismatch& bad,
+                              std::string_view file_range) {
+  const std::string where = file_range.empty() ? std::string() : fmt::format(", {}", file_range);
   return fmt::format(
       "checksum mismatch in '{}' for leaf '{}' (shard of rank {}, box {}): bytes [{}, {}) of the "
       "shard (chunk {} of {}{}): stored {}, computed {}",
@@ -95,6 +92,15 @@ void ShardSource::close() {
   if (first) throw *first;
 }
 
+std::string ShardSource::describe(const LeafRecord& leaf, const ShardRecord& shard,
+                                  const ChunkMismatch& bad) const {
+  const auto it = readers_.find(leaf.format);
+  const std::string range = it == readers_.end()
+                                ? std::string()
+                                : it->second->file_range(shard, bad.begin, bad.end - bad.begin);
+  return describe_mismatch(dir_, leaf, shard, bad, range);
+}
+
 ShardReader& ShardSource::reader(StorageFormat format) {
   const auto it = readers_.find(format);
   if (it == readers_.end()) {
@@ -122,7 +128,7 @@ void ShardSource::check(const LeafRecord& leaf, const ShardRecord& shard, std::u
   if (bad.empty()) return;
   throw FormatError((dir_ / shard.file).string(), leaf.path,
                     fmt::format("{}. The file is damaged; restore an earlier checkpoint",
-                                describe_mismatch(dir_, leaf, shard, bad.front())));
+                                describe(leaf, shard, bad.front())));
 }
 
 void ShardSource::for_each_window(const LeafRecord& leaf, const ShardRecord& shard,

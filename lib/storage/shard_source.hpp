@@ -15,6 +15,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "storage/index.hpp"
@@ -39,10 +40,12 @@ struct ChunkMismatch {
                                                     std::span<const std::byte> data);
 
 /// "checksum mismatch in '<file>' for leaf '<leaf>' (shard of rank r, box b): bytes [x, y) of
-/// the shard (chunk k of n, file offsets ...) stored ..., computed ..." for an error or report.
+/// the shard (chunk k of n, <file_range>) stored ..., computed ..." for an error or report;
+/// `file_range` as ShardReader::file_range() gives it (may be empty). Not collective; never
+/// throws beyond std::bad_alloc.
 [[nodiscard]] std::string describe_mismatch(const std::filesystem::path& dir,
                                             const LeafRecord& leaf, const ShardRecord& shard,
-                                            const ChunkMismatch& bad);
+                                            const ChunkMismatch& bad, std::string_view file_range);
 
 /// The readers of one item directory and one read buffer. Opening and closing are
 /// collective; reads are local; one thread at a time.
@@ -83,6 +86,10 @@ class ShardSource {
   /// throws.
   [[nodiscard]] std::vector<ChunkMismatch> scan(const LeafRecord& leaf, const ShardRecord& shard);
 
+  /// describe_mismatch() for `bad`, with the file range the format's reader gives. Local;
+  /// never throws beyond std::bad_alloc.
+  [[nodiscard]] std::string describe(const LeafRecord& leaf, const ShardRecord& shard,
+                                     const ChunkMismatch& bad) const;
   /// The reader of `format` (opened by open()). Throws InvalidArgument when it is not open.
   [[nodiscard]] ShardReader& reader(StorageFormat format);
   [[nodiscard]] bool verify() const noexcept { return verify_; }

@@ -124,7 +124,7 @@ TreeVerifyReport verify_tree(const Comm& comm, const std::filesystem::path& dir,
           const auto bad = source.scan(*leaf, shard);
           if (!bad.empty()) {
             problems.push_back(fmt::format(
-                "{}{}", storage::describe_mismatch(dir, *leaf, shard, bad.front()),
+                "{}{}", source.describe(*leaf, shard, bad.front()),
                 bad.size() > 1 ? fmt::format(" (and {} more damaged chunks)", bad.size() - 1)
                                : std::string()));
           }

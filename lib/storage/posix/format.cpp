@@ -94,6 +94,12 @@ void PosixShardReader::prefetch(const LeafRecord& leaf, const ShardRecord& shard
   (void)file_of(leaf, shard, first, bytes);
 }
 
+std::string PosixShardReader::file_range(const ShardRecord& shard, std::uint64_t first,
+                                         std::uint64_t bytes) const {
+  return fmt::format("file offsets [{}, {})", shard.byte_offset + first,
+                     shard.byte_offset + first + bytes);
+}
+
 std::unique_ptr<ShardReader> open_posix_reader(const std::filesystem::path& dir) {
   return std::make_unique<PosixShardReader>(dir);
 }

@@ -66,6 +66,9 @@ class PosixShardReader final : public ShardReader {
   /// Checks the range and opens the file, and leaves reading ahead to the kernel (a shard is
   /// contiguous in its file). Throws as read() for a range outside the shard or a missing
   /// file.
+  /// "file offsets [a, b)": a posix shard is stored contiguously at its byte_offset.
+  [[nodiscard]] std::string file_range(const ShardRecord& shard, std::uint64_t first,
+                                       std::uint64_t bytes) const override;
   void prefetch(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
                 std::uint64_t bytes) override;
   /// Closes the files. Local. Never throws.
