@@ -192,6 +192,7 @@ class DamagedChunks : public ::testing::TestWithParam<StorageFormat> {
     file_ = dir_ / std::string(shard->at("file").as_string());
     ASSERT_EQ(file_.filename().string(), GetParam() == StorageFormat::posix ? "p0.bin" : "data.h5");
     const auto byte_offset = shard->at("byte_offset").to_number<std::uint64_t>();
+    byte_offset_ = byte_offset;
 
     // The damaged chunk is in the middle of the shard (never its last, possibly short, one),
     // the damaged element in its second row.
@@ -260,10 +261,16 @@ class DamagedChunks : public ::testing::TestWithParam<StorageFormat> {
            box.offset[0] + box.extent[0] > chunk_first_row_;
   }
 
-  // "bytes [<begin>, <end>) of the shard" of the damaged chunk.
+  // "bytes [<begin>, <end>) of the shard" of the damaged chunk, and for posix (a shard stored
+  // contiguously) where they lie in the file.
   [[nodiscard]] std::string chunk_range() const {
     return "bytes [" + std::to_string(chunk_begin_) + ", " + std::to_string(chunk_end_) +
            ") of the shard";
+  }
+  [[nodiscard]] std::string file_range() const {
+    if (GetParam() != StorageFormat::posix) return {};
+    return "file offsets [" + std::to_string(byte_offset_ + chunk_begin_) + ", " +
+           std::to_string(byte_offset_ + chunk_end_) + ")";
   }
 
   // Restores `box` of the leaf on this rank (collective over the world).
@@ -300,6 +307,7 @@ class DamagedChunks : public ::testing::TestWithParam<StorageFormat> {
     if (touches_chunk(box)) {
       EXPECT_NE(m.find(file_.string()), std::string::npos) << m;
       EXPECT_NE(m.find(chunk_range()), std::string::npos) << m;
+      EXPECT_NE(m.find(file_range()), std::string::npos) << m;
     }
   }
 
@@ -311,8 +319,9 @@ class DamagedChunks : public ::testing::TestWithParam<StorageFormat> {
   std::int64_t chunk_first_row_ = 0;
   std::int64_t chunk_end_row_ = 0;  // the damaged chunk's rows: [first, end)
   std::uint64_t chunk_begin_ = 0;
-  std::uint64_t chunk_end_ = 0;  // its bytes in the shard's stream: [begin, end)
-  std::int64_t damaged_ = 0;     // global linear index of the damaged element
+  std::uint64_t byte_offset_ = 0;  // of rank 0's shard in its file
+  std::uint64_t chunk_end_ = 0;    // its bytes in the shard's stream: [begin, end)
+  std::int64_t damaged_ = 0;       // global linear index of the damaged element
 };
 
 TEST_P(DamagedChunks, RestoresAvoidingTheChunkReadTheSavedValues) {
@@ -363,6 +372,7 @@ TEST_P(DamagedChunks, VerifyTreeReportsTheChunkOnly) {
   EXPECT_NE(problem.find("leaf '" + std::string(kLeaf) + "'"), std::string::npos) << problem;
   EXPECT_NE(problem.find("bytes ["), std::string::npos) << problem;
   EXPECT_NE(problem.find(chunk_range()), std::string::npos) << problem;
+  EXPECT_NE(problem.find(file_range()), std::string::npos) << problem;
   EXPECT_EQ(report.leaves, 1U);
   EXPECT_EQ(report.shards, static_cast<std::size_t>(comm_.size()));
   EXPECT_EQ(report.bytes, static_cast<std::uint64_t>(kRows * kCols * kElem));
