@@ -104,6 +104,12 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
          .chunk_bytes = chunk_bytes_for(leaf->as_array().dtype, options_.checksum_chunk_bytes)});
     layouts.push_back(leaf->as_array().layout().to_json());
   }
+  // The formats decide which collective steps follow (a writer's open and close): ranks that
+  // chose differently (leaf_formats or format differing between ranks) fail here, together.
+  StructureHash formats;
+  for (const ArrayJob& job : arrays_) formats.add(static_cast<std::int64_t>(job.format));
+  comm.agree({.operation = "save_tree leaf formats " + dir_.filename().string(),
+              .structure = formats.value()});
   const std::vector<json::value> all = comm.allgather_json(layouts);
   std::map<StorageFormat, std::vector<ArrayToWrite>> by_format;
   for (std::size_t i = 0; i < arrays_.size(); ++i) {

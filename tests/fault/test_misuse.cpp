@@ -152,6 +152,35 @@ TEST(Misuse, RanksSavingDifferentTreesFailTogether) {
   }
 }
 
+TEST(Misuse, RanksStoringALeafInDifferentFormatsFailTogether) {
+  if (!storage_format_available(StorageFormat::hdf5)) {
+    GTEST_SKIP() << "needs two formats; this build has no HDF5";
+  }
+  SharedTempDir tmp;
+  for (const Mode& mode : modes()) {
+    SCOPED_TRACE(mode.name);
+    const auto root = tmp / mode.name;
+    State state{.rank = cairn::testing::world_rank(), .size = cairn::testing::world_size()};
+    std::optional<std::string> error;
+    {
+      Comm comm(MPI_COMM_WORLD);
+      auto manager = with_two_steps(comm, root, mode, state);
+      state.compute(2);
+      // The last rank stores every leaf in the other format.
+      const StorageFormat other =
+          mode.format == StorageFormat::posix ? StorageFormat::hdf5 : StorageFormat::posix;
+      const StorageFormat mine = is_last_rank() ? other : mode.format;
+      error =
+          error_of({[&] { (void)manager->save(2, ArrayTreeSave(state.tree(), {.format = mine})); },
+                    [&] { manager->wait_until_finished(); }});
+      if (error) {
+        EXPECT_NE(error->find("leaf formats"), std::string::npos) << *error;
+      }
+    }
+    expect_failed_everywhere_and_intact(error, root, state);
+  }
+}
+
 TEST(Misuse, ARankSkippingASaveFailsEveryRank) {
   // The skipping rank moves on to its next collective call (re-listing the steps): it gets
   // the error there, the others in save().
