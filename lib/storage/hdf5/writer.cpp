@@ -50,8 +50,6 @@ constexpr std::string_view kHintStorage =
 constexpr std::string_view kHintCreate =
     "Check that the leaf paths are distinct, that no path is both a leaf and a group, and "
     "that the file system has space";
-constexpr std::string_view kHintDamaged =
-    "The file may be truncated or damaged; restore from another checkpoint";
 
 /// The collective H5Dwrite of a value's scalar dataset: the primary (`writes`) writes `data`,
 /// the other ranks select nothing. Local failures go to `failure`; the rank still takes part.
