@@ -78,10 +78,8 @@ int run_convert(const cairn::Comm& comm, const ConvertOptions& options) {
     return kFailed;
   }
   const auto format = *cairn::storage_format_from_name(options.format);
-  if (!cairn::storage_format_available(format)) {
-    throw cairn::Unsupported("format " + options.format +
-                             " is not available in this build of cairn (configure cairn with "
-                             "-DCAIRN_USE_HDF5=ON)");
+  if (const std::string why = cairn::storage_format_unavailable(format); !why.empty()) {
+    throw cairn::Unsupported(why);
   }
   cairn::Composite::Items items;
   std::size_t leaves = 0;

@@ -45,12 +45,7 @@ struct Options {
 const CLI::Validator available_format(
     [](std::string& name) -> std::string {
       const auto format = cairn::storage_format_from_name(name);
-      if (format && !cairn::storage_format_available(*format)) {
-        return "format " + name +
-               " is not available in this build of cairn (configure cairn with "
-               "-DCAIRN_USE_HDF5=ON)";
-      }
-      return {};
+      return format ? cairn::storage_format_unavailable(*format) : std::string();
     },
     "");
 

@@ -28,7 +28,7 @@ namespace cairn {
 
 /// On-disk format of array leaves.
 enum class StorageFormat : std::uint8_t {
-  hdf5,   ///< one shared HDF5 file per item, collective hyperslab writes
+  hdf5,   ///< one shared HDF5 file per item, a dataset per array leaf
   posix,  ///< one file per writing process plus the index
 };
 
@@ -38,6 +38,11 @@ enum class StorageFormat : std::uint8_t {
 [[nodiscard]] std::optional<StorageFormat> storage_format_from_name(std::string_view name) noexcept;
 /// Whether this build can write and read `format` (hdf5 needs CAIRN_HAVE_HDF5). Never throws.
 [[nodiscard]] bool storage_format_available(StorageFormat format) noexcept;
+/// Why this build cannot write and read `format` ("format hdf5 is not available in this build
+/// of cairn (configure cairn with -DCAIRN_USE_HDF5=ON)"), or an empty string when it can: the
+/// message for a tool's option check or an Unsupported error. Never throws beyond
+/// std::bad_alloc.
+[[nodiscard]] std::string storage_format_unavailable(StorageFormat format);
 
 /// How save_tree() writes. Aggregate: use designated initializers.
 struct TreeSaveOptions {

@@ -30,6 +30,14 @@ bool storage_format_available(StorageFormat format) noexcept {
   return format == StorageFormat::posix || (format == StorageFormat::hdf5 && CAIRN_HAVE_HDF5);
 }
 
+std::string storage_format_unavailable(StorageFormat format) {
+  if (storage_format_available(format)) return {};
+  return fmt::format(
+      "format {} is not available in this build of cairn (configure cairn with "
+      "-DCAIRN_USE_HDF5=ON)",
+      storage_format_name(format));
+}
+
 void save_tree(const Comm& comm, const std::filesystem::path& dir, const ArrayTree& tree,
                const TreeSaveOptions& options) {
   storage::TreeWriter writer(comm, dir, tree, options);

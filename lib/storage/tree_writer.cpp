@@ -82,11 +82,8 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
     for (const Leaf* leaf : leaves) {
       if (leaf->kind() != LeafKind::array) continue;
       const StorageFormat format = format_of(options_, leaf->path());
-      if (!storage_format_available(format)) {
-        throw Unsupported(
-            fmt::format("leaf '{}': format {} is not available in this build (configure with "
-                        "CAIRN_USE_HDF5=ON)",
-                        leaf->path(), storage_format_name(format)));
+      if (const std::string why = storage_format_unavailable(format); !why.empty()) {
+        throw Unsupported(fmt::format("leaf '{}': {}", leaf->path(), why));
       }
       const ArrayShard& shard = leaf->as_array();
       memory.push_back(cuda::resolve_memory(shard, options_.detect_device_memory, leaf->path()));
