@@ -11,6 +11,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "fault/job_state.hpp"
 #include "support/test_support.hpp"
@@ -103,9 +104,16 @@ void expect_failed_everywhere_and_intact(const std::optional<std::string>& error
 
 }  // namespace
 
-TEST(Misuse, RanksSavingDifferentStepsFailTogether) {
+namespace {
+
+// For each mode: saves steps 0 and 1, then has every rank call `save` (a save after step 2
+// that some rank misuses) and wait for it; checks that it failed on every rank, naming
+// `expected`, with the steps saved before intact.
+void expect_misused_save_fails_together(
+    const std::vector<Mode>& cases, std::string_view expected,
+    const std::function<void(CheckpointManager&, const Mode&, State&)>& save) {
   SharedTempDir tmp;
-  for (const Mode& mode : modes()) {
+  for (const Mode& mode : cases) {
     SCOPED_TRACE(mode.name);
     const auto root = tmp / mode.name;
     State state{.rank = cairn::testing::world_rank(), .size = cairn::testing::world_size()};
@@ -114,71 +122,49 @@ TEST(Misuse, RanksSavingDifferentStepsFailTogether) {
       Comm comm(MPI_COMM_WORLD);
       auto manager = with_two_steps(comm, root, mode, state);
       state.compute(2);
-      const std::int64_t step = is_last_rank() ? 3 : 2;
-      error = error_of(
-          {[&] { (void)manager->save(step, ArrayTreeSave(state.tree(), {.format = mode.format})); },
-           [&] { manager->wait_until_finished(); }});
+      error =
+          error_of({[&] { save(*manager, mode, state); }, [&] { manager->wait_until_finished(); }});
     }
     if (error) {
-      EXPECT_NE(error->find("step"), std::string::npos) << *error;
+      EXPECT_NE(error->find(expected), std::string::npos) << *error;
     }
     expect_failed_everywhere_and_intact(error, root, state);
   }
 }
 
+}  // namespace
+
+TEST(Misuse, RanksSavingDifferentStepsFailTogether) {
+  expect_misused_save_fails_together(
+      modes(), "step", [](CheckpointManager& manager, const Mode& mode, State& state) {
+        const std::int64_t step = is_last_rank() ? 3 : 2;
+        (void)manager.save(step, ArrayTreeSave(state.tree(), {.format = mode.format}));
+      });
+}
+
 TEST(Misuse, RanksSavingDifferentTreesFailTogether) {
-  SharedTempDir tmp;
-  for (const Mode& mode : modes()) {
-    SCOPED_TRACE(mode.name);
-    const auto root = tmp / mode.name;
-    State state{.rank = cairn::testing::world_rank(), .size = cairn::testing::world_size()};
-    std::optional<std::string> error;
-    {
-      Comm comm(MPI_COMM_WORLD);
-      auto manager = with_two_steps(comm, root, mode, state);
-      state.compute(2);
-      ArrayTree tree = state.tree();
-      // The last rank has one more leaf.
-      double extra = 1.0;
-      if (is_last_rank()) tree.add_array("extra", ArrayShard::host(&extra, {1}, Box{{0}, {1}}));
-      error =
-          error_of({[&] { (void)manager->save(2, ArrayTreeSave(tree, {.format = mode.format})); },
-                    [&] { manager->wait_until_finished(); }});
-      if (error) {
-        EXPECT_NE(error->find("structure"), std::string::npos) << *error;
-      }
-    }
-    expect_failed_everywhere_and_intact(error, root, state);
-  }
+  expect_misused_save_fails_together(
+      modes(), "structure", [](CheckpointManager& manager, const Mode& mode, State& state) {
+        ArrayTree tree = state.tree();
+        // The last rank has one more leaf.
+        double extra = 1.0;
+        if (is_last_rank()) tree.add_array("extra", ArrayShard::host(&extra, {1}, Box{{0}, {1}}));
+        (void)manager.save(2, ArrayTreeSave(tree, {.format = mode.format}));
+      });
 }
 
 TEST(Misuse, RanksStoringALeafInDifferentFormatsFailTogether) {
   if (!storage_format_available(StorageFormat::hdf5)) {
     GTEST_SKIP() << "needs two formats; this build has no HDF5";
   }
-  SharedTempDir tmp;
-  for (const Mode& mode : modes()) {
-    SCOPED_TRACE(mode.name);
-    const auto root = tmp / mode.name;
-    State state{.rank = cairn::testing::world_rank(), .size = cairn::testing::world_size()};
-    std::optional<std::string> error;
-    {
-      Comm comm(MPI_COMM_WORLD);
-      auto manager = with_two_steps(comm, root, mode, state);
-      state.compute(2);
-      // The last rank stores every leaf in the other format.
-      const StorageFormat other =
-          mode.format == StorageFormat::posix ? StorageFormat::hdf5 : StorageFormat::posix;
-      const StorageFormat mine = is_last_rank() ? other : mode.format;
-      error =
-          error_of({[&] { (void)manager->save(2, ArrayTreeSave(state.tree(), {.format = mine})); },
-                    [&] { manager->wait_until_finished(); }});
-      if (error) {
-        EXPECT_NE(error->find("leaf formats"), std::string::npos) << *error;
-      }
-    }
-    expect_failed_everywhere_and_intact(error, root, state);
-  }
+  expect_misused_save_fails_together(
+      modes(), "leaf formats", [](CheckpointManager& manager, const Mode& mode, State& state) {
+        // The last rank stores every leaf in the other format.
+        const StorageFormat other =
+            mode.format == StorageFormat::posix ? StorageFormat::hdf5 : StorageFormat::posix;
+        const StorageFormat mine = is_last_rank() ? other : mode.format;
+        (void)manager.save(2, ArrayTreeSave(state.tree(), {.format = mine}));
+      });
 }
 
 TEST(Misuse, ARankSkippingASaveFailsEveryRank) {
