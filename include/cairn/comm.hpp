@@ -116,6 +116,11 @@ class Comm {
   [[nodiscard]] std::int64_t max(std::int64_t local) const;
   /// Minimum over ranks. Collective. Throws TimeoutError.
   [[nodiscard]] std::int64_t min(std::int64_t local) const;
+  /// Element-wise maximum over ranks: element k of the result is the largest element k of
+  /// any rank's `local`. One reduction whatever the length (plus one of the lengths, checked
+  /// first). Collective. Throws CollectiveMismatch on every rank when the ranks pass
+  /// different lengths, TimeoutError.
+  [[nodiscard]] std::vector<std::int64_t> max(std::span<const std::int64_t> local) const;
 
   /// Broadcasts bytes from `root` (default: primary); the argument is ignored on other
   /// ranks. Collective. Throws TimeoutError, IoError.

@@ -642,6 +642,31 @@ std::int64_t Comm::reduce(std::int64_t local, MPI_Op op, std::string_view what) 
 std::int64_t Comm::sum(std::int64_t local) const { return reduce(local, MPI_SUM, "sum"); }
 std::int64_t Comm::max(std::int64_t local) const { return reduce(local, MPI_MAX, "max"); }
 std::int64_t Comm::min(std::int64_t local) const { return reduce(local, MPI_MIN, "min"); }
+std::vector<std::int64_t> Comm::max(std::span<const std::int64_t> local) const {
+  const auto length = static_cast<std::int64_t>(local.size());
+  const std::int64_t longest = max(length);
+  if (min(length) != longest) {
+    throw CollectiveMismatch(-1, "length",
+                             fmt::format("element-wise max: the ranks pass different numbers "
+                                         "of values (this rank {}, the most {})",
+                                         length, longest));
+  }
+  auto buffers = std::make_shared<std::vector<std::int64_t>>(2 * local.size());
+  std::copy(local.begin(), local.end(), buffers->begin());
+  const int count = static_cast<int>(local.size());
+  MPI_Request request = MPI_REQUEST_NULL;
+  check_usable("element-wise max");
+  check_mpi(MPI_Iallreduce(buffers->data(), buffers->data() + local.size(), count, MPI_INT64_T,
+                           MPI_MAX, comm_, &request),
+            "element-wise max");
+  try {
+    wait(request, "element-wise max");
+  } catch (...) {
+    abandon(buffers);
+    throw;
+  }
+  return {buffers->begin() + static_cast<std::ptrdiff_t>(local.size()), buffers->end()};
+}
 bool Comm::any(bool local) const { return max(local ? 1 : 0) == 1; }
 bool Comm::all(bool local) const { return min(local ? 1 : 0) == 1; }
 

@@ -42,6 +42,35 @@ Box column_box(const std::vector<std::int64_t>& shape, int r, int n) {
   return box;
 }
 
+// Rank r's box when dimensions 0 and 1 are split over a regular grid (as block_box's): equal
+// blocks of ceil(extent / parts), the last ones smaller. The hdf5 format stores such shards as
+// one chunk each when they are not runs of the array.
+Box regular_block_box(const std::vector<std::int64_t>& shape, int r, int n) {
+  int rows = 1;
+  for (int d = 1; d * d <= n; ++d) {
+    if (n % d == 0) rows = d;
+  }
+  const int cols = n / rows;
+  const int coordinate[2] = {r / cols, r % cols};
+  const int parts[2] = {rows, cols};
+  Box box{std::vector<std::int64_t>(shape.size(), 0), shape};
+  for (std::size_t d = 0; d < 2; ++d) {
+    const std::int64_t step = (shape[d] + parts[d] - 1) / parts[d];
+    box.offset[d] = std::min(shape[d], step * coordinate[d]);
+    box.extent[d] = std::min(shape[d], step * (coordinate[d] + 1)) - box.offset[d];
+  }
+  return box;
+}
+
+// Column slabs of a regular grid (ceil(extent / n) columns each, the last ones fewer).
+Box regular_column_box(const std::vector<std::int64_t>& shape, int r, int n) {
+  Box box{std::vector<std::int64_t>(shape.size(), 0), shape};
+  const std::int64_t step = (shape[1] + n - 1) / n;
+  box.offset[1] = std::min(shape[1], step * r);
+  box.extent[1] = std::min(shape[1], step * (r + 1)) - box.offset[1];
+  return box;
+}
+
 // Every rank gets the whole array.
 Box whole(const std::vector<std::int64_t>& shape, int /*r*/, int /*n*/) { return whole_box(shape); }
 
@@ -281,6 +310,22 @@ TEST_P(Conformance, ColumnSlabsToBlocks) {
 TEST_P(Conformance, ColumnSlabsToRowSlabsOnFewerRanks) {
   SKIP_UNLESS_RANKS(2);
   reshard(world_size(), column_box, world_size() - 1, slab_box);
+}
+
+// Regular grids: in hdf5, one chunk per shard, read back on other decompositions.
+TEST_P(Conformance, RegularBlocksToRowSlabsOnThreeAndToOne) {
+  SKIP_UNLESS_RANKS(4);
+  reshard(4, regular_block_box, 3, slab_box);
+  reshard(4, regular_block_box, 1, whole);
+}
+
+TEST_P(Conformance, RegularColumnSlabsToBlocks) {
+  reshard(world_size(), regular_column_box, world_size(), block_box);
+}
+
+TEST_P(Conformance, BlocksToRegularBlocksAndBack) {
+  reshard(world_size(), block_box, world_size(), regular_block_box);
+  reshard(world_size(), regular_block_box, world_size(), column_box);
 }
 
 TEST_P(Conformance, RestoresASubsetOfLeaves) {

@@ -37,6 +37,10 @@ constexpr std::string_view kHintDamaged =
 // large request costs less than many small ones.
 constexpr std::uint64_t kMergeGapBytes = std::uint64_t{64} << 10;
 
+// A chunked dataset with more chunks is not opened: looking up every chunk's address at
+// open() would cost more than reading it (cairn writes one chunk per shard).
+constexpr std::uint64_t kMaxChunks = std::uint64_t{1} << 20;
+
 }  // namespace
 
 // ------------------------------------------------------------------ reading
@@ -47,8 +51,21 @@ struct Hdf5Reader::Impl {
     h5::Datatype memory_type;
     DType dtype = DType::float64;
     std::vector<std::int64_t> shape;
-    /// Address of the raw data in the file when it can be read with pread (see the class).
+    /// Address of the raw data in the file when it is contiguous and can be read with pread
+    /// (see the class).
     std::optional<std::uint64_t> raw_offset;
+    /// The chunk shape of a chunked dataset (empty otherwise) and the address of each chunk,
+    /// in row-major order of the chunk grid. Chunked datasets are always read with pread.
+    std::vector<std::int64_t> chunk;
+    std::vector<std::optional<std::uint64_t>> chunk_addresses;
+
+    /// Where `box` lies in the file as one region, when it does: anywhere in a contiguous
+    /// dataset read with pread, a box that is exactly one chunk of a chunked one.
+    [[nodiscard]] std::optional<h5::RawRegion> region_of(const Box& box) const {
+      if (raw_offset) return h5::RawRegion{.address = *raw_offset, .frame = shape, .box = box};
+      if (!chunk.empty()) return h5::chunk_region(shape, chunk, chunk_addresses, box);
+      return std::nullopt;
+    }
   };
 
   const Comm* comm = nullptr;
@@ -79,10 +96,16 @@ struct Hdf5Reader::Impl {
   }
 
   OpenDataset open_dataset(const LeafRecord& record) const;
+  // The opened dataset of `path`. Throws InvalidArgument when it was not opened.
+  const OpenDataset& opened(std::string_view path) const;
   // Checks that bytes [first, first + bytes) are whole elements of `shard` of the opened
-  // `leaf`, and returns the address of its raw data (opening `raw`), if it is read with pread.
-  std::optional<std::uint64_t> raw_offset_of(const LeafRecord& leaf, const ShardRecord& shard,
-                                             std::uint64_t first, std::uint64_t bytes);
+  // `leaf`, and returns where the shard lies in the file (opening `raw`), if it is one region
+  // read with pread.
+  std::optional<h5::RawRegion> shard_region(const LeafRecord& leaf, const ShardRecord& shard,
+                                            std::uint64_t first, std::uint64_t bytes);
+  // Reads `box` of the chunked dataset `open` into `dst` (row-major, volume(box) elements)
+  // with pread, chunk by chunk.
+  void read_chunks(const OpenDataset& open, const Box& box, std::byte* dst);
 };
 
 Hdf5Reader::Impl::OpenDataset Hdf5Reader::Impl::open_dataset(const LeafRecord& record) const {
@@ -118,7 +141,9 @@ Hdf5Reader::Impl::OpenDataset Hdf5Reader::Impl::open_dataset(const LeafRecord& r
                    .memory_type = make_type(record.dtype, where),
                    .dtype = record.dtype,
                    .shape = record.shape,
-                   .raw_offset = std::nullopt};
+                   .raw_offset = std::nullopt,
+                   .chunk = {},
+                   .chunk_addresses = {}};
 
   // Raw data must be readable without metadata I/O: read() is independent while metadata
   // reads are collective.
@@ -128,10 +153,32 @@ Hdf5Reader::Impl::OpenDataset Hdf5Reader::Impl::open_dataset(const LeafRecord& r
   // Raw reads need the data at one address and stored exactly as in memory.
   const h5::Datatype file_type(H5Dget_type(open.dataset.get()));
   const h5::PropertyList dcpl(H5Dget_create_plist(open.dataset.get()));
-  const haddr_t address = H5Dget_offset(open.dataset.get());
-  if (file_type.valid() && dcpl.valid() && H5Pget_layout(dcpl.get()) == H5D_CONTIGUOUS &&
-      address != HADDR_UNDEF && H5Tequal(file_type.get(), open.memory_type.get()) > 0) {
-    open.raw_offset = static_cast<std::uint64_t>(address);
+  const bool same_type = file_type.valid() && H5Tequal(file_type.get(), open.memory_type.get()) > 0;
+  open.chunk = h5::chunk_shape(open.dataset.get(), where);
+  if (open.chunk.empty()) {
+    const haddr_t address = H5Dget_offset(open.dataset.get());
+    if (dcpl.valid() && H5Pget_layout(dcpl.get()) == H5D_CONTIGUOUS && address != HADDR_UNDEF &&
+        same_type) {
+      open.raw_offset = static_cast<std::uint64_t>(address);
+    }
+    return open;
+  }
+  // Chunked: every chunk's address now (collective metadata reads, like open() itself), so
+  // that reads need no HDF5 call.
+  if (!same_type) {
+    mismatch(path, "it is chunked and stored in another byte order than cairn writes");
+  }
+  const std::uint64_t chunks = h5::chunk_count(record.shape, open.chunk);
+  if (chunks > kMaxChunks) {
+    mismatch(path, fmt::format("it has {} chunks of shape {}, more than cairn reads ({})", chunks,
+                               shape_to_string(open.chunk), kMaxChunks));
+  }
+  open.chunk_addresses = h5::chunk_addresses(open.dataset.get(), record.shape, open.chunk, where);
+  const auto missing = std::find(open.chunk_addresses.begin(), open.chunk_addresses.end(),
+                                 std::nullopt);
+  if (missing != open.chunk_addresses.end()) {
+    mismatch(path, fmt::format("chunk {} of {} has no storage (never written)",
+                               missing - open.chunk_addresses.begin(), chunks));
   }
   return open;
 }
@@ -196,22 +243,80 @@ void Hdf5Reader::open(std::span<const LeafRecord* const> records) {
   }
 }
 
-void Hdf5Reader::read(const std::string& path, const Box& box, void* dst) {
+const Hdf5Reader::Impl::OpenDataset& Hdf5Reader::Impl::opened(std::string_view path) const {
   const std::lock_guard lock(hdf5_mutex());
-  const h5::QuietErrors quiet;
-  const auto it = impl_->datasets.find(path);
-  if (it == impl_->datasets.end()) {
+  const auto it = datasets.find(path);
+  if (it == datasets.end()) {
     throw InvalidArgument(
         fmt::format("leaf '{}' of '{}' was not opened: pass its record to "
                     "Hdf5Reader::open() first",
-                    path, impl_->file));
+                    path, file));
   }
-  const Impl::OpenDataset& open = it->second;
+  return it->second;  // datasets is not changed while reads run
+}
+
+void Hdf5Reader::Impl::read_chunks(const OpenDataset& open, const Box& box, std::byte* dst) {
+  if (!raw) raw.emplace(file, PosixFile::Mode::read);
+  const std::size_t elem = dtype_size(open.dtype);
+  const std::size_t rank = open.shape.size();
+  // Visit the chunks that meet `box`, in row-major order of the grid.
+  std::vector<std::int64_t> first(rank);
+  std::vector<std::int64_t> last(rank);
+  for (std::size_t d = 0; d < rank; ++d) {
+    first[d] = box.offset[d] / open.chunk[d];
+    last[d] = (box.offset[d] + box.extent[d] - 1) / open.chunk[d];
+  }
+  std::vector<std::int64_t> at = first;
+  for (;;) {
+    Box chunk_box{std::vector<std::int64_t>(rank), std::vector<std::int64_t>(rank)};
+    for (std::size_t d = 0; d < rank; ++d) {
+      chunk_box.offset[d] = at[d] * open.chunk[d];
+      chunk_box.extent[d] = std::min(open.chunk[d], open.shape[d] - chunk_box.offset[d]);
+    }
+    const Box part = *intersect(box, chunk_box);
+    const h5::RawRegion region = *h5::chunk_region(open.shape, open.chunk, open.chunk_addresses,
+                                                   chunk_box);
+    Box in_chunk = part;  // `part` in the chunk's frame, and in the destination's
+    Box in_box = part;
+    for (std::size_t d = 0; d < rank; ++d) {
+      in_chunk.offset[d] -= chunk_box.offset[d];
+      in_box.offset[d] -= box.offset[d];
+    }
+    // Runs contiguous in the chunk, then cut where they are not contiguous in `dst`.
+    for_each_global_piece(
+        region.frame, in_chunk, 0, volume(part),
+        [&](std::int64_t in_file, std::int64_t stream, std::int64_t count) {
+          for_each_global_piece(box.extent, in_box, stream, count,
+                                [&](std::int64_t in_dst, std::int64_t sub, std::int64_t n) {
+                                  raw->read_at(region.address +
+                                                   static_cast<std::uint64_t>(
+                                                       in_file + (sub - stream)) * elem,
+                                               {dst + static_cast<std::size_t>(in_dst) * elem,
+                                                static_cast<std::size_t>(n) * elem});
+                                });
+        });
+    std::size_t d = rank;
+    while (d-- > 0) {
+      if (++at[d] <= last[d]) break;
+      at[d] = first[d];
+    }
+    if (d == static_cast<std::size_t>(-1)) return;
+  }
+}
+
+void Hdf5Reader::read(const std::string& path, const Box& box, void* dst) {
+  const Impl::OpenDataset& open = impl_->opened(path);
   check_box_in_shape(box, open.shape, fmt::format("leaf '{}' of '{}'", path, impl_->file));
   if (volume(box) == 0) return;
   if (dst == nullptr) {
     throw InvalidArgument(fmt::format("leaf '{}': null destination buffer", path));
   }
+  if (!open.chunk.empty()) {
+    impl_->read_chunks(open, box, static_cast<std::byte*>(dst));
+    return;
+  }
+  const std::lock_guard lock(hdf5_mutex());
+  const h5::QuietErrors quiet;
   const Where where{impl_->file, path};
   herr_t status = 0;
   if (open.shape.empty()) {
@@ -232,10 +337,10 @@ void Hdf5Reader::read(const std::string& path, const Box& box, void* dst) {
   check(status, where, "reading the box " + to_string(box), kHintDamaged);
 }
 
-std::optional<std::uint64_t> Hdf5Reader::Impl::raw_offset_of(const LeafRecord& leaf,
-                                                             const ShardRecord& shard,
-                                                             std::uint64_t first,
-                                                             std::uint64_t bytes) {
+std::optional<h5::RawRegion> Hdf5Reader::Impl::shard_region(const LeafRecord& leaf,
+                                                            const ShardRecord& shard,
+                                                            std::uint64_t first,
+                                                            std::uint64_t bytes) {
   const std::size_t elem = dtype_size(leaf.dtype);
   if (first % elem != 0 || bytes % elem != 0 || first > shard.bytes ||
       bytes > shard.bytes - first) {
@@ -244,39 +349,28 @@ std::optional<std::uint64_t> Hdf5Reader::Impl::raw_offset_of(const LeafRecord& l
                     "shard of {} bytes",
                     leaf.path, first, first + bytes, shard.bytes));
   }
-  std::optional<std::uint64_t> offset;
-  {
-    const std::lock_guard lock(hdf5_mutex());
-    const auto it = datasets.find(leaf.path);
-    if (it == datasets.end()) {
-      throw InvalidArgument(
-          fmt::format("leaf '{}' of '{}' was not opened: pass its record to "
-                      "Hdf5Reader::open() first",
-                      leaf.path, file));
-    }
-    offset = it->second.raw_offset;
-  }
-  if (offset && !raw) raw.emplace(file, PosixFile::Mode::read);
-  return offset;
+  std::optional<h5::RawRegion> region = opened(leaf.path).region_of(shard.box);
+  if (region && !raw) raw.emplace(file, PosixFile::Mode::read);
+  return region;
 }
 
 void Hdf5Reader::read(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
                       std::uint64_t bytes, std::byte* dst) {
-  const std::optional<std::uint64_t> raw_offset = impl_->raw_offset_of(leaf, shard, first, bytes);
+  const std::optional<h5::RawRegion> region = impl_->shard_region(leaf, shard, first, bytes);
   const std::size_t elem = dtype_size(leaf.dtype);
   const auto first_element = static_cast<std::int64_t>(first / elem);
   const auto count = static_cast<std::int64_t>(bytes / elem);
-  if (!raw_offset) {
+  if (!region) {
     for (const Box& box : split_stream_range(shard.box, first_element, count)) {
       read(leaf.path, box, dst);
       dst += static_cast<std::size_t>(volume(box)) * elem;
     }
     return;
   }
-  for_each_global_piece(leaf.shape, shard.box, first_element, count,
+  for_each_global_piece(region->frame, region->box, first_element, count,
                         [&](std::int64_t global, std::int64_t stream, std::int64_t n) {
                           impl_->raw->read_at(
-                              *raw_offset + static_cast<std::uint64_t>(global) * elem,
+                              region->address + static_cast<std::uint64_t>(global) * elem,
                               {dst + static_cast<std::size_t>(stream - first_element) * elem,
                                static_cast<std::size_t>(n) * elem});
                         });
@@ -284,8 +378,8 @@ void Hdf5Reader::read(const LeafRecord& leaf, const ShardRecord& shard, std::uin
 
 void Hdf5Reader::prefetch(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
                           std::uint64_t bytes) {
-  const std::optional<std::uint64_t> raw_offset = impl_->raw_offset_of(leaf, shard, first, bytes);
-  if (!raw_offset || bytes == 0) return;  // H5Dread reads through MPI-IO, which has no hint
+  const std::optional<h5::RawRegion> region = impl_->shard_region(leaf, shard, first, bytes);
+  if (!region || bytes == 0) return;  // H5Dread reads through MPI-IO, which has no hint
   // A shard that is not whole rows of the array lies in the file as pieces (its rows) between
   // the pieces of other shards. Advised one by one, each piece would be a small request that
   // the kernel does not read ahead of; pieces closer than kMergeGapBytes are advised as one
@@ -293,11 +387,11 @@ void Hdf5Reader::prefetch(const LeafRecord& leaf, const ShardRecord& shard, std:
   const std::size_t elem = dtype_size(leaf.dtype);
   std::uint64_t begin = 0;
   std::uint64_t end = 0;
-  for_each_global_piece(leaf.shape, shard.box, static_cast<std::int64_t>(first / elem),
+  for_each_global_piece(region->frame, region->box, static_cast<std::int64_t>(first / elem),
                         static_cast<std::int64_t>(bytes / elem),
                         [&](std::int64_t global, std::int64_t, std::int64_t n) {
                           const std::uint64_t at =
-                              *raw_offset + static_cast<std::uint64_t>(global) * elem;
+                              region->address + static_cast<std::uint64_t>(global) * elem;
                           if (end > begin && at <= end + kMergeGapBytes) {
                             end = at + static_cast<std::uint64_t>(n) * elem;
                             return;

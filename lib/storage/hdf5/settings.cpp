@@ -159,12 +159,16 @@ bool type_holds(hid_t type, DType dtype) {
 std::optional<std::string> dataset_problem(hid_t dataset, DType dtype,
                                            std::span<const std::int64_t> shape,
                                            const Where& where) {
-  // Raw data must be in the file itself and at a known address: contiguous or compact.
+  // Raw data must be in the file itself, stored as in memory: no external files, no filters.
   const PropertyList dcpl(H5Dget_create_plist(dataset));
   const H5D_layout_t layout = dcpl.valid() ? H5Pget_layout(dcpl.get()) : H5D_LAYOUT_ERROR;
-  if ((layout != H5D_CONTIGUOUS && layout != H5D_COMPACT) ||
+  if ((layout != H5D_CONTIGUOUS && layout != H5D_COMPACT && layout != H5D_CHUNKED) ||
       H5Pget_external_count(dcpl.get()) != 0) {
-    return "its layout is not contiguous (cairn writes contiguous datasets only)";
+    return "its layout is virtual or external (cairn reads contiguous, compact and chunked "
+           "datasets stored in the file)";
+  }
+  if (layout == H5D_CHUNKED && H5Pget_nfilters(dcpl.get()) != 0) {
+    return "its chunks are compressed or filtered (cairn reads unfiltered datasets)";
   }
 
   const Datatype type(H5Dget_type(dataset));
@@ -194,6 +198,74 @@ std::optional<std::string> dataset_problem(hid_t dataset, DType dtype,
                        shape_to_string(shape));
   }
   return std::nullopt;
+}
+
+std::vector<std::int64_t> chunk_shape(hid_t dataset, const Where& where) {
+  const PropertyList dcpl(check(H5Dget_create_plist(dataset), where, "reading the layout"));
+  if (H5Pget_layout(dcpl.get()) != H5D_CHUNKED) return {};
+  const int rank = check(H5Pget_chunk(dcpl.get(), 0, nullptr), where, "reading the chunk shape");
+  std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
+  check(H5Pget_chunk(dcpl.get(), rank, dims.data()), where, "reading the chunk shape");
+  return {dims.begin(), dims.end()};
+}
+
+std::uint64_t chunk_count(std::span<const std::int64_t> shape,
+                          std::span<const std::int64_t> chunk) noexcept {
+  std::uint64_t count = 1;
+  for (std::size_t d = 0; d < shape.size() && d < chunk.size(); ++d) {
+    if (chunk[d] <= 0) return 0;
+    count *= static_cast<std::uint64_t>((shape[d] + chunk[d] - 1) / chunk[d]);
+  }
+  return count;
+}
+
+std::vector<std::optional<std::uint64_t>> chunk_addresses(hid_t dataset,
+                                                          std::span<const std::int64_t> shape,
+                                                          std::span<const std::int64_t> chunk,
+                                                          const Where& where) {
+  std::vector<std::optional<std::uint64_t>> out;
+  const std::uint64_t count = chunk_count(shape, chunk);
+  out.reserve(count);
+  // The chunk's first element, counted up in row-major order of the grid.
+  std::vector<hsize_t> origin(shape.size(), 0);
+  for (std::uint64_t k = 0; k < count; ++k) {
+    unsigned filter_mask = 0;
+    haddr_t address = HADDR_UNDEF;
+    hsize_t size = 0;
+    check(H5Dget_chunk_info_by_coord(dataset, origin.data(), &filter_mask, &address, &size), where,
+          "looking up a chunk's storage");
+    out.push_back(address == HADDR_UNDEF ? std::nullopt
+                                         : std::optional(static_cast<std::uint64_t>(address)));
+    for (std::size_t d = shape.size(); d-- > 0;) {
+      origin[d] += static_cast<hsize_t>(chunk[d]);
+      if (origin[d] < static_cast<hsize_t>(shape[d])) break;
+      origin[d] = 0;
+    }
+  }
+  return out;
+}
+
+std::optional<RawRegion> chunk_region(std::span<const std::int64_t> shape,
+                                      std::span<const std::int64_t> chunk,
+                                      std::span<const std::optional<std::uint64_t>> addresses,
+                                      const Box& box) {
+  if (chunk.size() != shape.size() || box.rank() != shape.size() || shape.empty()) {
+    return std::nullopt;
+  }
+  std::uint64_t index = 0;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    const std::int64_t offset = box.offset[d];
+    if (chunk[d] <= 0 || offset % chunk[d] != 0 ||
+        box.extent[d] != std::min(chunk[d], shape[d] - offset)) {
+      return std::nullopt;
+    }
+    const auto across = static_cast<std::uint64_t>((shape[d] + chunk[d] - 1) / chunk[d]);
+    index = index * across + static_cast<std::uint64_t>(offset / chunk[d]);
+  }
+  if (index >= addresses.size() || !addresses[index]) return std::nullopt;
+  return RawRegion{.address = *addresses[index],
+                   .frame = {chunk.begin(), chunk.end()},
+                   .box = Box{std::vector<std::int64_t>(shape.size(), 0), box.extent}};
 }
 
 // ------------------------------------------------------------------ property lists
@@ -239,12 +311,18 @@ PropertyList transfer(H5FD_mpio_xfer_t mode, const Where& where) {
   return dxpl;
 }
 
-PropertyList dataset_creation(const Where& where) {
+PropertyList dataset_creation(const Where& where, std::span<const std::int64_t> chunk) {
   PropertyList dcpl(
       check(H5Pcreate(H5P_DATASET_CREATE), where, "creating a dataset-creation property list"));
-  // Contiguous: each rank's hyperslab maps to plain file offsets that MPI-IO writes
-  // collectively; no chunk index to build, and readers without cairn see plain arrays.
-  check(H5Pset_layout(dcpl.get(), H5D_CONTIGUOUS), where, "setting the layout");
+  if (chunk.empty()) {
+    // Contiguous: a shard that is a run of the array is one range of the file; no chunk index.
+    check(H5Pset_layout(dcpl.get(), H5D_CONTIGUOUS), where, "setting the layout");
+  } else {
+    // Chunked, one chunk per shard (see hdf5/writer.hpp): each shard is one range of the file.
+    const std::vector<hsize_t> dims = to_hsize(chunk);
+    check(H5Pset_chunk(dcpl.get(), static_cast<int>(dims.size()), dims.data()), where,
+          "setting the chunk shape");
+  }
   // Space is allocated when the dataset is created (collectively), never inside H5Dwrite.
   check(H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY), where, "setting allocation");
   // No fill values: the writers cover the array, so filling would write every byte twice

@@ -18,6 +18,7 @@
 
 #include <hdf5.h>
 
+#include <cairn/box.hpp>
 #include <cairn/comm.hpp>
 #include <cairn/dtype.hpp>
 
@@ -63,13 +64,48 @@ void write_string_attribute(hid_t object, const char* name, std::string_view val
 
 /// Why the open dataset `dataset` is not one cairn reads as `dtype` values of `shape`
 /// ("the dataset has shape (4, 6) but the index records (4, 5)"), or std::nullopt when it
-/// is: contiguous or compact layout without external storage (so reading it needs no
-/// metadata I/O), a type that holds `dtype` (type_holds()), exactly `shape` (a scalar
+/// is: contiguous, compact or unfiltered chunked layout without external storage, a type that holds `dtype` (type_holds()), exactly `shape` (a scalar
 /// dataspace for 0-d). An HDF5 failure is a problem too, described with `where`. Not
 /// collective; never throws beyond std::bad_alloc.
 [[nodiscard]] std::optional<std::string> dataset_problem(hid_t dataset, DType dtype,
                                                          std::span<const std::int64_t> shape,
                                                          const Where& where);
+
+/// The chunk shape of the open dataset `dataset`, or an empty vector when it is not chunked.
+/// Not collective. Throws IoError naming `where`.
+[[nodiscard]] std::vector<std::int64_t> chunk_shape(hid_t dataset, const Where& where);
+
+/// Number of chunks of `chunk` that cover an array of `shape` (each extent rounded up). Not
+/// collective; never throws.
+[[nodiscard]] std::uint64_t chunk_count(std::span<const std::int64_t> shape,
+                                        std::span<const std::int64_t> chunk) noexcept;
+
+/// The file address of every chunk of the open chunked dataset `dataset` (of `shape`, chunks
+/// of `chunk`), in row-major order of the chunk grid; std::nullopt for a chunk without
+/// storage. The lookups read metadata: with collective metadata reads (file_access()) every
+/// rank of the file makes this call with the same dataset, so it is collective. Throws
+/// IoError naming `where`.
+[[nodiscard]] std::vector<std::optional<std::uint64_t>> chunk_addresses(
+    hid_t dataset, std::span<const std::int64_t> shape, std::span<const std::int64_t> chunk,
+    const Where& where);
+
+/// Where the elements of a box lie in the file: as `box` inside a row-major array of shape
+/// `frame` whose first element is at byte `address`. For a contiguous dataset the frame is
+/// the dataset; for a box that is one chunk, it is the chunk.
+struct RawRegion {
+  std::uint64_t address = 0;
+  std::vector<std::int64_t> frame;
+  Box box;
+};
+
+/// The RawRegion of `box` in a chunked dataset of `shape` (chunks of `chunk`, their
+/// `addresses` as chunk_addresses() gives them) when `box` is exactly one chunk with storage:
+/// it starts on a chunk boundary and spans the chunk, or up to the end of the array where the
+/// last chunk sticks out. std::nullopt otherwise. Not collective; never throws beyond
+/// std::bad_alloc.
+[[nodiscard]] std::optional<RawRegion> chunk_region(
+    std::span<const std::int64_t> shape, std::span<const std::int64_t> chunk,
+    std::span<const std::optional<std::uint64_t>> addresses, const Box& box);
 
 /// "a 4-byte float", "a 2-member compound of 16 bytes", ... for error messages. Never throws
 /// beyond std::bad_alloc.
@@ -84,9 +120,11 @@ void write_string_attribute(hid_t object, const char* name, std::string_view val
 /// independent for reads). Throws IoError naming `where`.
 [[nodiscard]] PropertyList transfer(H5FD_mpio_xfer_t mode, const Where& where);
 
-/// The dataset-creation property list: contiguous, allocated at creation, never filled.
+/// The dataset-creation property list: allocated at creation, never filled; contiguous, or
+/// chunked in chunks of `chunk` (one extent per dimension, no filters) when it is given.
 /// Throws IoError naming `where`.
-[[nodiscard]] PropertyList dataset_creation(const Where& where);
+[[nodiscard]] PropertyList dataset_creation(const Where& where,
+                                            std::span<const std::int64_t> chunk = {});
 
 /// The link-creation property list: intermediate groups are created. Throws IoError naming
 /// `where`.

@@ -114,6 +114,78 @@ void check_free_space(const std::filesystem::path& file, std::span<const ArrayTo
                             file.string(), needed, space.free));
 }
 
+/// Whether `box` is one run of the row-major array it is in: every dimension after the first
+/// one with an extent other than 1 is whole.
+bool is_run(const Box& box, std::span<const std::int64_t> shape) {
+  std::size_t d = 0;
+  while (d < shape.size() && box.extent[d] == 1) ++d;
+  for (std::size_t k = d + 1; k < shape.size(); ++k) {
+    if (box.extent[k] != shape[k]) return false;
+  }
+  return true;
+}
+
+/// The chunk shape of each array of `arrays` (every rank's the same): empty for a contiguous
+/// dataset. An array is chunked with one chunk per shard when some rank's shard is not a run
+/// of the array (2-D blocks, column slabs: in a contiguous dataset such a shard is one piece
+/// per row, written and read in small strided requests) and every shard is one chunk of a
+/// regular grid (the largest shard's shape; shards start on chunk boundaries and span a chunk,
+/// or reach the end of the array). A decomposition that is not a regular grid, a chunk of
+/// 4 GiB or more (HDF5's limit) or more chunks than ranks keeps the dataset contiguous.
+/// Collective: at most two element-wise reductions over `comm`, whatever the number of arrays.
+std::vector<std::vector<std::int64_t>> plan_chunks(const Comm& comm,
+                                                   std::span<const ArrayToWrite> arrays) {
+  constexpr std::uint64_t kMaxChunkBytes = (std::uint64_t{1} << 32) - 1;
+  std::vector<std::vector<std::int64_t>> chunks(arrays.size());
+  // Candidates: arrays of two or more dimensions with elements (the same on every rank).
+  std::vector<std::size_t> candidates;
+  std::vector<std::int64_t> proposal;  // per candidate: [not a run, extents...]
+  for (std::size_t i = 0; i < arrays.size(); ++i) {
+    const ArrayToWrite& a = arrays[i];
+    if (a.shape.size() < 2 || volume(a.shape) == 0) continue;
+    candidates.push_back(i);
+    const bool has = a.box && volume(*a.box) > 0;
+    proposal.push_back(has && !is_run(*a.box, a.shape) ? 1 : 0);
+    for (std::size_t d = 0; d < a.shape.size(); ++d) proposal.push_back(has ? a.box->extent[d] : 0);
+  }
+  if (candidates.empty()) return chunks;
+  const std::vector<std::int64_t> largest = comm.max(proposal);
+  std::vector<std::size_t> chunked;
+  std::vector<std::int64_t> misfit;  // per chunked candidate: this rank's shard is not a chunk
+  std::size_t at = 0;
+  for (std::size_t i : candidates) {
+    const ArrayToWrite& a = arrays[i];
+    const bool strided = largest[at] == 1;
+    const std::vector<std::int64_t> chunk(largest.begin() + static_cast<std::ptrdiff_t>(at + 1),
+                                          largest.begin() +
+                                              static_cast<std::ptrdiff_t>(at + 1 + a.shape.size()));
+    at += 1 + a.shape.size();
+    if (!strided) continue;
+    const std::uint64_t chunk_bytes = static_cast<std::uint64_t>(volume(chunk)) * dtype_size(a.dtype);
+    if (chunk_bytes == 0 || chunk_bytes > kMaxChunkBytes ||
+        h5::chunk_count(a.shape, chunk) > static_cast<std::uint64_t>(comm.size())) {
+      continue;
+    }
+    bool fits = true;
+    if (a.box && volume(*a.box) > 0) {
+      for (std::size_t d = 0; d < a.shape.size(); ++d) {
+        const std::int64_t offset = a.box->offset[d];
+        fits = fits && offset % chunk[d] == 0 &&
+               a.box->extent[d] == std::min(chunk[d], a.shape[d] - offset);
+      }
+    }
+    chunked.push_back(i);
+    misfit.push_back(fits ? 0 : 1);
+    chunks[i] = chunk;
+  }
+  if (chunked.empty()) return chunks;
+  const std::vector<std::int64_t> any_misfit = comm.max(misfit);
+  for (std::size_t k = 0; k < chunked.size(); ++k) {
+    if (any_misfit[k] != 0) chunks[chunked[k]].clear();
+  }
+  return chunks;
+}
+
 std::uint64_t structure_hash(std::span<const ArrayToWrite> arrays,
                              std::span<const ValueToWrite> values) {
   StructureHash hash;
@@ -141,9 +213,10 @@ struct Hdf5Writer::Impl {
     DType dtype = DType::float64;
     std::vector<std::int64_t> shape;
     bool fortran_order = false;
-    std::optional<Box> box;     // this rank's, when it has a shard
-    std::uint64_t address = 0;  // of the raw data in the file (arrays with elements)
-    bool placed = false;        // place() was called for this rank's shard
+    std::optional<Box> box;              // this rank's, when it has a shard
+    std::vector<std::int64_t> chunk;     // the chunk shape; empty: contiguous
+    std::optional<h5::RawRegion> where;  // of this rank's shard in the file, when it has data
+    bool placed = false;                 // place() was called for this rank's shard
   };
 
   std::filesystem::path file;
@@ -202,7 +275,10 @@ Hdf5Writer::Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
                           .dtype = a.dtype,
                           .shape = a.shape,
                           .fortran_order = a.fortran_order,
-                          .box = a.box});
+                          .box = a.box,
+                          .chunk = {},
+                          .where = std::nullopt,
+                          .placed = false});
     }
     for (std::size_t k = 0; k < values.size(); ++k) {
       const ValueToWrite& v = values[k];
@@ -216,6 +292,8 @@ Hdf5Writer::Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
     }
     if (comm.is_primary()) check_free_space(w.file, arrays);
   });
+  const std::vector<std::vector<std::int64_t>> chunks = plan_chunks(comm, arrays);
+  for (std::size_t i = 0; i < w.arrays.size(); ++i) w.arrays[i].chunk = chunks[i];
   std::vector<std::uint64_t> text_sizes(values.size());
   if (!values.empty()) {
     for (std::size_t k = 0; k < values.size(); ++k) text_sizes[k] = texts[k].size();
@@ -238,26 +316,43 @@ Hdf5Writer::Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
                        file_where, "creating the file", kHintStorage));
     const h5::PropertyList dcpl = dataset_creation(file_where);
     const h5::PropertyList lcpl = link_creation(file_where);
+    std::optional<h5::PropertyList> chunked_dcpl;
 
     // The array datasets stay open until close(); their space is allocated now (dcpl).
     for (Impl::Array& a : w.arrays) {
       const Where where{w.file_name, a.path};
       const h5::Datatype type = make_type(a.dtype, where);
       const h5::Dataspace space = make_space(a.shape, where);
+      if (!a.chunk.empty()) chunked_dcpl.emplace(dataset_creation(where, a.chunk));
       h5::Dataset& dataset = w.datasets.emplace_back(
           check(H5Dcreate2(w.handle.get(), a.path.c_str(), type.get(), space.get(), lcpl.get(),
-                           dcpl.get(), H5P_DEFAULT),
+                           a.chunk.empty() ? dcpl.get() : chunked_dcpl->get(), H5P_DEFAULT),
                 where, "creating the dataset", kHintCreate));
       // Names the dtype for readers that cannot tell it from the HDF5 type (bfloat16).
       write_string_attribute(dataset.get(), "cairn_dtype", dtype_name(a.dtype), where);
       // Whether the writer saw the array with its dimensions reversed (Fortran); h5py shows
       // the C-order shape either way.
       write_string_attribute(dataset.get(), "cairn_order", a.fortran_order ? "F" : "C", where);
-      // A dataset without elements has no storage; every other one has its address now.
-      if (volume(a.shape) > 0) {
+      // A dataset without elements has no storage; every other one has its address now (a
+      // chunked one, an address per chunk: every rank looks up all, see chunk_addresses()).
+      if (volume(a.shape) == 0) continue;
+      const bool has_data = a.box && volume(*a.box) > 0;
+      if (a.chunk.empty()) {
         const haddr_t address = H5Dget_offset(dataset.get());
         if (address == HADDR_UNDEF) h5::throw_failure(where, "finding the dataset's storage");
-        a.address = static_cast<std::uint64_t>(address);
+        if (has_data) {
+          a.where = h5::RawRegion{
+              .address = static_cast<std::uint64_t>(address), .frame = a.shape, .box = *a.box};
+        }
+        continue;
+      }
+      const auto addresses = h5::chunk_addresses(dataset.get(), a.shape, a.chunk, where);
+      if (has_data) {
+        a.where = h5::chunk_region(a.shape, a.chunk, addresses, *a.box);
+        if (!a.where) {  // recorded: the other ranks still create the remaining datasets
+          failure.record(IoError(w.file_name, h5::failure_message(where, "finding the storage "
+                                                                         "of this rank's chunk")));
+        }
       }
     }
 
@@ -333,10 +428,12 @@ void Hdf5Writer::write(std::size_t index, std::uint64_t first, std::span<const s
   fault::point("storage.hdf5_write");
   if (!w.raw) w.raw.emplace(w.file, PosixFile::Mode::write_existing);
   const auto first_elem = static_cast<std::int64_t>(first / elem);
-  for_each_global_piece(a.shape, *a.box, first_elem, static_cast<std::int64_t>(data.size() / elem),
+  const h5::RawRegion& region = *a.where;  // a shard with data has one
+  for_each_global_piece(region.frame, region.box, first_elem,
+                        static_cast<std::int64_t>(data.size() / elem),
                         [&](std::int64_t global, std::int64_t stream, std::int64_t count) {
                           const auto at = static_cast<std::size_t>(stream - first_elem) * elem;
-                          w.raw->write_at(a.address + static_cast<std::uint64_t>(global) * elem,
+                          w.raw->write_at(region.address + static_cast<std::uint64_t>(global) * elem,
                                           data.subspan(at, static_cast<std::size_t>(count) * elem));
                         });
 }
