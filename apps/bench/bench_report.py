@@ -15,7 +15,8 @@ WRITES = [("fio.write_fsync", "fio write+end_fsync"), ("fio.write_direct", "fio 
           ("cairn.posix.save_sync", "cairn posix"), ("cairn.hdf5.save_sync", "cairn hdf5")]
 READS = [("fio.read", "fio read"), ("fio.read_direct", "fio O_DIRECT read"),
          ("baseline.posix.read", "POSIX file/process"), ("baseline.mpiio.read", "MPI-IO shared"),
-         ("h5py.read", "h5py collective"), ("orbax.restore", "Orbax (1 process)")]
+         ("h5py.read", "h5py collective"), ("h5py.read_independent", "h5py independent"),
+         ("orbax.restore", "Orbax (1 process)")]
 # cairn's restores: the same decomposition, then resharded (ranks of the save -> of the restore).
 RESTORES = [("restore", ""), ("restore_to3", " 4->3"), ("restore_to2", " 4->2"),
             ("restore_to1", " 4->1"), ("restore_transposed", " 4->4 columns"),

@@ -23,7 +23,7 @@ CONFIG = ["ranks", "cores", "oversubscribed", "total_bytes", "leaves", "shape", 
 CONTENDERS = ["fio", "memcpy", "baselines", "h5py", "cairn", "orbax"]
 RESULTS = ["fio.write_fsync", "fio.write_direct", "fio.read", "fio.read_direct", "memcpy.copy",
            "baseline.posix.write", "baseline.posix.read", "baseline.mpiio.write",
-           "baseline.mpiio.read", "h5py.write", "h5py.read"]
+           "baseline.mpiio.read", "h5py.write", "h5py.read", "h5py.read_independent"]
 RESTORES = ["restore", "restore_to3", "restore_to2", "restore_to1", "restore_transposed",
             "restore_3to3", "restore_3to4"]
 for fmt in ("posix", "hdf5"):
@@ -38,7 +38,7 @@ TARGET_FIELDS = ["id", "description", "numerator", "denominator", "numerator_val
                  "denominator_value", "op", "target", "ratio", "ratio_min", "ratio_median",
                  "ratio_max", "ratios", "judged_on", "met", "met_reps", "factor", "status"]
 TARGETS = ["durable_write_posix", "durable_write_hdf5", "hdf5_save_vs_h5py",
-           "hdf5_restore_vs_h5py"]
+           "hdf5_restore_vs_h5py", "hdf5_restore_vs_h5py_independent"]
 for fmt in ("posix", "hdf5"):
     TARGETS += [f"{w}_vs_orbax_{fmt}" for w in ("save", "restore", "meta_save", "meta_restore")]
     TARGETS += [f"async_copy_{fmt}", f"async_zerocopy_{fmt}", f"restore_vs_fio_{fmt}",

@@ -66,6 +66,15 @@ class ArrayTreePendingSave final : public PendingSave {
     }
   }
 
+  // A staging buffer of `bytes`, or nullptr over the budget. When the budget is taken by
+  // copies not written yet, acquire() waits for the writer to return some: start it first.
+  std::shared_ptr<std::byte[]> acquire(std::size_t bytes) {
+    StagingArea* staging = context_.staging;
+    if (staging == nullptr) return nullptr;
+    if (staging->in_use() + bytes > staging->capacity()) queue_.start();
+    return staging->acquire(bytes);
+  }
+
   // Whether the device can hold a copy of `bytes` and still keep an eighth of it (and 64 MiB)
   // free for the application.
   static bool device_has_room(std::size_t bytes) {
@@ -92,7 +101,7 @@ class ArrayTreePendingSave final : public PendingSave {
           {.index = i, .data = copy->data(), .memory = MemoryKind::cuda_device, .owner = copy});
       return;
     }
-    auto staged = context_.staging ? context_.staging->acquire(bytes) : nullptr;
+    auto staged = acquire(bytes);
     if (staged) {
       writer_.copy_to_host(i, shard.data, staged.get());
       queue_.push({.index = i, .data = staged.get(), .owner = staged});
@@ -115,7 +124,7 @@ class ArrayTreePendingSave final : public PendingSave {
     }
     const ArrayShard& shard = job.leaf->as_array();
     const auto bytes = static_cast<std::size_t>(job.bytes);
-    auto staged = context_.staging ? context_.staging->acquire(bytes) : nullptr;
+    auto staged = acquire(bytes);
     if (staged) {
       copy_out(shard, staged.get());
       queue_.push({.index = i, .data = staged.get(), .owner = staged});

@@ -24,7 +24,13 @@ struct Piece {
   std::shared_ptr<std::promise<void>> written = {};
 };
 
-/// An unbounded single-producer, single-consumer queue closed by close(). Thread-safe.
+/// An unbounded single-producer, single-consumer queue closed by close(), whose pieces are
+/// handed out only once it is started (start(), or close()): the writer starts when staging
+/// is done, unless staging must wait for the writer first (a staging budget smaller than the
+/// data, see ArrayTreePendingSave). The caller waits for staging and not for writing, so the
+/// two do not share the cores while the caller waits (on a node with fewer cores than
+/// threads, writing alongside the copies made the caller wait up to twice as long). Pinned
+/// pieces are waited for after close(). Thread-safe.
 class PieceQueue {
  public:
   /// Adds a piece. Never blocks.
@@ -35,18 +41,28 @@ class PieceQueue {
     }
     ready_.notify_one();
   }
-  /// No more pieces will come. Idempotent.
+  /// Pieces may be handed out from now on. Idempotent.
+  void start() {
+    {
+      std::lock_guard lock(mutex_);
+      started_ = true;
+    }
+    ready_.notify_one();
+  }
+  /// No more pieces will come (and the queue is started). Idempotent.
   void close() {
     {
       std::lock_guard lock(mutex_);
       closed_ = true;
+      started_ = true;
     }
     ready_.notify_one();
   }
-  /// The next piece, waiting for one; std::nullopt once closed and drained.
+  /// The next piece once the queue is started, waiting for one; std::nullopt once closed and
+  /// drained.
   std::optional<Piece> pop() {
     std::unique_lock lock(mutex_);
-    ready_.wait(lock, [&] { return closed_ || !pieces_.empty(); });
+    ready_.wait(lock, [&] { return started_ && (closed_ || !pieces_.empty()); });
     if (pieces_.empty()) return std::nullopt;
     Piece piece = std::move(pieces_.front());
     pieces_.pop_front();
@@ -57,6 +73,7 @@ class PieceQueue {
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<Piece> pieces_;
+  bool started_ = false;
   bool closed_ = false;
 };
 

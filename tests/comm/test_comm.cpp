@@ -245,6 +245,23 @@ TEST(Comm, ReductionsCombineEveryRank) {
   EXPECT_TRUE(comm.all(true));
 }
 
+TEST(Comm, ElementWiseMaxCombinesEveryRankPerElement) {
+  Comm comm(MPI_COMM_WORLD);
+  const int n = comm.size();
+  const int r = comm.rank();
+  // Element 0 is largest on the last rank, element 1 on rank 0, element 2 nowhere but -5.
+  const std::vector<std::int64_t> local = {r, 10 * (n - r), -5, r == n / 2 ? 7 : 3};
+  EXPECT_EQ(comm.max(local), (std::vector<std::int64_t>{n - 1, 10 * n, -5, 7}));
+  EXPECT_TRUE(comm.max(std::span<const std::int64_t>()).empty());
+  // Different lengths: an error on every rank, not a hang (at 1 rank there is no mismatch).
+  const std::vector<std::int64_t> uneven(static_cast<std::size_t>(r + 1), 1);
+  if (n == 1) {
+    EXPECT_EQ(comm.max(uneven), (std::vector<std::int64_t>{1}));
+  } else {
+    EXPECT_THROW((void)comm.max(uneven), cairn::CollectiveMismatch);
+  }
+}
+
 TEST(Comm, ActiveProcessesFormASubCommunicator) {
   const int last = world_size() - 1;
   std::vector<int> active = {last};

@@ -1,6 +1,7 @@
 // ShardReader::prefetch() in every format: after the page cache of data.h5 is dropped,
 // prefetching a range of a shard's stream puts every byte a read of that range reads into the
-// page cache (the rows of a 2-D block, which lie apart in data.h5); in every format the read
+// page cache (the rows of a 2-D block, which lie apart in a contiguous dataset of data.h5, or
+// the shard's chunk when the blocks are a regular grid); in every format the read
 // then returns the saved bytes, and a range outside the shard throws InvalidArgument naming
 // the leaf. The saves are made in 2-D blocks on every rank; the reads on world rank 0 alone, so
 // that no rank drops the page cache under another's check.
@@ -34,8 +35,12 @@ namespace {
 using storage::LeafRecord;
 using storage::ShardRecord;
 
-// 16 KiB rows: a block of half the columns is 8 KiB pieces 8 KiB apart in data.h5.
-const std::vector<std::int64_t> kShape = {96, 2048};
+// Rows of about 16 KiB: a block of half the columns is 8 KiB pieces 8 KiB apart in a
+// contiguous dataset. With an odd number of columns the blocks are not a regular grid (the
+// first half is one column narrower), so the hdf5 dataset is contiguous; with an even number
+// they are, and each shard of data.h5 is one chunk, contiguous in the file.
+const std::vector<std::int64_t> kRowsApart = {96, 2047};
+const std::vector<std::int64_t> kOneChunkPerShard = {96, 2048};
 constexpr std::uint64_t kPage = 4096;
 
 // A file mapped read-only, to ask the kernel which of its pages are in the page cache.
@@ -83,18 +88,20 @@ class MappedFile {
   void* base_ = nullptr;
 };
 
-// The file ranges [begin, end) holding bytes [first, first + bytes) of `shard`'s stream.
-std::vector<std::pair<std::uint64_t, std::uint64_t>> file_ranges(StorageFormat format,
-                                                                 const ShardRecord& shard,
-                                                                 std::uint64_t data_address,
-                                                                 std::uint64_t first,
-                                                                 std::uint64_t bytes) {
+// The file ranges [begin, end) holding bytes [first, first + bytes) of `shard`'s stream:
+// posix, and hdf5 shards stored as a chunk at `data_address`, one range; hdf5 shards of a
+// contiguous dataset of `shape` at `data_address`, one range per row.
+std::vector<std::pair<std::uint64_t, std::uint64_t>> file_ranges(
+    StorageFormat format, const std::vector<std::int64_t>& shape, bool chunk,
+    const ShardRecord& shard, std::uint64_t data_address, std::uint64_t first,
+    std::uint64_t bytes) {
   if (format == StorageFormat::posix) {
     return {{shard.byte_offset + first, shard.byte_offset + first + bytes}};
   }
+  if (chunk) return {{data_address + first, data_address + first + bytes}};
   std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
   storage::for_each_global_piece(
-      kShape, shard.box, static_cast<std::int64_t>(first / 8), static_cast<std::int64_t>(bytes / 8),
+      shape, shard.box, static_cast<std::int64_t>(first / 8), static_cast<std::int64_t>(bytes / 8),
       [&](std::int64_t global, std::int64_t, std::int64_t n) {
         const auto at = data_address + static_cast<std::uint64_t>(global) * 8;
         ranges.emplace_back(at, at + static_cast<std::uint64_t>(n) * 8);
@@ -102,9 +109,10 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> file_ranges(StorageFormat f
   return ranges;
 }
 
-// Prefetches and reads the middle half of every shard of the leaf saved in `dir`, through a
-// reader of `format` opened on `alone` (one rank).
-void check_prefetch(const Comm& alone, StorageFormat format, const std::filesystem::path& dir) {
+// Prefetches and reads the middle half of every shard of the leaf of `shape` saved in `dir`,
+// through a reader of `format` opened on `alone` (one rank).
+void check_prefetch(const Comm& alone, StorageFormat format, const std::vector<std::int64_t>& shape,
+                    const std::filesystem::path& dir) {
   const auto index_file = dir / storage::kTreeIndexFile;
   const storage::TreeIndex index =
       storage::parse_index(storage::read_small_file(index_file), index_file);
@@ -113,17 +121,22 @@ void check_prefetch(const Comm& alone, StorageFormat format, const std::filesyst
   const std::vector<const LeafRecord*> leaves = {leaf};
   auto reader = storage::open_shard_reader(format, alone, dir);
   reader->open(leaves);
-  const auto whole = reference_box(DType::float64, kShape, Box{{0, 0}, kShape});
+  const auto whole = reference_box(DType::float64, shape, Box{{0, 0}, shape});
+  const bool chunk = shape == kOneChunkPerShard;
   for (const ShardRecord& shard : leaf->shards) {
     SCOPED_TRACE("shard of rank " + std::to_string(shard.rank));
     const MappedFile file(dir / shard.file);
-    // hdf5: the dataset's raw data starts where the array's first row lies in data.h5.
-    const auto address = format == StorageFormat::hdf5 ? file.find(std::span(whole.data(), 16 * 8))
-                                                       : std::optional<std::uint64_t>(0);
+    const auto saved = reference_box(DType::float64, shape, shard.box);
+    // hdf5: a chunk starts where the shard's first row lies in data.h5, a contiguous
+    // dataset where the array's first row does.
+    const auto address =
+        format == StorageFormat::posix ? std::optional<std::uint64_t>(0)
+        : chunk                        ? file.find(std::span(saved.data(), 16 * 8))
+                                       : file.find(std::span(whole.data(), 16 * 8));
     ASSERT_TRUE(address.has_value());
     const std::uint64_t first = shard.bytes / 32 * 8;  // the middle half, in whole elements
     const std::uint64_t bytes = shard.bytes / 16 * 8;
-    const auto ranges = file_ranges(format, shard, *address, first, bytes);
+    const auto ranges = file_ranges(format, shape, chunk, shard, *address, first, bytes);
     file.drop();
     reader->prefetch(*leaf, shard, first, bytes);
     // Only hdf5 advises the kernel (a posix shard is read ahead by the kernel itself), which
@@ -140,7 +153,6 @@ void check_prefetch(const Comm& alone, StorageFormat format, const std::filesyst
     EXPECT_EQ(missing, 0) << "pages of the prefetched range are not in the page cache";
     std::vector<std::byte> got(bytes);
     reader->read(*leaf, shard, first, bytes, got.data());
-    const auto saved = reference_box(DType::float64, kShape, shard.box);
     EXPECT_EQ(std::memcmp(got.data(), saved.data() + first, bytes), 0);
 
     try {
@@ -156,19 +168,25 @@ void check_prefetch(const Comm& alone, StorageFormat format, const std::filesyst
 TEST(Prefetch, BringsTheBytesOfARangeIntoThePageCache) {
   SharedTempDir tmp;
   Comm world(MPI_COMM_WORLD);
-  const Box box = block_box(kShape, world.rank(), world.size());
-  const auto data = reference_box(DType::float64, kShape, box);
-  ArrayTree tree;
-  tree.add_array("params/w", ArrayShard{.dtype = DType::float64,
-                                        .global_shape = kShape,
-                                        .box = box,
-                                        .data = const_cast<std::byte*>(data.data())});
-  for (StorageFormat format : available_formats()) {
-    SCOPED_TRACE(std::string(storage_format_name(format)));
-    const auto dir = tmp / std::string(storage_format_name(format));
-    save_tree(world, dir, tree, {.format = format, .fsync = true});
-    if (const std::optional<Comm> alone = first_ranks(1)) check_prefetch(*alone, format, dir);
-    world.barrier("test_prefetch");
+  for (const std::vector<std::int64_t>& shape : {kRowsApart, kOneChunkPerShard}) {
+    const Box box = block_box(shape, world.rank(), world.size());
+    const auto data = reference_box(DType::float64, shape, box);
+    ArrayTree tree;
+    tree.add_array("params/w", ArrayShard{.dtype = DType::float64,
+                                          .global_shape = shape,
+                                          .box = box,
+                                          .data = const_cast<std::byte*>(data.data())});
+    for (StorageFormat format : available_formats()) {
+      const std::string name =
+          std::string(storage_format_name(format)) + "_" + std::to_string(shape[1]);
+      SCOPED_TRACE(name);
+      const auto dir = tmp / name;
+      save_tree(world, dir, tree, {.format = format, .fsync = true});
+      if (const std::optional<Comm> alone = first_ranks(1)) {
+        check_prefetch(*alone, format, shape, dir);
+      }
+      world.barrier("test_prefetch");
+    }
   }
 }
 

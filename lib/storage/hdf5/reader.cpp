@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string_view>
 
 #include "comm/log.hpp"
@@ -74,6 +75,7 @@ struct Hdf5Reader::Impl {
   h5::File handle;
   h5::PropertyList independent;
   std::map<std::string, OpenDataset, std::less<>> datasets;  // closed before `handle`
+  std::set<std::string, std::less<>> hard_groups;  // prefixes of opened leaves: hard links
 
   Impl() = default;
   Impl(const Impl&) = delete;
@@ -95,7 +97,7 @@ struct Hdf5Reader::Impl {
                                   leaf, file, problem));
   }
 
-  OpenDataset open_dataset(const LeafRecord& record) const;
+  OpenDataset open_dataset(const LeafRecord& record);
   // The opened dataset of `path`. Throws InvalidArgument when it was not opened.
   const OpenDataset& opened(std::string_view path) const;
   // Checks that bytes [first, first + bytes) are whole elements of `shard` of the opened
@@ -108,15 +110,16 @@ struct Hdf5Reader::Impl {
   void read_chunks(const OpenDataset& open, const Box& box, std::byte* dst);
 };
 
-Hdf5Reader::Impl::OpenDataset Hdf5Reader::Impl::open_dataset(const LeafRecord& record) const {
+Hdf5Reader::Impl::OpenDataset Hdf5Reader::Impl::open_dataset(const LeafRecord& record) {
   const std::string& path = record.path;
   const Where where{file, path};
   if (const auto problem = leaf_path_problem(path)) mismatch(path, *problem);
   // Walk the links so that a missing group reads as a missing dataset, not an HDF5 error,
   // and only hard links are followed: a soft or external link in a hostile file could make
-  // every rank open another file.
+  // every rank open another file. Groups walked for an earlier leaf are not looked up again.
   for (std::size_t end = path.find('/');; end = path.find('/', end + 1)) {
     const std::string prefix = path.substr(0, end);
+    if (end != std::string::npos && hard_groups.contains(prefix)) continue;
     const htri_t exists = H5Lexists(handle.get(), prefix.c_str(), H5P_DEFAULT);
     if (exists < 0) mismatch(path, h5::failure_message(where, "looking up '" + prefix + "'"));
     if (exists == 0) mismatch(path, fmt::format("there is no dataset (no link '{}')", prefix));
@@ -129,6 +132,7 @@ Hdf5Reader::Impl::OpenDataset Hdf5Reader::Impl::open_dataset(const LeafRecord& r
                fmt::format("'{}' is a soft or external link, which cairn never writes", prefix));
     }
     if (end == std::string::npos) break;
+    hard_groups.insert(prefix);
   }
   const hid_t object = H5Oopen(handle.get(), path.c_str(), H5P_DEFAULT);
   if (object < 0) mismatch(path, h5::failure_message(where, "opening the object"));

@@ -19,12 +19,14 @@ namespace cairn::storage {
 
 /// An hdf5 file opened for reading by every rank of a Comm (which must outlive the reader).
 /// Metadata is read collectively (one rank reads, all receive); array data is read by each
-/// rank independently. Only contiguous (or compact) datasets are accepted, so a read never
-/// needs metadata I/O. A contiguous dataset whose file type is the one cairn writes (every
-/// dataset cairn wrote) is read without HDF5, with pread at the address HDF5 allocated for it:
-/// a shard's stream then costs one read per piece contiguous in the file, where an HDF5
-/// hyperslab read costs a dataspace walk and an MPI-IO request per row. Other datasets (a
-/// byte-swapped copy, compact layout) go through H5Dread. Every HDF5 call is made with
+/// rank independently, and never needs metadata I/O. A contiguous dataset whose file type is
+/// the one cairn writes (every dataset cairn wrote) is read without HDF5, with pread at the
+/// address HDF5 allocated for it: a shard's stream then costs one read per piece contiguous in
+/// the file, where an HDF5 hyperslab read costs a dataspace walk and an MPI-IO request per
+/// row. An unfiltered chunked dataset in that type is read with pread too, chunk by chunk, at
+/// the chunk addresses that open() looked up (a shard that is one chunk: one read). Other
+/// contiguous or compact datasets (a byte-swapped copy) go through H5Dread; filtered chunks
+/// are rejected. Every HDF5 call is made with
 /// hdf5_mutex() held (see hdf5_handle.hpp); one reader is used by one thread at a time.
 class Hdf5Reader final : public ShardReader {
  public:
@@ -38,7 +40,8 @@ class Hdf5Reader final : public ShardReader {
   Hdf5Reader& operator=(const Hdf5Reader&) = delete;
 
   /// Opens the datasets of `records` (every rank the same list, same order; collective) and
-  /// checks that each exists, is contiguous, has the recorded shape (a 0-d record: a scalar
+  /// checks that each exists, is contiguous, compact or chunked without filters (looking up
+  /// every chunk's address, at most 2^20 chunks, all with storage), has the recorded shape (a 0-d record: a scalar
   /// dataspace) and a type that holds the recorded dtype (class, size, sign, float fields,
   /// complex members "r" and "i"). Records opened before are skipped. Throws
   /// CollectiveMismatch when the ranks' lists differ, InvalidArgument for a non-array record,

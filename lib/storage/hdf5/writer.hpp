@@ -9,9 +9,12 @@
 // without cairn.
 //
 // How it is written. The ranks create the file and every dataset collectively; array
-// datasets are contiguous, allocated at creation and never filled, and their file type is
-// the memory type. Each rank then writes its shards itself, with pwrite at the address HDF5
-// allocated for each dataset (H5Dget_offset): no HDF5 call, no MPI, no collective per leaf,
+// datasets are allocated at creation and never filled, and their file type is the memory
+// type. A dataset is contiguous, or, when its shards are a regular grid of boxes that are not
+// runs of the array (2-D blocks, column slabs), chunked with one chunk per shard, so that
+// every shard is one range of the file (see plan_chunks() in writer.cpp). Each rank then
+// writes its shards itself, with pwrite at the address HDF5 allocated for each dataset
+// (H5Dget_offset) or chunk: no HDF5 call, no MPI, no collective per leaf,
 // so writes are local and may come from a background thread. Closing is collective: the
 // ranks agree that every rank is done writing, then HDF5 writes its metadata. This needs a
 // file system on which a write is visible to every node once the call returns (POSIX
@@ -35,8 +38,9 @@ namespace cairn::storage {
 /// makes none. One writer is used by one thread at a time.
 class Hdf5Writer final : public ShardWriter {
  public:
-  /// Creates `file` (replacing it) and every dataset of `arrays`, and creates and writes
-  /// every value of `values` (datasets created collectively, data written by the primary).
+  /// Creates `file` (replacing it) and every dataset of `arrays` (agreeing on their chunks
+  /// first), and creates and writes every value of `values` (datasets created collectively,
+  /// data written by the primary).
   /// Collective over `comm`, which must outlive the writer; `arrays` and `values` (and the
   /// leaves they point to) need not. Every rank passes the same arrays and values (paths,
   /// dtypes, shapes, value kinds), checked first.
@@ -60,7 +64,7 @@ class Hdf5Writer final : public ShardWriter {
   /// InvalidArgument naming the leaf.
   ShardPlacement place(std::size_t index, std::uint64_t bytes) override;
   /// Writes stream bytes [first, first + data.size()) of this rank's shard of array `index`:
-  /// one pwrite per piece contiguous in the dataset. Local, no HDF5 call. Throws
+  /// one pwrite for a shard stored as a chunk, else one per piece contiguous in the dataset. Local, no HDF5 call. Throws
   /// InvalidArgument for a range outside the shard or a shard not placed, IoError naming the
   /// file and the leaf.
   void write(std::size_t index, std::uint64_t first, std::span<const std::byte> data) override;
