@@ -139,12 +139,13 @@ void check_prefetch(const Comm& alone, StorageFormat format, const std::vector<s
     const auto ranges = file_ranges(format, shape, chunk, shard, *address, first, bytes);
     file.drop();
     reader->prefetch(*leaf, shard, first, bytes);
-    // Only hdf5 advises the kernel (a posix shard is read ahead by the kernel itself), which
-    // reads in the background: wait for it; without the prefetch nothing would read these
-    // pages.
+    // Only hdf5 ranges in pieces apart (the rows of a block of a contiguous dataset) are
+    // advised to the kernel (bytes that are one range of the file, posix or an hdf5 chunk or a
+    // whole array, are read ahead by the kernel itself), which reads in the background: wait
+    // for it; without the prefetch nothing would read these pages.
     std::int64_t missing = 0;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (format == StorageFormat::hdf5) {
+    while (format == StorageFormat::hdf5 && ranges.size() > 1) {
       missing = 0;
       for (const auto& [begin, end] : ranges) missing += file.missing(begin, end);
       if (missing == 0 || std::chrono::steady_clock::now() > deadline) break;

@@ -389,6 +389,13 @@ void Hdf5Reader::prefetch(const LeafRecord& leaf, const ShardRecord& shard, std:
   // the kernel does not read ahead of; pieces closer than kMergeGapBytes are advised as one
   // range with the gaps between them, which other ranks or shards usually read next.
   const std::size_t elem = dtype_size(leaf.dtype);
+  // A range that is one piece of the file (any range of a shard stored as a chunk) is read
+  // ahead by the kernel itself, as a posix shard is: advice would only compete with it.
+  std::int64_t pieces = 0;
+  for_each_global_piece(region->frame, region->box, static_cast<std::int64_t>(first / elem),
+                        static_cast<std::int64_t>(bytes / elem),
+                        [&](std::int64_t, std::int64_t, std::int64_t) { ++pieces; });
+  if (pieces <= 1) return;
   std::uint64_t begin = 0;
   std::uint64_t end = 0;
   for_each_global_piece(region->frame, region->box, static_cast<std::int64_t>(first / elem),

@@ -59,7 +59,9 @@ class Hdf5Reader final : public ShardReader {
   void read(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
             std::uint64_t bytes, std::byte* dst) override;
   /// Advises the kernel to read the ranges of the file that hold those bytes (pieces closer
-  /// than 64 KiB as one range, see reader.cpp). Nothing for datasets read with H5Dread.
+  /// than 64 KiB as one range, see reader.cpp). Nothing for bytes that are one range of the
+  /// file (a shard stored as a chunk: the kernel reads ahead itself) nor for datasets read
+  /// with H5Dread.
   /// Independent. Throws as read() for a leaf not opened or a range outside the shard.
   void prefetch(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
                 std::uint64_t bytes) override;
