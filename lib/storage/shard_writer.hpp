@@ -63,8 +63,9 @@ class ShardWriter {
   /// (placed before); `first` and the size are whole elements. Local; one thread at a time.
   /// Throws IoError naming the file, InvalidArgument for a range outside the shard.
   virtual void write(std::size_t index, std::uint64_t first, std::span<const std::byte> data) = 0;
-  /// Makes this rank's writes durable (fsync when `fsync`) and releases its own descriptors;
-  /// no write() follows. Local. Throws IoError naming the file.
+  /// Ends this rank's writes and releases its own descriptors; no write() follows. With
+  /// `fsync`, a format makes the writes durable here or in close() (hdf5, whose file is
+  /// shared). Local. Throws IoError naming the file.
   virtual void flush(bool fsync) = 0;
   /// Closes what the ranks share and makes it durable when `fsync`. Collective over `comm`
   /// (the ranks of the Comm of open_shard_writer(); it may be another Comm over them, e.g. one

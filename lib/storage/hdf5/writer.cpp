@@ -438,10 +438,12 @@ void Hdf5Writer::write(std::size_t index, std::uint64_t first, std::span<const s
                         });
 }
 
-void Hdf5Writer::flush(bool fsync) {
+void Hdf5Writer::flush(bool /*fsync*/) {
+  // No fsync here: the file is shared, and an fsync writes back every rank's dirty pages of
+  // it, so one rank done early would flush the others' pages while they still write (the
+  // writes then wait on writeback). close() fsyncs once every rank is done.
   Impl& w = *impl_;
   if (!w.raw) return;
-  if (fsync) w.raw->sync();
   w.raw->close();
   w.raw.reset();
 }

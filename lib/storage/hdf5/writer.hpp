@@ -68,8 +68,9 @@ class Hdf5Writer final : public ShardWriter {
   /// InvalidArgument for a range outside the shard or a shard not placed, IoError naming the
   /// file and the leaf.
   void write(std::size_t index, std::uint64_t first, std::span<const std::byte> data) override;
-  /// fsyncs (when `fsync`) and closes this rank's descriptor of the file. Local. Throws
-  /// IoError naming the file.
+  /// Closes this rank's descriptor of the file. Local. No fsync, even when `fsync`: the file
+  /// is shared and an fsync would write back the other ranks' pages while they still write;
+  /// close() fsyncs once all are done. Throws IoError naming the file.
   void flush(bool fsync) override;
   /// Agrees with every rank of `comm` that all are done writing, closes the datasets and the file
   /// (HDF5 writes its metadata) and, when `fsync`, fsyncs the file on every rank (metadata may be
