@@ -21,7 +21,8 @@ target_link_libraries(cairn_xxhash INTERFACE "${XXHASH_LIBRARY}")
 set(CAIRN_HAVE_HDF5 0)
 if(NOT CAIRN_USE_HDF5 STREQUAL "OFF")
   set(HDF5_PREFER_PARALLEL ON)
-  find_package(HDF5 1.10 COMPONENTS C)
+  # 1.10.5: H5Dget_chunk_info_by_coord, which finds the chunk of each shard (hdf5/settings.cpp).
+  find_package(HDF5 1.10.5 COMPONENTS C)
   if(HDF5_FOUND AND NOT HDF5_IS_PARALLEL)
     message(FATAL_ERROR
       "HDF5 ${HDF5_VERSION} was found (${HDF5_INCLUDE_DIRS}) but it is a serial build, and "

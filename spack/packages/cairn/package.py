@@ -40,7 +40,7 @@ class Cairn(CMakePackage, CudaPackage):
     depends_on("spdlog")
     depends_on("fmt")
     depends_on("cli11@2.1:", type="build")  # argument parsing in the command-line tool
-    depends_on("hdf5@1.10: +mpi", when="+hdf5")
+    depends_on("hdf5@1.10.5: +mpi", when="+hdf5")
     depends_on("nccl", when="+nccl")
     depends_on("googletest", type="test")
 
