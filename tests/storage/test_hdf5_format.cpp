@@ -491,8 +491,9 @@ assert np.array_equal(f["columns"][()], (g % 100 - 50).astype(np.int16))
 g = reference(f["uneven"].shape)
 assert np.array_equal(f["uneven"][()], (g % 64) * 0.5 - 8.0)
 chunks = {name: f[name].chunks for name in ("blocks", "columns", "uneven")}
-assert chunks == {"blocks": )" + chunks_of(blocks_shape, blocks_grid) +
-                               R"(, "columns": )" + chunks_of(columns_shape, columns_grid) +
+assert chunks == {"blocks": )" +
+                               chunks_of(blocks_shape, blocks_grid) + R"(, "columns": )" +
+                               chunks_of(columns_shape, columns_grid) +
                                R"(, "uneven": None}, chunks
 for name in ("blocks", "columns"):
     assert f[name].compression is None, name
@@ -542,8 +543,11 @@ with h5py.File(sys.argv[1], "r+") as f:
   const std::vector<const LeafRecord*> records = {&record};
   Hdf5Reader reader(comm, file);
   reader.open(records);
-  for (const Box& box : std::vector<Box>{whole_box(shape), {{1, 2}, {7, 9}}, {{3, 5}, {3, 5}},
-                                         {{9, 11}, {1, 1}}, {{comm.rank(), 0}, {2, 12}}}) {
+  for (const Box& box : std::vector<Box>{whole_box(shape),
+                                         {{1, 2}, {7, 9}},
+                                         {{3, 5}, {3, 5}},
+                                         {{9, 11}, {1, 1}},
+                                         {{comm.rank(), 0}, {2, 12}}}) {
     EXPECT_EQ(read_box(reader, "chunked", DType::float64, box),
               reference_box(DType::float64, shape, box))
         << to_string(box);

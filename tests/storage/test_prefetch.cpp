@@ -129,10 +129,9 @@ void check_prefetch(const Comm& alone, StorageFormat format, const std::vector<s
     const auto saved = reference_box(DType::float64, shape, shard.box);
     // hdf5: a chunk starts where the shard's first row lies in data.h5, a contiguous
     // dataset where the array's first row does.
-    const auto address =
-        format == StorageFormat::posix ? std::optional<std::uint64_t>(0)
-        : chunk                        ? file.find(std::span(saved.data(), 16 * 8))
-                                       : file.find(std::span(whole.data(), 16 * 8));
+    const auto address = format == StorageFormat::posix ? std::optional<std::uint64_t>(0)
+                         : chunk                        ? file.find(std::span(saved.data(), 16 * 8))
+                                 : file.find(std::span(whole.data(), 16 * 8));
     ASSERT_TRUE(address.has_value());
     const std::uint64_t first = shard.bytes / 32 * 8;  // the middle half, in whole elements
     const std::uint64_t bytes = shard.bytes / 16 * 8;

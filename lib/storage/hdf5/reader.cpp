@@ -178,8 +178,8 @@ Hdf5Reader::Impl::OpenDataset Hdf5Reader::Impl::open_dataset(const LeafRecord& r
                                shape_to_string(open.chunk), kMaxChunks));
   }
   open.chunk_addresses = h5::chunk_addresses(open.dataset.get(), record.shape, open.chunk, where);
-  const auto missing = std::find(open.chunk_addresses.begin(), open.chunk_addresses.end(),
-                                 std::nullopt);
+  const auto missing =
+      std::find(open.chunk_addresses.begin(), open.chunk_addresses.end(), std::nullopt);
   if (missing != open.chunk_addresses.end()) {
     mismatch(path, fmt::format("chunk {} of {} has no storage (never written)",
                                missing - open.chunk_addresses.begin(), chunks));
@@ -278,8 +278,8 @@ void Hdf5Reader::Impl::read_chunks(const OpenDataset& open, const Box& box, std:
       chunk_box.extent[d] = std::min(open.chunk[d], open.shape[d] - chunk_box.offset[d]);
     }
     const Box part = *intersect(box, chunk_box);
-    const h5::RawRegion region = *h5::chunk_region(open.shape, open.chunk, open.chunk_addresses,
-                                                   chunk_box);
+    const h5::RawRegion region =
+        *h5::chunk_region(open.shape, open.chunk, open.chunk_addresses, chunk_box);
     Box in_chunk = part;  // `part` in the chunk's frame, and in the destination's
     Box in_box = part;
     for (std::size_t d = 0; d < rank; ++d) {
@@ -290,14 +290,14 @@ void Hdf5Reader::Impl::read_chunks(const OpenDataset& open, const Box& box, std:
     for_each_global_piece(
         region.frame, in_chunk, 0, volume(part),
         [&](std::int64_t in_file, std::int64_t stream, std::int64_t count) {
-          for_each_global_piece(box.extent, in_box, stream, count,
-                                [&](std::int64_t in_dst, std::int64_t sub, std::int64_t n) {
-                                  raw->read_at(region.address +
-                                                   static_cast<std::uint64_t>(
-                                                       in_file + (sub - stream)) * elem,
-                                               {dst + static_cast<std::size_t>(in_dst) * elem,
-                                                static_cast<std::size_t>(n) * elem});
-                                });
+          for_each_global_piece(
+              box.extent, in_box, stream, count,
+              [&](std::int64_t in_dst, std::int64_t sub, std::int64_t n) {
+                raw->read_at(
+                    region.address + static_cast<std::uint64_t>(in_file + (sub - stream)) * elem,
+                    {dst + static_cast<std::size_t>(in_dst) * elem,
+                     static_cast<std::size_t>(n) * elem});
+              });
         });
     std::size_t d = rank;
     while (d-- > 0) {

@@ -41,9 +41,9 @@ class Hdf5Reader final : public ShardReader {
 
   /// Opens the datasets of `records` (every rank the same list, same order; collective) and
   /// checks that each exists, is contiguous, compact or chunked without filters (looking up
-  /// every chunk's address, at most 2^20 chunks, all with storage), has the recorded shape (a 0-d record: a scalar
-  /// dataspace) and a type that holds the recorded dtype (class, size, sign, float fields,
-  /// complex members "r" and "i"). Records opened before are skipped. Throws
+  /// every chunk's address, at most 2^20 chunks, all with storage), has the recorded shape (a 0-d
+  /// record: a scalar dataspace) and a type that holds the recorded dtype (class, size, sign, float
+  /// fields, complex members "r" and "i"). Records opened before are skipped. Throws
   /// CollectiveMismatch when the ranks' lists differ, InvalidArgument for a non-array record,
   /// FormatError(file, leaf path, ...) for a missing or mismatching dataset.
   void open(std::span<const LeafRecord* const> records) override;

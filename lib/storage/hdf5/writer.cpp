@@ -156,12 +156,13 @@ std::vector<std::vector<std::int64_t>> plan_chunks(const Comm& comm,
   for (std::size_t i : candidates) {
     const ArrayToWrite& a = arrays[i];
     const bool strided = largest[at] == 1;
-    const std::vector<std::int64_t> chunk(largest.begin() + static_cast<std::ptrdiff_t>(at + 1),
-                                          largest.begin() +
-                                              static_cast<std::ptrdiff_t>(at + 1 + a.shape.size()));
+    const std::vector<std::int64_t> chunk(
+        largest.begin() + static_cast<std::ptrdiff_t>(at + 1),
+        largest.begin() + static_cast<std::ptrdiff_t>(at + 1 + a.shape.size()));
     at += 1 + a.shape.size();
     if (!strided) continue;
-    const std::uint64_t chunk_bytes = static_cast<std::uint64_t>(volume(chunk)) * dtype_size(a.dtype);
+    const std::uint64_t chunk_bytes =
+        static_cast<std::uint64_t>(volume(chunk)) * dtype_size(a.dtype);
     if (chunk_bytes == 0 || chunk_bytes > kMaxChunkBytes ||
         h5::chunk_count(a.shape, chunk) > static_cast<std::uint64_t>(comm.size())) {
       continue;
@@ -350,8 +351,9 @@ Hdf5Writer::Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
       if (has_data) {
         a.where = h5::chunk_region(a.shape, a.chunk, addresses, *a.box);
         if (!a.where) {  // recorded: the other ranks still create the remaining datasets
-          failure.record(IoError(w.file_name, h5::failure_message(where, "finding the storage "
-                                                                         "of this rank's chunk")));
+          failure.record(IoError(w.file_name, h5::failure_message(where,
+                                                                  "finding the storage "
+                                                                  "of this rank's chunk")));
         }
       }
     }
@@ -429,13 +431,13 @@ void Hdf5Writer::write(std::size_t index, std::uint64_t first, std::span<const s
   if (!w.raw) w.raw.emplace(w.file, PosixFile::Mode::write_existing);
   const auto first_elem = static_cast<std::int64_t>(first / elem);
   const h5::RawRegion& region = *a.where;  // a shard with data has one
-  for_each_global_piece(region.frame, region.box, first_elem,
-                        static_cast<std::int64_t>(data.size() / elem),
-                        [&](std::int64_t global, std::int64_t stream, std::int64_t count) {
-                          const auto at = static_cast<std::size_t>(stream - first_elem) * elem;
-                          w.raw->write_at(region.address + static_cast<std::uint64_t>(global) * elem,
-                                          data.subspan(at, static_cast<std::size_t>(count) * elem));
-                        });
+  for_each_global_piece(
+      region.frame, region.box, first_elem, static_cast<std::int64_t>(data.size() / elem),
+      [&](std::int64_t global, std::int64_t stream, std::int64_t count) {
+        const auto at = static_cast<std::size_t>(stream - first_elem) * elem;
+        w.raw->write_at(region.address + static_cast<std::uint64_t>(global) * elem,
+                        data.subspan(at, static_cast<std::size_t>(count) * elem));
+      });
 }
 
 void Hdf5Writer::flush(bool /*fsync*/) {

@@ -64,9 +64,9 @@ class Hdf5Writer final : public ShardWriter {
   /// InvalidArgument naming the leaf.
   ShardPlacement place(std::size_t index, std::uint64_t bytes) override;
   /// Writes stream bytes [first, first + data.size()) of this rank's shard of array `index`:
-  /// one pwrite for a shard stored as a chunk, else one per piece contiguous in the dataset. Local, no HDF5 call. Throws
-  /// InvalidArgument for a range outside the shard or a shard not placed, IoError naming the
-  /// file and the leaf.
+  /// one pwrite for a shard stored as a chunk, else one per piece contiguous in the dataset. Local,
+  /// no HDF5 call. Throws InvalidArgument for a range outside the shard or a shard not placed,
+  /// IoError naming the file and the leaf.
   void write(std::size_t index, std::uint64_t first, std::span<const std::byte> data) override;
   /// Closes this rank's descriptor of the file. Local. No fsync, even when `fsync`: the file
   /// is shared and an fsync would write back the other ranks' pages while they still write;
