@@ -2,13 +2,17 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cairn/error.hpp>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <fmt/format.h>
 #include <utility>
+#include <vector>
 
 #include "comm/fault.hpp"
 #include "comm/log.hpp"
@@ -96,6 +100,46 @@ void PosixFile::read_at(std::uint64_t offset, std::span<std::byte> data) const {
     }
     data = data.subspan(static_cast<std::size_t>(got));
     offset += static_cast<std::uint64_t>(got);
+  }
+}
+
+void PosixFile::read_at(std::uint64_t offset, std::span<const std::span<std::byte>> pieces) const {
+  std::uint64_t wanted_end = offset;
+  for (const auto& piece : pieces) wanted_end += piece.size();
+  std::vector<iovec> batch;
+  std::size_t next = 0;     // first piece not yet in a batch
+  std::size_t partial = 0;  // bytes of pieces[next] already read
+  while (next < pieces.size()) {
+    // Up to IOV_MAX buffers per call, the first one cut by what was read of it before.
+    batch.clear();
+    for (std::size_t k = next; k < pieces.size() && batch.size() < IOV_MAX; ++k) {
+      const std::size_t skip = k == next ? partial : 0;
+      if (pieces[k].size() == skip) continue;
+      batch.push_back({pieces[k].data() + skip, pieces[k].size() - skip});
+    }
+    if (batch.empty()) break;
+    const ssize_t got =
+        ::preadv(fd_, batch.data(), static_cast<int>(batch.size()), static_cast<off_t>(offset));
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      throw_errno(path_, fmt::format("reading {} pieces at offset {} of", batch.size(), offset),
+                  errno);
+    }
+    if (got == 0) {
+      throw FormatError(path_.string(), fmt::format("bytes [{}, {})", offset, wanted_end),
+                        fmt::format("file '{}' is truncated: it ends at byte {} but bytes up "
+                                    "to {} are expected",
+                                    path_.string(), offset, wanted_end));
+    }
+    offset += static_cast<std::uint64_t>(got);
+    // Moves past the bytes read: whole pieces, then part of the next one.
+    auto left = static_cast<std::size_t>(got);
+    while (next < pieces.size() && left >= pieces[next].size() - partial) {
+      left -= pieces[next].size() - partial;
+      partial = 0;
+      ++next;
+    }
+    partial += left;
   }
 }
 

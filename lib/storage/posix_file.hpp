@@ -32,6 +32,9 @@ class PosixFile {
   /// Reads exactly `data.size()` bytes at `offset`. Throws FormatError (file too short:
   /// truncated) or IoError.
   void read_at(std::uint64_t offset, std::span<std::byte> data) const;
+  /// Reads exactly the total size of `pieces` at `offset` into them, one after the other
+  /// (preadv, in batches of at most IOV_MAX buffers). Throws as read_at().
+  void read_at(std::uint64_t offset, std::span<const std::span<std::byte>> pieces) const;
   /// Asks the kernel to start reading bytes [offset, offset + bytes) into the page cache in
   /// the background (posix_fadvise WILLNEED), so that reads of them soon after do not wait for
   /// storage. A hint: never throws, and a file system that ignores it reads as before.

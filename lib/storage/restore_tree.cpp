@@ -1,7 +1,8 @@
 // restore_tree() and friends: read the index once, then each rank reads the parts of the saved
 // shards that intersect its boxes (N->M): the runs of each intersection in the shard's stream,
-// widened to whole checksum chunks when verifying, through a window of at most half of
-// io_buffer_bytes; device and strided targets are assembled run by run in the other half.
+// widened to whole checksum chunks when verifying, straight into the target where the pieces
+// allow it, through a window of at most half of io_buffer_bytes otherwise; device and strided
+// targets are assembled run by run in the other half.
 #include <boost/json.hpp>
 #include <cairn/storage.hpp>
 #include <fmt/format.h>
@@ -80,22 +81,77 @@ void place(DType from, const std::byte* src, const Box& src_box, const ArrayShar
 // Windows closer than this are read as one: reading the gap costs less than another request.
 constexpr std::uint64_t kMergeGapBytes = std::uint64_t{64} << 10;
 
-// Reads `region` of `shard` of `leaf` into the contiguous host target `target`. Only the
-// stream runs of the region are read (whole checksum chunks when verifying), through the
-// source's window buffer; a shard that lands whole and contiguous in a target of its dtype is
-// read straight into the target.
+// A target whose pieces are at least this large on average is read into directly, piece by
+// piece (readv); below it, reading a window and copying out costs less than the many small
+// buffers of a scattered read.
+constexpr std::uint64_t kScatterMinPieceBytes = std::uint64_t{4} << 10;
+// The most pieces listed for one scattered read, as many as one readv takes (IOV_MAX on
+// Linux): larger regions are read in slabs of at most this many pieces, each at least 4 MiB.
+constexpr std::int64_t kScatterMaxPieces = 1024;
+
+// Reads `region` of `shard` of `leaf` straight into the contiguous host target `target` when
+// that can be done without the window buffer: the region is one run of the shard's stream (for
+// example whole rows of it), the dtypes match, and the region's pieces in the target are large
+// enough. When verifying, the bytes of the first and last checksum chunks outside the region
+// are read into `edges` to be hashed with the rest. Returns whether it read the region.
+bool read_into_target(const LeafRecord& leaf, const ShardRecord& shard, const Box& region,
+                      const ArrayShard& target, storage::ShardSource& source,
+                      std::vector<std::byte>& edges) {
+  if (leaf.dtype != target.dtype || storage::stream_run_count(shard.box, region) != 1) {
+    return false;
+  }
+  const std::int64_t count = storage::stream_run_count(target.box, region);
+  const std::uint64_t elem = dtype_size(leaf.dtype);
+  const auto bytes = static_cast<std::uint64_t>(volume(region)) * elem;
+  if (count > 1 && bytes / static_cast<std::uint64_t>(count) < kScatterMinPieceBytes) return false;
+  if (count > kScatterMaxPieces) {
+    // Slabs along the first dimension the region spans (dimensions before it have one index):
+    // each is still one run of the shard's stream, with proportionally fewer pieces.
+    std::size_t d = 0;
+    while (region.extent[d] == 1) ++d;
+    const std::int64_t step =
+        std::max<std::int64_t>(region.extent[d] * kScatterMaxPieces / count, 1);
+    for (std::int64_t at = 0; at < region.extent[d]; at += step) {
+      Box slab = region;
+      slab.offset[d] += at;
+      slab.extent[d] = std::min(step, region.extent[d] - at);
+      read_into_target(leaf, shard, slab, target, source, edges);
+    }
+    return true;
+  }
+  const std::vector<storage::StreamRun> in_shard = storage::stream_runs(shard.box, region);
+  const std::vector<storage::StreamRun> in_target = storage::stream_runs(target.box, region);
+
+  const std::uint64_t begin = static_cast<std::uint64_t>(in_shard[0].begin) * elem;
+  const std::uint64_t end = static_cast<std::uint64_t>(in_shard[0].end) * elem;
+  const std::uint64_t chunk = source.verify() ? leaf.chunk_bytes_of(shard) : elem;
+  const std::uint64_t first = begin / chunk * chunk;
+  const std::uint64_t last = std::min((end + chunk - 1) / chunk * chunk, shard.bytes);
+  edges.resize(static_cast<std::size_t>((begin - first) + (last - end)));
+  // The region's pieces in the target follow its row-major order, as its run in the shard does.
+  std::vector<std::span<std::byte>> pieces;
+  pieces.reserve(in_target.size() + 2);
+  if (begin > first) pieces.emplace_back(edges.data(), static_cast<std::size_t>(begin - first));
+  auto* out = static_cast<std::byte*>(target.data);
+  for (const storage::StreamRun& run : in_target) {
+    pieces.emplace_back(out + static_cast<std::size_t>(run.begin) * elem,
+                        static_cast<std::size_t>(run.end - run.begin) * elem);
+  }
+  if (last > end) {
+    pieces.emplace_back(edges.data() + (begin - first), static_cast<std::size_t>(last - end));
+  }
+  source.read_range(leaf, shard, first, pieces);
+  return true;
+}
+
+// Reads `region` of `shard` of `leaf` into the contiguous host target `target`: straight into
+// it where read_into_target() can; otherwise only the stream runs of the region are read
+// (whole checksum chunks when verifying), through the source's window buffer, and copied out.
 void restore_region(const LeafRecord& leaf, const ShardRecord& shard, const Box& region,
                     const ArrayShard& target, storage::ShardSource& source,
                     std::vector<std::byte>& scratch) {
+  if (read_into_target(leaf, shard, region, target, source, scratch)) return;
   const std::size_t elem = dtype_size(leaf.dtype);
-  auto* out = static_cast<std::byte*>(target.data);
-  if (leaf.dtype == target.dtype && region == shard.box) {
-    const auto in_target = storage::stream_runs(target.box, shard.box);
-    if (in_target.size() == 1) {
-      source.read_whole(leaf, shard, out + static_cast<std::size_t>(in_target[0].begin) * elem);
-      return;
-    }
-  }
   const std::vector<storage::StreamRun> runs = storage::stream_runs(shard.box, region);
   const std::uint64_t chunk = source.verify() ? leaf.chunk_bytes_of(shard) : elem;
   const auto aligned_begin = [&](const storage::StreamRun& r) {

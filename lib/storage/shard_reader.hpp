@@ -13,10 +13,24 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "storage/index.hpp"
 
 namespace cairn::storage {
+
+/// The destination of a scattered read: buffers filled one after the other, so that the
+/// bytes read land in the first, then the next, and so on (readv's iovecs).
+using ScatterList = std::span<const std::span<std::byte>>;
+
+/// Total size of `pieces`. Not collective; never throws.
+[[nodiscard]] std::uint64_t scatter_bytes(ScatterList pieces) noexcept;
+/// The part of `pieces` that holds bytes [offset, offset + bytes) of their concatenation (the
+/// first and last buffers cut to fit). Not collective. Throws InvalidArgument when the range
+/// is not inside `pieces`.
+[[nodiscard]] std::vector<std::span<std::byte>> scatter_slice(ScatterList pieces,
+                                                              std::uint64_t offset,
+                                                              std::uint64_t bytes);
 
 /// Reads the shards of the leaves of one format in one item directory. Opened collectively
 /// (open_shard_reader(), then open() with the leaves); read() is local; one thread at a time.
@@ -34,6 +48,12 @@ class ShardReader {
   /// file; InvalidArgument for a leaf not opened or a range outside the shard.
   virtual void read(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
                     std::uint64_t bytes, std::byte* dst) = 0;
+  /// Reads bytes [first, first + scatter_bytes(pieces)) of the stream of `shard` of `leaf` into
+  /// `pieces`, in order (each piece whole elements), so that a target whose rows lie apart is
+  /// filled without a copy through a buffer. Local. Throws as read(). The default calls read()
+  /// piece by piece; a format overrides it where storage can scatter (readv).
+  virtual void read_scattered(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
+                              ScatterList pieces);
   /// Hints that bytes [first, first + bytes) of the stream of `shard` of `leaf` (as for
   /// read()) will be read soon: the format starts reading from storage what holds them, in the
   /// background, so that the reads wait less and the storage sees large requests even where a

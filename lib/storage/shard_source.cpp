@@ -28,6 +28,31 @@ std::vector<ChunkMismatch> bad_chunks(const LeafRecord& leaf, const ShardRecord&
   return out;
 }
 
+std::vector<ChunkMismatch> bad_chunks(const LeafRecord& leaf, const ShardRecord& shard,
+                                      std::uint64_t first, ScatterList pieces) {
+  if (pieces.size() == 1) return bad_chunks(leaf, shard, first, pieces.front());
+  std::vector<ChunkMismatch> out;
+  const std::uint64_t chunk = leaf.chunk_bytes_of(shard);
+  const std::uint64_t last = first + scatter_bytes(pieces);
+  Checksum sum;
+  for (std::uint64_t at = first; at < last; at += chunk) {
+    const std::uint64_t end = std::min(at + chunk, shard.bytes);
+    const auto k = static_cast<std::size_t>(at / chunk);
+    if (end > last || k >= shard.checksums.size()) break;  // not wholly here
+    sum.reset();
+    for (const auto& part : scatter_slice(pieces, at - first, end - at)) sum.update(part);
+    const std::uint64_t computed = sum.digest();
+    if (computed != shard.checksums[k]) {
+      out.push_back({.chunk = k,
+                     .begin = at,
+                     .end = end,
+                     .stored = shard.checksums[k],
+                     .computed = computed});
+    }
+  }
+  return out;
+}
+
 std::string describe_mismatch(const std::filesystem::path& dir, const LeafRecord& leaf,
                               const ShardRecord& shard, const ChunkMismatch& bad,
                               std::string_view file_range) {
@@ -122,9 +147,9 @@ void ShardSource::prefetch_window(ShardReader& from, const LeafRecord& leaf,
 }
 
 void ShardSource::check(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
-                        std::span<const std::byte> data) const {
+                        ScatterList pieces) const {
   if (!verify_) return;
-  const auto bad = bad_chunks(leaf, shard, first, data);
+  const auto bad = bad_chunks(leaf, shard, first, pieces);
   if (bad.empty()) return;
   throw FormatError((dir_ / shard.file).string(), leaf.path,
                     fmt::format("{}. The file is damaged; restore an earlier checkpoint",
@@ -147,8 +172,8 @@ void ShardSource::for_each_window(const LeafRecord& leaf, const ShardRecord& sha
     if (buffer_.size() < n)
       buffer_.resize(std::max<std::size_t>(n, std::min<std::size_t>(stride, window_bytes_)));
     from.read(leaf, shard, at, n, buffer_.data());
-    const std::span<const std::byte> data(buffer_.data(), n);
-    check(leaf, shard, at, data);
+    const std::span<std::byte> data(buffer_.data(), n);
+    check(leaf, shard, at, {&data, 1});
     fn(at, data);
   }
 }
@@ -170,15 +195,26 @@ std::vector<ChunkMismatch> ShardSource::scan(const LeafRecord& leaf, const Shard
   return bad;
 }
 
-void ShardSource::read_whole(const LeafRecord& leaf, const ShardRecord& shard, std::byte* dst) {
+void ShardSource::read_range(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
+                             ScatterList pieces) {
+  const std::uint64_t last = first + scatter_bytes(pieces);
+  if (verify_) {
+    const std::uint64_t chunk = leaf.chunk_bytes_of(shard);
+    if (first % chunk != 0 || (last % chunk != 0 && last != shard.bytes)) {
+      throw InvalidArgument(fmt::format(
+          "leaf '{}': bytes [{}, {}) of a shard are not whole checksum chunks of {} bytes",
+          leaf.path, first, last, chunk));
+    }
+  }
   ShardReader& from = reader(leaf.format);
   const std::uint64_t stride = step(leaf, shard);
-  prefetch_window(from, leaf, shard, 0, shard.bytes, stride);
-  for (std::uint64_t at = 0; at < shard.bytes; at += stride) {
-    const auto n = static_cast<std::size_t>(std::min(stride, shard.bytes - at));
-    prefetch_window(from, leaf, shard, at + n, shard.bytes, stride);
-    from.read(leaf, shard, at, n, dst + at);
-    check(leaf, shard, at, {dst + at, n});
+  prefetch_window(from, leaf, shard, first, last, stride);
+  for (std::uint64_t at = first; at < last; at += stride) {
+    const std::uint64_t n = std::min(stride, last - at);
+    prefetch_window(from, leaf, shard, at + n, last, stride);
+    const auto window = scatter_slice(pieces, at - first, n);
+    from.read_scattered(leaf, shard, at, window);
+    check(leaf, shard, at, window);
   }
 }
 

@@ -39,6 +39,12 @@ struct ChunkMismatch {
                                                     const ShardRecord& shard, std::uint64_t first,
                                                     std::span<const std::byte> data);
 
+/// As above, for bytes that lie in `pieces` one after the other (a scattered read). Not
+/// collective; never throws beyond std::bad_alloc.
+[[nodiscard]] std::vector<ChunkMismatch> bad_chunks(const LeafRecord& leaf,
+                                                    const ShardRecord& shard, std::uint64_t first,
+                                                    ScatterList pieces);
+
 /// "checksum mismatch in '<file>' for leaf '<leaf>' (shard of rank r, box b): bytes [x, y) of
 /// the shard (chunk k of n, <file_range>) stored ..., computed ..." for an error or report;
 /// `file_range` as ShardReader::file_range() gives it (may be empty). Not collective; never
@@ -77,9 +83,12 @@ class ShardSource {
   /// of a damaged chunk, and what the reader or `fn` throws.
   void for_each_window(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
                        std::uint64_t last, const WindowFn& fn);
-  /// Reads the whole stream of `shard` into `dst` (shard.bytes bytes) without the buffer,
-  /// verifying every chunk. Local. Throws as for_each_window().
-  void read_whole(const LeafRecord& leaf, const ShardRecord& shard, std::byte* dst);
+  /// Reads bytes [first, first + scatter_bytes(pieces)) of `shard`'s stream straight into
+  /// `pieces`, one after the other, without the buffer, verifying every chunk; when verifying,
+  /// the range must be whole chunks (its end may be the shard's end). Local. Throws
+  /// InvalidArgument for a range that is not, and as for_each_window().
+  void read_range(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
+                  ScatterList pieces);
 
   /// Reads the whole stream of `shard` window by window and returns every chunk whose
   /// checksum differs from the index (verify_tree's check). Local. Throws what the reader
@@ -103,7 +112,7 @@ class ShardSource {
                               std::uint64_t at, std::uint64_t last, std::uint64_t stride);
   // Throws FormatError for the first bad chunk of the window, if any.
   void check(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
-             std::span<const std::byte> data) const;
+             ScatterList pieces) const;
   // Bytes read per window for `leaf`'s `shard`: a multiple of its chunk when verifying, of its
   // element otherwise.
   [[nodiscard]] std::uint64_t step(const LeafRecord& leaf, const ShardRecord& shard) const;

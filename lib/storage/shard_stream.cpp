@@ -128,11 +128,32 @@ void for_each_global_piece(std::span<const std::int64_t> shape, const Box& box, 
   if (run_count > 0) fn(run_global, run_stream, run_count);
 }
 
-std::vector<StreamRun> stream_runs(const Box& box, const Box& region) {
+namespace {
+
+// The dimension whose range closes each run of `region` in the stream of `box`: dimensions
+// after it are whole in the box, so one index of every dimension before it and the region's
+// range of it are contiguous in the stream. Throws InvalidArgument when the region is not
+// inside the box.
+std::size_t run_dimension(const Box& box, const Box& region) {
   if (!contains(box, region)) {
     throw InvalidArgument(
         fmt::format("region {} is not inside box {}", to_string(region), to_string(box)));
   }
+  std::size_t k = box.rank() == 0 ? 0 : box.rank() - 1;
+  while (k > 0 && region.offset[k] == box.offset[k] && region.extent[k] == box.extent[k]) --k;
+  return k;
+}
+
+}  // namespace
+
+std::int64_t stream_run_count(const Box& box, const Box& region) {
+  const std::size_t k = run_dimension(box, region);
+  if (volume(region) == 0) return 0;
+  return volume(std::span<const std::int64_t>(region.extent.data(), k));
+}
+
+std::vector<StreamRun> stream_runs(const Box& box, const Box& region) {
+  const std::size_t k = run_dimension(box, region);
   std::vector<StreamRun> out;
   if (volume(region) == 0) return out;
   const std::size_t rank = box.rank();
@@ -140,10 +161,6 @@ std::vector<StreamRun> stream_runs(const Box& box, const Box& region) {
     out.push_back({0, 1, region});
     return out;
   }
-  // Dimensions after `k` are whole in the box, so one index of every dimension before k and
-  // the region's range of k are contiguous in the stream.
-  std::size_t k = rank - 1;
-  while (k > 0 && region.offset[k] == box.offset[k] && region.extent[k] == box.extent[k]) --k;
   const std::vector<std::int64_t> strides = row_major_strides(box.extent);
   std::vector<std::int64_t> index(k, 0);
   std::vector<std::int64_t> outer(region.extent.begin(), region.extent.begin() + k);

@@ -41,5 +41,8 @@ struct StreamRun {
   Box part;  ///< the elements of the run, a box in global coordinates
 };
 [[nodiscard]] std::vector<StreamRun> stream_runs(const Box& box, const Box& region);
+/// stream_runs(box, region).size(), computed without listing them. Not collective. Throws
+/// InvalidArgument when the region is not inside the box.
+[[nodiscard]] std::int64_t stream_run_count(const Box& box, const Box& region);
 
 }  // namespace cairn::storage

@@ -380,6 +380,26 @@ void Hdf5Reader::read(const LeafRecord& leaf, const ShardRecord& shard, std::uin
                         });
 }
 
+void Hdf5Reader::read_scattered(const LeafRecord& leaf, const ShardRecord& shard,
+                                std::uint64_t first, ScatterList pieces) {
+  const std::uint64_t bytes = scatter_bytes(pieces);
+  const std::optional<h5::RawRegion> region = impl_->shard_region(leaf, shard, first, bytes);
+  if (!region) {
+    ShardReader::read_scattered(leaf, shard, first, pieces);
+    return;
+  }
+  const std::size_t elem = dtype_size(leaf.dtype);
+  const auto first_element = static_cast<std::int64_t>(first / elem);
+  for_each_global_piece(
+      region->frame, region->box, first_element, static_cast<std::int64_t>(bytes / elem),
+      [&](std::int64_t global, std::int64_t stream, std::int64_t n) {
+        const auto part =
+            scatter_slice(pieces, static_cast<std::uint64_t>(stream - first_element) * elem,
+                          static_cast<std::uint64_t>(n) * elem);
+        impl_->raw->read_at(region->address + static_cast<std::uint64_t>(global) * elem, part);
+      });
+}
+
 void Hdf5Reader::prefetch(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
                           std::uint64_t bytes) {
   const std::optional<h5::RawRegion> region = impl_->shard_region(leaf, shard, first, bytes);

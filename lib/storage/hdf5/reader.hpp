@@ -58,6 +58,11 @@ class Hdf5Reader final : public ShardReader {
   /// and FormatError naming the file when it is shorter than the dataset (truncated).
   void read(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
             std::uint64_t bytes, std::byte* dst) override;
+  /// As read(), into `pieces`: one preadv per piece of the file where the dataset is read
+  /// with pread (a shard stored as a chunk is one), read() piece by piece otherwise.
+  /// Independent. Throws as read().
+  void read_scattered(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
+                      ScatterList pieces) override;
   /// Advises the kernel to read the ranges of the file that hold those bytes (pieces closer
   /// than 64 KiB as one range, see reader.cpp). Nothing for bytes that are one range of the
   /// file (a shard stored as a chunk: the kernel reads ahead itself) nor for datasets read

@@ -86,6 +86,11 @@ void PosixShardReader::read(const LeafRecord& leaf, const ShardRecord& shard, st
       .read_at(shard.byte_offset + first, {dst, static_cast<std::size_t>(bytes)});
 }
 
+void PosixShardReader::read_scattered(const LeafRecord& leaf, const ShardRecord& shard,
+                                      std::uint64_t first, ScatterList pieces) {
+  file_of(leaf, shard, first, scatter_bytes(pieces)).read_at(shard.byte_offset + first, pieces);
+}
+
 void PosixShardReader::prefetch(const LeafRecord& leaf, const ShardRecord& shard,
                                 std::uint64_t first, std::uint64_t bytes) {
   // A shard is one contiguous range of its file, read in order: the kernel's readahead

@@ -63,6 +63,9 @@ class PosixShardReader final : public ShardReader {
   /// IoError, naming the file.
   void read(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
             std::uint64_t bytes, std::byte* dst) override;
+  /// One preadv per IOV_MAX pieces at the shard's offset plus `first`. Throws as read().
+  void read_scattered(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
+                      ScatterList pieces) override;
   /// Checks the range and opens the file, and leaves reading ahead to the kernel (a shard is
   /// contiguous in its file). Throws as read() for a range outside the shard or a missing
   /// file.
