@@ -14,6 +14,7 @@ WRITES = [("fio.write_fsync", "fio write+end_fsync"), ("fio.write_direct", "fio 
           ("h5py.write", "h5py collective"), ("orbax.save_sync", "Orbax (1 process)"),
           ("cairn.posix.save_sync", "cairn posix"), ("cairn.hdf5.save_sync", "cairn hdf5")]
 READS = [("fio.read", "fio read"), ("fio.read_direct", "fio O_DIRECT read"),
+         ("fio.read_one_job", "fio read, 1 job"),
          ("baseline.posix.read", "POSIX file/process"), ("baseline.mpiio.read", "MPI-IO shared"),
          ("h5py.read", "h5py collective"), ("h5py.read_independent", "h5py independent"),
          ("orbax.restore", "Orbax (1 process)")]

@@ -158,6 +158,12 @@ def evaluate(doc):
         out.append(_target(f"restore_vs_fio_{fmt}", f"cairn {fmt} restore GB/s / fio read GB/s",
                            n, _per_rep(res, n, "gbps"), "fio.read",
                            _per_rep(res, "fio.read", "gbps"), ">=", 0.85))
+        n1 = f"cairn.{fmt}.restore_to1"
+        if n1 in res:
+            out.append(_target(f"restore_to1_vs_fio_one_job_{fmt}",
+                               f"cairn {fmt} restore on 1 rank GB/s / fio read GB/s, one job",
+                               n1, _per_rep(res, n1, "gbps"), "fio.read_one_job",
+                               _per_rep(res, "fio.read_one_job", "gbps"), ">=", 0.85))
         for tid, same, resharded, what in reshard_cases(ranks):
             a, b = f"cairn.{fmt}.{same}", f"cairn.{fmt}.{resharded}"
             out.append(_target(f"{tid}_{fmt}",

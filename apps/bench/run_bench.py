@@ -42,16 +42,18 @@ def output(cmd):
         return f"unknown ({e})"
 
 
-def fio_case(a, scratch, name, rw, direct, reps, rec, drop):
-    """fio on `ranks` jobs (processes), each 1/ranks of the bytes, 1 MiB sequential I/O."""
-    per_job = a.total_bytes // a.ranks
+def fio_case(a, scratch, name, rw, direct, reps, rec, drop, jobs=None, files="seq"):
+    """fio on `jobs` jobs (processes; default `ranks`), each 1/jobs of the bytes, 1 MiB
+    sequential I/O, in files named after `files`."""
+    jobs = jobs or a.ranks
+    per_job = a.total_bytes // jobs
     for rep in range(reps):
         if rw == "write":
             shutil.rmtree(scratch, ignore_errors=True)
             os.makedirs(scratch)
         status = bd.drop_caches(drop)
-        cmd = ["fio", "--name=seq", f"--directory={scratch}", f"--rw={rw}", "--bs=1M",
-               f"--size={per_job}", f"--numjobs={a.ranks}", "--group_reporting",
+        cmd = ["fio", f"--name={files}", f"--directory={scratch}", f"--rw={rw}", "--bs=1M",
+               f"--size={per_job}", f"--numjobs={jobs}", "--group_reporting",
                "--ioengine=psync", f"--direct={1 if direct else 0}", "--output-format=json"]
         if rw == "write":
             # Create and allocate the files during the timed job, as every other contender
@@ -72,6 +74,13 @@ def run_fio(a, rec, drop):
     fio_case(a, scratch, "fio.write_fsync", "write", False, a.reps, rec, drop)
     fio_case(a, scratch, "fio.read", "read", False, a.reps, rec, drop)
     fio_case(a, scratch, "fio.read_direct", "read", True, a.reps, rec, drop)
+    # One process reading all the bytes from one file: the limit of a restore on one rank
+    # (4->1), whose reads are one stream. Its file is written (untimed) first.
+    subprocess.run(["fio", "--name=one", f"--directory={scratch}", "--rw=write", "--bs=1M",
+                    f"--size={a.total_bytes}", "--numjobs=1", "--end_fsync=1"],
+                   check=True, capture_output=True)
+    fio_case(a, scratch, "fio.read_one_job", "read", False, a.reps, rec, drop, jobs=1,
+             files="one")
     shutil.rmtree(scratch, ignore_errors=True)
 
 
