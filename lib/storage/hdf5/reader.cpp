@@ -1,5 +1,6 @@
-// The hdf5 storage format, read side: datasets opened collectively, shards read with pread at
-// the addresses HDF5 allocated (H5Dread for anything else).
+// The hdf5 storage format, read side: the primary opens data.h5 and checks every dataset, every
+// rank learns where each dataset's data lies from one broadcast, and shards are read with pread
+// at those addresses (H5Dread, through a rank's own handle, for anything else).
 #include "storage/hdf5/reader.hpp"
 
 #include <hdf5.h>
@@ -24,11 +25,10 @@ namespace cairn::storage {
 namespace {
 
 using h5::check;
-using h5::file_access;
 using h5::make_space;
 using h5::make_type;
+using h5::read_access;
 using h5::to_hsize;
-using h5::transfer;
 using h5::Where;
 
 constexpr std::string_view kHintDamaged =
@@ -47,9 +47,9 @@ constexpr std::uint64_t kMaxChunks = std::uint64_t{1} << 20;
 // ------------------------------------------------------------------ reading
 
 struct Hdf5Reader::Impl {
-  struct OpenDataset {
-    h5::Dataset dataset;
-    h5::Datatype memory_type;
+  /// Where the data of a dataset lies: learned by the primary in open() and the same on every
+  /// rank.
+  struct Placement {
     DType dtype = DType::float64;
     std::vector<std::int64_t> shape;
     /// Address of the raw data in the file when it is contiguous and can be read with pread
@@ -68,14 +68,21 @@ struct Hdf5Reader::Impl {
       return std::nullopt;
     }
   };
+  /// A dataset opened through this rank's own handle, for H5Dread.
+  struct OpenDataset {
+    h5::Dataset dataset;
+    h5::Datatype memory_type;
+  };
 
   const Comm* comm = nullptr;
   std::string file;
   std::optional<PosixFile> raw;  // the file for pread, opened on the first raw read
+  // This rank's read-only handle: the primary's is opened by the constructor, another rank's
+  // by its first H5Dread.
   h5::File handle;
-  h5::PropertyList independent;
+  std::map<std::string, Placement, std::less<>> placements;
   std::map<std::string, OpenDataset, std::less<>> datasets;  // closed before `handle`
-  std::set<std::string, std::less<>> hard_groups;  // prefixes of opened leaves: hard links
+  std::set<std::string, std::less<>> hard_groups;  // prefixes of checked leaves: hard links
 
   Impl() = default;
   Impl(const Impl&) = delete;
@@ -85,8 +92,7 @@ struct Hdf5Reader::Impl {
     const std::lock_guard lock(hdf5_mutex());
     const h5::QuietErrors quiet;
     datasets.clear();
-    independent.reset();
-    handle.reset();  // collective, like close(); a failure is logged
+    handle.reset();  // a failure is logged
   }
 
   [[noreturn]] void mismatch(std::string_view leaf, std::string_view problem) const {
@@ -97,20 +103,105 @@ struct Hdf5Reader::Impl {
                                   leaf, file, problem));
   }
 
-  OpenDataset open_dataset(const LeafRecord& record);
-  // The opened dataset of `path`. Throws InvalidArgument when it was not opened.
-  const OpenDataset& opened(std::string_view path) const;
+  // Opens `file` read-only into `handle` (hdf5_mutex held). Throws NotFound, FormatError
+  // (not HDF5, truncated) or IoError, naming the file.
+  void open_file();
+  // Opens the dataset of `record` through `handle`, checks it against the record and says
+  // where its data lies (the primary, hdf5_mutex held). Throws FormatError naming the leaf.
+  Placement inspect(const LeafRecord& record);
+  // The placement of `path`. Throws InvalidArgument when it was not opened.
+  const Placement& placed(std::string_view path) const;
+  // The dataset of `path` opened through this rank's handle (opening both on first use;
+  // hdf5_mutex held). Throws as open_file(), IoError when HDF5 fails.
+  const OpenDataset& opened(std::string_view path, const Placement& placement);
   // Checks that bytes [first, first + bytes) are whole elements of `shard` of the opened
   // `leaf`, and returns where the shard lies in the file (opening `raw`), if it is one region
   // read with pread.
   std::optional<h5::RawRegion> shard_region(const LeafRecord& leaf, const ShardRecord& shard,
                                             std::uint64_t first, std::uint64_t bytes);
-  // Reads `box` of the chunked dataset `open` into `dst` (row-major, volume(box) elements)
-  // with pread, chunk by chunk.
-  void read_chunks(const OpenDataset& open, const Box& box, std::byte* dst);
+  // Reads `box` of the chunked dataset `placement` into `dst` (row-major, volume(box)
+  // elements) with pread, chunk by chunk.
+  void read_chunks(const Placement& placement, const Box& box, std::byte* dst);
 };
 
-Hdf5Reader::Impl::OpenDataset Hdf5Reader::Impl::open_dataset(const LeafRecord& record) {
+namespace {
+
+// What the primary found, sent to every rank in one broadcast: an error to throw on every rank
+// alike (its kind and fields), or the bytes of what it learned.
+class Verdict {
+ public:
+  static std::vector<std::byte> ok(std::vector<std::byte> payload) {
+    payload.insert(payload.begin(), std::byte{0});
+    return payload;
+  }
+  static std::vector<std::byte> failed(const std::exception& e) {
+    std::vector<std::byte> out{std::byte{1}};
+    const ErrorCode code = error_code_of(e);
+    std::string path;
+    std::string field;
+    if (const auto* f = dynamic_cast<const FormatError*>(&e)) {
+      path = f->path();
+      field = f->field();
+    } else if (const auto* n = dynamic_cast<const NotFound*>(&e)) {
+      path = n->what_missing();
+    } else if (const auto* io = dynamic_cast<const IoError*>(&e)) {
+      path = io->path();
+    }
+    put(out, static_cast<std::uint64_t>(code));
+    for (const std::string& text : {path, field, std::string(e.what())}) put(out, text);
+    return out;
+  }
+  // Throws the error of a failed verdict; returns the payload of a good one.
+  static std::span<const std::byte> open(std::span<const std::byte> verdict) {
+    if (verdict.empty() || verdict[0] == std::byte{0})
+      return verdict.subspan(verdict.empty() ? 0 : 1);
+    std::span<const std::byte> in = verdict.subspan(1);
+    const auto code = static_cast<ErrorCode>(take<std::uint64_t>(in));
+    std::string path = take_text(in);
+    std::string field = take_text(in);
+    std::string message = take_text(in);
+    switch (code) {
+      case ErrorCode::format:
+        throw FormatError(std::move(path), std::move(field), std::move(message));
+      case ErrorCode::not_found: throw NotFound(std::move(path), std::move(message));
+      case ErrorCode::io: throw IoError(std::move(path), std::move(message));
+      default: throw_error(code, std::move(message));
+    }
+  }
+
+  static void put(std::vector<std::byte>& out, std::uint64_t value) {
+    const auto* bytes = reinterpret_cast<const std::byte*>(&value);
+    out.insert(out.end(), bytes, bytes + sizeof value);
+  }
+  static void put(std::vector<std::byte>& out, const std::string& text) {
+    put(out, static_cast<std::uint64_t>(text.size()));
+    const auto* bytes = reinterpret_cast<const std::byte*>(text.data());
+    out.insert(out.end(), bytes, bytes + text.size());
+  }
+  template <class T>
+  static T take(std::span<const std::byte>& in) {
+    T value{};
+    if (in.size() < sizeof value) throw Error(ErrorCode::internal, "hdf5 reader: short verdict");
+    std::memcpy(&value, in.data(), sizeof value);
+    in = in.subspan(sizeof value);
+    return value;
+  }
+  static std::string take_text(std::span<const std::byte>& in) {
+    const auto size = take<std::uint64_t>(in);
+    if (in.size() < size) throw Error(ErrorCode::internal, "hdf5 reader: short verdict");
+    std::string text(reinterpret_cast<const char*>(in.data()), static_cast<std::size_t>(size));
+    in = in.subspan(static_cast<std::size_t>(size));
+    return text;
+  }
+};
+
+// How a placement travels: a kind byte, then the raw offset (contiguous) or the chunk shape and
+// every chunk's address (chunked; all have storage, open() checked it).
+enum class PlacementKind : std::uint8_t { hdf5_read = 0, contiguous = 1, chunked = 2 };
+
+}  // namespace
+
+Hdf5Reader::Impl::Placement Hdf5Reader::Impl::inspect(const LeafRecord& record) {
   const std::string& path = record.path;
   const Where where{file, path};
   if (const auto problem = leaf_path_problem(path)) mismatch(path, *problem);
@@ -141,34 +232,31 @@ Hdf5Reader::Impl::OpenDataset Hdf5Reader::Impl::open_dataset(const LeafRecord& r
     H5Oclose(object);
     mismatch(path, kind == H5I_GROUP ? "it is a group, not a dataset" : "it is not a dataset");
   }
-  OpenDataset open{.dataset = h5::Dataset(object),
-                   .memory_type = make_type(record.dtype, where),
-                   .dtype = record.dtype,
-                   .shape = record.shape,
-                   .raw_offset = std::nullopt,
-                   .chunk = {},
-                   .chunk_addresses = {}};
+  const h5::Dataset dataset(object);
+  const h5::Datatype memory_type = make_type(record.dtype, where);
+  Placement open{.dtype = record.dtype,
+                 .shape = record.shape,
+                 .raw_offset = std::nullopt,
+                 .chunk = {},
+                 .chunk_addresses = {}};
 
-  // Raw data must be readable without metadata I/O: read() is independent while metadata
-  // reads are collective.
-  if (auto problem = h5::dataset_problem(open.dataset.get(), record.dtype, record.shape, where)) {
+  if (auto problem = h5::dataset_problem(dataset.get(), record.dtype, record.shape, where)) {
     mismatch(path, *problem);
   }
   // Raw reads need the data at one address and stored exactly as in memory.
-  const h5::Datatype file_type(H5Dget_type(open.dataset.get()));
-  const h5::PropertyList dcpl(H5Dget_create_plist(open.dataset.get()));
-  const bool same_type = file_type.valid() && H5Tequal(file_type.get(), open.memory_type.get()) > 0;
-  open.chunk = h5::chunk_shape(open.dataset.get(), where);
+  const h5::Datatype file_type(H5Dget_type(dataset.get()));
+  const h5::PropertyList dcpl(H5Dget_create_plist(dataset.get()));
+  const bool same_type = file_type.valid() && H5Tequal(file_type.get(), memory_type.get()) > 0;
+  open.chunk = h5::chunk_shape(dataset.get(), where);
   if (open.chunk.empty()) {
-    const haddr_t address = H5Dget_offset(open.dataset.get());
+    const haddr_t address = H5Dget_offset(dataset.get());
     if (dcpl.valid() && H5Pget_layout(dcpl.get()) == H5D_CONTIGUOUS && address != HADDR_UNDEF &&
         same_type) {
       open.raw_offset = static_cast<std::uint64_t>(address);
     }
     return open;
   }
-  // Chunked: every chunk's address now (collective metadata reads, like open() itself), so
-  // that reads need no HDF5 call.
+  // Chunked: every chunk's address now, so that reads need no HDF5 call.
   if (!same_type) {
     mismatch(path, "it is chunked and stored in another byte order than cairn writes");
   }
@@ -177,7 +265,7 @@ Hdf5Reader::Impl::OpenDataset Hdf5Reader::Impl::open_dataset(const LeafRecord& r
     mismatch(path, fmt::format("it has {} chunks of shape {}, more than cairn reads ({})", chunks,
                                shape_to_string(open.chunk), kMaxChunks));
   }
-  open.chunk_addresses = h5::chunk_addresses(open.dataset.get(), record.shape, open.chunk, where);
+  open.chunk_addresses = h5::chunk_addresses(dataset.get(), record.shape, open.chunk, where);
   const auto missing =
       std::find(open.chunk_addresses.begin(), open.chunk_addresses.end(), std::nullopt);
   if (missing != open.chunk_addresses.end()) {
@@ -187,79 +275,153 @@ Hdf5Reader::Impl::OpenDataset Hdf5Reader::Impl::open_dataset(const LeafRecord& r
   return open;
 }
 
+void Hdf5Reader::Impl::open_file() {
+  const Where where{file, {}};
+  const h5::PropertyList fapl = read_access(where);
+  const hid_t id = H5Fopen(file.c_str(), H5F_ACC_RDONLY, fapl.get());
+  if (id >= 0) {
+    handle = h5::File(id);
+    return;
+  }
+  const std::string reason = h5::failure_message(where, "opening the file for reading");
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) {
+    throw NotFound(file, fmt::format("HDF5 file '{}' does not exist: the checkpoint "
+                                     "is incomplete or was moved",
+                                     file));
+  }
+  const htri_t is_hdf5 = H5Fis_hdf5(file.c_str());
+  if (is_hdf5 == 0) {
+    throw FormatError(file, "signature",
+                      fmt::format("'{}' is not an HDF5 file (no HDF5 signature found): it "
+                                  "was damaged or replaced; restore from another checkpoint",
+                                  file));
+  }
+  if (is_hdf5 > 0 && reason.find("truncated") != std::string::npos) {
+    throw FormatError(file, "size", fmt::format("{}. {}", reason, kHintDamaged));
+  }
+  throw IoError(file, fmt::format("{}. Check that the file is readable; otherwise: {}", reason,
+                                  kHintDamaged));
+}
+
 Hdf5Reader::Hdf5Reader(const Comm& comm, const std::filesystem::path& file)
     : impl_(std::make_unique<Impl>()) {
-  const std::lock_guard lock(hdf5_mutex());
-  const h5::QuietErrors quiet;
   impl_->comm = &comm;
   impl_->file = file.string();
-  const Where where{impl_->file, {}};
-  const h5::PropertyList fapl = file_access(comm, where);
-  const hid_t id = H5Fopen(impl_->file.c_str(), H5F_ACC_RDONLY, fapl.get());
-  if (id < 0) {
-    const std::string reason = h5::failure_message(where, "opening the file for reading");
-    std::error_code ec;
-    if (!std::filesystem::exists(file, ec)) {
-      throw NotFound(impl_->file, fmt::format("HDF5 file '{}' does not exist: the checkpoint "
-                                              "is incomplete or was moved",
-                                              impl_->file));
+  // The primary opens the file; the others learn its verdict.
+  std::vector<std::byte> verdict;
+  if (comm.is_primary()) {
+    const std::lock_guard lock(hdf5_mutex());
+    const h5::QuietErrors quiet;
+    try {
+      impl_->open_file();
+      verdict = Verdict::ok({});
+    } catch (const std::exception& e) {
+      verdict = Verdict::failed(e);
     }
-    const htri_t is_hdf5 = H5Fis_hdf5(impl_->file.c_str());
-    if (is_hdf5 == 0) {
-      throw FormatError(impl_->file, "signature",
-                        fmt::format("'{}' is not an HDF5 file (no HDF5 signature found): it "
-                                    "was damaged or replaced; restore from another checkpoint",
-                                    impl_->file));
-    }
-    if (is_hdf5 > 0 && reason.find("truncated") != std::string::npos) {
-      throw FormatError(impl_->file, "size", fmt::format("{}. {}", reason, kHintDamaged));
-    }
-    throw IoError(impl_->file, fmt::format("{}. Check that the file is readable and that the "
-                                           "file system supports MPI-IO; otherwise: {}",
-                                           reason, kHintDamaged));
   }
-  impl_->handle = h5::File(id);
-  impl_->independent = transfer(H5FD_MPIO_INDEPENDENT, where);
+  (void)Verdict::open(comm.broadcast_bytes(verdict));
 }
 
 Hdf5Reader::~Hdf5Reader() { impl_.reset(); }  // ~Impl closes what is open, holding the lock
 
 void Hdf5Reader::open(std::span<const LeafRecord* const> records) {
-  if (!impl_->handle.valid()) {
+  if (impl_->comm == nullptr) {
     throw InvalidArgument(fmt::format("Hdf5Reader for '{}' is closed", impl_->file));
   }
   StructureHash hash;
+  std::vector<const LeafRecord*> fresh;  // not opened before, in order: the same on every rank
   for (const LeafRecord* record : records) {
     if (record == nullptr) throw InvalidArgument("Hdf5Reader::open: null record");
     hash.add(record->path).add(static_cast<std::int64_t>(record->dtype));
     for (std::int64_t n : record->shape) hash.add(n);
   }
   impl_->comm->agree({.operation = "Hdf5Reader::open", .step = -1, .structure = hash.value()});
-  const std::lock_guard lock(hdf5_mutex());
-  const h5::QuietErrors quiet;
   for (const LeafRecord* record : records) {
-    if (impl_->datasets.contains(record->path)) continue;
     if (record->kind != LeafKind::array) {
       throw InvalidArgument(fmt::format("leaf '{}' is a {}, not an array stored in '{}'",
                                         record->path, leaf_kind_name(record->kind), impl_->file));
     }
-    impl_->datasets.emplace(record->path, impl_->open_dataset(*record));
+    if (!impl_->placements.contains(record->path)) fresh.push_back(record);
+  }
+  // The primary checks every dataset and says where its data lies; one broadcast tells every
+  // rank, whatever the number of leaves.
+  std::vector<std::byte> verdict;
+  if (impl_->comm->is_primary()) {
+    const std::lock_guard lock(hdf5_mutex());
+    const h5::QuietErrors quiet;
+    try {
+      std::vector<std::byte> payload;
+      for (const LeafRecord* record : fresh) {
+        const Impl::Placement placement = impl_->inspect(*record);
+        if (placement.raw_offset) {
+          payload.push_back(static_cast<std::byte>(PlacementKind::contiguous));
+          Verdict::put(payload, *placement.raw_offset);
+        } else if (!placement.chunk.empty()) {
+          payload.push_back(static_cast<std::byte>(PlacementKind::chunked));
+          for (std::int64_t n : placement.chunk)
+            Verdict::put(payload, static_cast<std::uint64_t>(n));
+          Verdict::put(payload, static_cast<std::uint64_t>(placement.chunk_addresses.size()));
+          for (const auto& address : placement.chunk_addresses) Verdict::put(payload, *address);
+        } else {
+          payload.push_back(static_cast<std::byte>(PlacementKind::hdf5_read));
+        }
+      }
+      verdict = Verdict::ok(std::move(payload));
+    } catch (const std::exception& e) {
+      verdict = Verdict::failed(e);
+    }
+  }
+  const std::vector<std::byte> received = impl_->comm->broadcast_bytes(verdict);
+  std::span<const std::byte> in = Verdict::open(received);
+  for (const LeafRecord* record : fresh) {
+    Impl::Placement placement{.dtype = record->dtype,
+                              .shape = record->shape,
+                              .raw_offset = std::nullopt,
+                              .chunk = {},
+                              .chunk_addresses = {}};
+    const auto kind = static_cast<PlacementKind>(Verdict::take<std::uint8_t>(in));
+    if (kind == PlacementKind::contiguous) {
+      placement.raw_offset = Verdict::take<std::uint64_t>(in);
+    } else if (kind == PlacementKind::chunked) {
+      for (std::size_t d = 0; d < record->shape.size(); ++d) {
+        placement.chunk.push_back(static_cast<std::int64_t>(Verdict::take<std::uint64_t>(in)));
+      }
+      const auto count = Verdict::take<std::uint64_t>(in);
+      placement.chunk_addresses.reserve(static_cast<std::size_t>(count));
+      for (std::uint64_t k = 0; k < count; ++k) {
+        placement.chunk_addresses.emplace_back(Verdict::take<std::uint64_t>(in));
+      }
+    }
+    impl_->placements.emplace(record->path, std::move(placement));
   }
 }
 
-const Hdf5Reader::Impl::OpenDataset& Hdf5Reader::Impl::opened(std::string_view path) const {
-  const std::lock_guard lock(hdf5_mutex());
-  const auto it = datasets.find(path);
-  if (it == datasets.end()) {
+const Hdf5Reader::Impl::Placement& Hdf5Reader::Impl::placed(std::string_view path) const {
+  const auto it = placements.find(path);
+  if (it == placements.end()) {
     throw InvalidArgument(
         fmt::format("leaf '{}' of '{}' was not opened: pass its record to "
                     "Hdf5Reader::open() first",
                     path, file));
   }
-  return it->second;  // datasets is not changed while reads run
+  return it->second;  // placements is not changed while reads run
 }
 
-void Hdf5Reader::Impl::read_chunks(const OpenDataset& open, const Box& box, std::byte* dst) {
+const Hdf5Reader::Impl::OpenDataset& Hdf5Reader::Impl::opened(std::string_view path,
+                                                              const Placement& placement) {
+  if (const auto it = datasets.find(path); it != datasets.end()) return it->second;
+  if (!handle.valid()) open_file();
+  const Where where{file, std::string(path)};
+  const std::string name(path);
+  // open() checked the links and the dataset on the primary.
+  h5::Dataset dataset(
+      check(H5Dopen2(handle.get(), name.c_str(), H5P_DEFAULT), where, "opening the dataset"));
+  OpenDataset open{.dataset = std::move(dataset), .memory_type = make_type(placement.dtype, where)};
+  return datasets.emplace(name, std::move(open)).first->second;
+}
+
+void Hdf5Reader::Impl::read_chunks(const Placement& open, const Box& box, std::byte* dst) {
   if (!raw) raw.emplace(file, PosixFile::Mode::read);
   const std::size_t elem = dtype_size(open.dtype);
   const std::size_t rank = open.shape.size();
@@ -309,23 +471,24 @@ void Hdf5Reader::Impl::read_chunks(const OpenDataset& open, const Box& box, std:
 }
 
 void Hdf5Reader::read(const std::string& path, const Box& box, void* dst) {
-  const Impl::OpenDataset& open = impl_->opened(path);
-  check_box_in_shape(box, open.shape, fmt::format("leaf '{}' of '{}'", path, impl_->file));
+  const Impl::Placement& placement = impl_->placed(path);
+  check_box_in_shape(box, placement.shape, fmt::format("leaf '{}' of '{}'", path, impl_->file));
   if (volume(box) == 0) return;
   if (dst == nullptr) {
     throw InvalidArgument(fmt::format("leaf '{}': null destination buffer", path));
   }
-  if (!open.chunk.empty()) {
-    impl_->read_chunks(open, box, static_cast<std::byte*>(dst));
+  if (!placement.chunk.empty()) {
+    impl_->read_chunks(placement, box, static_cast<std::byte*>(dst));
     return;
   }
   const std::lock_guard lock(hdf5_mutex());
   const h5::QuietErrors quiet;
+  const Impl::OpenDataset& open = impl_->opened(path, placement);
   const Where where{impl_->file, path};
   herr_t status = 0;
-  if (open.shape.empty()) {
-    status = H5Dread(open.dataset.get(), open.memory_type.get(), H5S_ALL, H5S_ALL,
-                     impl_->independent.get(), dst);
+  if (placement.shape.empty()) {
+    status =
+        H5Dread(open.dataset.get(), open.memory_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, dst);
   } else {
     const h5::Dataspace file_space(
         check(H5Dget_space(open.dataset.get()), where, "reading the dataspace"));
@@ -336,7 +499,7 @@ void Hdf5Reader::read(const std::string& path, const Box& box, void* dst) {
           where, "selecting the box " + to_string(box));
     const h5::Dataspace memory_space = make_space(box.extent, where);
     status = H5Dread(open.dataset.get(), open.memory_type.get(), memory_space.get(),
-                     file_space.get(), impl_->independent.get(), dst);
+                     file_space.get(), H5P_DEFAULT, dst);
   }
   check(status, where, "reading the box " + to_string(box), kHintDamaged);
 }
@@ -353,7 +516,7 @@ std::optional<h5::RawRegion> Hdf5Reader::Impl::shard_region(const LeafRecord& le
                     "shard of {} bytes",
                     leaf.path, first, first + bytes, shard.bytes));
   }
-  std::optional<h5::RawRegion> region = opened(leaf.path).region_of(shard.box);
+  std::optional<h5::RawRegion> region = placed(leaf.path).region_of(shard.box);
   if (region && !raw) raw.emplace(file, PosixFile::Mode::read);
   return region;
 }
@@ -440,6 +603,8 @@ std::unique_ptr<ShardReader> open_hdf5_reader(const Comm& comm, const std::files
 
 void Hdf5Reader::close() {
   impl_->raw.reset();
+  impl_->placements.clear();
+  impl_->comm = nullptr;
   const std::lock_guard lock(hdf5_mutex());
   const h5::QuietErrors quiet;
   std::optional<IoError> first;
@@ -451,8 +616,7 @@ void Hdf5Reader::close() {
     }
   }
   impl_->datasets.clear();
-  impl_->independent.reset();
-  impl_->handle.close({impl_->file, {}});  // collective
+  if (impl_->handle.valid()) impl_->handle.close({impl_->file, {}});
   if (first) throw *first;
 }
 

@@ -17,35 +17,38 @@
 
 namespace cairn::storage {
 
-/// An hdf5 file opened for reading by every rank of a Comm (which must outlive the reader).
-/// Metadata is read collectively (one rank reads, all receive); array data is read by each
-/// rank independently, and never needs metadata I/O. A contiguous dataset whose file type is
-/// the one cairn writes (every dataset cairn wrote) is read without HDF5, with pread at the
-/// address HDF5 allocated for it: a shard's stream then costs one read per piece contiguous in
-/// the file, where an HDF5 hyperslab read costs a dataspace walk and an MPI-IO request per
-/// row. An unfiltered chunked dataset in that type is read with pread too, chunk by chunk, at
-/// the chunk addresses that open() looked up (a shard that is one chunk: one read). Other
-/// contiguous or compact datasets (a byte-swapped copy) go through H5Dread; filtered chunks
-/// are rejected. Every HDF5 call is made with
-/// hdf5_mutex() held (see hdf5_handle.hpp); one reader is used by one thread at a time.
+/// An hdf5 file read by every rank of a Comm (which must outlive the reader). The primary
+/// opens the file and checks every dataset; one broadcast per open() tells every rank where
+/// each dataset's data lies, so opening costs the same few collective calls whatever the
+/// number of leaves, and only the primary reads HDF5 metadata. Array data is read by each rank
+/// independently: a contiguous dataset whose file type is the one cairn writes (every dataset
+/// cairn wrote) is read without HDF5, with pread at the address HDF5 allocated for it, one read
+/// per piece contiguous in the file. An unfiltered chunked dataset in that type is read with
+/// pread too, chunk by chunk, at the chunk addresses that open() looked up (a shard that is one
+/// chunk: one read). Other contiguous or compact datasets (a byte-swapped copy) go through
+/// H5Dread on a read-only handle the rank opens on its own; filtered chunks are rejected.
+/// Every HDF5 call is made with hdf5_mutex() held (see hdf5_handle.hpp); one reader is used by
+/// one thread at a time.
 class Hdf5Reader final : public ShardReader {
  public:
-  /// Opens `file` read-only. Collective. Throws (on every rank) NotFound when the file does
-  /// not exist, FormatError when it is not an HDF5 file or is truncated, IoError otherwise.
+  /// Opens `file` read-only on the primary. Collective (one broadcast). Throws, on every rank
+  /// alike, NotFound when the file does not exist, FormatError when it is not an HDF5 file or
+  /// is truncated, IoError otherwise.
   Hdf5Reader(const Comm& comm, const std::filesystem::path& file);
-  /// Closes what is still open, like close() but logging failures. Collective when the file
-  /// is still open (H5Fclose over MPI-IO): destroy readers on every rank. Never throws.
+  /// Closes what is still open, like close() but logging failures. Local. Never throws.
   ~Hdf5Reader();
   Hdf5Reader(const Hdf5Reader&) = delete;
   Hdf5Reader& operator=(const Hdf5Reader&) = delete;
 
-  /// Opens the datasets of `records` (every rank the same list, same order; collective) and
-  /// checks that each exists, is contiguous, compact or chunked without filters (looking up
-  /// every chunk's address, at most 2^20 chunks, all with storage), has the recorded shape (a 0-d
-  /// record: a scalar dataspace) and a type that holds the recorded dtype (class, size, sign, float
-  /// fields, complex members "r" and "i"). Records opened before are skipped. Throws
-  /// CollectiveMismatch when the ranks' lists differ, InvalidArgument for a non-array record,
-  /// FormatError(file, leaf path, ...) for a missing or mismatching dataset.
+  /// Checks, on the primary, that the dataset of each of `records` (every rank the same list,
+  /// same order) exists, is contiguous, compact or chunked without filters (looking up every
+  /// chunk's address, at most 2^20 chunks, all with storage), has the recorded shape (a 0-d
+  /// record: a scalar dataspace) and a type that holds the recorded dtype (class, size, sign,
+  /// float fields, complex members "r" and "i"), and tells every rank where its data lies.
+  /// Records opened before are skipped. Collective: one agreement and one broadcast, whatever
+  /// the number of records. Throws CollectiveMismatch when the ranks' lists differ,
+  /// InvalidArgument for a non-array record, and, on every rank alike, FormatError(file, leaf
+  /// path, ...) for a missing or mismatching dataset.
   void open(std::span<const LeafRecord* const> records) override;
   /// Reads `box` of the dataset of leaf `path` (opened before) into `dst`, a row-major
   /// buffer of volume(box) elements of the leaf's dtype (nothing for an empty box).
@@ -70,7 +73,8 @@ class Hdf5Reader final : public ShardReader {
   /// Independent. Throws as read() for a leaf not opened or a range outside the shard.
   void prefetch(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
                 std::uint64_t bytes) override;
-  /// Closes every dataset and the file. Collective. Throws IoError naming the file.
+  /// Closes every dataset and this rank's handle of the file, if it has one. Local (no rank
+  /// waits for another). Throws IoError naming the file.
   void close() override;
 
  private:

@@ -305,6 +305,16 @@ PropertyList file_access(const Comm& comm, const Where& where) {
   return fapl;
 }
 
+PropertyList read_access(const Where& where) {
+  PropertyList fapl(
+      check(H5Pcreate(H5P_FILE_ACCESS), where, "creating a file-access property list"));
+  check(H5Pset_fapl_sec2(fapl.get()), where, "selecting the POSIX driver");
+#if H5_VERSION_GE(1, 10, 7)
+  check(H5Pset_file_locking(fapl.get(), false, true), where, "turning file locking off");
+#endif
+  return fapl;
+}
+
 PropertyList transfer(H5FD_mpio_xfer_t mode, const Where& where) {
   PropertyList dxpl(check(H5Pcreate(H5P_DATASET_XFER), where, "creating a transfer property list"));
   check(H5Pset_dxpl_mpio(dxpl.get(), mode), where, "selecting the MPI-IO transfer mode");

@@ -111,10 +111,16 @@ struct RawRegion {
 /// beyond std::bad_alloc.
 [[nodiscard]] std::string describe_type(hid_t type);
 
-/// The file-access property list of every data.h5, for writing and reading: MPI-IO over
-/// `comm`, collective metadata reads and writes, 1 MiB alignment of datasets of 1 MiB or
-/// more, HDF5 1.8 object formats, 64 KiB metadata blocks. Throws IoError naming `where`.
+/// The file-access property list of every data.h5 written: MPI-IO over `comm`, collective
+/// metadata reads and writes, 1 MiB alignment of datasets of 1 MiB or more, HDF5 1.8 object
+/// formats, 64 KiB metadata blocks. Throws IoError naming `where`.
 [[nodiscard]] PropertyList file_access(const Comm& comm, const Where& where);
+
+/// The file-access property list of a data.h5 read by one process on its own: the POSIX
+/// (sec2) driver, without HDF5's file locks (a committed checkpoint is never written again,
+/// and many ranks read it at once, on file systems where locks may be missing). Throws
+/// IoError naming `where`.
+[[nodiscard]] PropertyList read_access(const Where& where);
 
 /// A transfer property list with MPI-IO transfer `mode` (collective for writes,
 /// independent for reads). Throws IoError naming `where`.
