@@ -29,11 +29,8 @@ namespace cairn::storage {
 /// (and the destruction of their handles), and so must any other code calling HDF5 in
 /// cairn, including the QuietErrors scope (it changes the process's error handler).
 /// Recursive, so a member holding it may call another that takes it again.
-///
-/// Collective HDF5 calls run with the lock held: when two threads of one process both make
-/// collective HDF5 calls (over MPI-IO), they must do so in the same order on every rank, or a
-/// rank can block in a collective while the thread its peers wait for is blocked on this
-/// lock. Not collective; never throws.
+/// cairn opens its files with HDF5's POSIX driver on one rank, so no HDF5 call is collective.
+/// Not collective; never throws.
 [[nodiscard]] std::recursive_mutex& hdf5_mutex() noexcept;
 
 }  // namespace cairn::storage
@@ -94,8 +91,7 @@ T check(T result, const Where& where, std::string_view what, std::string_view hi
 /// What an identifier refers to; each kind has its own H5*close function.
 enum class Kind { file, dataset, dataspace, datatype, plist, group, attribute };
 
-/// Closes `id` with the close function of `kind`. Not collective by itself (H5Fclose of a
-/// file opened with MPI-IO is collective); never throws.
+/// Closes `id` with the close function of `kind`. Not collective; never throws.
 herr_t close_id(Kind kind, hid_t id) noexcept;
 /// "file", "dataset", ... Never throws.
 [[nodiscard]] std::string_view kind_name(Kind kind) noexcept;
@@ -142,7 +138,7 @@ class Handle {
 
   /// Closes the identifier; throws IoError naming `where` when HDF5 reports a failure (for
   /// a file: the last metadata could not be written). The handle is empty afterwards either
-  /// way. Collective for a file opened with MPI-IO.
+  /// way.
   void close(const Where& where) {
     const hid_t id = std::exchange(id_, H5I_INVALID_HID);
     if (id < 0) return;

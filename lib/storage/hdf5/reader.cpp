@@ -18,6 +18,7 @@
 #include "storage/checksum.hpp"
 #include "storage/hdf5/handle.hpp"
 #include "storage/hdf5/settings.hpp"
+#include "storage/hdf5/verdict.hpp"
 #include "storage/posix_file.hpp"
 #include "storage/shard_stream.hpp"
 
@@ -125,75 +126,6 @@ struct Hdf5Reader::Impl {
 };
 
 namespace {
-
-// What the primary found, sent to every rank in one broadcast: an error to throw on every rank
-// alike (its kind and fields), or the bytes of what it learned.
-class Verdict {
- public:
-  static std::vector<std::byte> ok(std::vector<std::byte> payload) {
-    payload.insert(payload.begin(), std::byte{0});
-    return payload;
-  }
-  static std::vector<std::byte> failed(const std::exception& e) {
-    std::vector<std::byte> out{std::byte{1}};
-    const ErrorCode code = error_code_of(e);
-    std::string path;
-    std::string field;
-    if (const auto* f = dynamic_cast<const FormatError*>(&e)) {
-      path = f->path();
-      field = f->field();
-    } else if (const auto* n = dynamic_cast<const NotFound*>(&e)) {
-      path = n->what_missing();
-    } else if (const auto* io = dynamic_cast<const IoError*>(&e)) {
-      path = io->path();
-    }
-    put(out, static_cast<std::uint64_t>(code));
-    for (const std::string& text : {path, field, std::string(e.what())}) put(out, text);
-    return out;
-  }
-  // Throws the error of a failed verdict; returns the payload of a good one.
-  static std::span<const std::byte> open(std::span<const std::byte> verdict) {
-    if (verdict.empty() || verdict[0] == std::byte{0})
-      return verdict.subspan(verdict.empty() ? 0 : 1);
-    std::span<const std::byte> in = verdict.subspan(1);
-    const auto code = static_cast<ErrorCode>(take<std::uint64_t>(in));
-    std::string path = take_text(in);
-    std::string field = take_text(in);
-    std::string message = take_text(in);
-    switch (code) {
-      case ErrorCode::format:
-        throw FormatError(std::move(path), std::move(field), std::move(message));
-      case ErrorCode::not_found: throw NotFound(std::move(path), std::move(message));
-      case ErrorCode::io: throw IoError(std::move(path), std::move(message));
-      default: throw_error(code, std::move(message));
-    }
-  }
-
-  static void put(std::vector<std::byte>& out, std::uint64_t value) {
-    const auto* bytes = reinterpret_cast<const std::byte*>(&value);
-    out.insert(out.end(), bytes, bytes + sizeof value);
-  }
-  static void put(std::vector<std::byte>& out, const std::string& text) {
-    put(out, static_cast<std::uint64_t>(text.size()));
-    const auto* bytes = reinterpret_cast<const std::byte*>(text.data());
-    out.insert(out.end(), bytes, bytes + text.size());
-  }
-  template <class T>
-  static T take(std::span<const std::byte>& in) {
-    T value{};
-    if (in.size() < sizeof value) throw Error(ErrorCode::internal, "hdf5 reader: short verdict");
-    std::memcpy(&value, in.data(), sizeof value);
-    in = in.subspan(sizeof value);
-    return value;
-  }
-  static std::string take_text(std::span<const std::byte>& in) {
-    const auto size = take<std::uint64_t>(in);
-    if (in.size() < size) throw Error(ErrorCode::internal, "hdf5 reader: short verdict");
-    std::string text(reinterpret_cast<const char*>(in.data()), static_cast<std::size_t>(size));
-    in = in.subspan(static_cast<std::size_t>(size));
-    return text;
-  }
-};
 
 // How a placement travels: a kind byte, then the raw offset (contiguous) or the chunk shape and
 // every chunk's address (chunked; all have storage, open() checked it).
@@ -309,18 +241,11 @@ Hdf5Reader::Hdf5Reader(const Comm& comm, const std::filesystem::path& file)
   impl_->comm = &comm;
   impl_->file = file.string();
   // The primary opens the file; the others learn its verdict.
-  std::vector<std::byte> verdict;
-  if (comm.is_primary()) {
+  (void)h5::primary_verdict(comm, [&](h5::Packed&) {
     const std::lock_guard lock(hdf5_mutex());
     const h5::QuietErrors quiet;
-    try {
-      impl_->open_file();
-      verdict = Verdict::ok({});
-    } catch (const std::exception& e) {
-      verdict = Verdict::failed(e);
-    }
-  }
-  (void)Verdict::open(comm.broadcast_bytes(verdict));
+    impl_->open_file();
+  });
 }
 
 Hdf5Reader::~Hdf5Reader() { impl_.reset(); }  // ~Impl closes what is open, holding the lock
@@ -346,52 +271,41 @@ void Hdf5Reader::open(std::span<const LeafRecord* const> records) {
   }
   // The primary checks every dataset and says where its data lies; one broadcast tells every
   // rank, whatever the number of leaves.
-  std::vector<std::byte> verdict;
-  if (impl_->comm->is_primary()) {
+  const std::vector<std::byte> found = h5::primary_verdict(*impl_->comm, [&](h5::Packed& out) {
     const std::lock_guard lock(hdf5_mutex());
     const h5::QuietErrors quiet;
-    try {
-      std::vector<std::byte> payload;
-      for (const LeafRecord* record : fresh) {
-        const Impl::Placement placement = impl_->inspect(*record);
-        if (placement.raw_offset) {
-          payload.push_back(static_cast<std::byte>(PlacementKind::contiguous));
-          Verdict::put(payload, *placement.raw_offset);
-        } else if (!placement.chunk.empty()) {
-          payload.push_back(static_cast<std::byte>(PlacementKind::chunked));
-          for (std::int64_t n : placement.chunk)
-            Verdict::put(payload, static_cast<std::uint64_t>(n));
-          Verdict::put(payload, static_cast<std::uint64_t>(placement.chunk_addresses.size()));
-          for (const auto& address : placement.chunk_addresses) Verdict::put(payload, *address);
-        } else {
-          payload.push_back(static_cast<std::byte>(PlacementKind::hdf5_read));
-        }
+    for (const LeafRecord* record : fresh) {
+      const Impl::Placement placement = impl_->inspect(*record);
+      if (placement.raw_offset) {
+        out.put_byte(static_cast<std::uint8_t>(PlacementKind::contiguous));
+        out.put(*placement.raw_offset);
+      } else if (!placement.chunk.empty()) {
+        out.put_byte(static_cast<std::uint8_t>(PlacementKind::chunked));
+        for (std::int64_t n : placement.chunk) out.put(static_cast<std::uint64_t>(n));
+        out.put(static_cast<std::uint64_t>(placement.chunk_addresses.size()));
+        for (const auto& address : placement.chunk_addresses) out.put(*address);
+      } else {
+        out.put_byte(static_cast<std::uint8_t>(PlacementKind::hdf5_read));
       }
-      verdict = Verdict::ok(std::move(payload));
-    } catch (const std::exception& e) {
-      verdict = Verdict::failed(e);
     }
-  }
-  const std::vector<std::byte> received = impl_->comm->broadcast_bytes(verdict);
-  std::span<const std::byte> in = Verdict::open(received);
+  });
+  h5::Unpacked in(found);
   for (const LeafRecord* record : fresh) {
     Impl::Placement placement{.dtype = record->dtype,
                               .shape = record->shape,
                               .raw_offset = std::nullopt,
                               .chunk = {},
                               .chunk_addresses = {}};
-    const auto kind = static_cast<PlacementKind>(Verdict::take<std::uint8_t>(in));
+    const auto kind = static_cast<PlacementKind>(in.take_byte());
     if (kind == PlacementKind::contiguous) {
-      placement.raw_offset = Verdict::take<std::uint64_t>(in);
+      placement.raw_offset = in.take();
     } else if (kind == PlacementKind::chunked) {
       for (std::size_t d = 0; d < record->shape.size(); ++d) {
-        placement.chunk.push_back(static_cast<std::int64_t>(Verdict::take<std::uint64_t>(in)));
+        placement.chunk.push_back(static_cast<std::int64_t>(in.take()));
       }
-      const auto count = Verdict::take<std::uint64_t>(in);
+      const std::uint64_t count = in.take();
       placement.chunk_addresses.reserve(static_cast<std::size_t>(count));
-      for (std::uint64_t k = 0; k < count; ++k) {
-        placement.chunk_addresses.emplace_back(Verdict::take<std::uint64_t>(in));
-      }
+      for (std::uint64_t k = 0; k < count; ++k) placement.chunk_addresses.emplace_back(in.take());
     }
     impl_->placements.emplace(record->path, std::move(placement));
   }
@@ -566,7 +480,7 @@ void Hdf5Reader::read_scattered(const LeafRecord& leaf, const ShardRecord& shard
 void Hdf5Reader::prefetch(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
                           std::uint64_t bytes) {
   const std::optional<h5::RawRegion> region = impl_->shard_region(leaf, shard, first, bytes);
-  if (!region || bytes == 0) return;  // H5Dread reads through MPI-IO, which has no hint
+  if (!region || bytes == 0) return;  // datasets read with H5Dread get no hint
   // A shard that is not whole rows of the array lies in the file as pieces (its rows) between
   // the pieces of other shards. Advised one by one, each piece would be a small request that
   // the kernel does not read ahead of; pieces closer than kMergeGapBytes are advised as one

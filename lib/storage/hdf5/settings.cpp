@@ -273,8 +273,8 @@ std::optional<RawRegion> chunk_region(std::span<const std::int64_t> shape,
 namespace {
 
 // Datasets of at least 1 MiB start on a 1 MiB boundary: a multiple of Lustre's default stripe
-// size and of common GPFS/RAID block sizes, so collective-buffering aggregators write whole
-// file-system blocks and no two large datasets share a stripe (no lock ping-pong). Smaller
+// size and of common GPFS/RAID block sizes, so the ranks' writes cover whole file-system
+// blocks and no two large datasets share a stripe (no lock ping-pong). Smaller
 // datasets stay packed: aligning them would waste up to 1 MiB each. The gaps are holes.
 constexpr hsize_t kAlignThreshold = hsize_t{1} << 20;
 constexpr hsize_t kAlignment = hsize_t{1} << 20;
@@ -284,17 +284,13 @@ constexpr hsize_t kMetaBlockSize = hsize_t{64} << 10;
 
 }  // namespace
 
-PropertyList file_access(const Comm& comm, const Where& where) {
+PropertyList create_access(const Where& where) {
   PropertyList fapl(
       check(H5Pcreate(H5P_FILE_ACCESS), where, "creating a file-access property list"));
-  // Every rank opens the one file through MPI-IO (HDF5 duplicates the communicator).
-  check(H5Pset_fapl_mpio(fapl.get(), comm.get(), MPI_INFO_NULL), where, "selecting MPI-IO");
-  // Metadata is read by one rank and broadcast instead of every rank reading the same bytes
-  // (no read storm at scale). This requires every metadata-reading call to be collective:
-  // cairn's are (open, create, close); reads of contiguous raw data stay independent.
-  check(H5Pset_all_coll_metadata_ops(fapl.get(), true), where, "enabling collective metadata");
-  // Dirty metadata is flushed with one collective write, not many small independent ones.
-  check(H5Pset_coll_metadata_write(fapl.get(), true), where, "enabling collective metadata");
+  check(H5Pset_fapl_sec2(fapl.get()), where, "selecting the POSIX driver");
+#if H5_VERSION_GE(1, 10, 7)
+  check(H5Pset_file_locking(fapl.get(), false, true), where, "turning file locking off");
+#endif
   check(H5Pset_alignment(fapl.get(), kAlignThreshold, kAlignment), where, "setting alignment");
   // Objects in the HDF5 1.8 format and nothing newer: indexed link storage (fast groups
   // with many leaves) and checksummed object headers (damage is detected, not misread),
@@ -315,12 +311,6 @@ PropertyList read_access(const Where& where) {
   return fapl;
 }
 
-PropertyList transfer(H5FD_mpio_xfer_t mode, const Where& where) {
-  PropertyList dxpl(check(H5Pcreate(H5P_DATASET_XFER), where, "creating a transfer property list"));
-  check(H5Pset_dxpl_mpio(dxpl.get(), mode), where, "selecting the MPI-IO transfer mode");
-  return dxpl;
-}
-
 PropertyList dataset_creation(const Where& where, std::span<const std::int64_t> chunk) {
   PropertyList dcpl(
       check(H5Pcreate(H5P_DATASET_CREATE), where, "creating a dataset-creation property list"));
@@ -333,7 +323,7 @@ PropertyList dataset_creation(const Where& where, std::span<const std::int64_t> 
     check(H5Pset_chunk(dcpl.get(), static_cast<int>(dims.size()), dims.data()), where,
           "setting the chunk shape");
   }
-  // Space is allocated when the dataset is created (collectively), never inside H5Dwrite.
+  // Space is allocated when the dataset is created, so its address is known at once.
   check(H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY), where, "setting allocation");
   // No fill values: the writers cover the array, so filling would write every byte twice
   // (unwritten parts of sparse leaves are file holes and read as zero).
@@ -344,7 +334,7 @@ PropertyList dataset_creation(const Where& where, std::span<const std::int64_t> 
 PropertyList link_creation(const Where& where) {
   PropertyList lcpl(
       check(H5Pcreate(H5P_LINK_CREATE), where, "creating a link-creation property list"));
-  // "fields/u" creates the group "fields" on the way (collectively, like the dataset).
+  // "fields/u" creates the group "fields" on the way.
   check(H5Pset_create_intermediate_group(lcpl.get(), 1), where, "enabling intermediate groups");
   return lcpl;
 }

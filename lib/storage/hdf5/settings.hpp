@@ -19,7 +19,6 @@
 #include <hdf5.h>
 
 #include <cairn/box.hpp>
-#include <cairn/comm.hpp>
 #include <cairn/dtype.hpp>
 
 #include <cstddef>
@@ -50,9 +49,8 @@ namespace cairn::storage::h5 {
 /// std::bad_alloc.
 [[nodiscard]] std::vector<hsize_t> to_hsize(std::span<const std::int64_t> values);
 
-/// Attaches the string attribute `name` = `value` (string_type(), scalar) to `object`. When
-/// the file is open with MPI-IO, collective: every rank passes the same value. Throws
-/// IoError naming `where`.
+/// Attaches the string attribute `name` = `value` (string_type(), scalar) to `object`. Not
+/// collective. Throws IoError naming `where`.
 void write_string_attribute(hid_t object, const char* name, std::string_view value,
                             const Where& where);
 
@@ -111,20 +109,16 @@ struct RawRegion {
 /// beyond std::bad_alloc.
 [[nodiscard]] std::string describe_type(hid_t type);
 
-/// The file-access property list of every data.h5 written: MPI-IO over `comm`, collective
-/// metadata reads and writes, 1 MiB alignment of datasets of 1 MiB or more, HDF5 1.8 object
-/// formats, 64 KiB metadata blocks. Throws IoError naming `where`.
-[[nodiscard]] PropertyList file_access(const Comm& comm, const Where& where);
+/// The file-access property list with which the primary creates a data.h5 alone: the POSIX
+/// (sec2) driver without HDF5's file locks, 1 MiB alignment of datasets of 1 MiB or more, HDF5
+/// 1.8 object formats, 64 KiB metadata blocks. Throws IoError naming `where`.
+[[nodiscard]] PropertyList create_access(const Where& where);
 
 /// The file-access property list of a data.h5 read by one process on its own: the POSIX
 /// (sec2) driver, without HDF5's file locks (a committed checkpoint is never written again,
 /// and many ranks read it at once, on file systems where locks may be missing). Throws
 /// IoError naming `where`.
 [[nodiscard]] PropertyList read_access(const Where& where);
-
-/// A transfer property list with MPI-IO transfer `mode` (collective for writes,
-/// independent for reads). Throws IoError naming `where`.
-[[nodiscard]] PropertyList transfer(H5FD_mpio_xfer_t mode, const Where& where);
 
 /// The dataset-creation property list: allocated at creation, never filled; contiguous, or
 /// chunked in chunks of `chunk` (one extent per dimension, no filters) when it is given.

@@ -1,13 +1,15 @@
-// The hdf5 storage format, write side: collective creation, local raw writes, collective close.
+// The hdf5 storage format, write side: the primary creates the file, every rank writes its
+// shards with pwrite, the primary closes the file.
 //
-// Collective discipline. Parallel HDF5 hangs when one rank leaves a collective call that the
-// others entered, so every collective step sees identical input on every rank:
+// Steps, each a fixed number of collective calls whatever the number of leaves:
 //  1. agree on the list of arrays and values (CollectiveMismatch on misuse);
-//  2. check every local input (boxes) and agree on the verdict;
-//  3. create the file, each dataset and each value collectively (identical input: these
-//     calls succeed or fail together and throw directly);
+//  2. check every local input (boxes) and agree on the verdict; agree on the chunk shapes;
+//  3. the primary creates the file, each dataset and each value (HDF5's POSIX driver, no
+//     MPI-IO) and broadcasts where each dataset's data lies, or its error, which every rank
+//     then throws alike;
 //  4. each rank writes its shards with pwrite, alone (no HDF5, no MPI);
-//  5. agree that every rank reached close(), then close (and fsync).
+//  5. agree that every rank reached close(), the primary closes the file (HDF5 writes its
+//     metadata) and broadcasts the outcome, every rank fsyncs.
 // Every HDF5 call is made with hdf5_mutex() held; agreements and raw writes are not.
 #include "storage/hdf5/writer.hpp"
 
@@ -26,6 +28,7 @@
 #include "storage/checksum.hpp"
 #include "storage/hdf5/handle.hpp"
 #include "storage/hdf5/settings.hpp"
+#include "storage/hdf5/verdict.hpp"
 #include "storage/index.hpp"
 #include "storage/posix_file.hpp"
 #include "storage/shard_stream.hpp"
@@ -34,53 +37,23 @@ namespace cairn::storage {
 namespace {
 
 using h5::check;
+using h5::create_access;
 using h5::dataset_creation;
-using h5::file_access;
 using h5::link_creation;
 using h5::make_space;
 using h5::make_type;
 using h5::string_type;
-using h5::transfer;
 using h5::Where;
 using h5::write_string_attribute;
 
 constexpr std::string_view kHintStorage =
-    "Check that the directory exists and is writable, that the file system has space and "
-    "supports MPI-IO";
+    "Check that the directory exists and is writable and that the file system has space";
+// A chunk without storage, as the primary sends chunk addresses.
+constexpr std::uint64_t kNoAddress = ~std::uint64_t{0};
+
 constexpr std::string_view kHintCreate =
     "Check that the leaf paths are distinct, that no path is both a leaf and a group, and "
     "that the file system has space";
-
-/// The collective H5Dwrite of a value's scalar dataset: the primary (`writes`) writes `data`,
-/// the other ranks select nothing. Local failures go to `failure`; the rank still takes part.
-void write_value(hid_t dataset, hid_t type, hid_t file_space, bool writes, const void* data,
-                 hid_t dxpl, const Where& where, detail::FirstError& failure) {
-  static const std::byte no_data{};
-  h5::Dataspace memory_space;
-  bool selected = false;
-  if (writes) {
-    try {
-      check(H5Sselect_all(file_space), where, "selecting the dataset");
-      memory_space = h5::Dataspace(check(H5Screate(H5S_SCALAR), where, "selecting the data"));
-      selected = true;
-    } catch (const std::exception& e) {
-      failure.record(e);
-    }
-  }
-  if (!selected) {
-    memory_space = h5::Dataspace(H5Scopy(file_space));
-    H5Sselect_none(file_space);
-    if (memory_space.valid()) H5Sselect_none(memory_space.get());
-    data = &no_data;
-  }
-  if (H5Dwrite(dataset, type, memory_space.get(), file_space, dxpl, data) < 0) {
-    try {
-      h5::throw_failure(where, "writing the data", kHintStorage);
-    } catch (const std::exception& e) {
-      failure.record(e);
-    }
-  }
-}
 
 /// Throws InvalidArgument naming the leaf when this rank's box of `a` is not inside its shape.
 void check_box(const ArrayToWrite& a) {
@@ -90,15 +63,12 @@ void check_box(const ArrayToWrite& a) {
 }
 
 /// Throws IoError when the file system of `file` has less free space than the datasets of
-/// `arrays` need (plus alignment and metadata). HDF5 1.10 hangs in H5Fclose when a metadata
-/// write fails on one rank and not on the others (they leave its flush at different
-/// collective calls), which is what a disk that fills up during the save causes; checking
-/// before the file exists turns the common case, a disk already too full for the step, into
-/// an error on every rank. A disk filled by another writer while the file is written is not
-/// covered. An unknown amount of space passes.
+/// `arrays` need (plus alignment and metadata): a disk already too full for the step fails
+/// before the file exists, on every rank, instead of in the ranks' writes. An unknown amount
+/// of space passes.
 void check_free_space(const std::filesystem::path& file, std::span<const ArrayToWrite> arrays) {
   constexpr std::uint64_t kMetadataBytes = std::uint64_t{64} << 10;
-  constexpr std::uint64_t kAlignmentBytes = std::uint64_t{1} << 20;  // see file_access()
+  constexpr std::uint64_t kAlignmentBytes = std::uint64_t{1} << 20;  // see create_access()
   std::uint64_t needed = kMetadataBytes;
   for (const ArrayToWrite& a : arrays) {
     const std::uint64_t bytes = static_cast<std::uint64_t>(volume(a.shape)) * dtype_size(a.dtype);
@@ -222,8 +192,7 @@ struct Hdf5Writer::Impl {
 
   std::filesystem::path file;
   std::string file_name;  // file.string(), for messages
-  h5::File handle;
-  std::vector<h5::Dataset> datasets;  // of `arrays`, closed before `handle`
+  h5::File handle;        // the primary's, from the constructor to close()
   std::vector<Array> arrays;
   std::optional<PosixFile> raw;  // this rank's descriptor for its writes, opened by place()
   bool closed = false;           // close() got past its agreement
@@ -236,8 +205,7 @@ struct Hdf5Writer::Impl {
     raw.reset();
     const std::lock_guard lock(hdf5_mutex());
     const h5::QuietErrors quiet;
-    datasets.clear();
-    handle.reset();  // collective when still open; a failure is logged
+    handle.reset();  // a failure is logged
   }
 
   Array& shard_of(std::size_t index) {
@@ -264,8 +232,7 @@ Hdf5Writer::Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
               .step = -1,
               .structure = structure_hash(arrays, values)});
 
-  // Step 2: local checks, then one verdict. The primary also renders the values' text,
-  // whose lengths every rank needs to create the string datasets identically.
+  // Step 2: local checks, then one verdict. The primary also renders the values' text.
   std::vector<std::string> texts(values.size());
   comm.run_all(fmt::format("Hdf5Writer '{}': checking the input", w.file_name), [&] {
     for (const ArrayToWrite& a : arrays) {
@@ -295,37 +262,26 @@ Hdf5Writer::Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
   });
   const std::vector<std::vector<std::int64_t>> chunks = plan_chunks(comm, arrays);
   for (std::size_t i = 0; i < w.arrays.size(); ++i) w.arrays[i].chunk = chunks[i];
-  std::vector<std::uint64_t> text_sizes(values.size());
-  if (!values.empty()) {
-    for (std::size_t k = 0; k < values.size(); ++k) text_sizes[k] = texts[k].size();
-    const auto bytes = comm.broadcast_bytes(std::as_bytes(std::span(text_sizes)));
-    if (bytes.size() != text_sizes.size() * sizeof(std::uint64_t)) {
-      throw Error(ErrorCode::internal, "Hdf5Writer: broadcast of the value sizes was cut");
-    }
-    std::memcpy(text_sizes.data(), bytes.data(), bytes.size());
-  }
 
-  detail::FirstError failure;
-  {
+  // Step 3: the primary creates the file, every dataset and every value; one broadcast tells
+  // every rank where each dataset's data lies (for a chunked one, every chunk's address).
+  const std::vector<std::byte> found = h5::primary_verdict(comm, [&](h5::Packed& out) {
     const std::lock_guard lock(hdf5_mutex());
     const h5::QuietErrors quiet;
-    // Step 3: the file and the datasets, created collectively.
     const Where file_where{w.file_name, {}};
-    const h5::PropertyList fapl = file_access(comm, file_where);
+    const h5::PropertyList fapl = create_access(file_where);
     w.handle =
         h5::File(check(H5Fcreate(w.file_name.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()),
                        file_where, "creating the file", kHintStorage));
     const h5::PropertyList dcpl = dataset_creation(file_where);
     const h5::PropertyList lcpl = link_creation(file_where);
-    std::optional<h5::PropertyList> chunked_dcpl;
-
-    // The array datasets stay open until close(); their space is allocated now (dcpl).
-    for (Impl::Array& a : w.arrays) {
+    for (const Impl::Array& a : w.arrays) {
       const Where where{w.file_name, a.path};
       const h5::Datatype type = make_type(a.dtype, where);
       const h5::Dataspace space = make_space(a.shape, where);
+      std::optional<h5::PropertyList> chunked_dcpl;
       if (!a.chunk.empty()) chunked_dcpl.emplace(dataset_creation(where, a.chunk));
-      h5::Dataset& dataset = w.datasets.emplace_back(
+      h5::Dataset dataset(
           check(H5Dcreate2(w.handle.get(), a.path.c_str(), type.get(), space.get(), lcpl.get(),
                            a.chunk.empty() ? dcpl.get() : chunked_dcpl->get(), H5P_DEFAULT),
                 where, "creating the dataset", kHintCreate));
@@ -334,39 +290,30 @@ Hdf5Writer::Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
       // Whether the writer saw the array with its dimensions reversed (Fortran); h5py shows
       // the C-order shape either way.
       write_string_attribute(dataset.get(), "cairn_order", a.fortran_order ? "F" : "C", where);
-      // A dataset without elements has no storage; every other one has its address now (a
-      // chunked one, an address per chunk: every rank looks up all, see chunk_addresses()).
-      if (volume(a.shape) == 0) continue;
-      const bool has_data = a.box && volume(*a.box) > 0;
-      if (a.chunk.empty()) {
+      // A dataset without elements has no storage; every other one has its address now (it
+      // was allocated at creation).
+      if (volume(a.shape) == 0) {
+        out.put_byte(0);
+      } else if (a.chunk.empty()) {
         const haddr_t address = H5Dget_offset(dataset.get());
         if (address == HADDR_UNDEF) h5::throw_failure(where, "finding the dataset's storage");
-        if (has_data) {
-          a.where = h5::RawRegion{
-              .address = static_cast<std::uint64_t>(address), .frame = a.shape, .box = *a.box};
-        }
-        continue;
+        out.put_byte(1);
+        out.put(static_cast<std::uint64_t>(address));
+      } else {
+        const auto addresses = h5::chunk_addresses(dataset.get(), a.shape, a.chunk, where);
+        out.put_byte(2);
+        out.put(static_cast<std::uint64_t>(addresses.size()));
+        for (const auto& address : addresses) out.put(address.value_or(kNoAddress));
       }
-      const auto addresses = h5::chunk_addresses(dataset.get(), a.shape, a.chunk, where);
-      if (has_data) {
-        a.where = h5::chunk_region(a.shape, a.chunk, addresses, *a.box);
-        if (!a.where) {  // recorded: the other ranks still create the remaining datasets
-          failure.record(IoError(w.file_name, h5::failure_message(where,
-                                                                  "finding the storage "
-                                                                  "of this rank's chunk")));
-        }
-      }
+      dataset.close(where);
     }
-
-    // Values: small datasets, created by all, data written by the primary in one collective
-    // H5Dwrite each.
-    const h5::PropertyList dxpl = transfer(H5FD_MPIO_COLLECTIVE, file_where);
+    // Values: small datasets, written at once.
     for (std::size_t k = 0; k < values.size(); ++k) {
       const ValueToWrite& v = values[k];
       const Where where{w.file_name, v.path};
       const bool scalar = v.leaf->kind() == LeafKind::scalar;
       const h5::Datatype type = scalar ? make_type(v.leaf->as_scalar().dtype(), where)
-                                       : string_type(text_sizes[k], where);
+                                       : string_type(texts[k].size(), where);
       const h5::Dataspace space(check(H5Screate(H5S_SCALAR), where, "creating a dataspace"));
       h5::Dataset dataset(check(H5Dcreate2(w.handle.get(), v.path.c_str(), type.get(), space.get(),
                                            lcpl.get(), dcpl.get(), H5P_DEFAULT),
@@ -380,13 +327,41 @@ Hdf5Writer::Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
       const void* data = scalar             ? v.leaf->as_scalar().data()
                          : texts[k].empty() ? static_cast<const void*>(empty_text)
                                             : static_cast<const void*>(texts[k].data());
-      write_value(dataset.get(), type.get(), space.get(), comm.is_primary(), data, dxpl.get(),
-                  where, failure);
+      check(H5Dwrite(dataset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data), where,
+            "writing the data", kHintStorage);
       dataset.close(where);
     }
+  });
+
+  // Step 4: each rank finds its shards in what the primary sent.
+  h5::Unpacked in(found);
+  detail::FirstError failure;
+  for (Impl::Array& a : w.arrays) {
+    const std::uint8_t kind = in.take_byte();
+    std::optional<std::uint64_t> address;
+    std::vector<std::optional<std::uint64_t>> addresses;
+    if (kind == 1) address = in.take();
+    if (kind == 2) {
+      const std::uint64_t count = in.take();
+      addresses.reserve(static_cast<std::size_t>(count));
+      for (std::uint64_t k = 0; k < count; ++k) {
+        const std::uint64_t at = in.take();
+        addresses.push_back(at == kNoAddress ? std::nullopt : std::optional(at));
+      }
+    }
+    if (!a.box || volume(*a.box) == 0 || kind == 0) continue;
+    if (address) {
+      a.where = h5::RawRegion{.address = *address, .frame = a.shape, .box = *a.box};
+      continue;
+    }
+    a.where = h5::chunk_region(a.shape, a.chunk, addresses, *a.box);
+    if (!a.where) {
+      failure.record(
+          IoError(w.file_name, fmt::format("leaf '{}' in HDF5 file '{}': the chunk of this rank's "
+                                           "shard {} has no storage",
+                                           a.path, w.file_name, to_string(*a.box))));
+    }
   }
-  // A failed value write is reported now: nothing is worth writing into a file that already
-  // failed. (On throw, ~Impl closes the file on every rank.)
   failure.report(comm);
   log::debug("hdf5.create", "file=\"{}\" arrays={} values={}", w.file_name, arrays.size(),
              values.size());
@@ -455,8 +430,8 @@ void Hdf5Writer::close(const Comm& comm, bool fsync) {
   if (w.closed) {
     throw InvalidArgument(fmt::format("Hdf5Writer for '{}': close() called twice", w.file_name));
   }
-  // Step 5. No rank may meet H5Fclose while another still writes raw data (HDF5 may read and
-  // rewrite a range around its metadata), nor meet it alone: agree first.
+  // Step 5. The primary closes the file (HDF5 writes its metadata) only when no rank still
+  // writes raw data: agree first.
   comm.agree({.operation = "Hdf5Writer::close " + w.file.filename().string(), .step = -1});
   w.closed = true;
   detail::FirstError failure;
@@ -465,27 +440,14 @@ void Hdf5Writer::close(const Comm& comm, bool fsync) {
   } catch (const std::exception& e) {
     failure.record(e);
   }
-  const Where file_where{w.file_name, {}};
-  {
+  // Every rank learns whether the metadata was written before it fsyncs.
+  (void)h5::primary_verdict(comm, [&](h5::Packed&) {
     const std::lock_guard lock(hdf5_mutex());
     const h5::QuietErrors quiet;
-    for (std::size_t i = 0; i < w.datasets.size(); ++i) {
-      try {
-        w.datasets[i].close({w.file_name, w.arrays[i].path});
-      } catch (const std::exception& e) {
-        failure.record(e);
-      }
-    }
-    // H5Fclose is collective and writes the metadata; its failure is remembered so that
-    // every rank still gets here.
-    try {
-      w.handle.close(file_where);
-    } catch (const std::exception& e) {
-      failure.record(e);
-    }
-  }
-  // Every rank fsyncs: metadata may have been written by any rank (HDF5's distributed
-  // metadata writes), and an fsync flushes only the calling node's cached pages of the file.
+    w.handle.close({w.file_name, {}});
+  });
+  // Every rank fsyncs: an fsync flushes only the calling node's cached pages of the file, and
+  // each rank wrote its shards from its own node.
   if (fsync && !failure.failed()) {
     try {
       PosixFile synced(w.file, PosixFile::Mode::read);

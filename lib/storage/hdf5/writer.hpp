@@ -8,17 +8,19 @@
 // Fortran array stored with its dimensions reversed). Files are readable with h5dump and h5py
 // without cairn.
 //
-// How it is written. The ranks create the file and every dataset collectively; array
-// datasets are allocated at creation and never filled, and their file type is the memory
-// type. A dataset is contiguous, or, when its shards are a regular grid of boxes that are not
-// runs of the array (2-D blocks, column slabs), chunked with one chunk per shard, so that
-// every shard is one range of the file (see plan_chunks() in writer.cpp). Each rank then
-// writes its shards itself, with pwrite at the address HDF5 allocated for each dataset
-// (H5Dget_offset) or chunk: no HDF5 call, no MPI, no collective per leaf,
-// so writes are local and may come from a background thread. Closing is collective: the
-// ranks agree that every rank is done writing, then HDF5 writes its metadata. This needs a
-// file system on which a write is visible to every node once the call returns (POSIX
-// consistency: local disks, Lustre, GPFS, BeeGFS), as MPI-IO itself does.
+// How it is written. The primary creates the file and every dataset alone, through HDF5's
+// POSIX driver, and one broadcast tells every rank where each dataset's data lies: the number
+// of collective calls of a save does not grow with its leaves, and only the primary writes
+// HDF5 metadata. Array datasets are allocated at creation and never filled, and their file
+// type is the memory type. A dataset is contiguous, or, when its shards are a regular grid of
+// boxes that are not runs of the array (2-D blocks, column slabs), chunked with one chunk per
+// shard, so that every shard is one range of the file (see plan_chunks() in writer.cpp). Each
+// rank then writes its shards itself, with pwrite at the address HDF5 allocated for each
+// dataset or chunk: no HDF5 call, no MPI, so writes are local and may come from a background
+// thread. Closing: the ranks agree that every rank is done writing, then the primary closes
+// the file and HDF5 writes its metadata. This needs a file system on which a write is visible
+// to every node once the call returns (POSIX consistency: local disks, Lustre, GPFS, BeeGFS),
+// as MPI-IO itself does.
 #pragma once
 
 #include <cairn/comm.hpp>
@@ -33,14 +35,13 @@
 namespace cairn::storage {
 
 /// Writes one data.h5: the constructor creates the file, every dataset and every value
-/// (collective); place() and write() store this rank's shards (local); flush() then close()
-/// finish it. Every HDF5 call is made with hdf5_mutex() held (see hdf5/handle.hpp); write()
-/// makes none. One writer is used by one thread at a time.
+/// (collective; the primary does the HDF5 work); place() and write() store this rank's shards
+/// (local); flush() then close() finish it. Every HDF5 call is made with hdf5_mutex() held (see
+/// hdf5/handle.hpp); write() makes none. One writer is used by one thread at a time.
 class Hdf5Writer final : public ShardWriter {
  public:
   /// Creates `file` (replacing it) and every dataset of `arrays` (agreeing on their chunks
-  /// first), and creates and writes every value of `values` (datasets created collectively,
-  /// data written by the primary).
+  /// first), and creates and writes every value of `values`, all on the primary.
   /// Collective over `comm`, which must outlive the writer; `arrays` and `values` (and the
   /// leaves they point to) need not. Every rank passes the same arrays and values (paths,
   /// dtypes, shapes, value kinds), checked first.
@@ -51,10 +52,8 @@ class Hdf5Writer final : public ShardWriter {
   /// system has too little free space for the datasets.
   Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
              std::span<const ArrayToWrite> arrays, std::span<const ValueToWrite> values);
-  /// When close() was not called (or threw before closing), closes the datasets and the
-  /// file without throwing and logs that the file is incomplete. Closing the file is
-  /// collective (H5Fclose over MPI-IO): destroying an unclosed writer is only safe when every
-  /// rank does it, e.g. after an error thrown on every rank. Never throws.
+  /// When close() was not called (or threw before closing), closes the primary's handle of
+  /// the file without throwing and logs that the file is incomplete. Local. Never throws.
   ~Hdf5Writer() override;
   Hdf5Writer(const Hdf5Writer&) = delete;
   Hdf5Writer& operator=(const Hdf5Writer&) = delete;
@@ -72,11 +71,12 @@ class Hdf5Writer final : public ShardWriter {
   /// is shared and an fsync would write back the other ranks' pages while they still write;
   /// close() fsyncs once all are done. Throws IoError naming the file.
   void flush(bool fsync) override;
-  /// Agrees with every rank of `comm` that all are done writing, closes the datasets and the file
-  /// (HDF5 writes its metadata) and, when `fsync`, fsyncs the file on every rank (metadata may be
-  /// written by any rank; an fsync flushes the calling node only). Collective. Throws
-  /// CollectiveMismatch on every rank when some rank does not close, IoError naming the file
-  /// on the ranks where closing or fsyncing failed, InvalidArgument when called twice.
+  /// Agrees with every rank of `comm` that all are done writing, closes the file on the
+  /// primary (HDF5 writes its metadata) and, when `fsync`, fsyncs the file on every rank (each
+  /// wrote its shards from its own node; an fsync flushes the calling node only). Collective.
+  /// Throws CollectiveMismatch on every rank when some rank does not close, IoError naming the
+  /// file on every rank when the primary could not close it and on the ranks where flushing or
+  /// fsyncing failed, InvalidArgument when called twice.
   void close(const Comm& comm, bool fsync) override;
 
  private:

@@ -1,0 +1,93 @@
+#include "storage/hdf5/verdict.hpp"
+
+#include <cairn/error.hpp>
+
+#include <cstring>
+#include <utility>
+
+namespace cairn::storage::h5 {
+
+void Packed::put(std::uint64_t value) {
+  const auto* bytes = reinterpret_cast<const std::byte*>(&value);
+  bytes_.insert(bytes_.end(), bytes, bytes + sizeof value);
+}
+
+void Packed::put(std::string_view text) {
+  put(static_cast<std::uint64_t>(text.size()));
+  const auto* bytes = reinterpret_cast<const std::byte*>(text.data());
+  bytes_.insert(bytes_.end(), bytes, bytes + text.size());
+}
+
+std::uint64_t Unpacked::take() {
+  std::uint64_t value = 0;
+  if (in_.size() < sizeof value) throw Error(ErrorCode::internal, "hdf5: a broadcast was cut");
+  std::memcpy(&value, in_.data(), sizeof value);
+  in_ = in_.subspan(sizeof value);
+  return value;
+}
+
+std::string Unpacked::take_text() {
+  const std::uint64_t size = take();
+  if (in_.size() < size) throw Error(ErrorCode::internal, "hdf5: a broadcast was cut");
+  std::string text(reinterpret_cast<const char*>(in_.data()), static_cast<std::size_t>(size));
+  in_ = in_.subspan(static_cast<std::size_t>(size));
+  return text;
+}
+
+std::uint8_t Unpacked::take_byte() {
+  if (in_.empty()) throw Error(ErrorCode::internal, "hdf5: a broadcast was cut");
+  const auto value = static_cast<std::uint8_t>(in_.front());
+  in_ = in_.subspan(1);
+  return value;
+}
+
+std::vector<std::byte> primary_verdict(const Comm& comm,
+                                       const std::function<void(Packed& out)>& find) {
+  // First byte: 0 for the primary's bytes, 1 for an error (code, path, field, message).
+  Packed verdict;
+  if (comm.is_primary()) {
+    try {
+      Packed found;
+      find(found);
+      verdict.put_byte(0);
+      auto& bytes = verdict.bytes();
+      bytes.insert(bytes.end(), found.bytes().begin(), found.bytes().end());
+    } catch (const std::exception& e) {
+      std::string path;
+      std::string field;
+      if (const auto* f = dynamic_cast<const FormatError*>(&e)) {
+        path = f->path();
+        field = f->field();
+      } else if (const auto* n = dynamic_cast<const NotFound*>(&e)) {
+        path = n->what_missing();
+      } else if (const auto* io = dynamic_cast<const IoError*>(&e)) {
+        path = io->path();
+      }
+      verdict = Packed();
+      verdict.put_byte(1);
+      verdict.put(static_cast<std::uint64_t>(error_code_of(e)));
+      verdict.put(path);
+      verdict.put(field);
+      verdict.put(std::string_view(e.what()));
+    }
+  }
+  std::vector<std::byte> received = comm.broadcast_bytes(verdict.bytes());
+  Unpacked in(received);
+  if (in.take_byte() == 0) {
+    received.erase(received.begin());
+    return received;
+  }
+  const auto code = static_cast<ErrorCode>(in.take());
+  std::string path = in.take_text();
+  std::string field = in.take_text();
+  std::string message = in.take_text();
+  switch (code) {
+    case ErrorCode::format:
+      throw FormatError(std::move(path), std::move(field), std::move(message));
+    case ErrorCode::not_found: throw NotFound(std::move(path), std::move(message));
+    case ErrorCode::io: throw IoError(std::move(path), std::move(message));
+    default: throw_error(code, std::move(message));
+  }
+}
+
+}  // namespace cairn::storage::h5

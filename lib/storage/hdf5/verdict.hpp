@@ -1,0 +1,51 @@
+// cairn — what the primary found, sent to every rank (internal): the hdf5 format creates and
+// opens data.h5 on the primary alone, and the other ranks learn the outcome from one broadcast,
+// whatever the number of leaves: either an error, which every rank then throws alike (same
+// type, path, field and message), or the bytes of what the primary learned (data addresses).
+#pragma once
+
+#include <cairn/comm.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace cairn::storage::h5 {
+
+/// Bytes written by the primary and read, in the same order, by every rank.
+class Packed {
+ public:
+  void put(std::uint64_t value);
+  void put(std::string_view text);
+  void put_byte(std::uint8_t value) { bytes_.push_back(static_cast<std::byte>(value)); }
+  [[nodiscard]] std::vector<std::byte>& bytes() noexcept { return bytes_; }
+
+ private:
+  std::vector<std::byte> bytes_;
+};
+
+/// Reads what Packed wrote. Throws Error(internal) when the bytes end early.
+class Unpacked {
+ public:
+  explicit Unpacked(std::span<const std::byte> bytes) : in_(bytes) {}
+  [[nodiscard]] std::uint64_t take();
+  [[nodiscard]] std::string take_text();
+  [[nodiscard]] std::uint8_t take_byte();
+
+ private:
+  std::span<const std::byte> in_;
+};
+
+/// Runs `find` on the primary (which fills `out`) and broadcasts the outcome over `comm`: an
+/// exception thrown there is rethrown on every rank as the same type (FormatError, NotFound,
+/// IoError with their path and field; other kinds by their ErrorCode), otherwise every rank
+/// gets the bytes the primary packed. Collective (one broadcast). Throws as described, and
+/// what the broadcast throws (TimeoutError).
+[[nodiscard]] std::vector<std::byte> primary_verdict(const Comm& comm,
+                                                     const std::function<void(Packed& out)>& find);
+
+}  // namespace cairn::storage::h5
