@@ -70,7 +70,8 @@ std::shared_ptr<const cairn::CheckpointArgs> read_bytes(const cairn::Comm& comm,
 
 int run_convert(const cairn::Comm& comm, const ConvertOptions& options) {
   const Checkpoint src = read_checkpoint(options.source);
-  if (!src.committed || src.items.empty()) {
+  // A checkpoint whose step metadata is damaged is not converted: the copy would lose it.
+  if (!src.committed || src.items.empty() || !src.step.value) {
     if (comm.is_primary()) {
       fmt::print(stderr, "cairn convert: '{}' is not a committed checkpoint{}\n", options.source,
                  src.problems.empty() ? "" : ": " + src.problems.front());

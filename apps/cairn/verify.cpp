@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <limits>
 
 #include "checkpoint_dir.hpp"
 #include "commands.hpp"
@@ -73,8 +74,9 @@ ItemResult verify_bytes(const cairn::Comm& comm, const Item& item) {
   }
   for (const auto& blob : blobs->get_array()) {
     const auto* rank = blob.is_object() ? blob.get_object().if_contains("rank") : nullptr;
-    if (!rank || !rank->is_int64()) {
-      result.problems.push_back(fmt::format("'{}' lists a blob without a rank",
+    if (!rank || !rank->is_int64() || rank->get_int64() < 0 ||
+        rank->get_int64() > std::numeric_limits<int>::max()) {
+      result.problems.push_back(fmt::format("'{}' lists a blob without a valid rank",
                                             (item.dir / "cairn-bytes.json").string()));
       continue;
     }
@@ -166,9 +168,13 @@ bool root_metadata_damaged(const cairn::Comm& comm, const std::filesystem::path&
   for (const auto& dir : steps) {
     if (needed) break;
     if (dir.temporary || dir.status != cairn::StepStatus::committed) continue;
-    const auto step = read_json_file(dir.path / "cairn-step.json");
-    const auto* object = step.value ? step.value->if_object() : nullptr;
-    const auto* custom = object ? object->if_contains("custom") : nullptr;
+    boost::json::object step;
+    try {
+      step = cairn::read_step_metadata(dir.path);
+    } catch (const cairn::Error&) {
+      continue;  // reported with the step itself
+    }
+    const auto* custom = step.if_contains("custom");
     needed = custom != nullptr && custom->is_object() && custom->as_object().contains("metrics");
   }
   if (!needed) return false;
