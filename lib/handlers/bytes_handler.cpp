@@ -2,6 +2,7 @@
 #include <boost/json.hpp>
 #include <cairn/handlers.hpp>
 #include <fmt/format.h>
+#include <new>
 
 #include "comm/fault.hpp"
 #include "comm/first_error.hpp"
@@ -184,7 +185,13 @@ std::any BytesHandler::restore(const Comm& comm, const std::filesystem::path& di
                                     "damaged",
                                     file.string(), input.size(), bytes));
     }
-    out.resize(static_cast<std::size_t>(bytes));
+    try {
+      out.resize(static_cast<std::size_t>(bytes));
+    } catch (const std::bad_alloc&) {
+      throw IoError(file.string(), fmt::format("'{}' holds {} bytes, more than this rank can "
+                                               "allocate (out of memory)",
+                                               file.string(), bytes));
+    }
     input.read_at(0, out);
     if (storage::checksum_of(out) != checksum) {
       throw FormatError(

@@ -4,7 +4,9 @@
 #include "tree/quote.hpp"
 
 #include <algorithm>
+#include <fmt/format.h>
 #include <limits>
+#include <new>
 
 namespace cairn {
 namespace {
@@ -303,8 +305,18 @@ void* ArrayTree::add_owned_array(std::string_view path, DType dtype,
   } catch (const InvalidArgument& e) {
     throw InvalidArgument("cannot add array " + leaf_name(path) + ": " + e.what());
   }
-  // One spare byte keeps the pointer non-null for empty boxes.
-  std::shared_ptr<std::byte[]> buffer(new std::byte[static_cast<std::size_t>(bytes) + 1]());
+  // One spare byte keeps the pointer non-null for empty boxes. The size often comes from a
+  // file or a user's option: running out of memory is an error naming the leaf, not a
+  // std::bad_alloc from somewhere in a restore.
+  std::shared_ptr<std::byte[]> buffer;
+  try {
+    buffer.reset(new std::byte[static_cast<std::size_t>(bytes) + 1]());
+  } catch (const std::bad_alloc&) {
+    throw InvalidArgument(fmt::format(
+        "cannot add array {}: its buffer of {} bytes ({} elements of {}) cannot be allocated on "
+        "this rank: out of memory",
+        leaf_name(path), bytes, volume(shard.box), dtype_name(dtype)));
+  }
   shard.data = buffer.get();
   void* data = shard.data;
   add_array(path, std::move(shard), std::shared_ptr<void>(buffer, buffer.get()));
