@@ -127,7 +127,9 @@ BytesIndex read_index(const Comm& comm, const std::filesystem::path& dir) {
         rank->get_int64() >= index.world_size) {
       throw bad("blobs[].rank");
     }
-    if (!bytes || !(bytes->is_int64() || bytes->is_uint64())) throw bad("blobs[].bytes");
+    if (!bytes || !(bytes->is_uint64() || (bytes->is_int64() && bytes->get_int64() >= 0))) {
+      throw bad("blobs[].bytes");
+    }
     if (!sum || !sum->is_string()) throw bad("blobs[].xxh3");
     const auto checksum = storage::checksum_from_hex(sum->get_string());
     if (!checksum) throw bad("blobs[].xxh3");
