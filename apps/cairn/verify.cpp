@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <limits>
 
 #include "checkpoint_dir.hpp"
 #include "commands.hpp"
@@ -46,18 +45,16 @@ struct ItemResult {
 
 ItemResult verify_bytes(const cairn::Comm& comm, const Item& item) {
   ItemResult result;
-  const auto index = read_json_file(item.dir / "cairn-bytes.json");
-  const auto* o = index.value ? index.value->if_object() : nullptr;
-  const auto* blobs = o ? o->if_contains("blobs") : nullptr;
-  const auto* replicated = o ? o->if_contains("replicated") : nullptr;
-  if (!blobs || !blobs->is_array() || !replicated || !replicated->is_bool()) {
-    result.problems.push_back(index.value ? fmt::format("'{}' is damaged (no \"blobs\" or "
-                                                        "\"replicated\")",
-                                                        (item.dir / "cairn-bytes.json").string())
-                                          : index.error);
+  cairn::BytesHandler handler;
+  // The library's validating reader of the index first: what is read from it below (the
+  // ranks of the blobs) is then known to be sound.
+  boost::json::value summary;
+  try {
+    summary = handler.metadata(comm, item.dir);
+  } catch (const cairn::Error& e) {
+    result.problems.push_back(e.what());
     return result;
   }
-  cairn::BytesHandler handler;
   const auto check = [&](const cairn::BytesRestore& args) {
     try {
       const auto bytes =
@@ -68,19 +65,17 @@ ItemResult verify_bytes(const cairn::Comm& comm, const Item& item) {
       result.problems.push_back(e.what());
     }
   };
-  if (replicated->get_bool()) {
+  if (summary.at("replicated").as_bool()) {
     check(cairn::BytesRestore());
     return result;
   }
-  for (const auto& blob : blobs->get_array()) {
-    const auto* rank = blob.is_object() ? blob.get_object().if_contains("rank") : nullptr;
-    if (!rank || !rank->is_int64() || rank->get_int64() < 0 ||
-        rank->get_int64() > std::numeric_limits<int>::max()) {
-      result.problems.push_back(fmt::format("'{}' lists a blob without a valid rank",
-                                            (item.dir / "cairn-bytes.json").string()));
-      continue;
-    }
-    check(cairn::BytesRestore(static_cast<int>(rank->get_int64())));
+  const auto index = read_json_file(item.dir / "cairn-bytes.json");
+  if (!index.value) {
+    result.problems.push_back(index.error);
+    return result;
+  }
+  for (const auto& blob : index.value->at("blobs").as_array()) {
+    check(cairn::BytesRestore(static_cast<int>(blob.at("rank").as_int64())));
   }
   return result;
 }

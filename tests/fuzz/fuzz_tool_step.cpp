@@ -16,23 +16,36 @@
 
 namespace {
 
-// A checkpoint directory of this process, with its COMMITTED marker and one item directory.
-const std::filesystem::path& checkpoint_dir() {
-  static const std::filesystem::path dir = [] {
-    auto path = std::filesystem::temp_directory_path() /
-                ("cairn-fuzz-tool-step-" + std::to_string(::getpid())) / "10";
-    std::filesystem::create_directories(path / "run");
-    std::ofstream(path / cairn::kCommitMarker) << "{}";
-    std::ofstream(path / "run" / "value.json") << "{\"nx\": 16}";
-    return path;
-  }();
-  return dir;
-}
+// A checkpoint directory of this process, with its COMMITTED marker and one item directory;
+// removed when the process exits.
+class Scratch {
+ public:
+  Scratch()
+      : top_(std::filesystem::temp_directory_path() /
+             ("cairn-fuzz-tool-step-" + std::to_string(::getpid()))),
+        dir_(top_ / "10") {
+    std::filesystem::create_directories(dir_ / "run");
+    std::ofstream(dir_ / cairn::kCommitMarker) << "{}";
+    std::ofstream(dir_ / "run" / "value.json") << "{\"nx\": 16}";
+  }
+  ~Scratch() {
+    std::error_code ec;
+    std::filesystem::remove_all(top_, ec);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  [[nodiscard]] const std::filesystem::path& dir() const { return dir_; }
+
+ private:
+  std::filesystem::path top_;
+  std::filesystem::path dir_;
+};
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  const auto& dir = checkpoint_dir();
+  static const Scratch scratch;
+  const auto& dir = scratch.dir();
   {
     std::ofstream out(dir / cairn::kStepMetadataFile, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
