@@ -60,12 +60,8 @@ boost::json::object describe_item(const cairn::Comm& comm, const Item& item) {
         out["problem"] = file.error;
       }
     } else if (item.type == kBytes) {
-      const auto file = read_json_file(item.dir / "cairn-bytes.json");
-      if (file.value) {
-        out["index"] = *file.value;
-      } else {
-        out["problem"] = file.error;
-      }
+      // The library's validating reader: a damaged index is a problem naming the file.
+      out["index"] = cairn::BytesHandler().metadata(comm, item.dir);
     } else {
       out["problem"] = "unknown item type; not described";
     }

@@ -173,16 +173,12 @@ bool root_metadata_damaged(const cairn::Comm& comm, const std::filesystem::path&
     needed = custom != nullptr && custom->is_object() && custom->as_object().contains("metrics");
   }
   if (!needed) return false;
-  const auto metadata = read_json_file(file);
-  std::string error = metadata.error;
-  if (metadata.value) {
-    const auto* object = metadata.value->if_object();
-    const auto* format = object ? object->if_contains("format") : nullptr;
-    if (format != nullptr && format->is_string() && format->get_string() == "cairn-root") {
-      return false;
-    }
-    error = fmt::format("'{}' is not cairn root metadata (no \"format\": \"cairn-root\")",
-                        file.string());
+  std::string error;
+  try {
+    (void)cairn::read_root_metadata(root);
+    return false;
+  } catch (const cairn::Error& e) {
+    error = e.what();
   }
   if (comm.is_primary()) {
     fmt::print(

@@ -299,6 +299,13 @@ open(path, "w").write(json.dumps(step).replace("\"@VALUE@\"", value))
   expect ls-text "DAMAGED"
   run verify-root 1 "$cairn" verify --quiet root
   expect verify-root "7 damaged"
+  # The root metadata is read as the manager reads it.
+  /usr/bin/python3 -c '
+import json, sys
+root = json.load(open(sys.argv[1])); root["world_size"] = -1; json.dump(root, open(sys.argv[1], "w"))
+' root/cairn-root.json || exit 2
+  run verify-root-metadata 1 "$cairn" verify --quiet root
+  expect verify-root-metadata "root/cairn-root.json: field 'world_size'"
   ;;
 
 heat2d_sizes)
