@@ -63,13 +63,13 @@ Checkpoint read_checkpoint(const fs::path& path) {
   out.path = path;
   std::error_code ec;
   out.committed = fs::exists(path / cairn::kCommitMarker, ec);
-  out.step = read_json_file(path / cairn::kStepMetadataFile);
-  if (!out.step.value) {
+  // The library's validating reader: what the tools print or follow from the step metadata
+  // (numbers, the handler, item names) is then what restore would accept.
+  try {
+    out.step.value = cairn::read_step_metadata(path);
+  } catch (const cairn::Error& e) {
+    out.step.error = e.what();
     out.problems.push_back(out.step.error);
-  } else if (!out.step.value->is_object() || !out.field("handler") ||
-             !out.field("handler")->is_string()) {
-    out.problems.push_back(fmt::format("'{}' is not a cairn step metadata object (no \"handler\")",
-                                       (path / cairn::kStepMetadataFile).string()));
   }
   const auto* handler = out.field("handler");
   const std::string type =
@@ -120,6 +120,30 @@ Checkpoint read_checkpoint(const fs::path& path) {
   }
   std::sort(out.items.begin(), out.items.end(),
             [](const Item& a, const Item& b) { return a.name < b.name; });
+  return out;
+}
+
+std::string step_summary(const Checkpoint& ckpt) {
+  const auto text = [&](const char* key) {
+    const auto* v = ckpt.field(key);
+    return v == nullptr     ? std::string("?")
+           : v->is_string() ? std::string(v->get_string())
+                            : boost::json::serialize(*v);
+  };
+  std::string out = fmt::format(
+      "  status:   {}{}\n",
+      ckpt.committed ? "committed at " + text("commit_time") : "INCOMPLETE (no COMMITTED marker)",
+      ckpt.step.value ? ", saved by " + text("world_size") + " ranks" : std::string());
+  out += fmt::format("  handler:  {}\n", text("handler"));
+  // The validated metadata holds "bytes" as an integer in [0, 2^63).
+  if (const auto* bytes = ckpt.field("bytes"); bytes && bytes->is_int64()) {
+    out += fmt::format("  data:     {}\n",
+                       human_bytes(static_cast<std::uint64_t>(bytes->get_int64())));
+  }
+  if (const auto metrics = ckpt.metrics(); !metrics.empty()) {
+    out += fmt::format("  metrics:  {}\n", metrics_text(metrics));
+  }
+  for (const auto& p : ckpt.problems) out += fmt::format("  DAMAGED:  {}\n", p);
   return out;
 }
 

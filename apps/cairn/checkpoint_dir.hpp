@@ -38,7 +38,7 @@ struct Item {
 struct Checkpoint {
   std::filesystem::path path;
   bool committed = false;   ///< COMMITTED marker present
-  JsonFile step;            ///< cairn-step.json
+  JsonFile step;            ///< cairn-step.json, validated (empty when it is damaged)
   std::vector<Item> items;  ///< sorted by name
   /// Problems with the metadata (damaged step file, items listed but missing, ...).
   std::vector<std::string> problems;
@@ -52,6 +52,10 @@ struct Checkpoint {
 /// Reads the metadata of the checkpoint at `path`. Not collective (every rank may call it;
 /// it reads small files only). Never throws beyond std::bad_alloc.
 [[nodiscard]] Checkpoint read_checkpoint(const std::filesystem::path& path);
+
+/// What `cairn inspect` prints about a checkpoint before its items: status, handler, data
+/// size, metrics and the problems found, one line each. Never throws beyond std::bad_alloc.
+[[nodiscard]] std::string step_summary(const Checkpoint& ckpt);
 
 /// Whether `path` looks like one checkpoint (rather than a root of several): it holds
 /// cairn-step.json or COMMITTED, or its name ends in .cairn-tmp. Never throws.

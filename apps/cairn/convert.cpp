@@ -45,22 +45,17 @@ cairn::ArrayTree read_tree(const cairn::Comm& comm, const Item& item) {
 }
 
 std::shared_ptr<const cairn::CheckpointArgs> read_bytes(const cairn::Comm& comm, const Item& item) {
-  const auto index = read_json_file(item.dir / "cairn-bytes.json");
-  const auto* o = index.value ? index.value->if_object() : nullptr;
-  const auto* replicated = o ? o->if_contains("replicated") : nullptr;
-  const auto* blobs = o ? o->if_contains("blobs") : nullptr;
-  if (!replicated || !replicated->is_bool() || !blobs || !blobs->is_array()) {
-    throw cairn::FormatError((item.dir / "cairn-bytes.json").string(), "blobs",
-                             "the bytes index of item '" + item.label() + "' is damaged");
-  }
-  const bool shared = replicated->get_bool();
-  if (!shared && static_cast<int>(blobs->get_array().size()) != comm.size()) {
+  cairn::BytesHandler handler;
+  // Validated by the library (throws FormatError naming the index when it is damaged).
+  const auto summary = handler.metadata(comm, item.dir).as_object();
+  const bool shared = summary.at("replicated").as_bool();
+  const auto blobs = summary.at("blobs").to_number<std::int64_t>();
+  if (!shared && blobs != comm.size()) {
     throw cairn::InvalidArgument(fmt::format(
         "item '{}' holds per-rank bytes of {} ranks, which only the same number of ranks can "
         "carry over: run `mpirun -n {} cairn convert ...`",
-        item.label(), blobs->get_array().size(), blobs->get_array().size()));
+        item.label(), blobs, blobs));
   }
-  cairn::BytesHandler handler;
   const cairn::BytesRestore args;
   auto bytes = std::any_cast<std::vector<std::byte>>(handler.restore(comm, item.dir, &args));
   return std::make_shared<cairn::BytesSave>(std::move(bytes), shared);
@@ -70,7 +65,8 @@ std::shared_ptr<const cairn::CheckpointArgs> read_bytes(const cairn::Comm& comm,
 
 int run_convert(const cairn::Comm& comm, const ConvertOptions& options) {
   const Checkpoint src = read_checkpoint(options.source);
-  if (!src.committed || src.items.empty()) {
+  // A checkpoint whose step metadata is damaged is not converted: the copy would lose it.
+  if (!src.committed || src.items.empty() || !src.step.value) {
     if (comm.is_primary()) {
       fmt::print(stderr, "cairn convert: '{}' is not a committed checkpoint{}\n", options.source,
                  src.problems.empty() ? "" : ": " + src.problems.front());

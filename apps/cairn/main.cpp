@@ -5,9 +5,11 @@
 
 #include <CLI/CLI.hpp>
 #include <cairn/error.hpp>
+#include <cairn/log.hpp>
 #include <cairn/storage.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <string>
 
@@ -30,6 +32,9 @@ int main(int argc, char** argv) {
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  // The tool reports every problem it finds itself; cairn's own warnings about the same
+  // failures (one line per rank) only repeat them. CAIRN_LOG_LEVEL still chooses.
+  if (std::getenv("CAIRN_LOG_LEVEL") == nullptr) cairn::set_log_level(cairn::LogLevel::error);
 
   using namespace cairn_tool;
   CLI::App app{

@@ -45,18 +45,16 @@ struct ItemResult {
 
 ItemResult verify_bytes(const cairn::Comm& comm, const Item& item) {
   ItemResult result;
-  const auto index = read_json_file(item.dir / "cairn-bytes.json");
-  const auto* o = index.value ? index.value->if_object() : nullptr;
-  const auto* blobs = o ? o->if_contains("blobs") : nullptr;
-  const auto* replicated = o ? o->if_contains("replicated") : nullptr;
-  if (!blobs || !blobs->is_array() || !replicated || !replicated->is_bool()) {
-    result.problems.push_back(index.value ? fmt::format("'{}' is damaged (no \"blobs\" or "
-                                                        "\"replicated\")",
-                                                        (item.dir / "cairn-bytes.json").string())
-                                          : index.error);
+  cairn::BytesHandler handler;
+  // The library's validating reader of the index first: what is read from it below (the
+  // ranks of the blobs) is then known to be sound.
+  boost::json::value summary;
+  try {
+    summary = handler.metadata(comm, item.dir);
+  } catch (const cairn::Error& e) {
+    result.problems.push_back(e.what());
     return result;
   }
-  cairn::BytesHandler handler;
   const auto check = [&](const cairn::BytesRestore& args) {
     try {
       const auto bytes =
@@ -67,18 +65,17 @@ ItemResult verify_bytes(const cairn::Comm& comm, const Item& item) {
       result.problems.push_back(e.what());
     }
   };
-  if (replicated->get_bool()) {
+  if (summary.at("replicated").as_bool()) {
     check(cairn::BytesRestore());
     return result;
   }
-  for (const auto& blob : blobs->get_array()) {
-    const auto* rank = blob.is_object() ? blob.get_object().if_contains("rank") : nullptr;
-    if (!rank || !rank->is_int64()) {
-      result.problems.push_back(fmt::format("'{}' lists a blob without a rank",
-                                            (item.dir / "cairn-bytes.json").string()));
-      continue;
-    }
-    check(cairn::BytesRestore(static_cast<int>(rank->get_int64())));
+  const auto index = read_json_file(item.dir / "cairn-bytes.json");
+  if (!index.value) {
+    result.problems.push_back(index.error);
+    return result;
+  }
+  for (const auto& blob : index.value->at("blobs").as_array()) {
+    check(cairn::BytesRestore(static_cast<int>(blob.at("rank").as_int64())));
   }
   return result;
 }
@@ -166,22 +163,22 @@ bool root_metadata_damaged(const cairn::Comm& comm, const std::filesystem::path&
   for (const auto& dir : steps) {
     if (needed) break;
     if (dir.temporary || dir.status != cairn::StepStatus::committed) continue;
-    const auto step = read_json_file(dir.path / "cairn-step.json");
-    const auto* object = step.value ? step.value->if_object() : nullptr;
-    const auto* custom = object ? object->if_contains("custom") : nullptr;
+    boost::json::object step;
+    try {
+      step = cairn::read_step_metadata(dir.path);
+    } catch (const cairn::Error&) {
+      continue;  // reported with the step itself
+    }
+    const auto* custom = step.if_contains("custom");
     needed = custom != nullptr && custom->is_object() && custom->as_object().contains("metrics");
   }
   if (!needed) return false;
-  const auto metadata = read_json_file(file);
-  std::string error = metadata.error;
-  if (metadata.value) {
-    const auto* object = metadata.value->if_object();
-    const auto* format = object ? object->if_contains("format") : nullptr;
-    if (format != nullptr && format->is_string() && format->get_string() == "cairn-root") {
-      return false;
-    }
-    error = fmt::format("'{}' is not cairn root metadata (no \"format\": \"cairn-root\")",
-                        file.string());
+  std::string error;
+  try {
+    (void)cairn::read_root_metadata(root);
+    return false;
+  } catch (const cairn::Error& e) {
+    error = e.what();
   }
   if (comm.is_primary()) {
     fmt::print(

@@ -1,7 +1,10 @@
 #include "grid.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -16,6 +19,30 @@ std::pair<std::int64_t, std::int64_t> split(std::int64_t n, int part, int parts)
 
 void check(int code, const char* what) {
   if (code != MPI_SUCCESS) throw std::runtime_error(std::string("MPI call failed: ") + what);
+}
+
+// Refuses a field whose largest block (with its halo, twice: the field and the next step)
+// needs more memory than this machine has, before anything is allocated. The largest block is
+// the same on every rank, so every rank refuses alike.
+void check_memory(const Problem& problem, int py, int px) {
+  const auto largest = [](std::int64_t n, int parts) { return (n + parts - 1) / parts; };
+  const double cells = static_cast<double>(largest(problem.ny, py) + 2) *
+                       static_cast<double>(largest(problem.nx, px) + 2);
+  const double needed = 2.0 * cells * static_cast<double>(sizeof(double));
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page_size = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page_size <= 0) return;  // unknown: let the allocation decide
+  const double memory = static_cast<double>(pages) * static_cast<double>(page_size);
+  if (needed <= memory) return;
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  char text[512];
+  std::snprintf(text, sizeof text,
+                "a field of %lld x %lld cells on a %d x %d process grid needs %.3g GiB on each "
+                "rank, more than the %.1f GiB of memory of this machine: use a smaller --nx/--ny "
+                "or more ranks",
+                static_cast<long long>(problem.ny), static_cast<long long>(problem.nx), py, px,
+                needed / kGiB, memory / kGiB);
+  throw std::invalid_argument(text);
 }
 
 }  // namespace
@@ -50,6 +77,7 @@ Grid::Grid(MPI_Comm comm, const Problem& problem, int py, int px) : problem_(pro
     throw std::invalid_argument("the process grid " + std::to_string(dims_[0]) + " x " +
                                 std::to_string(dims_[1]) + " is larger than the field");
   }
+  check_memory(problem, dims_[0], dims_[1]);
   const int periods[2] = {0, 0};
   check(MPI_Cart_create(comm, 2, dims_, periods, 0, &cart_), "MPI_Cart_create");
   int rank = 0;

@@ -15,6 +15,10 @@
 
 namespace heat2d {
 
+/// Largest number of cells along one side of the field: MPI datatypes and MPI-IO count
+/// elements in int.
+inline constexpr std::int64_t kMaxSide = 2147483647;
+
 /// Global problem size and physics.
 struct Problem {
   std::int64_t nx = 0;  ///< columns
@@ -32,7 +36,8 @@ class Grid {
   /// Builds the Cartesian communicator over `comm` (dims from MPI_Dims_create, or `py` x `px`
   /// when both are positive) and this rank's block, filled with the initial values.
   /// Collective over `comm`. Throws std::invalid_argument for a grid that does not match the
-  /// number of ranks or is larger than the field.
+  /// number of ranks or is larger than the field, and for a field whose largest block needs
+  /// more memory than the machine has (checked before allocating, alike on every rank).
   Grid(MPI_Comm comm, const Problem& problem, int py, int px);
   ~Grid();
   Grid(const Grid&) = delete;

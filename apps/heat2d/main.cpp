@@ -13,6 +13,7 @@
 #include <cairn/manager.hpp>
 #include <cairn/storage.hpp>
 
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -49,12 +50,28 @@ const CLI::Validator available_format(
     },
     "");
 
+// Accepts a whole number of cells from 1 to heat2d::kMaxSide along one side of the field.
+CLI::Validator field_side(const char* what) {
+  return CLI::Validator(
+      [what](std::string& text) -> std::string {
+        std::int64_t n = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+        if (ec == std::errc() && end == text.data() + text.size() && n >= 1 &&
+            n <= heat2d::kMaxSide) {
+          return {};
+        }
+        return "'" + text + "' is not a number of " + what + " from 1 to " +
+               std::to_string(heat2d::kMaxSide);
+      },
+      "1.." + std::to_string(heat2d::kMaxSide));
+}
+
 void add_options(CLI::App& app, Options& o) {
   app.add_option("--nx", o.problem.nx, "Columns of the field")
-      ->check(CLI::PositiveNumber)
+      ->check(field_side("columns"))
       ->capture_default_str();
   app.add_option("--ny", o.problem.ny, "Rows of the field")
-      ->check(CLI::PositiveNumber)
+      ->check(field_side("rows"))
       ->capture_default_str();
   app.add_option("--alpha", o.problem.alpha, "Diffusion number dt*kappa/h^2 (stable up to 0.25)")
       ->check(CLI::Range(0.0, 0.25))

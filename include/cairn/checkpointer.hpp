@@ -14,6 +14,7 @@
 #include <cairn/handler.hpp>
 
 #include <any>
+#include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 #include <cstddef>
 #include <cstdint>
@@ -42,6 +43,15 @@ struct CheckpointSaveOptions {
 /// Whether `dir` is a committed checkpoint (final name, COMMITTED marker present). Not
 /// collective; never throws.
 [[nodiscard]] bool is_committed(const std::filesystem::path& dir) noexcept;
+
+/// Reads the step metadata (cairn-step.json) of the checkpoint at `dir` and validates it as
+/// restore does: "format", "version", "handler", "world_size", "bytes" and "items" must be
+/// what cairn writes (integers in range, non-empty strings); other fields are returned as
+/// they are. For tools that read checkpoints they did not write. Not collective (one small
+/// file, read on the calling rank). Throws NotFound when the file does not exist, IoError
+/// when it cannot be read, FormatError naming the file and the first bad field when it is
+/// damaged or too large; never crashes on hostile input.
+[[nodiscard]] boost::json::object read_step_metadata(const std::filesystem::path& dir);
 
 /// Saves and restores checkpoints synchronously with one handler.
 ///

@@ -96,12 +96,16 @@ class Comm {
 
   /// Turns a local success flag into a collective verdict. Collective. Returns when every
   /// rank passed `local_ok == true`; otherwise throws on every rank an Error whose code is
-  /// the first failing rank's `code` and whose message lists every failing rank and its
-  /// message. Throws TimeoutError as barrier().
+  /// the first failing rank's `code` and whose message says how many ranks failed and quotes
+  /// the first few distinct messages with the ranges of ranks that sent each ("failed on 5 of
+  /// 64 ranks: ranks 0-3,7: disk full ..."), in at most a few KB whatever the number of ranks.
+  /// A message that already is such a combined error of every rank is passed on, not quoted
+  /// again. Each failing rank logs its full message (warn level, event collective.failure).
+  /// Throws TimeoutError as barrier().
   void all_ok(bool local_ok, std::string_view message, ErrorCode code = ErrorCode::io) const;
 
   /// Runs `fn` on this rank, then all_ok() with its outcome: an exception thrown by `fn` on
-  /// any rank is rethrown (as the same ErrorCode, with every failing rank's message) on
+  /// any rank is rethrown (as the same ErrorCode, with the failing ranks' messages combined) on
   /// every rank. `what` prefixes the message ("save step 10"). Collective.
   void run_all(std::string_view what, const std::function<void()>& fn) const;
 

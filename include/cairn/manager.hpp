@@ -54,6 +54,14 @@ struct StepDirectory {
 /// Throws NotFound when `root` is not a directory, IoError when it cannot be listed.
 [[nodiscard]] std::vector<StepDirectory> list_step_directories(const std::filesystem::path& root);
 
+/// Reads the root metadata (cairn-root.json) of the checkpoint root `root` and validates it
+/// as a CheckpointManager does: "format", "version", "step_prefix" and "world_size" must be
+/// what cairn writes; "user" is returned as it is. For tools that read roots they did not
+/// write. Not collective (one small file, read on the calling rank). Throws NotFound when the
+/// file does not exist, IoError when it cannot be read, FormatError naming the file and the
+/// first bad field when it is damaged or too large; never crashes on hostile input.
+[[nodiscard]] boost::json::object read_root_metadata(const std::filesystem::path& root);
+
 /// Who holds the lock of `root` that a writing CheckpointManager takes ("host h, pid p, Slurm
 /// job j", or the raw text of a damaged lock file), or std::nullopt when the root is not
 /// locked. A lock may outlive a job that was killed. Not collective; never throws beyond

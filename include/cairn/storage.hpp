@@ -160,7 +160,8 @@ void restore_tree(const Comm& comm, const std::filesystem::path& dir, ArrayTree&
 /// Restores the tree as it was saved into tree-owned buffers: each rank gets the boxes that
 /// the rank of the same number wrote (nothing when the save had fewer ranks), or every array
 /// whole (options.whole_arrays). Replicated leaves come back whole on every rank.
-/// Collective. Throws as restore_tree().
+/// Collective. Throws as restore_tree(), and InvalidArgument on every rank, naming the leaf
+/// and its size, when a rank cannot allocate a buffer (out of memory).
 [[nodiscard]] ArrayTree restore_tree_as_saved(const Comm& comm, const std::filesystem::path& dir,
                                               const AsSavedOptions& options = {});
 

@@ -223,7 +223,8 @@ class ArrayTree {
   void add_array(std::string_view path, ArrayShard shard, std::shared_ptr<void> owner = {});
   /// Allocates a zeroed, tree-owned buffer for the box of a new array leaf and returns it.
   /// `replicated` and `fortran_order` set the shard's flags of the same names. Not collective.
-  /// Throws as add_array().
+  /// Throws as add_array(), and InvalidArgument naming the leaf and the size when the buffer
+  /// cannot be allocated (out of memory).
   void* add_owned_array(std::string_view path, DType dtype, std::vector<std::int64_t> global_shape,
                         Box box = {}, bool replicated = false, bool fortran_order = false);
   /// Adds a scalar leaf. Throws InvalidArgument for an invalid, duplicate or conflicting path.

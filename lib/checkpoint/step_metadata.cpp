@@ -1,8 +1,11 @@
 #include "checkpoint/step_metadata.hpp"
 
 #include <boost/json.hpp>
+#include <cairn/checkpointer.hpp>
 #include <cairn/error.hpp>
 #include <fmt/format.h>
+
+#include "storage/posix_file.hpp"
 
 namespace cairn::checkpoint {
 namespace {
@@ -76,3 +79,12 @@ boost::json::object parse_step_metadata(std::string_view text,
 }
 
 }  // namespace cairn::checkpoint
+
+namespace cairn {
+
+boost::json::object read_step_metadata(const std::filesystem::path& dir) {
+  const auto file = dir / kStepMetadataFile;
+  return checkpoint::parse_step_metadata(storage::read_small_file(file), file);
+}
+
+}  // namespace cairn

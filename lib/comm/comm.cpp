@@ -12,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "comm/combined_error.hpp"
 #include "comm/log.hpp"
 #include "comm/mpi_check.hpp"
 
@@ -535,6 +536,11 @@ void Comm::agree_impl(const Agreement& what, std::string_view kind,
 
 void Comm::all_ok(bool local_ok, std::string_view message, ErrorCode code) const {
   check_usable("all_ok");
+  // The full message goes to this rank's log; the exchanged one is cut so that one rank
+  // cannot flood the others. A combined error from an inner collective was logged there.
+  if (!local_ok && !detail::is_combined_error(message, size_)) {
+    log::warn("collective.failure", "code=\"{}\" message=\"{}\"", to_string(code), message);
+  }
   struct Buffers {
     std::array<std::int32_t, 3> mine{};
     std::vector<std::int32_t> all;
@@ -544,8 +550,7 @@ void Comm::all_ok(bool local_ok, std::string_view message, ErrorCode code) const
     std::vector<char> texts;
   };
   auto b = std::make_shared<Buffers>();
-  // Long messages are cut so one rank cannot flood the others.
-  b->text = std::string(message.substr(0, 4096));
+  b->text = detail::cut_message(message, detail::kCombinedErrorMaxBytes);
   b->mine = {local_ok ? 1 : 0, static_cast<std::int32_t>(code),
              static_cast<std::int32_t>(local_ok ? 0 : b->text.size())};
   b->all.resize(3 * static_cast<std::size_t>(size_));
@@ -560,19 +565,27 @@ void Comm::all_ok(bool local_ok, std::string_view message, ErrorCode code) const
     throw;
   }
   bool everyone_ok = true;
+  ErrorCode first_code = ErrorCode::internal;
   b->counts.resize(static_cast<std::size_t>(size_));
   b->displacements.resize(static_cast<std::size_t>(size_));
-  int total = 0;
+  std::size_t total = 0;
   for (int r = 0; r < size_; ++r) {
+    if (everyone_ok && b->all[3 * r] != 1) first_code = static_cast<ErrorCode>(b->all[3 * r + 1]);
     everyone_ok = everyone_ok && b->all[3 * r] == 1;
     b->counts[r] = b->all[3 * r + 2];
-    b->displacements[r] = total;
-    total += b->counts[r];
+    b->displacements[r] = checked_count(total, "all_ok (messages)");
+    total += static_cast<std::size_t>(b->counts[r]);
   }
   if (everyone_ok) return;
-  b->texts.resize(static_cast<std::size_t>(std::max(total, 1)));
-  check_mpi(MPI_Iallgatherv(b->text.data(), b->mine[2], MPI_CHAR, b->texts.data(), b->counts.data(),
-                            b->displacements.data(), MPI_CHAR, comm_, &request),
+  if (first_code < ErrorCode::invalid_argument || first_code > ErrorCode::internal) {
+    first_code = ErrorCode::internal;
+  }
+  // Only the primary collects the messages and combines them; every rank gets the combined
+  // message, whose size does not grow with the number of ranks.
+  const int primary = options_.primary_rank;
+  if (rank_ == primary) b->texts.resize(std::max<std::size_t>(total, 1));
+  check_mpi(MPI_Igatherv(b->text.data(), b->mine[2], MPI_CHAR, b->texts.data(), b->counts.data(),
+                         b->displacements.data(), MPI_CHAR, primary, comm_, &request),
             "all_ok (messages)");
   try {
     wait(request, "all_ok (messages)");
@@ -580,20 +593,17 @@ void Comm::all_ok(bool local_ok, std::string_view message, ErrorCode code) const
     abandon(b);
     throw;
   }
-  std::vector<std::string> failures;
-  ErrorCode first_code = ErrorCode::internal;
-  for (int r = 0; r < size_; ++r) {
-    if (b->all[3 * r] == 1) continue;
-    if (failures.empty()) first_code = static_cast<ErrorCode>(b->all[3 * r + 1]);
-    failures.push_back(fmt::format("rank {}: {}", r,
-                                   std::string_view(b->texts.data() + b->displacements[r],
-                                                    static_cast<std::size_t>(b->counts[r]))));
+  std::string combined;
+  if (rank_ == primary) {
+    std::vector<detail::RankFailure> failures;
+    for (int r = 0; r < size_; ++r) {
+      if (b->all[3 * r] == 1) continue;
+      failures.push_back({r, std::string_view(b->texts.data() + b->displacements[r],
+                                              static_cast<std::size_t>(b->counts[r]))});
+    }
+    combined = detail::combine_rank_errors(failures, size_);
   }
-  if (first_code < ErrorCode::invalid_argument || first_code > ErrorCode::internal) {
-    first_code = ErrorCode::internal;
-  }
-  throw_error(first_code, fmt::format("failed on {} of {} rank(s): {}", failures.size(), size_,
-                                      fmt::join(failures, "; ")));
+  throw_error(first_code, broadcast(combined, primary));
 }
 
 void Comm::run_all(std::string_view what, const std::function<void()>& fn) const {

@@ -2,6 +2,7 @@
 #include <boost/json.hpp>
 #include <cairn/handlers.hpp>
 #include <fmt/format.h>
+#include <new>
 
 #include "comm/fault.hpp"
 #include "comm/first_error.hpp"
@@ -126,7 +127,9 @@ BytesIndex read_index(const Comm& comm, const std::filesystem::path& dir) {
         rank->get_int64() >= index.world_size) {
       throw bad("blobs[].rank");
     }
-    if (!bytes || !(bytes->is_int64() || bytes->is_uint64())) throw bad("blobs[].bytes");
+    if (!bytes || !(bytes->is_uint64() || (bytes->is_int64() && bytes->get_int64() >= 0))) {
+      throw bad("blobs[].bytes");
+    }
     if (!sum || !sum->is_string()) throw bad("blobs[].xxh3");
     const auto checksum = storage::checksum_from_hex(sum->get_string());
     if (!checksum) throw bad("blobs[].xxh3");
@@ -184,7 +187,13 @@ std::any BytesHandler::restore(const Comm& comm, const std::filesystem::path& di
                                     "damaged",
                                     file.string(), input.size(), bytes));
     }
-    out.resize(static_cast<std::size_t>(bytes));
+    try {
+      out.resize(static_cast<std::size_t>(bytes));
+    } catch (const std::bad_alloc&) {
+      throw IoError(file.string(), fmt::format("'{}' holds {} bytes, more than this rank can "
+                                               "allocate (out of memory)",
+                                               file.string(), bytes));
+    }
     input.read_at(0, out);
     if (storage::checksum_of(out) != checksum) {
       throw FormatError(

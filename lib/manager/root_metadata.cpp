@@ -2,7 +2,11 @@
 
 #include <boost/json.hpp>
 #include <cairn/error.hpp>
+#include <cairn/manager.hpp>
 #include <fmt/format.h>
+
+#include "manager/step_dirs.hpp"
+#include "storage/posix_file.hpp"
 
 namespace cairn::manager {
 namespace {
@@ -73,3 +77,12 @@ boost::json::object parse_root_metadata(std::string_view text,
 }
 
 }  // namespace cairn::manager
+
+namespace cairn {
+
+boost::json::object read_root_metadata(const std::filesystem::path& root) {
+  const auto file = root / manager::kRootMetadataFile;
+  return manager::parse_root_metadata(storage::read_small_file(file), file);
+}
+
+}  // namespace cairn

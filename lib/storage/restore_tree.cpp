@@ -501,10 +501,14 @@ ArrayTree restore_tree_as_saved(const Comm& comm, const std::filesystem::path& d
                                 const AsSavedOptions& options) {
   const auto index = load_index(comm, dir);
   ArrayTree target;
+  // The buffers are sized by the index: a rank that cannot allocate its part says so on every
+  // rank before the collective reads begin.
+  std::string allocation_failure;
   for (const auto& leaf : index.leaves) {
     if (!selected(options.select, leaf.path)) continue;
     switch (leaf.kind) {
       case LeafKind::array: {
+        if (!allocation_failure.empty()) break;
         Box box;  // empty: the whole array (also for 0-d arrays, which have no empty box)
         if (!options.whole_arrays && !leaf.replicated && !leaf.shape.empty()) {
           box = Box{std::vector<std::int64_t>(leaf.shape.size(), 0),
@@ -513,8 +517,12 @@ ArrayTree restore_tree_as_saved(const Comm& comm, const std::filesystem::path& d
             if (shard.rank == comm.rank()) box = shard.box;
           }
         }
-        target.add_owned_array(leaf.path, leaf.dtype, leaf.shape, box, leaf.replicated,
-                               leaf.fortran_order);
+        try {
+          target.add_owned_array(leaf.path, leaf.dtype, leaf.shape, box, leaf.replicated,
+                                 leaf.fortran_order);
+        } catch (const InvalidArgument& e) {
+          allocation_failure = e.what();
+        }
         break;
       }
       case LeafKind::scalar:
@@ -526,6 +534,9 @@ ArrayTree restore_tree_as_saved(const Comm& comm, const std::filesystem::path& d
       case LeafKind::json: target.add_json(leaf.path, leaf.value); break;
     }
   }
+  comm.all_ok(allocation_failure.empty(),
+              fmt::format("restoring '{}' as saved: {}", dir.string(), allocation_failure),
+              ErrorCode::invalid_argument);
   restore_from_index(comm, dir, index, target, {.verify_checksums = options.verify_checksums});
   return target;
 }

@@ -3,8 +3,12 @@
 
 #include "tree/quote.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <fmt/format.h>
 #include <limits>
+#include <new>
 
 namespace cairn {
 namespace {
@@ -41,6 +45,14 @@ class Fnv1a {
 };
 
 std::string leaf_name(std::string_view path) { return "leaf " + quote(path, 200); }
+
+// Bytes of memory of this machine, or 0 when unknown.
+std::uint64_t physical_memory() noexcept {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page_size = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page_size <= 0) return 0;
+  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_size);
+}
 
 // The box a shard describes: an empty box of an n-d array means the whole array.
 Box effective_box(const ArrayShard& s) {
@@ -303,8 +315,26 @@ void* ArrayTree::add_owned_array(std::string_view path, DType dtype,
   } catch (const InvalidArgument& e) {
     throw InvalidArgument("cannot add array " + leaf_name(path) + ": " + e.what());
   }
+  // The size often comes from a file or a user's option: a buffer that cannot exist is an
+  // error naming the leaf, not a std::bad_alloc from somewhere in a restore. Sizes beyond the
+  // machine's memory are refused before trying (a sanitizer's allocator aborts on them).
+  const auto refuse = [&](const std::string& why) {
+    return InvalidArgument(fmt::format(
+        "cannot add array {}: its buffer of {} bytes ({} elements of {}) cannot be allocated on "
+        "this rank: {}",
+        leaf_name(path), bytes, volume(shard.box), dtype_name(dtype), why));
+  };
+  if (const std::uint64_t memory = physical_memory();
+      memory != 0 && static_cast<std::uint64_t>(bytes) > memory) {
+    throw refuse(fmt::format("more than the {} bytes of memory of this machine", memory));
+  }
   // One spare byte keeps the pointer non-null for empty boxes.
-  std::shared_ptr<std::byte[]> buffer(new std::byte[static_cast<std::size_t>(bytes) + 1]());
+  std::shared_ptr<std::byte[]> buffer;
+  try {
+    buffer.reset(new std::byte[static_cast<std::size_t>(bytes) + 1]());
+  } catch (const std::bad_alloc&) {
+    throw refuse("out of memory");
+  }
   shard.data = buffer.get();
   void* data = shard.data;
   add_array(path, std::move(shard), std::shared_ptr<void>(buffer, buffer.get()));

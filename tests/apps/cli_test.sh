@@ -4,7 +4,7 @@
 # (or 2 for a refused command), never a crash.
 #
 #   cli_test.sh CASE HEAT2D CAIRN MPIEXEC "MPIEXEC FLAGS" WORKDIR HAVE_HDF5
-# CASE: help ls inspect verify diff convert gc hostile_items
+# CASE: help ls inspect verify diff convert gc hostile_items hostile_step heat2d_sizes
 # HAVE_HDF5: 1 when cairn was built with HDF5, else 0. The checkpoints are written in hdf5
 # when it is 1 and in posix when it is 0; checks of HDF5 files are skipped (saying so), and
 # in their place the tools must refuse --format hdf5 naming the configure option.
@@ -253,6 +253,91 @@ EOF
   expect ls "cairn-step.json"
   # The real items are still read.
   expect inspect '"nx": 16'
+  ;;
+
+hostile_step)
+  # Numbers in cairn-step.json that are negative, huge or of the wrong type: every tool
+  # reports the damage naming the file and the field, and nothing aborts.
+  mpi 1 "$heat2d" --nx 16 --ny 12 --steps 10 --save-every 10 \
+    --format posix --checkpoint-dir root --quiet >heat2d.log 2>&1 || { cat heat2d.log; exit 2; }
+  [ -f root/10/cairn-step.json ] || { echo "heat2d left no root/10"; exit 2; }
+  # "step field value": each damaged copy of step 10 is a step of its own.
+  cases='101 bytes -1
+102 bytes 1e300
+103 bytes 18446744073709551615
+104 bytes "12"
+105 world_size -4
+106 world_size 99999999999999999999
+107 version -3'
+  while read -r step field value; do
+    cp -r root/10 "root/$step"
+    # The value goes in as written (json.dumps would rewrite 1e300).
+    /usr/bin/python3 -c '
+import json, sys
+path, field, value = sys.argv[1:]
+step = json.load(open(path))
+step[field] = "@VALUE@"
+open(path, "w").write(json.dumps(step).replace("\"@VALUE@\"", value))
+' "root/$step/cairn-step.json" "$field" "$value" || exit 2
+  done <<<"$cases"
+  while read -r step field value; do
+    run "inspect-$step" 0 "$cairn" inspect "root/$step"
+    expect "inspect-$step" "root/$step/cairn-step.json"; expect "inspect-$step" "field '$field'"
+    expect "inspect-$step" "DAMAGED"; expect "inspect-$step" "float64"
+    reject "inspect-$step" "not exact"
+    run "inspect-json-$step" 0 "$cairn" inspect --json "root/$step"
+    json_check "inspect-json-$step" "d['step_metadata'] is None and any(\"field '$field'\" in p for p in d['problems'])"
+    run "verify-$step" 1 "$cairn" verify "root/$step"
+    expect "verify-$step" "root/$step/cairn-step.json"; expect "verify-$step" "field '$field'"
+    run "convert-$step" 2 "$cairn" convert "root/$step" "out-$step" --format posix
+    expect "convert-$step" "root/$step/cairn-step.json"
+    [ ! -e "out-$step" ] || fail "convert wrote out-$step from a damaged checkpoint"
+  done <<<"$cases"
+  run ls 0 "$cairn" ls --json root
+  json_check ls "len([s for s in d['steps'] if s['step'] > 100]) == 7 and all('cairn-step.json' in s.get('problem', '') for s in d['steps'] if s['step'] > 100)"
+  run ls-text 0 "$cairn" ls root
+  expect ls-text "DAMAGED"
+  run verify-root 1 "$cairn" verify --quiet root
+  expect verify-root "7 damaged"
+  # The root metadata is read as the manager reads it.
+  /usr/bin/python3 -c '
+import json, sys
+root = json.load(open(sys.argv[1])); root["world_size"] = -1; json.dump(root, open(sys.argv[1], "w"))
+' root/cairn-root.json || exit 2
+  run verify-root-metadata 1 "$cairn" verify --quiet root
+  expect verify-root-metadata "root/cairn-root.json: field 'world_size'"
+  ;;
+
+heat2d_sizes)
+  # Field sizes that cannot work are refused up front, once, in words, on 1, 2 and 4 ranks:
+  # never an abort with std::bad_alloc, never a range of 309 digits.
+  for n in 1 2 4; do
+    for side in nx ny; do
+      if mpi "$n" "$heat2d" "--$side" 99999999999 --steps 1 --checkpoint-dir "huge-$n" \
+           >"huge-$side-$n.out" 2>&1; then
+        fail "heat2d --$side 99999999999 on $n ranks succeeded"
+      fi
+      expect "huge-$side-$n" "--$side"; expect "huge-$side-$n" "from 1 to 2147483647"
+      if mpi "$n" "$heat2d" "--$side" 0 --steps 1 --checkpoint-dir "zero-$n" \
+           >"zero-$side-$n.out" 2>&1; then
+        fail "heat2d --$side 0 on $n ranks succeeded"
+      fi
+      expect "zero-$side-$n" "'0' is not a number of"
+      reject "zero-$side-$n" "0.000000"
+    done
+    # Each side allowed, the field too large for memory.
+    if mpi "$n" "$heat2d" --nx 2000000000 --ny 2000000000 --steps 1 --checkpoint-dir "big-$n" \
+         >"big-$n.out" 2>&1; then
+      fail "heat2d with a 2e9 x 2e9 field on $n ranks succeeded"
+    fi
+    expect "big-$n" "GiB on each rank, more than the"
+    [ "$(grep -c 'GiB on each rank' "big-$n.out")" = 1 ] ||
+      fail "big-$n: the error is not printed exactly once"
+    for out in "huge-nx-$n" "zero-nx-$n" "big-$n"; do
+      reject "$out" "bad_alloc"; reject "$out" "MPI_ABORT"; reject "$out" "max_size"
+    done
+    [ ! -e "big-$n" ] || fail "heat2d created its checkpoint root for a field it refused"
+  done
   ;;
 
 *)

@@ -5,7 +5,10 @@
 #include <cairn/handlers.hpp>
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <set>
@@ -310,4 +313,38 @@ TEST(Composite, FixedItemNamesAndHandlers) {
   EXPECT_EQ(result.names(), (std::vector<std::string>{"blob", "meta"}));
   EXPECT_EQ(result.get<boost::json::value>("meta"), meta_value(2));
   EXPECT_EQ(result.get<std::vector<std::byte>>("blob"), rank_blob(comm.rank(), 2));
+}
+
+TEST(Bytes, HostileSizesInTheIndexAreFormatErrorsNamingTheFile) {
+  // A bytes index whose blob size is negative, not an integer or larger than the file is
+  // damage reported on every rank naming the file, never a crash or a huge allocation.
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  const auto dir = tmp / "blob";
+  Checkpointer ck(comm, std::make_shared<BytesHandler>());
+  ck.save(dir, BytesSave(std::vector<std::byte>(16, std::byte{7}), true));
+  const auto index = dir / "cairn-bytes.json";
+  std::string pristine;
+  {
+    std::ifstream in(index);
+    pristine.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  for (const char* bytes : {"-5", "1e300", "18446744073709551615"}) {
+    SCOPED_TRACE(bytes);
+    if (comm.is_primary()) {
+      auto value = boost::json::parse(pristine);
+      value.at("blobs").at(0).as_object()["bytes"] = boost::json::parse(bytes);
+      std::ofstream(index, std::ios::trunc) << boost::json::serialize(value);
+    }
+    comm.barrier("index rewritten");
+    BytesHandler handler;
+    const std::string message =
+        error_of<FormatError>([&] { (void)handler.restore(comm, dir, nullptr); });
+    // The index names the field; a size that is a valid number but not the file's names the
+    // blob file.
+    const bool valid_number = std::string_view(bytes) == "18446744073709551615";
+    EXPECT_TRUE(mentions(message, {dir.string(), valid_number ? "index says" : "blobs[].bytes"}))
+        << message;
+    comm.barrier("index read");
+  }
 }
