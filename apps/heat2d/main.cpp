@@ -136,10 +136,8 @@ std::int64_t restart(cairn::CheckpointManager& mgr, const Options& o, heat2d::Gr
   grid.load(block);
   if (comm.is_primary()) {
     for (const std::int64_t bad : restored->quarantined) {
-      std::printf(
-          "heat2d: step %lld does not restore (damaged): moved aside as quarantined (see `cairn "
-          "ls %s`)\n",
-          static_cast<long long>(bad), o.checkpoint_dir.c_str());
+      std::printf("heat2d: step %lld is damaged: moved aside and kept (see `cairn ls %s`)\n",
+                  static_cast<long long>(bad), o.checkpoint_dir.c_str());
     }
     const auto& g = run.at("process_grid").as_array();
     std::printf("heat2d: restarted from step %lld (saved by %lld ranks as %lld x %lld)\n",

@@ -54,9 +54,9 @@ struct StepDirectory {
 /// step directory is a directory whose name (without one of cairn's temporary suffixes) ends
 /// in decimal digits, which give the step; `<name>.cairn-tmp` and a `<name>` without COMMITTED
 /// marker are incomplete, `<name>.cairn-deleting` and `<name>.cairn-old` are being deleted,
-/// `<name>.damaged-<n>` is quarantined (its step is that of `<name>`), and so are being deleted
-/// the step directories (those holding cairn-step.json or COMMITTED) inside any other
-/// sub-directory of the root (a todelete_subdir). Reads no metadata file. Not collective.
+/// `<name>.damaged-<n>` is quarantined (its step is that of `<name>`), and the step
+/// directories (those holding cairn-step.json or COMMITTED) inside any other sub-directory of
+/// the root (a todelete_subdir) are being deleted. Reads no metadata file. Not collective.
 /// Throws NotFound when `root` is not a directory, IoError when it cannot be listed.
 [[nodiscard]] std::vector<StepDirectory> list_step_directories(const std::filesystem::path& root);
 
@@ -305,7 +305,6 @@ class CheckpointManager {
   void after_commit();
   void apply_retention();
   [[nodiscard]] std::optional<double> metric_of(const StepInfo& info) const;
-  void check_root_location();
   void quarantine(std::int64_t step, std::string_view error);
   [[nodiscard]] StepInfo read_step_info(std::int64_t step);
   [[nodiscard]] boost::json::object read_step_metadata(std::int64_t step);

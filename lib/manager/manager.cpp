@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstring>
+#include <exception>
 #include <span>
 
 #include "checkpoint/step_metadata.hpp"
@@ -482,21 +483,48 @@ std::optional<RestoredStep> CheckpointManager::restore_latest_intact(const Check
   std::vector<std::int64_t> candidates;
   for (auto it = steps_.rbegin(); it != steps_.rend(); ++it) candidates.push_back(it->step);
   if (candidates.empty()) return std::nullopt;
-  // (step, error) of the steps that failed, newest first.
+  // (step, error) of the steps that failed, newest first, and the error of the newest.
   std::vector<std::pair<std::int64_t, std::string>> failed;
-  std::optional<Error> newest_error;
+  ErrorCode newest_code = ErrorCode::format;
+  constexpr std::int64_t kDamaged = 1;
+  constexpr std::int64_t kOther = 2;
   for (const std::int64_t step : candidates) {
     std::any result;
+    std::exception_ptr failure;
+    std::string message;
+    std::int64_t kind = 0;
+    ErrorCode code = ErrorCode::internal;
     try {
-      // restore() fails on every rank together; run_all makes sure of it, so that every rank
-      // moves on to the same older step, or none does.
-      comm_.run_all(fmt::format("restoring step {}:", step), [&] { result = restore(step, args); });
+      result = restore(step, args);
     } catch (const Error& e) {
-      if (e.code() != ErrorCode::format && e.code() != ErrorCode::not_found) throw;
+      failure = std::current_exception();
+      message = e.what();
+      code = e.code();
+      kind = code == ErrorCode::format || code == ErrorCode::not_found ? kDamaged : kOther;
+    } catch (const std::exception& e) {
+      failure = std::current_exception();
+      message = e.what();
+      kind = kOther;
+    }
+    // restore() fails on every rank together; the ranks still agree on the outcome (the worst
+    // kind, with the code of a rank that had it), so that every rank moves on to the same
+    // older step, or none does.
+    const std::int64_t agreed =
+        comm_.max(kind == 0 ? 0 : kind * 64 + static_cast<std::int64_t>(code));
+    const std::int64_t agreed_kind = agreed / 64;
+    const auto agreed_code = static_cast<ErrorCode>(agreed % 64);
+    if (agreed_kind == kOther) {
+      if (kind == kOther) std::rethrow_exception(failure);
+      throw_error(agreed_code,
+                  fmt::format("restoring step {} of '{}' failed on another rank: see its error",
+                              step, root_.string()));
+    }
+    if (agreed_kind == kDamaged) {
+      if (kind == 0) message = fmt::format("step {} failed to restore on another rank", step);
       log::warn("manager.restore_failed", "root=\"{}\" step={} error=\"{}\"", root_.string(), step,
-                e.what());
-      if (!newest_error) newest_error = e;
-      failed.emplace_back(step, e.what());
+                message);
+      if (failed.empty()) newest_code = agreed_code;
+      failed.emplace_back(step, std::move(message));
       continue;
     }
     RestoredStep restored{.step = step, .result = std::move(result)};
@@ -511,11 +539,11 @@ std::optional<RestoredStep> CheckpointManager::restore_latest_intact(const Check
     return restored;
   }
   // No step restores: the target may be what is wrong, so nothing is moved aside.
-  throw_error(newest_error->code(),
+  throw_error(newest_code,
               fmt::format("no committed step of '{}' restores (tried {} step{}, newest first); "
                           "the newest, step {}, failed with: {}",
                           root_.string(), failed.size(), failed.size() == 1 ? "" : "s",
-                          failed.front().first, newest_error->what()));
+                          failed.front().first, failed.front().second));
 }
 
 boost::json::object CheckpointManager::metrics(std::int64_t step) {
