@@ -272,7 +272,8 @@ class CheckpointManager {
   /// Whether a save is in flight on this rank. Not collective; never throws.
   [[nodiscard]] bool is_saving_in_progress() const noexcept;
   /// Rethrows a failed save on every rank. A save that every rank finished is committed now
-  /// (on_commit, retention). Collective; should_save() and save() call it.
+  /// (on_commit, retention). Collective; should_save() and save() call it while a save is in
+  /// flight.
   void check_for_errors();
   /// Finishes the save in flight and background deletes, releases the lock. Collective.
   /// Idempotent.

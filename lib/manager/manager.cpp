@@ -258,8 +258,8 @@ bool CheckpointManager::should_save(std::int64_t step) {
   // A rank that asks about another step, or makes another call, fails every rank here.
   comm_.agree({.operation = "CheckpointManager::should_save", .step = step});
   // A save in flight that has committed is reported now (on_commit) rather than at the next
-  // save, which may be far away.
-  check_for_errors();
+  // save, which may be far away. in_flight_ is alike on every rank.
+  if (in_flight_) check_for_errors();
   return decide(step, false).save;
 }
 
@@ -317,7 +317,7 @@ bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
   comm_.agree({.operation = "CheckpointManager::save", .step = step});
   const SaveDecision decision = decide(step, options.force);
   if (!decision.save) {
-    check_for_errors();
+    if (in_flight_) check_for_errors();
     return false;
   }
   // The previous save commits (and its retention runs) before the next one starts.
