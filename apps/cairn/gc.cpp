@@ -26,6 +26,13 @@ int run_gc(const cairn::Comm& comm, const GcOptions& options) {
     if (dir.status == cairn::StepStatus::committed) continue;
     const std::string what = fmt::format("{} (step {}, {})", dir.path.string(), dir.step,
                                          cairn::step_status_name(dir.status));
+    if (dir.status == cairn::StepStatus::quarantined) {
+      fmt::print(
+          "kept {}: it did not restore and was moved aside; remove it by hand once it is "
+          "not wanted\n",
+          what);
+      continue;
+    }
     if (!dir.temporary) {
       fmt::print(
           "kept {}: not a temporary directory of cairn (a save without its COMMITTED marker); "

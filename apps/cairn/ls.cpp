@@ -64,11 +64,16 @@ int run_ls(const cairn::Comm& comm, const LsOptions& options) {
     }
     const auto status = std::string(row.at("status").get_string());
     const auto path = std::filesystem::path(std::string(row.at("path").get_string()));
+    if (status == "quarantined") {
+      // A restart found it damaged and restored an older step.
+      note = path.filename().string() + " (did not restore; moved aside and kept)";
+    } else if (status != "committed") {
+      note = path.filename().string();
+    }
     fmt::print("{:>10}  {:<13}  {:<20}  {:>10}  {:<16}  {}\n",
                row.at("step").to_number<std::int64_t>(), status,
                std::string(row.at("time").get_string()),
-               human_bytes(row.at("bytes").to_number<std::uint64_t>()), items,
-               status == "committed" ? note : path.filename().string());
+               human_bytes(row.at("bytes").to_number<std::uint64_t>()), items, note);
   }
   return kOk;
 }

@@ -207,6 +207,13 @@ int run_verify(const cairn::Comm& comm, const VerifyOptions& options) {
   int checked = 0;
   int damaged = 0;
   for (const auto& dir : steps) {
+    if (dir.status == cairn::StepStatus::quarantined) {
+      // Known to be damaged: a restart moved it aside. `cairn verify <path>` checks it alone.
+      if (comm.is_primary() && !options.quiet) {
+        fmt::print("{}: skipped (quarantined: it did not restore)\n", dir.path.string());
+      }
+      continue;
+    }
     if (dir.temporary) {
       if (comm.is_primary() && !options.quiet) {
         fmt::print("{}: skipped ({}; `cairn gc` removes it)\n", dir.path.string(),

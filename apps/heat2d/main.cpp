@@ -118,15 +118,29 @@ boost::json::object run_info(const Options& o, const heat2d::Grid& grid, std::in
           {"ranks", ranks},      {"process_grid", {grid.py(), grid.px()}}};
 }
 
-// Restores the newest checkpoint into `grid`; returns its step (0 when there is none).
+// Restores the newest checkpoint that restores without error into `grid` (a damaged newer
+// one is moved aside by the manager); returns its step (0 when there is none).
 std::int64_t restart(cairn::CheckpointManager& mgr, const Options& o, heat2d::Grid& grid,
                      const cairn::Comm& comm) {
-  const auto latest = mgr.latest_step();
-  if (!latest) return 0;
-  // The run information first: a checkpoint of another problem is refused before any array
-  // is read.
-  const cairn::Composite run_only{{"run", std::make_shared<cairn::JsonRestore>()}};
-  const auto run = std::any_cast<cairn::CompositeResult>(mgr.restore(*latest, &run_only))
+  std::vector<double> block(static_cast<std::size_t>(cairn::volume(grid.box())));
+  cairn::ArrayTree target;
+  target.add_array("u",
+                   cairn::ArrayShard::host(block.data(), {o.problem.ny, o.problem.nx}, grid.box()));
+  const cairn::Composite both{
+      {"run", std::make_shared<cairn::JsonRestore>()},
+      {"field", std::make_shared<cairn::ArrayTreeRestore>(std::move(target))}};
+  std::optional<cairn::RestoredStep> restored;
+  try {
+    restored = mgr.restore_latest_intact(&both);
+  } catch (const cairn::InvalidArgument& e) {
+    // The saved field does not fit the target: a checkpoint of another problem.
+    throw cairn::InvalidArgument("the checkpoints in '" + o.checkpoint_dir +
+                                 "' are of another problem (" + e.what() +
+                                 "); use another --checkpoint-dir");
+  }
+  if (!restored) return 0;
+  const std::int64_t step = restored->step;
+  const auto run = std::any_cast<cairn::CompositeResult>(restored->result)
                        .get<boost::json::value>("run")
                        .as_object();
   const auto saved = [&](const char* key) { return boost::json::value_to<double>(run.at(key)); };
@@ -136,22 +150,19 @@ std::int64_t restart(cairn::CheckpointManager& mgr, const Options& o, heat2d::Gr
                                  "' are of another problem (" + boost::json::serialize(run) +
                                  "); use another --checkpoint-dir");
   }
-  std::vector<double> block(static_cast<std::size_t>(cairn::volume(grid.box())));
-  cairn::ArrayTree target;
-  target.add_array("u",
-                   cairn::ArrayShard::host(block.data(), {o.problem.ny, o.problem.nx}, grid.box()));
-  const cairn::Composite field_only{
-      {"field", std::make_shared<cairn::ArrayTreeRestore>(std::move(target))}};
-  (void)mgr.restore(*latest, &field_only);
   grid.load(block);
   if (comm.is_primary()) {
+    for (const std::int64_t bad : restored->quarantined) {
+      std::printf("heat2d: step %lld is damaged: moved aside and kept (see `cairn ls %s`)\n",
+                  static_cast<long long>(bad), o.checkpoint_dir.c_str());
+    }
     const auto& g = run.at("process_grid").as_array();
     std::printf("heat2d: restarted from step %lld (saved by %lld ranks as %lld x %lld)\n",
-                static_cast<long long>(*latest), static_cast<long long>(run.at("ranks").as_int64()),
+                static_cast<long long>(step), static_cast<long long>(run.at("ranks").as_int64()),
                 static_cast<long long>(g.at(0).as_int64()),
                 static_cast<long long>(g.at(1).as_int64()));
   }
-  return *latest;
+  return step;
 }
 
 void save(cairn::CheckpointManager& mgr, const Options& o, heat2d::Grid& grid,
@@ -172,11 +183,8 @@ void save(cairn::CheckpointManager& mgr, const Options& o, heat2d::Grid& grid,
       {"field", std::make_shared<cairn::ArrayTreeSave>(std::move(tree),
                                                        cairn::TreeSaveOptions{.format = format})},
       {"run", std::make_shared<cairn::JsonSave>(run_info(o, grid, step, comm.size()))}};
+  // "saved" is printed by the manager's on_commit callback, once the step is committed.
   mgr.save(step, args, {.metrics = {{"residual", residual}, {"energy", energy}}, .force = true});
-  if (comm.is_primary() && !o.quiet) {
-    std::printf("heat2d: step %lld saved (residual %.6e, energy %.6f)\n",
-                static_cast<long long>(step), residual, energy);
-  }
 }
 
 // Writes the field as raw row-major float64 with MPI-IO (every rank its block).
@@ -218,7 +226,17 @@ int run(const Options& o) {
       comm, o.checkpoint_dir,
       {.save_interval_steps = o.save_every,
        .max_to_keep = o.max_to_keep,
-       .preemption = cairn::PreemptionOptions{.margin = std::chrono::seconds(o.margin_seconds)}},
+       .preemption = cairn::PreemptionOptions{.margin = std::chrono::seconds(o.margin_seconds)},
+       .on_commit =
+           [&](std::int64_t saved, const boost::json::object& metrics) {
+             if (!comm.is_primary() || o.quiet) return;
+             const auto number = [&](const char* key) {
+               const auto* v = metrics.if_contains(key);
+               return v != nullptr && v->is_number() ? v->to_number<double>() : 0.0;
+             };
+             std::printf("heat2d: step %lld saved (residual %.6e, energy %.6f)\n",
+                         static_cast<long long>(saved), number("residual"), number("energy"));
+           }},
       {}, {"field", "run"});
   std::int64_t step = restart(mgr, o, grid, comm);
   if (step > o.steps) {

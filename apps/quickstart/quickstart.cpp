@@ -15,11 +15,11 @@ int main(int argc, char** argv) {
 
     cairn::CheckpointManager mgr(comm, "quickstart-run",
                                  {.save_interval_steps = 10, .max_to_keep = 2});
-    std::int64_t step = mgr.latest_step().value_or(0);
-    if (step > 0) {  // a restart, on any number of ranks
-      const cairn::ArrayTreeRestore into(state);
-      (void)mgr.restore(step, &into);
-    }
+    std::int64_t step = 0;
+    const cairn::ArrayTreeRestore into(state);
+    // A restart, on any number of ranks, from the newest step that restores (a damaged newer
+    // one is moved aside)
+    if (const auto restored = mgr.restore_latest_intact(&into)) step = restored->step;
     for (++step; step <= 100; ++step) {
       for (double& x : u) x += 1.0;  // the simulation
       mgr.save(step, cairn::ArrayTreeSave(state));

@@ -30,12 +30,9 @@ int main(int argc, char** argv) {
   opts.max_to_keep = 2;
   cairn_manager* mgr;
   check(cairn_manager_create(comm, "quickstart-run", &opts, &mgr));
-  int64_t step = 0, latest;
-  check(cairn_manager_latest_step(mgr, &latest, &found));
-  if (found) { /* a restart, on any number of ranks */
-    check(cairn_manager_restore(mgr, latest, state, NULL));
-    step = latest;
-  }
+  int64_t step; /* 0 when there is no step to restart from */
+  /* a restart, on any number of ranks, from the newest step that restores */
+  check(cairn_manager_restore_latest_intact(mgr, state, NULL, &step, &found));
   for (++step; step <= 100; ++step) {
     for (int64_t i = 0; i < count; ++i) u[i] += 1.0; /* the simulation */
     check(cairn_manager_save(mgr, step, state, NULL, NULL));

@@ -8,7 +8,7 @@ program quickstart
   type(cairn_comm) :: comm
   type(cairn_tree) :: state
   type(cairn_manager) :: mgr
-  integer(c_int64_t) :: step, latest
+  integer(c_int64_t) :: step
   integer :: rank, size, first, ierr
   logical :: found, ok
 
@@ -24,12 +24,8 @@ program quickstart
   call cairn_tree_add_array(state, 'u', u, global_shape=[n], offset=[first])
   call cairn_manager_create(mgr, comm, 'quickstart-run', save_interval_steps=10_c_int64_t, &
                             max_to_keep=2)
-  step = 0
-  call cairn_manager_latest_step(mgr, latest, found)
-  if (found) then  ! a restart, on any number of ranks
-    call cairn_manager_restore(mgr, state, step=latest)
-    step = latest
-  end if
+  ! A restart, on any number of ranks, from the newest step that restores (step 0: none)
+  call cairn_manager_restore_latest_intact(mgr, state, step, found)
   do step = step + 1, 100
     u = u + 1  ! the simulation
     call cairn_manager_save(mgr, step, state)

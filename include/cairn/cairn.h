@@ -424,6 +424,8 @@ typedef struct cairn_manager_options {
                                                            keep_period, keep_time_interval_s
                                                            and keep_checkpoints_without_metrics
                                                            (best_metric still ranks steps) */
+  int allow_non_empty_root; /* [0] a writing manager may open a non-empty directory that is not a
+                               checkpoint root (no cairn-root.json, no step directory) */
 } cairn_manager_options;
 
 /* Fills *options with the defaults for a caller that knows `struct_size` bytes of it. */
@@ -471,7 +473,9 @@ typedef struct cairn_manager cairn_manager;
 
 /* Opens (creates and locks, unless read-only) the root `root` over `comm`. Collective.
  * CAIRN_ERR_NOT_FOUND when the root is missing and options->create is 0;
- * CAIRN_ERR_INVALID_ARGUMENT for bad options or a root locked by another job. */
+ * CAIRN_ERR_INVALID_ARGUMENT for bad options, a root locked by another job, a root that is a
+ * checkpoint, an item of one or inside either, or (unless allow_non_empty_root) a non-empty
+ * directory that is not a checkpoint root. */
 CAIRN_C_API cairn_status cairn_manager_create(const cairn_comm* comm, const char* root,
                                               const cairn_manager_options* options,
                                               cairn_manager** out);
@@ -497,6 +501,18 @@ CAIRN_C_API cairn_status cairn_manager_save_items(cairn_manager* manager, int64_
 CAIRN_C_API cairn_status cairn_manager_restore(cairn_manager* manager, int64_t step,
                                                cairn_tree* target,
                                                const cairn_restore_options* options);
+/* Restores the newest committed step that restores without error into `target`, as
+ * cairn_manager_restore does, trying the steps newest first: the restart of a run whose newest
+ * checkpoint is damaged. A step fails when any rank finds a damaged, truncated or missing file
+ * (CAIRN_ERR_FORMAT or CAIRN_ERR_NOT_FOUND); once an older step restores, each newer step that
+ * failed is moved aside as `<name>.damaged-<n>` in the root (logged, shown by `cairn ls`, never
+ * deleted by cairn). *step gets the step restored with *found = 1, or *found = 0 when the root
+ * has no committed step. Collective. When no step restores, nothing is moved aside and the
+ * newest step's error is returned; CAIRN_ERR_INVALID_ARGUMENT for a target that does not fit. */
+CAIRN_C_API cairn_status cairn_manager_restore_latest_intact(cairn_manager* manager,
+                                                             cairn_tree* target,
+                                                             const cairn_restore_options* options,
+                                                             int64_t* step, int* found);
 /* Restores `step` as it was saved into a new tree in *out that owns its buffers: each rank
  * gets the boxes the rank of its number wrote, or every array whole (whole_arrays); only the
  * `select` leaves when given. Collective. */

@@ -8,6 +8,7 @@
 #include <cairn/policies.hpp>
 #include <cairn/preemption.hpp>
 
+#include <any>
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 #include <chrono>
@@ -30,9 +31,13 @@ enum class StepStatus : std::uint8_t {
   committed,   ///< final name and COMMITTED marker: a valid checkpoint
   incomplete,  ///< a save that did not finish (temporary name, or no marker)
   deleting,    ///< being deleted, or moved aside (todelete_subdir, replaced by a forced save)
+  /// A committed step that failed to restore and was moved aside as `<name>.damaged-<n>` by
+  /// CheckpointManager::restore_latest_intact(); kept for inspection, never deleted by cairn.
+  quarantined,
 };
 
-/// Stable name of a status ("committed", "incomplete", "being deleted"). Never throws.
+/// Stable name of a status ("committed", "incomplete", "being deleted", "quarantined"). Never
+/// throws.
 [[nodiscard]] std::string_view step_status_name(StepStatus status) noexcept;
 
 /// One step directory found under a checkpoint root.
@@ -48,9 +53,10 @@ struct StepDirectory {
 /// Every step directory under `root`, whatever its state, sorted by step, then path. A
 /// step directory is a directory whose name (without one of cairn's temporary suffixes) ends
 /// in decimal digits, which give the step; `<name>.cairn-tmp` and a `<name>` without COMMITTED
-/// marker are incomplete, `<name>.cairn-deleting` and `<name>.cairn-old` are being deleted, and
-/// so are the step directories (those holding cairn-step.json or COMMITTED) inside any other
-/// sub-directory of the root (a todelete_subdir). Reads no metadata file. Not collective.
+/// marker are incomplete, `<name>.cairn-deleting` and `<name>.cairn-old` are being deleted,
+/// `<name>.damaged-<n>` is quarantined (its step is that of `<name>`), and the step
+/// directories (those holding cairn-step.json or COMMITTED) inside any other sub-directory of
+/// the root (a todelete_subdir) are being deleted. Reads no metadata file. Not collective.
 /// Throws NotFound when `root` is not a directory, IoError when it cannot be listed.
 [[nodiscard]] std::vector<StepDirectory> list_step_directories(const std::filesystem::path& root);
 
@@ -113,6 +119,11 @@ struct CheckpointManagerOptions {
   std::optional<int> step_format_fixed_length = {};
   /// Create the root when it does not exist (else NotFound).
   bool create = true;
+  /// Let a writing manager open a non-empty directory that is not a checkpoint root (holds
+  /// neither cairn-root.json nor a step directory). Off: such a directory is refused, so that
+  /// a mistyped path does not fill a directory of other files with checkpoints. A checkpoint,
+  /// an item of one, or a directory inside either is refused whatever this says.
+  bool allow_non_empty_root = false;
   /// The caller's metadata of the whole series (Orbax CheckpointManager's `metadata`): stored
   /// as "user" in cairn-root.json by the manager that creates that file; later managers keep
   /// what the first one wrote. metadata() returns it.
@@ -145,6 +156,14 @@ struct CheckpointManagerOptions {
   AsyncOptions async = {};
   /// Install preemption detection (signals, Slurm end time) when set.
   std::optional<PreemptionOptions> preemption = {};
+  /// Called with the step and its metrics once a save is committed (the step is on disk and
+  /// all_steps() lists it), before retention runs: the place to report a step as saved. Runs
+  /// on every active rank, on the thread that called the manager member that found the
+  /// commit: save() for a synchronous save; for an async one the first should_save(), save(),
+  /// check_for_errors(), wait_until_finished(), restore() or close() after every rank
+  /// finished it. An exception from it on any rank is thrown on every rank from that member;
+  /// the step stays committed.
+  std::function<void(std::int64_t step, const boost::json::object& metrics)> on_commit = {};
 };
 
 /// Options of one CheckpointManager::save(). Aggregate.
@@ -155,6 +174,15 @@ struct ManagerSaveOptions {
   bool force = false;
   /// Stored in the step metadata.
   boost::json::value custom_metadata = nullptr;
+};
+
+/// What CheckpointManager::restore_latest_intact() restored.
+struct RestoredStep {
+  std::int64_t step = -1;  ///< the step restored
+  std::any result = {};    ///< what restore() returned for it
+  /// Newer steps that failed to restore, newest first; each was moved aside as
+  /// `<name>.damaged-<n>` (unless the manager is read_only).
+  std::vector<std::int64_t> quarantined = {};
 };
 
 /// A series of checkpoints under one root directory.
@@ -173,7 +201,9 @@ class CheckpointManager {
  public:
   /// Opens (and unless read_only, creates and locks) `root`. Collective over every rank of
   /// `comm`, active or not. Throws NotFound (root missing and !create), InvalidArgument (bad
-  /// options, root locked by another job).
+  /// options, root locked by another job; `root` is a checkpoint, an item of one or inside
+  /// either; a writing manager on a non-empty directory that is not a checkpoint root,
+  /// unless allow_non_empty_root), each naming the path.
   /// A committed step whose cairn-step.json is missing or damaged is listed (without time or
   /// metrics) and logged; restoring it throws FormatError or NotFound naming the file.
   CheckpointManager(const Comm& comm, std::filesystem::path root,
@@ -201,6 +231,20 @@ class CheckpointManager {
   /// COMMITTED marker, every data file against the checksums in the metadata).
   [[nodiscard]] std::any restore(std::optional<std::int64_t> step = std::nullopt,
                                  const CheckpointArgs* args = nullptr);
+  /// Restores the newest committed step that restores without error, as restore(step, args)
+  /// would, trying the steps newest first: the restart of a run whose newest checkpoint is
+  /// damaged. A step fails when restore() throws FormatError or NotFound on any rank (a
+  /// checksum mismatch; a damaged, truncated or missing file); every rank then moves on to the
+  /// same older step. Once a step restores, every newer step that failed is quarantined: the
+  /// primary renames it to `<name>.damaged-<n>` in the root (which step listing, retention and
+  /// `cleanup_tmp_directories` leave alone and `cairn ls` shows as quarantined) and logs it
+  /// with its error (a read_only manager logs and renames nothing). When no step restores,
+  /// nothing is renamed and the newest step's error is thrown. Returns std::nullopt when the
+  /// root has no committed step. Collective. Throws what restore() throws other than those
+  /// two errors (InvalidArgument for a target that does not fit, IoError, TimeoutError) at once,
+  /// the error of the newest step when none restores, IoError when a rename fails.
+  [[nodiscard]] std::optional<RestoredStep> restore_latest_intact(
+      const CheckpointArgs* args = nullptr);
 
   /// The newest committed step, or std::nullopt. Collective.
   [[nodiscard]] std::optional<std::int64_t> latest_step();
@@ -213,7 +257,8 @@ class CheckpointManager {
   void reload();
   /// Whether save(step) would save (policy and preemption). The primary evaluates the policy
   /// (with its clock and, for should_save_fn, its predicate) and every rank returns its
-  /// answer. Collective: ranks asking about different steps get CollectiveMismatch.
+  /// answer. Collective: ranks asking about different steps get CollectiveMismatch; a failed
+  /// async save is rethrown as by check_for_errors().
   [[nodiscard]] bool should_save(std::int64_t step);
   /// Whether any rank was signalled or the time limit is near (see PreemptionWatcher); false
   /// when preemption detection is off. Collective.
@@ -234,7 +279,9 @@ class CheckpointManager {
   void wait_until_finished();
   /// Whether a save is in flight on this rank. Not collective; never throws.
   [[nodiscard]] bool is_saving_in_progress() const noexcept;
-  /// Rethrows a failed save on every rank. Collective.
+  /// Rethrows a failed save on every rank. A save that every rank finished is committed now
+  /// (on_commit, retention). Collective; should_save() and save() call it while a save is in
+  /// flight.
   void check_for_errors();
   /// Finishes the save in flight and background deletes, releases the lock. Collective.
   /// Idempotent.
@@ -252,6 +299,7 @@ class CheckpointManager {
     std::int64_t step = 0;
     std::chrono::system_clock::time_point time = {};
     boost::json::object metrics = {};
+    bool damaged = false;  // its cairn-step.json could not be read
   };
 
   // Whether to save a step and the time of the decision, as the primary decided them.
@@ -266,6 +314,7 @@ class CheckpointManager {
   void after_commit();
   void apply_retention();
   [[nodiscard]] std::optional<double> metric_of(const StepInfo& info) const;
+  void quarantine(std::int64_t step, std::string_view error);
   [[nodiscard]] StepInfo read_step_info(std::int64_t step);
   [[nodiscard]] boost::json::object read_step_metadata(std::int64_t step);
   void check_writable(std::string_view what) const;

@@ -145,6 +145,29 @@ cairn_status cairn_manager_restore(cairn_manager* manager, int64_t step, cairn_t
   });
 }
 
+cairn_status cairn_manager_restore_latest_intact(cairn_manager* manager, cairn_tree* target,
+                                                 const cairn_restore_options* options,
+                                                 int64_t* step, int* found) {
+  return guarded(__func__, [&] {
+    out_param(step, "step");
+    out_param(found, "found");
+    *found = 0;
+    *step = 0;
+    auto& m = manager_of(manager);
+    auto& t = deref(target, "target");
+    const auto o =
+        cairn::capi::read_options(options, cairn::capi::default_restore_options(), "options");
+    t.before_restore();
+    const cairn::ArrayTreeRestore args(t.tree, cairn::capi::tree_restore_options(o));
+    auto restored = m.restore_latest_intact(&args);
+    if (!restored) return;
+    t.tree = cairn::Checkpointer::result_as<cairn::ArrayTree>(std::move(restored->result));
+    t.after_restore();
+    *step = restored->step;
+    *found = 1;
+  });
+}
+
 cairn_status cairn_manager_restore_as_saved(cairn_manager* manager, int64_t step,
                                             const cairn_restore_options* options,
                                             cairn_tree** out) {

@@ -133,6 +133,7 @@ CheckpointManagerOptions manager_options(const cairn_manager_options* options) {
   o.create = c.create != 0;
   o.cleanup_tmp_directories = c.cleanup_tmp_directories != 0;
   o.read_only = c.read_only != 0;
+  o.allow_non_empty_root = c.allow_non_empty_root != 0;
   if (c.todelete_subdir != nullptr) o.todelete_subdir = c.todelete_subdir;
   o.enable_background_delete = c.enable_background_delete != 0;
   o.single_host_load_and_broadcast = c.single_host_load_and_broadcast != 0;

@@ -111,6 +111,7 @@ module cairn
   public :: cairn_items_add_tree, cairn_items_add_json, cairn_items_get_json
   public :: cairn_items_get_tree, cairn_manager_create, cairn_manager_free, cairn_manager_save
   public :: cairn_manager_save_items, cairn_manager_restore, cairn_manager_restore_as_saved
+  public :: cairn_manager_restore_latest_intact
   public :: cairn_manager_restore_items, cairn_manager_latest_step, cairn_manager_best_step
   public :: cairn_manager_all_steps, cairn_manager_reload, cairn_manager_should_save
   public :: cairn_manager_reached_preemption, cairn_manager_wait_until_finished

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstring>
+#include <exception>
 #include <span>
 
 #include "checkpoint/step_metadata.hpp"
@@ -84,6 +85,9 @@ CheckpointManager::CheckpointManager(
 
   comm_.run_all(fmt::format("opening checkpoint root '{}':", root_.string()), [&] {
     if (!comm_.is_primary()) return;
+    const std::string misplaced = manager::misplaced_root_reason(
+        root_, !options_.read_only && !options_.allow_non_empty_root);
+    if (!misplaced.empty()) throw InvalidArgument(misplaced);
     std::error_code ec;
     if (!std::filesystem::is_directory(root_, ec)) {
       if (!options_.create || options_.read_only) {
@@ -172,10 +176,10 @@ CheckpointManager::StepInfo CheckpointManager::read_step_info(std::int64_t step)
     // root from opening, so that the steps before it remain restorable. Every rank saw the
     // same text, so every rank gets here.
     log::warn("manager.damaged_step", "step={} error=\"{}\"", step, e.what());
-    return StepInfo{.step = step};
+    return StepInfo{.step = step, .damaged = true};
   } catch (const NotFound& e) {
     log::warn("manager.damaged_step", "step={} error=\"{}\"", step, e.what());
-    return StepInfo{.step = step};
+    return StepInfo{.step = step, .damaged = true};
   }
   StepInfo info{.step = step, .time = parse_time(meta)};
   if (const auto* custom = meta.if_contains("custom"); custom && custom->is_object()) {
@@ -253,6 +257,9 @@ bool CheckpointManager::should_save(std::int64_t step) {
   if (!active_) return false;
   // A rank that asks about another step, or makes another call, fails every rank here.
   comm_.agree({.operation = "CheckpointManager::should_save", .step = step});
+  // A save in flight that has committed is reported now (on_commit) rather than at the next
+  // save, which may be far away. in_flight_ is alike on every rank.
+  if (in_flight_) check_for_errors();
   return decide(step, false).save;
 }
 
@@ -309,7 +316,10 @@ bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
   // differing step named (before any other collective of this call can pair with a wrong one).
   comm_.agree({.operation = "CheckpointManager::save", .step = step});
   const SaveDecision decision = decide(step, options.force);
-  if (!decision.save) return false;
+  if (!decision.save) {
+    if (in_flight_) check_for_errors();
+    return false;
+  }
   // The previous save commits (and its retention runs) before the next one starts.
   wait_until_finished();
   ensure_checkpointer(args.handler_type());
@@ -332,15 +342,26 @@ void CheckpointManager::after_commit() {
   StepInfo info = *in_flight_;
   in_flight_.reset();
   std::erase_if(steps_, [&](const StepInfo& s) { return s.step == info.step; });
-  steps_.push_back(std::move(info));
+  steps_.push_back(info);
   std::sort(steps_.begin(), steps_.end(),
             [](const StepInfo& a, const StepInfo& b) { return a.step < b.step; });
+  log::info("manager.committed", "root=\"{}\" step={}", root_.string(), info.step);
+  if (options_.on_commit) {
+    // Every rank throws, or none: a rank that threw alone would leave the others waiting in
+    // their next collective call.
+    comm_.run_all(fmt::format("the on_commit callback of step {}:", info.step),
+                  [&] { options_.on_commit(info.step, info.metrics); });
+  }
   apply_retention();
 }
 
 void CheckpointManager::apply_retention() {
   std::vector<CheckpointInfo> infos;
   for (const auto& info : steps_) {
+    // A step whose metadata cannot be read is neither counted nor deleted: the newest step
+    // that retention always keeps is then the newest readable one, not a damaged one newer
+    // than it.
+    if (info.damaged) continue;
     infos.push_back({.step = info.step, .time = info.time, .metric = metric_of(info)});
   }
   for (std::int64_t step : steps_to_delete(*keep_policy_, infos)) delete_step(step);
@@ -439,6 +460,92 @@ std::any CheckpointManager::restore(std::optional<std::int64_t> step, const Chec
                 : sync_->restore(step_path(*chosen), args);
 }
 
+void CheckpointManager::quarantine(std::int64_t step, std::string_view error) {
+  const std::string name = step_name(step);
+  if (options_.read_only) {
+    log::warn("manager.damaged_step",
+              "root=\"{}\" step={} quarantined=false (read_only) error=\"{}\"", root_.string(),
+              step, error);
+  } else {
+    comm_.run_all(fmt::format("quarantining step {}:", step), [&] {
+      if (!comm_.is_primary()) return;
+      const auto moved = manager::quarantine_step_dir(root_, name);
+      log::warn("manager.quarantined", "root=\"{}\" step={} path=\"{}\" error=\"{}\"",
+                root_.string(), step, moved.string(), error);
+    });
+  }
+  std::erase_if(steps_, [&](const StepInfo& s) { return s.step == step; });
+}
+
+std::optional<RestoredStep> CheckpointManager::restore_latest_intact(const CheckpointArgs* args) {
+  require_active("restore_latest_intact");
+  wait_until_finished();
+  std::vector<std::int64_t> candidates;
+  for (auto it = steps_.rbegin(); it != steps_.rend(); ++it) candidates.push_back(it->step);
+  if (candidates.empty()) return std::nullopt;
+  // (step, error) of the steps that failed, newest first, and the error of the newest.
+  std::vector<std::pair<std::int64_t, std::string>> failed;
+  ErrorCode newest_code = ErrorCode::format;
+  constexpr std::int64_t kDamaged = 1;
+  constexpr std::int64_t kOther = 2;
+  for (const std::int64_t step : candidates) {
+    std::any result;
+    std::exception_ptr failure;
+    std::string message;
+    std::int64_t kind = 0;
+    ErrorCode code = ErrorCode::internal;
+    try {
+      result = restore(step, args);
+    } catch (const Error& e) {
+      failure = std::current_exception();
+      message = e.what();
+      code = e.code();
+      kind = code == ErrorCode::format || code == ErrorCode::not_found ? kDamaged : kOther;
+    } catch (const std::exception& e) {
+      failure = std::current_exception();
+      message = e.what();
+      kind = kOther;
+    }
+    // restore() fails on every rank together; the ranks still agree on the outcome (the worst
+    // kind, with the code of a rank that had it), so that every rank moves on to the same
+    // older step, or none does.
+    const std::int64_t agreed =
+        comm_.max(kind == 0 ? 0 : kind * 64 + static_cast<std::int64_t>(code));
+    const std::int64_t agreed_kind = agreed / 64;
+    const auto agreed_code = static_cast<ErrorCode>(agreed % 64);
+    if (agreed_kind == kOther) {
+      if (kind == kOther) std::rethrow_exception(failure);
+      throw_error(agreed_code,
+                  fmt::format("restoring step {} of '{}' failed on another rank: see its error",
+                              step, root_.string()));
+    }
+    if (agreed_kind == kDamaged) {
+      if (kind == 0) message = fmt::format("step {} failed to restore on another rank", step);
+      log::warn("manager.restore_failed", "root=\"{}\" step={} error=\"{}\"", root_.string(), step,
+                message);
+      if (failed.empty()) newest_code = agreed_code;
+      failed.emplace_back(step, std::move(message));
+      continue;
+    }
+    RestoredStep restored{.step = step, .result = std::move(result)};
+    for (const auto& [bad, error] : failed) {
+      quarantine(bad, error);
+      restored.quarantined.push_back(bad);
+    }
+    if (!failed.empty()) {
+      log::warn("manager.restored_older_step", "root=\"{}\" step={} quarantined={}", root_.string(),
+                step, failed.size());
+    }
+    return restored;
+  }
+  // No step restores: the target may be what is wrong, so nothing is moved aside.
+  throw_error(newest_code,
+              fmt::format("no committed step of '{}' restores (tried {} step{}, newest first); "
+                          "the newest, step {}, failed with: {}",
+                          root_.string(), failed.size(), failed.size() == 1 ? "" : "s",
+                          failed.front().first, failed.front().second));
+}
+
 boost::json::object CheckpointManager::metrics(std::int64_t step) {
   require_active("metrics");
   for (const auto& info : steps_) {
@@ -497,6 +604,9 @@ void CheckpointManager::check_for_errors() {
     in_flight_.reset();
     throw;
   }
+  // A save that every rank finished is committed: report it and run retention now. The
+  // ranks agree first, as one may see the end of the save before another.
+  if (in_flight_ && comm_.all(!async_->is_saving_in_progress())) wait_until_finished();
 }
 
 void CheckpointManager::close() {

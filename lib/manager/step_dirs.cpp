@@ -233,6 +233,98 @@ std::optional<std::filesystem::path> delete_step_dir(
   return std::nullopt;
 }
 
+bool is_quarantine_name(std::string_view name, std::string* base) {
+  const auto at = name.rfind(kQuarantineInfix);
+  if (at == std::string_view::npos || at == 0) return false;
+  const std::string_view number = name.substr(at + std::string_view(kQuarantineInfix).size());
+  if (number.empty() || number.find_first_not_of("0123456789") != std::string_view::npos) {
+    return false;
+  }
+  if (base != nullptr) *base = std::string(name.substr(0, at));
+  return true;
+}
+
+std::filesystem::path quarantine_step_dir(const std::filesystem::path& root,
+                                          const std::string& name) {
+  const auto dir = root / name;
+  std::error_code ec;
+  for (int n = 1;; ++n) {
+    const auto target = root / fmt::format("{}{}{}", name, kQuarantineInfix, n);
+    if (std::filesystem::exists(target, ec)) continue;
+    std::filesystem::rename(dir, target, ec);
+    if (ec) {
+      throw IoError(dir.string(),
+                    fmt::format("moving the damaged step '{}' aside to '{}' failed: {}",
+                                dir.string(), target.string(), ec.message()));
+    }
+    storage::sync_directory(root);
+    return target;
+  }
+}
+
+namespace {
+
+bool holds_step_files(const std::filesystem::path& dir) {
+  std::error_code ec;
+  return std::filesystem::exists(dir / kStepMetadataFile, ec) ||
+         std::filesystem::exists(dir / kCommitMarker, ec);
+}
+
+// Whether `entry` of a directory is something a CheckpointManager puts in its root.
+bool is_root_entry(const std::filesystem::directory_entry& entry) {
+  const std::string name = entry.path().filename().string();
+  if (name == kRootMetadataFile || name.starts_with(kLockFile)) return true;
+  std::error_code ec;
+  if (!entry.is_directory(ec)) return false;
+  return name.ends_with(kTmpSuffix) || name.ends_with(kDeletingSuffix) ||
+         name.ends_with(".cairn-old") || is_quarantine_name(name) || holds_step_files(entry.path());
+}
+
+}  // namespace
+
+std::string misplaced_root_reason(const std::filesystem::path& root, bool require_root_or_empty) {
+  std::error_code ec;
+  auto dir = std::filesystem::absolute(root, ec);
+  if (ec) dir = root;
+  dir = dir.lexically_normal();
+  if (dir.filename().empty() && dir.has_parent_path()) dir = dir.parent_path();
+  // New steps inside a checkpoint would become part of it: restoring or verifying that
+  // checkpoint would not notice them, and deleting it would delete them.
+  for (auto p = dir;; p = p.parent_path()) {
+    if (p.filename().string().ends_with(kTmpSuffix)) {
+      return fmt::format(
+          "'{}' is {}a checkpoint being saved ('{}'), not a checkpoint root; use a directory "
+          "outside any checkpoint",
+          root.string(), p == dir ? "" : "inside ", p.string());
+    }
+    if (holds_step_files(p)) {
+      if (p == dir) {
+        return fmt::format(
+            "'{}' is a checkpoint (it holds {} or {}), not a checkpoint root: open the root it "
+            "belongs to ('{}') to restore it, or use a directory outside any checkpoint",
+            root.string(), kStepMetadataFile, kCommitMarker, p.parent_path().string());
+      }
+      return fmt::format(
+          "'{}' is inside the checkpoint '{}' (an item of it, or a directory in one), not a "
+          "checkpoint root; use a directory outside any checkpoint",
+          root.string(), p.string());
+    }
+    if (!p.has_parent_path() || p.parent_path() == p) break;
+  }
+  if (!require_root_or_empty || !std::filesystem::is_directory(dir, ec)) return {};
+  std::optional<std::string> foreign;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (is_root_entry(entry)) return {};
+    if (!foreign) foreign = entry.path().filename().string();
+  }
+  if (!foreign) return {};
+  return fmt::format(
+      "'{}' is not empty (it holds '{}') and is not a checkpoint root (no {}, no step "
+      "directory): use an empty or new directory, or set allow_non_empty_root to write "
+      "checkpoints there",
+      root.string(), *foreign, kRootMetadataFile);
+}
+
 }  // namespace cairn::manager
 
 namespace cairn {
@@ -262,6 +354,7 @@ std::string_view step_status_name(StepStatus status) noexcept {
     case StepStatus::committed: return "committed";
     case StepStatus::incomplete: return "incomplete";
     case StepStatus::deleting: return "being deleted";
+    case StepStatus::quarantined: return "quarantined";
   }
   return "unknown";
 }
@@ -285,6 +378,12 @@ std::vector<StepDirectory> list_step_directories(const std::filesystem::path& ro
   };
   list(root, [&](const std::filesystem::path& path) {
     std::string name = path.filename().string();
+    if (std::string base; manager::is_quarantine_name(name, &base)) {
+      if (const auto step = trailing_step(base)) {
+        out.push_back({.path = path, .step = *step, .status = StepStatus::quarantined});
+      }
+      return;
+    }
     StepDirectory found{.path = path};
     for (const char* suffix : {kTmpSuffix, manager::kDeletingSuffix, ".cairn-old"}) {
       if (name.ends_with(suffix)) {

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cairn::manager {
@@ -17,6 +18,12 @@ inline constexpr const char* kRootMetadataFile = "cairn-root.json";
 inline constexpr const char* kLockFile = "cairn.lock";
 /// Suffix of a step directory being deleted in the background.
 inline constexpr const char* kDeletingSuffix = ".cairn-deleting";
+/// What a quarantined step directory is named after: `<name>.damaged-<n>`, n = 1, 2, ...
+inline constexpr const char* kQuarantineInfix = ".damaged-";
+
+/// Whether `name` is that of a quarantined step directory (`<name>.damaged-<n>`); `base`
+/// (when given) gets the name the step had. Not collective; never throws beyond bad_alloc.
+[[nodiscard]] bool is_quarantine_name(std::string_view name, std::string* base = nullptr);
 
 /// How step numbers become directory names: `<prefix><step>`, zero-padded to `fixed_length`
 /// digits when given.
@@ -54,5 +61,19 @@ void release_lock(const std::filesystem::path& root) noexcept;
 std::optional<std::filesystem::path> delete_step_dir(
     const std::filesystem::path& root, const std::string& name,
     const std::optional<std::string>& todelete_subdir, bool defer);
+
+/// Moves the step directory `root/name` aside as `root/name.damaged-<n>` (the first n not
+/// taken) and syncs the root; returns the new path. Not collective (the primary calls it).
+/// Throws IoError naming both paths when the rename fails.
+std::filesystem::path quarantine_step_dir(const std::filesystem::path& root,
+                                          const std::string& name);
+
+/// Why a manager must not write checkpoints under `root`, or an empty string: `root` (or a
+/// directory above it) is a checkpoint or a save in progress (holds cairn-step.json or
+/// COMMITTED, or is named `*.cairn-tmp`), or, with `require_root_or_empty`, `root` is a
+/// non-empty directory that holds neither cairn-root.json nor a step directory. A missing
+/// `root` is fine. Not collective.
+[[nodiscard]] std::string misplaced_root_reason(const std::filesystem::path& root,
+                                                bool require_root_or_empty);
 
 }  // namespace cairn::manager
