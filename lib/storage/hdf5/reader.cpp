@@ -326,8 +326,8 @@ const Hdf5Reader::Impl::OpenDataset& Hdf5Reader::Impl::opened(std::string_view p
                                                               const Placement& placement) {
   if (const auto it = datasets.find(path); it != datasets.end()) return it->second;
   if (!handle.valid()) open_file();
-  const Where where{file, std::string(path)};
   const std::string name(path);
+  const Where where{file, name};
   // open() checked the links and the dataset on the primary.
   h5::Dataset dataset(
       check(H5Dopen2(handle.get(), name.c_str(), H5P_DEFAULT), where, "opening the dataset"));
