@@ -284,23 +284,6 @@ constexpr hsize_t kMetaBlockSize = hsize_t{64} << 10;
 
 }  // namespace
 
-PropertyList create_access(const Where& where) {
-  PropertyList fapl(
-      check(H5Pcreate(H5P_FILE_ACCESS), where, "creating a file-access property list"));
-  check(H5Pset_fapl_sec2(fapl.get()), where, "selecting the POSIX driver");
-#if H5_VERSION_GE(1, 10, 7)
-  check(H5Pset_file_locking(fapl.get(), false, true), where, "turning file locking off");
-#endif
-  check(H5Pset_alignment(fapl.get(), kAlignThreshold, kAlignment), where, "setting alignment");
-  // Objects in the HDF5 1.8 format and nothing newer: indexed link storage (fast groups
-  // with many leaves) and checksummed object headers (damage is detected, not misread),
-  // while every HDF5 >= 1.8 reader (h5dump, h5py, MATLAB, ...) can open the file.
-  check(H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V18, H5F_LIBVER_V18), where,
-        "setting the file format version");
-  check(H5Pset_meta_block_size(fapl.get(), kMetaBlockSize), where, "setting the metadata block");
-  return fapl;
-}
-
 PropertyList read_access(const Where& where) {
   PropertyList fapl(
       check(H5Pcreate(H5P_FILE_ACCESS), where, "creating a file-access property list"));
@@ -308,6 +291,18 @@ PropertyList read_access(const Where& where) {
 #if H5_VERSION_GE(1, 10, 7)
   check(H5Pset_file_locking(fapl.get(), false, true), where, "turning file locking off");
 #endif
+  return fapl;
+}
+
+PropertyList create_access(const Where& where) {
+  PropertyList fapl = read_access(where);
+  check(H5Pset_alignment(fapl.get(), kAlignThreshold, kAlignment), where, "setting alignment");
+  // Objects in the HDF5 1.8 format and nothing newer: indexed link storage (fast groups
+  // with many leaves) and checksummed object headers (damage is detected, not misread),
+  // while every HDF5 >= 1.8 reader (h5dump, h5py, MATLAB, ...) can open the file.
+  check(H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V18, H5F_LIBVER_V18), where,
+        "setting the file format version");
+  check(H5Pset_meta_block_size(fapl.get(), kMetaBlockSize), where, "setting the metadata block");
   return fapl;
 }
 
