@@ -175,7 +175,8 @@ configure_build_test "default" "$BUILD_DIR" "${CAIRN_CTEST_ARGS:-}" ""
 # --- 3b. Without HDF5: only the programs whose tests depend on the storage format, and exactly
 # their tests (ctest would run, and fail, a test whose program was not built).
 if [ "${CAIRN_TEST_NOHDF5:-1}" != "0" ]; then
-  nohdf5_gtests="test_storage test_verify_tree test_prefetch test_conformance test_format_v1"
+  nohdf5_gtests="test_storage test_verify_tree test_prefetch test_scatter test_conformance"
+  nohdf5_gtests+=" test_format_v1"
   nohdf5_gtests+=" test_damaged_chunks test_checkpointer test_async test_faults"
   nohdf5_regex="^(${nohdf5_gtests// /|})\\.|^capi\\.test_capi_manager\\."
   nohdf5_regex+="|^xlang\\.c_(save|restores_c)\\.|^apps\\.cli\\."
