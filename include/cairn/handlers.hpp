@@ -6,6 +6,7 @@
 #include <cairn/storage.hpp>
 #include <cairn/tree.hpp>
 
+#include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 #include <functional>
 #include <initializer_list>
@@ -140,22 +141,31 @@ class BytesHandler final : public CheckpointHandler {
 // ------------------------------------------------------------------ composites
 
 /// Arguments of a CompositeHandler: an immutable map from item name to the item's (save or
-/// restore) arguments. Names are non-empty, valid as a path component, and do not start with
-/// "__". Throws InvalidArgument naming a bad name or a null argument.
+/// restore) arguments, and, for a save, optional custom metadata per item (a JSON object
+/// stored in the step's cairn-step.json, returned by CompositeResult::custom_metadata() and
+/// CompositeHandler::metadata()). Names are non-empty, valid as a path component, and do not
+/// start with "__". An empty Composite given to restore means every item on disk, as null
+/// arguments do. Throws InvalidArgument naming a bad name, a null argument, or custom metadata
+/// for an item that is not among the items.
 class Composite final : public CheckpointArgs {
  public:
   using Items = std::map<std::string, std::shared_ptr<const CheckpointArgs>>;
+  /// Item name -> its custom metadata.
+  using CustomMetadata = std::map<std::string, boost::json::object>;
   Composite() = default;
   Composite(std::initializer_list<Items::value_type> items);
-  explicit Composite(Items items);
+  explicit Composite(Items items, CustomMetadata custom_metadata = {});
   std::string_view handler_type() const noexcept override { return "cairn.composite"; }
   /// The items, sorted by name. Never throws.
   [[nodiscard]] const Items& items() const noexcept { return items_; }
   /// The arguments of `name`, or null. Never throws.
   [[nodiscard]] const CheckpointArgs* find(std::string_view name) const noexcept;
+  /// The custom metadata given per item (saved with them). Never throws.
+  [[nodiscard]] const CustomMetadata& custom_metadata() const noexcept { return custom_; }
 
  private:
   Items items_;
+  CustomMetadata custom_;
 };
 
 /// What a CompositeHandler restores: item name -> the item handler's result.
@@ -175,11 +185,19 @@ class CompositeResult {
   [[nodiscard]] std::vector<std::string> names() const;
   /// Adds or replaces an item's result. Not collective.
   void set(std::string name, std::any value) { items_[std::move(name)] = std::move(value); }
+  /// The custom metadata saved with item `name` (Composite's per-item metadata), or an empty
+  /// object when none was saved. Never throws beyond std::bad_alloc.
+  [[nodiscard]] boost::json::object custom_metadata(std::string_view name) const;
+  /// Sets the custom metadata of an item. Not collective.
+  void set_custom_metadata(std::string name, boost::json::object metadata) {
+    custom_[std::move(name)] = std::move(metadata);
+  }
 
  private:
   [[nodiscard]] const std::any& at(std::string_view name) const;
   [[noreturn]] void throw_wrong_type(std::string_view name) const;
   std::map<std::string, std::any, std::less<>> items_;
+  std::map<std::string, boost::json::object, std::less<>> custom_;
 };
 
 /// Stores several named items, each in its own sub-directory, each with its own handler.
@@ -197,12 +215,18 @@ class CompositeHandler final : public CheckpointHandler {
   std::unique_ptr<PendingSave> async_save(const Comm& comm, const std::filesystem::path& dir,
                                           const CheckpointArgs& args,
                                           const AsyncContext& context) override;
-  /// Restores the items of `args` (a Composite of restore arguments) or, with null args,
-  /// every item on disk whose handler is known (given, used before, or recorded in the
-  /// directory's cairn-items.json and registered). Items absent on disk are left out of the
-  /// result unless `args` names them, then NotFound names the item.
+  /// Restores the items of `args` (a Composite of restore arguments) or, with null args or
+  /// an empty Composite, every item on disk. An item's handler is the one given, used before,
+  /// or recorded in the checkpoint's cairn-step.json and registered; restoring every item when
+  /// one item's handler cannot be determined throws InvalidArgument naming the item. An item
+  /// that `args` names but that is not on disk is left out of the result (logged), so
+  /// CompositeResult::contains() tells; CompositeResult::get() of it throws NotFound.
+  /// Collective.
   std::any restore(const Comm& comm, const std::filesystem::path& dir,
                    const CheckpointArgs* args) override;
+  /// {"handler", "handlers": {name: type of the handlers known}, "items": {name: the item
+  /// handler's metadata, or null when its handler cannot be determined}, "custom_metadata":
+  /// {name: object}}. Collective.
   boost::json::value metadata(const Comm& comm, const std::filesystem::path& dir) override;
   void finalize(const Comm& comm, const std::filesystem::path& dir) override;
   void close() override;
@@ -212,6 +236,9 @@ class CompositeHandler final : public CheckpointHandler {
 
  private:
   std::shared_ptr<CheckpointHandler> resolve(const std::string& name, std::string_view type);
+  // The handler of `name`: known, or recorded in `recorded` and registered; null otherwise.
+  std::shared_ptr<CheckpointHandler> known_or_recorded(
+      const std::string& name, const std::map<std::string, std::string>& recorded);
 
   std::map<std::string, std::shared_ptr<CheckpointHandler>, std::less<>> handlers_;
   std::set<std::string, std::less<>> names_;

@@ -75,6 +75,15 @@ boost::json::object parse_step_metadata(std::string_view text,
       }
     }
   }
+  if (const auto* custom = step.if_contains("item_custom_metadata")) {
+    if (!custom->is_object()) fail(source, "item_custom_metadata", "is not an object");
+    for (const auto& [name, metadata] : custom->get_object()) {
+      if (!metadata.is_object()) {
+        fail(source, fmt::format("item_custom_metadata.{}", std::string_view(name)),
+             "is not an object");
+      }
+    }
+  }
   return std::move(step);
 }
 

@@ -15,7 +15,8 @@ inline constexpr std::int64_t kStepFormatVersion = 1;
 /// Parses the text of a cairn-step.json read from `source` and validates the fields cairn
 /// relies on: "format" is "cairn-step", "version" an integer this build reads, "handler" a
 /// non-empty string, "world_size" a positive integer, "bytes" a non-negative integer, and
-/// "items" (when present) an object of non-empty strings. Other fields are kept as they are.
+/// "items" (when present) an object of non-empty strings, "item_custom_metadata" (when present)
+/// an object of objects. Other fields are kept as they are.
 /// Not collective. Throws FormatError naming `source` and the first bad field; never crashes
 /// on hostile input.
 [[nodiscard]] boost::json::object parse_step_metadata(std::string_view text,

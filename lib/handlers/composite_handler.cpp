@@ -3,14 +3,19 @@
 #include <cairn/handlers.hpp>
 #include <fmt/format.h>
 
+#include "comm/log.hpp"
 #include "storage/posix_file.hpp"
 
 namespace cairn {
 namespace {
 
 // Written by the checkpoint layer in the checkpoint directory; read here to learn the handler
-// type of each item when restoring without arguments.
+// type of each item when restoring without arguments, and the items' custom metadata.
 constexpr const char* kStepMetadataFile = "cairn-step.json";
+// The keys of cairn-step.json that a composite save adds: item name -> handler type, and item
+// name -> custom metadata (only when some item has any).
+constexpr const char* kItemsKey = "items";
+constexpr const char* kCustomMetadataKey = "item_custom_metadata";
 
 class CompositePendingSave final : public PendingSave {
  public:
@@ -49,7 +54,13 @@ class CompositePendingSave final : public PendingSave {
   boost::json::object step_metadata() const override {
     boost::json::object items;
     for (const auto& item : items_) items[item.name] = item.type;
-    return {{"items", std::move(items)}};
+    boost::json::object out{{kItemsKey, std::move(items)}};
+    if (!custom_.empty()) out[kCustomMetadataKey] = custom_;
+    return out;
+  }
+
+  void set_custom_metadata(const Composite::CustomMetadata& custom) {
+    for (const auto& [name, metadata] : custom) custom_[name] = metadata;
   }
 
  private:
@@ -59,6 +70,7 @@ class CompositePendingSave final : public PendingSave {
     std::unique_ptr<PendingSave> pending;
   };
   std::vector<Item> items_;
+  boost::json::object custom_;
 };
 
 const Composite& composite_args(const CheckpointArgs& args) {
@@ -153,6 +165,7 @@ std::unique_ptr<PendingSave> CompositeHandler::async_save(const Comm& comm,
   });
 
   auto pending = std::make_unique<CompositePendingSave>();
+  pending->set_custom_metadata(composite.custom_metadata());
   std::size_t k = 0;
   for (const auto& [name, item] : composite.items()) {
     const auto& handler = handlers[k++];
@@ -162,11 +175,18 @@ std::unique_ptr<PendingSave> CompositeHandler::async_save(const Comm& comm,
   return pending;
 }
 
-// What a composite checkpoint directory holds: the item directories present, and the item
-// handler types recorded in its cairn-step.json. The primary looks, every rank gets the
-// verdict. Collective.
-static std::pair<std::set<std::string>, std::map<std::string, std::string>> look_at(
-    const Comm& comm, const std::filesystem::path& dir) {
+namespace {
+
+// What a composite checkpoint directory holds: the item directories present, and what its
+// cairn-step.json records of the items (handler types, custom metadata).
+struct OnDisk {
+  std::set<std::string> present;
+  std::map<std::string, std::string> types;
+  boost::json::object custom;
+};
+
+// The primary looks, every rank gets the verdict. Collective.
+OnDisk look_at(const Comm& comm, const std::filesystem::path& dir) {
   boost::json::object seen;
   comm.run_all(fmt::format("composite checkpoint '{}':", dir.string()), [&] {
     if (!comm.is_primary()) return;
@@ -186,42 +206,58 @@ static std::pair<std::set<std::string>, std::map<std::string, std::string>> look
       boost::system::error_code jec;
       const auto meta = boost::json::parse(storage::read_small_file(step_file), jec);
       if (!jec && meta.is_object()) {
-        if (const auto* items = meta.get_object().if_contains("items");
-            items && items->is_object()) {
-          seen["types"] = *items;
+        for (const char* key : {kItemsKey, kCustomMetadataKey}) {
+          if (const auto* value = meta.get_object().if_contains(key); value && value->is_object())
+            seen[key] = *value;
         }
       }
     }
   });
   seen = comm.broadcast_json(seen).as_object();
-  std::set<std::string> present;
-  for (const auto& name : seen["present"].as_array()) present.insert(std::string(name.as_string()));
-  std::map<std::string, std::string> recorded;
-  if (const auto* types = seen.if_contains("types")) {
+  OnDisk out;
+  for (const auto& name : seen["present"].as_array()) {
+    out.present.insert(std::string(name.as_string()));
+  }
+  if (const auto* types = seen.if_contains(kItemsKey)) {
     for (const auto& [name, type] : types->as_object()) {
-      if (type.is_string()) recorded[std::string(name)] = std::string(type.as_string());
+      if (type.is_string()) out.types[std::string(name)] = std::string(type.as_string());
     }
   }
+  if (const auto* custom = seen.if_contains(kCustomMetadataKey)) {
+    for (const auto& [name, metadata] : custom->as_object()) {
+      if (metadata.is_object()) out.custom[name] = metadata;
+    }
+  }
+  return out;
+}
 
-  return {std::move(present), std::move(recorded)};
+}  // namespace
+
+std::shared_ptr<CheckpointHandler> CompositeHandler::known_or_recorded(
+    const std::string& name, const std::map<std::string, std::string>& recorded) {
+  if (auto known = handler(name)) return known;
+  auto it = recorded.find(name);
+  if (it == recorded.end() || !HandlerRegistry::global().contains(it->second)) return nullptr;
+  return resolve(name, it->second);
 }
 
 std::any CompositeHandler::restore(const Comm& comm, const std::filesystem::path& dir,
                                    const CheckpointArgs* args) {
   const Composite* composite = args ? &composite_args(*args) : nullptr;
+  if (composite && composite->items().empty()) composite = nullptr;  // every item, as null args
 
-  const auto [present, recorded] = look_at(comm, dir);
+  const OnDisk disk = look_at(comm, dir);
 
   // Which items, and with which handler; the same decisions on every rank.
   std::vector<std::pair<std::string, std::shared_ptr<CheckpointHandler>>> plan;
   if (composite) {
     for (const auto& [name, item] : composite->items()) {
-      if (!present.contains(name)) {
-        throw NotFound(name,
-                       fmt::format("item '{}' is not in the checkpoint '{}'", name, dir.string()));
+      if (!disk.present.contains(name)) {
+        log::info("composite.item_absent", "item=\"{}\" path=\"{}\"", name, dir.string());
+        continue;
       }
-      if (auto it = recorded.find(name);
-          it != recorded.end() && it->second != item->handler_type()) {
+      if (auto it = disk.types.find(name);
+          it != disk.types.end() && it->second != item->handler_type()) {
         throw InvalidArgument(
             fmt::format("item '{}' was saved by '{}', but the arguments are for '{}'", name,
                         it->second, item->handler_type()));
@@ -229,13 +265,19 @@ std::any CompositeHandler::restore(const Comm& comm, const std::filesystem::path
       plan.emplace_back(name, resolve(name, item->handler_type()));
     }
   } else {
-    for (const auto& name : present) {
-      if (auto known = handler(name)) {
-        plan.emplace_back(name, known);
-      } else if (auto it = recorded.find(name);
-                 it != recorded.end() && HandlerRegistry::global().contains(it->second)) {
-        plan.emplace_back(name, resolve(name, it->second));
+    for (const auto& name : disk.present) {
+      auto item_handler = known_or_recorded(name, disk.types);
+      if (!item_handler) {
+        const auto it = disk.types.find(name);
+        throw InvalidArgument(fmt::format(
+            "item '{}' of the checkpoint '{}' cannot be restored without arguments: its handler "
+            "{}; pass restore arguments for it, give the CompositeHandler its handler, or "
+            "register the handler type",
+            name, dir.string(),
+            it == disk.types.end() ? std::string("is not recorded in cairn-step.json")
+                                   : fmt::format("'{}' is not registered", it->second)));
       }
+      plan.emplace_back(name, std::move(item_handler));
     }
   }
 
@@ -243,25 +285,26 @@ std::any CompositeHandler::restore(const Comm& comm, const std::filesystem::path
   for (const auto& [name, item_handler] : plan) {
     const CheckpointArgs* item_args = composite ? composite->find(name) : nullptr;
     result.set(name, item_handler->restore(comm, dir / name, item_args));
+    if (const auto* custom = disk.custom.if_contains(name)) {
+      result.set_custom_metadata(name, custom->as_object());
+    }
   }
   return result;
 }
 
 boost::json::value CompositeHandler::metadata(const Comm& comm, const std::filesystem::path& dir) {
-  const auto [present, recorded] = look_at(comm, dir);
+  const OnDisk disk = look_at(comm, dir);
   boost::json::object items;
-  for (const auto& name : present) {
-    std::shared_ptr<CheckpointHandler> item_handler = handler(name);
-    if (!item_handler) {
-      auto it = recorded.find(name);
-      if (it == recorded.end() || !HandlerRegistry::global().contains(it->second)) continue;
-      item_handler = resolve(name, it->second);
-    }
-    items[name] = item_handler->metadata(comm, dir / name);
+  for (const auto& name : disk.present) {
+    auto item_handler = known_or_recorded(name, disk.types);
+    items[name] = item_handler ? item_handler->metadata(comm, dir / name) : boost::json::value();
   }
   boost::json::object types;
   for (const auto& [name, item_handler] : handlers_) types[name] = item_handler->type_name();
-  return {{"handler", type_name()}, {"handlers", std::move(types)}, {"items", std::move(items)}};
+  return {{"handler", type_name()},
+          {"handlers", std::move(types)},
+          {"items", std::move(items)},
+          {"custom_metadata", disk.custom}};
 }
 
 void CompositeHandler::finalize(const Comm& comm, const std::filesystem::path& dir) {

@@ -75,10 +75,17 @@ void validate_item_name(std::string_view name) {
 Composite::Composite(std::initializer_list<Items::value_type> items)
     : Composite(Items(items.begin(), items.end())) {}
 
-Composite::Composite(Items items) : items_(std::move(items)) {
+Composite::Composite(Items items, CustomMetadata custom_metadata)
+    : items_(std::move(items)), custom_(std::move(custom_metadata)) {
   for (const auto& [name, args] : items_) {
     validate_item_name(name);
     if (!args) throw InvalidArgument(fmt::format("item '{}' has no arguments (null)", name));
+  }
+  for (const auto& [name, metadata] : custom_) {
+    if (!items_.contains(name)) {
+      throw InvalidArgument(fmt::format(
+          "custom metadata is given for item '{}', which is not one of the items", name));
+    }
   }
 }
 
@@ -89,6 +96,11 @@ const CheckpointArgs* Composite::find(std::string_view name) const noexcept {
 
 bool CompositeResult::contains(std::string_view name) const noexcept {
   return items_.find(name) != items_.end();
+}
+
+boost::json::object CompositeResult::custom_metadata(std::string_view name) const {
+  auto it = custom_.find(name);
+  return it == custom_.end() ? boost::json::object{} : it->second;
 }
 
 std::vector<std::string> CompositeResult::names() const {

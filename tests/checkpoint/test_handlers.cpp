@@ -194,14 +194,90 @@ TEST(Composite, ItemsAbsentOnDisk) {
   EXPECT_EQ(fresh.restore_as<CompositeResult>(meta_only, nullptr).names(),
             std::vector<std::string>{"meta"});
 
-  // Asked for: NotFound naming the item, on every rank, with the saving or a fresh handler.
+  // Asked for (Orbax's partial restore): absent from the result, not an error, with the saving
+  // or a fresh handler; get() of it is NotFound naming the item.
   const Composite want_blob{{"meta", std::make_shared<JsonRestore>()},
                             {"blob", std::make_shared<BytesRestore>()}};
   for (Checkpointer* restorer : {&ck, &fresh}) {
+    const auto result = restorer->restore_as<CompositeResult>(meta_only, &want_blob);
+    EXPECT_EQ(result.names(), std::vector<std::string>{"meta"});
+    EXPECT_FALSE(result.contains("blob"));
+    EXPECT_EQ(result.get<boost::json::value>("meta"), meta_value(2));
     const std::string message =
-        error_of<NotFound>([&] { (void)restorer->restore(meta_only, &want_blob); });
-    EXPECT_TRUE(mentions(message, {"'blob'", meta_only.string()})) << message;
+        error_of<NotFound>([&] { (void)result.get<std::vector<std::byte>>("blob"); });
+    EXPECT_TRUE(mentions(message, {"'blob'"})) << message;
   }
+}
+
+// Orbax's test_no_restore_args: an empty Composite restores every item on disk, as null
+// arguments do.
+TEST(Composite, AnEmptyCompositeRestoresEveryItem) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  const auto dir = tmp / "full";
+  save_full(dir, StorageFormat::posix, 3);
+  Checkpointer fresh(comm, std::make_shared<CompositeHandler>());
+  const Composite empty;
+  const auto result = fresh.restore_as<CompositeResult>(dir, &empty);
+  EXPECT_EQ(result.names(), (std::vector<std::string>{"blob", "meta", "rep", "state"}));
+  EXPECT_EQ(result.get<boost::json::value>("meta"), meta_value(3));
+  EXPECT_EQ(result.get<std::vector<std::byte>>("blob"), rank_blob(comm.rank(), 3));
+}
+
+// Orbax's test_no_restore_args_handler_unspecified: restoring everything when an item's handler
+// cannot be determined (a directory cairn-step.json does not record) is an error naming the
+// item on every rank; naming the items to restore still works.
+TEST(Composite, RestoreAllWithAnUndeterminedHandlerThrows) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  const auto dir = tmp / "with_stray";
+  Checkpointer ck(comm, std::make_shared<CompositeHandler>());
+  ck.save(dir, Composite{{"meta", std::make_shared<JsonSave>(meta_value(6))}});
+  if (comm.rank() == 0) std::filesystem::create_directory(dir / "stray");
+  comm.barrier("stray item made");
+
+  Checkpointer fresh(comm, std::make_shared<CompositeHandler>());
+  for (Checkpointer* restorer : {&ck, &fresh}) {
+    const std::string all = error_of<InvalidArgument>([&] { (void)restorer->restore(dir); });
+    EXPECT_TRUE(mentions(all, {"'stray'", "not recorded"})) << all;
+    const Composite empty;
+    const std::string empty_args =
+        error_of<InvalidArgument>([&] { (void)restorer->restore(dir, &empty); });
+    EXPECT_TRUE(mentions(empty_args, {"'stray'"})) << empty_args;
+  }
+  const Composite only_meta{{"meta", std::make_shared<JsonRestore>()}};
+  EXPECT_EQ(fresh.restore_as<CompositeResult>(dir, &only_meta).get<boost::json::value>("meta"),
+            meta_value(6));
+  // metadata() lists the stray item with null metadata instead of failing.
+  const auto metadata = CompositeHandler().metadata(comm, dir).as_object();
+  EXPECT_TRUE(metadata.at("items").as_object().at("stray").is_null());
+  EXPECT_TRUE(metadata.at("items").as_object().at("meta").is_object());
+}
+
+// Per-item custom metadata: saved in cairn-step.json, returned with the restored items and by
+// metadata(), also to a fresh handler; metadata for an item that is not saved is refused.
+TEST(Composite, PerItemCustomMetadata) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  const auto dir = tmp / "custom";
+  const boost::json::object about_meta{{"source", "run 7"}, {"revision", 3}};
+  Checkpointer ck(comm, std::make_shared<CompositeHandler>());
+  ck.save(dir, Composite({{"meta", std::make_shared<JsonSave>(meta_value(7))},
+                          {"blob", std::make_shared<BytesSave>(rank_blob(comm.rank(), 7))}},
+                         {{"meta", about_meta}}));
+
+  Checkpointer fresh(comm, std::make_shared<CompositeHandler>());
+  const auto result = fresh.restore_as<CompositeResult>(dir, nullptr);
+  EXPECT_EQ(result.custom_metadata("meta"), about_meta);
+  EXPECT_TRUE(result.custom_metadata("blob").empty());
+  const auto metadata = CompositeHandler().metadata(comm, dir).as_object();
+  EXPECT_EQ(metadata.at("custom_metadata").as_object().at("meta"), about_meta);
+
+  const std::string bad = error_of<InvalidArgument>([&] {
+    (void)Composite({{"meta", std::make_shared<JsonSave>(meta_value(7))}},
+                    {{"other", boost::json::object{}}});
+  });
+  EXPECT_TRUE(mentions(bad, {"'other'"})) << bad;
 }
 
 TEST(Composite, AnItemKeepsTheHandlerOfItsFirstUse) {
