@@ -90,6 +90,14 @@ struct TreeRestoreOptions {
   /// Target leaves that may be missing on disk: they are left untouched instead of raising
   /// NotFound.
   std::set<std::string> optional_leaves = {};
+  /// Array leaves whose target global shape may differ from the saved one (Orbax's
+  /// ArrayRestoreArgs with another global_shape): leaf path -> fill value. The shapes must have
+  /// the same number of dimensions. The target receives the saved elements that lie inside
+  /// both shapes (a smaller target truncates the array); its elements outside the saved shape
+  /// are set to the fill value, converted to the target's dtype with the checks of convert()
+  /// (a larger target pads it). Host targets only: a device target that needs padding is
+  /// Unsupported.
+  std::map<std::string, Scalar> resize_leaves = {};
   /// As TreeSaveOptions::detect_device_memory, for restore targets.
   bool detect_device_memory = false;
   /// Replicated target leaves (every rank wants the whole array) are read by the primary rank

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <array>
 #include <cstring>
 
 #include "comm/log.hpp"
@@ -309,11 +310,14 @@ void check_compatible(const LeafRecord& saved, const Leaf& target,
   if (saved.kind != LeafKind::array) return;
   const ArrayShard& shard = target.as_array();
   if (shard.global_shape != saved.shape) {
-    throw InvalidArgument(
-        fmt::format("leaf '{}' in '{}' has global shape {}, but the restore "
-                    "target has {}",
-                    saved.path, dir.string(), shape_to_string(saved.shape),
-                    shape_to_string(shard.global_shape)));
+    const bool resizable = options.resize_leaves.contains(saved.path);
+    if (!resizable || shard.global_shape.size() != saved.shape.size()) {
+      throw InvalidArgument(fmt::format(
+          "leaf '{}' in '{}' has global shape {}, but the restore target has {}{}", saved.path,
+          dir.string(), shape_to_string(saved.shape), shape_to_string(shard.global_shape),
+          resizable ? " (a resized leaf keeps its number of dimensions)"
+                    : "; list the leaf in resize_leaves to pad or truncate it"));
+    }
   }
   if (shard.dtype != saved.dtype) {
     if (!options.allow_cast) {
@@ -337,6 +341,42 @@ void check_compatible(const LeafRecord& saved, const Leaf& target,
       }
     }
   }
+}
+
+// Sets every element of the box of `target` to `fill`: a resized leaf's target reaches beyond
+// the saved shape, and the saved elements are read over it afterwards.
+void pad_target(const ArrayShard& target, MemoryKind memory, const Scalar& fill,
+                const std::string& path) {
+  if (target.local_bytes() == 0) return;
+  if (memory == MemoryKind::cuda_device) {
+    throw Unsupported(fmt::format(
+        "leaf '{}': padding a resized leaf in device memory is not supported; restore it into "
+        "host memory or into a target inside the saved shape",
+        path));
+  }
+  const std::size_t elem = dtype_size(target.dtype);
+  std::array<std::byte, 16> value{};
+  convert(fill.dtype(), fill.data(), target.dtype, value.data(), 1,
+          fmt::format("fill value of leaf '{}'", path));
+  const auto count = static_cast<std::size_t>(target.local_volume());
+  const auto fill_buffer = [&](std::byte* out) {
+    for (std::size_t i = 0; i < count; ++i) std::memcpy(out + i * elem, value.data(), elem);
+  };
+  if (target.contiguous()) {
+    fill_buffer(static_cast<std::byte*>(target.data));
+    return;
+  }
+  std::vector<std::byte> filled(count * elem);
+  fill_buffer(filled.data());
+  unpack_strided(elem, filled.data(), target.box.extent, target.strides, target.data);
+}
+
+// Whether `box` reaches beyond `shape` (a resized leaf's target that needs padding).
+bool beyond(const Box& box, const std::vector<std::int64_t>& shape) {
+  for (std::size_t d = 0; d < box.rank(); ++d) {
+    if (box.extent[d] > 0 && box.offset[d] + box.extent[d] > shape[d]) return true;
+  }
+  return false;
 }
 
 void restore_from_index(const Comm& comm, const std::filesystem::path& dir,
@@ -366,6 +406,10 @@ void restore_from_index(const Comm& comm, const std::filesystem::path& dir,
           saved->kind == LeafKind::array
               ? cuda::resolve_memory(leaf->as_array(), options.detect_device_memory, leaf->path())
               : MemoryKind::host);
+      if (saved->kind == LeafKind::array && beyond(leaf->as_array().box, saved->shape)) {
+        pad_target(leaf->as_array(), memory.back(), options.resize_leaves.at(saved->path),
+                   saved->path);
+      }
     }
   });
   // Load and broadcast: the primary alone reads replicated leaves.
