@@ -105,9 +105,8 @@ void run_cairn_scaling(const Run& run, const std::string& format_name) {
   }
   const auto dir = run.dir / ("cairn-scaling-" + format_name);
   remove_tree(dir);
-  const boost::json::object common{{"leaves", shape.meta_leaves},
-                                   {"ranks", world.size()},
-                                   {"elems_per_leaf", shape.meta_elems}};
+  const boost::json::object common{
+      {"leaves", shape.meta_leaves}, {"ranks", world.size()}, {"elems_per_leaf", shape.meta_elems}};
   cairn::Checkpointer ckpt(world, std::make_shared<cairn::ArrayTreeHandler>());
   for (int rep = 0; rep < run.reps; ++rep) {
     remove_tree(dir);

@@ -20,21 +20,86 @@
 #include <stdlib.h>
 #include <string.h>
 
-// The wrapped functions, in the order of their counters.
-#define CAIRN_COUNTED(X)                                                                  \
-  X(MPI_Barrier) X(MPI_Ibarrier) X(MPI_Bcast) X(MPI_Ibcast) X(MPI_Allreduce)              \
-  X(MPI_Iallreduce) X(MPI_Reduce) X(MPI_Ireduce) X(MPI_Allgather) X(MPI_Iallgather)       \
-  X(MPI_Allgatherv) X(MPI_Iallgatherv) X(MPI_Gather) X(MPI_Igather) X(MPI_Gatherv)        \
-  X(MPI_Igatherv) X(MPI_Scatter) X(MPI_Scatterv) X(MPI_Alltoall) X(MPI_Alltoallv)         \
-  X(MPI_Comm_dup) X(MPI_Comm_split) X(MPI_Comm_split_type) X(MPI_Comm_create)             \
-  X(MPI_File_open) X(MPI_File_close) X(MPI_File_set_view) X(MPI_File_set_size)            \
-  X(MPI_File_sync) X(MPI_File_write_all) X(MPI_File_write_at_all) X(MPI_File_read_all)    \
-  X(MPI_File_read_at_all) X(MPI_Send) X(MPI_Isend) X(MPI_Recv) X(MPI_Irecv)
-
-#define CAIRN_ENUM(name) k_##name,
-enum { CAIRN_COUNTED(CAIRN_ENUM) k_count };
-#define CAIRN_NAME(name) #name,
-static const char* const k_names[k_count] = {CAIRN_COUNTED(CAIRN_NAME)};
+// The wrapped functions: their counters and names.
+enum {
+  k_MPI_Barrier,
+  k_MPI_Ibarrier,
+  k_MPI_Bcast,
+  k_MPI_Ibcast,
+  k_MPI_Allreduce,
+  k_MPI_Iallreduce,
+  k_MPI_Reduce,
+  k_MPI_Ireduce,
+  k_MPI_Allgather,
+  k_MPI_Iallgather,
+  k_MPI_Allgatherv,
+  k_MPI_Iallgatherv,
+  k_MPI_Gather,
+  k_MPI_Igather,
+  k_MPI_Gatherv,
+  k_MPI_Igatherv,
+  k_MPI_Scatter,
+  k_MPI_Scatterv,
+  k_MPI_Alltoall,
+  k_MPI_Alltoallv,
+  k_MPI_Comm_dup,
+  k_MPI_Comm_split,
+  k_MPI_Comm_split_type,
+  k_MPI_Comm_create,
+  k_MPI_File_open,
+  k_MPI_File_close,
+  k_MPI_File_set_view,
+  k_MPI_File_set_size,
+  k_MPI_File_sync,
+  k_MPI_File_write_all,
+  k_MPI_File_write_at_all,
+  k_MPI_File_read_all,
+  k_MPI_File_read_at_all,
+  k_MPI_Send,
+  k_MPI_Isend,
+  k_MPI_Recv,
+  k_MPI_Irecv,
+  k_count
+};
+static const char* const k_names[k_count] = {
+    "MPI_Barrier",
+    "MPI_Ibarrier",
+    "MPI_Bcast",
+    "MPI_Ibcast",
+    "MPI_Allreduce",
+    "MPI_Iallreduce",
+    "MPI_Reduce",
+    "MPI_Ireduce",
+    "MPI_Allgather",
+    "MPI_Iallgather",
+    "MPI_Allgatherv",
+    "MPI_Iallgatherv",
+    "MPI_Gather",
+    "MPI_Igather",
+    "MPI_Gatherv",
+    "MPI_Igatherv",
+    "MPI_Scatter",
+    "MPI_Scatterv",
+    "MPI_Alltoall",
+    "MPI_Alltoallv",
+    "MPI_Comm_dup",
+    "MPI_Comm_split",
+    "MPI_Comm_split_type",
+    "MPI_Comm_create",
+    "MPI_File_open",
+    "MPI_File_close",
+    "MPI_File_set_view",
+    "MPI_File_set_size",
+    "MPI_File_sync",
+    "MPI_File_write_all",
+    "MPI_File_write_at_all",
+    "MPI_File_read_all",
+    "MPI_File_read_at_all",
+    "MPI_Send",
+    "MPI_Isend",
+    "MPI_Recv",
+    "MPI_Irecv",
+};
 
 static atomic_llong g_calls[k_count];
 static atomic_llong g_bytes[k_count];
@@ -293,8 +358,8 @@ int MPI_Scatter(const void* in, int n_in, MPI_Datatype t_in, void* out, int n_ou
   return PMPI_Scatter(in, n_in, t_in, out, n_out, t_out, root, comm);
 }
 
-int MPI_Scatterv(const void* in, const int* counts, const int* displs, MPI_Datatype t_in,
-                 void* out, int n_out, MPI_Datatype t_out, int root, MPI_Comm comm) {
+int MPI_Scatterv(const void* in, const int* counts, const int* displs, MPI_Datatype t_in, void* out,
+                 int n_out, MPI_Datatype t_out, int root, MPI_Comm comm) {
   count(k_MPI_Scatterv, type_bytes(t_out, n_out));
   return PMPI_Scatterv(in, counts, displs, t_in, out, n_out, t_out, root, comm);
 }
