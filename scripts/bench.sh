@@ -123,7 +123,7 @@ if [ "$scaling" -eq 1 ]; then
   version="$version ($(git -C "$root" describe --always --dirty 2>/dev/null || echo 'no git'))"
   /usr/bin/python3 apps/bench/scaling.py --driver "$driver" --count-lib "$count_lib" \
     --scratch "$work" --results-dir "${results:-apps/bench/results}" \
-    --report "${report:-BENCHMARKS.md}" --mpiexec-flags "$mpiexec_flags" \
+    --report "${report:-BENCHMARKS.md}" --mpiexec-flags="$mpiexec_flags" \
     --cairn-version "$version" --command "$command_line" ${reps:+--reps "$reps"}
   echo "bench.sh: done in $((SECONDS - start)) s"
   exit 0

@@ -243,6 +243,9 @@ def main():
     p.add_argument("--cairn-version", default="unknown")
     p.add_argument("--command", default="")
     p.add_argument("--name", default="")
+    p.add_argument("--check", action="store_true",
+                   help="exit 1 unless collective calls were counted and their number per save "
+                        "and per restore is the same at every leaf count")
     a = p.parse_args()
     for attr in ("driver", "count_lib", "scratch", "results_dir", "report"):
         setattr(a, attr, os.path.abspath(getattr(a, attr)))
@@ -288,6 +291,18 @@ def main():
     log(f"report: {a.report}")
     for t in doc["targets"]:
         log(f"{t['format']}: {t['target']}: {'met' if t['met'] else 'missed'} ({t['detail']})")
+    if a.check:
+        problems = [f"{r['format']} {phase} at {r['ranks']} ranks: no collective call counted"
+                    for r in runs for phase in ("save", "restore")
+                    if r[phase]["collectives_rank0"] == 0]
+        problems += [f"{key}: collective calls differ between leaf counts: {v['calls_rank0']}, "
+                     f"collective operations {v['collective_ops']}"
+                     for key, v in doc["leaf_independence"].items() if not v["equal"]]
+        for problem in problems:
+            log(f"check failed: {problem}")
+        if problems:
+            sys.exit(1)
+        log("check: collective calls counted, the same at every leaf count")
 
 
 if __name__ == "__main__":

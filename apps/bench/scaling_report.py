@@ -97,7 +97,9 @@ def plot(doc, out_dir, name):
     axes[0][0].axhline(TOTAL_METADATA, color="red", lw=0.8)
     axes[0][0].set_title("index bytes per save (hollow: model at 1,000 leaves; red: 1 GB)")
     axes[0][1].set_title("files per step (hollow: model)")
-    axes[1][0].set_title("collective operations per save / restore (rank 0)")
+    axes[1][0].set_title("collective operations per save / restore (rank 0; equal counts "
+                         "overlap)", fontsize=10)
+    axes[1][0].set_ylim(bottom=0)
     axes[1][1].set_title("median time, s (oversubscribed, shared machine: noisy)")
     for ax in axes.flat:
         ax.set_xscale("log")
@@ -182,11 +184,18 @@ def _fits_lines(doc):
     return lines
 
 
-def _reread(doc):
-    """Median over runs of rank 0's extra read bytes on a restore, in index sizes."""
-    ratios = sorted(r["restore"]["primary_extra_read_bytes"] / r["index_bytes"]
-                    for r in doc["runs"])
+def _reread(doc, phase):
+    """Median over runs of rank 0's extra read bytes in `phase`, in index sizes."""
+    ratios = sorted(r[phase]["primary_extra_read_bytes"] / r["index_bytes"] for r in doc["runs"])
     return ratios[len(ratios) // 2]
+
+
+def _repeatable(doc):
+    odd = [f"{r['format']} {ph} at {r['ranks']} x {r['leaves']}" for r in doc["runs"]
+           for ph in ("save", "restore") if not r[ph]["counts_equal_across_reps"]]
+    if not odd:
+        return "Every rank's counts were the same in every repetition."
+    return "Counts differed between repetitions in: " + ", ".join(odd) + " (first shown)."
 
 
 def _section(doc, report_dir, json_path, plot_path):
@@ -208,8 +217,8 @@ def _section(doc, report_dir, json_path, plot_path):
         "\"Collective operations\" are the MPI collectives of rank 0 plus the agreement rounds "
         "(cairn's barriers and agreements: each rank sends its record to the primary and "
         "receives the verdict, point to point); \"max\" is the largest count over ranks. "
-        "Counts were the same in every repetition. The machine was shared with other jobs: "
-        "times are noisy and only indicative; the counts and bytes are exact.", "",
+        f"{_repeatable(doc)} The machine was shared with other jobs while this ran: times are "
+        "noisy and only indicative; the counts and bytes are exact.", "",
         f"![{os.path.basename(png)}]({png})", "", "Measured:", ""]
     text += _measured_table(doc)
     text += ["", "Collective calls per phase, rank 0 (all counts, by function):", ""]
@@ -219,9 +228,10 @@ def _section(doc, report_dir, json_path, plot_path):
              "\"read by one rank\": the largest of what one rank receives by collectives in a "
              "save (every rank gets every rank's shard records) and in a restore (the primary "
              "broadcasts the whole index) and of what the primary reads from metadata files "
-             "(rank 0's read bytes beyond the other ranks': on a restore "
-             f"{_reread(doc):.1f} times the index, which it reads once to check it against the "
-             "commit marker and once to load it). \"primary messages\": the point-to-point "
+             "(rank 0's read bytes beyond the other ranks': on a save "
+             f"{_reread(doc, 'save'):.1f} times the index, which it reads back to checksum it "
+             f"for the commit marker; on a restore {_reread(doc, 'restore'):.1f} times, once to "
+             "check it against the commit marker and once to load it). \"primary messages\": the point-to-point "
              "messages of the primary's agreement rounds, 2·(P-1) per round. \"primary JSON time\" is rank 0 reading, parsing and serializing the index "
              "(a lower bound of its metadata work); \"save time from fit\" attributes the save "
              "time's growth with the index to it (an upper estimate, noisy):", ""]
@@ -232,7 +242,9 @@ def _section(doc, report_dir, json_path, plot_path):
     for t in doc["targets"]:
         text.append(f"| {t['format']} | {t['target']} | {'yes' if t['met'] else '**no**'} | "
                     f"{t['detail']} |")
-    text += ["", f"Missed: {len(missed)} of {len(missed) + len(met)}."]
+    text += ["", f"The current formats miss {len(missed)} of these {len(missed) + len(met)} "
+             "targets: " + "; ".join(f"{t['format']}: {t['target']} ({t['detail']})"
+                                     for t in missed) + "."]
     text += ["", END]
     return "\n".join(text)
 
@@ -240,8 +252,10 @@ def _section(doc, report_dir, json_path, plot_path):
 def update_markdown(doc, report, json_path, plot_path):
     """Replaces the Scaling section of `report` (appended when missing)."""
     section = _section(doc, os.path.dirname(os.path.abspath(report)), json_path, plot_path)
-    with open(report) as f:
-        text = f.read()
+    text = "# Benchmarks\n"
+    if os.path.exists(report):
+        with open(report) as f:
+            text = f.read()
     if BEGIN in text and END in text:
         head, rest = text.split(BEGIN, 1)
         text = head + section + rest.split(END, 1)[1]
