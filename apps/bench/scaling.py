@@ -192,7 +192,8 @@ def model(runs, a):
             for k, c in fits.items():
                 p[k] = predict(c, ranks, a.model_leaves)
             p["primary_index_json_seconds"] = json_rate * p["index_bytes"]
-            p["save_seconds_from_index_fit"] = time_rate * p["index_bytes"] if time_rate > 0 else None
+            p["save_seconds_from_index_fit"] = (time_rate * p["index_bytes"]
+                                                if time_rate > 0 else None)
             p["primary_peak_growth_bytes"] = memory_rate * p["index_bytes"]
             p["nodes"] = -(-ranks // a.ranks_per_node)
             p["read_by_one_rank"] = max(
