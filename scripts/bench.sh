@@ -9,6 +9,10 @@
 #                               in apps/bench/results/, report BENCHMARKS.md
 #   scripts/bench.sh --quick    every contender at small sizes, 3 repetitions (smoke test, a
 #                               few minutes); results and report under <build-dir>/bench-quick/
+#   scripts/bench.sh --scaling  only the scaling study (apps/bench/scaling.py): cairn at 4, 16
+#                               and 64 ranks x 10 and 1,000 leaves with MPI calls counted,
+#                               results/scaling-<date>.json, a plot and the report's Scaling
+#                               section, with a model at 1,024 and 10,000 ranks
 #
 # Options: --bytes N (total bytes, suffixes K M G), --reps N, --meta-leaves N,
 #   --build-dir DIR (default build-bench), --driver PATH (an already built cairn_bench: no
@@ -31,6 +35,7 @@ bench_packages=(
 orbax_pins=("orbax-checkpoint==0.12.8" "jax[cpu]==0.10.2")
 
 quick=0
+scaling=0
 bytes=""
 reps=""
 meta_leaves=""
@@ -46,6 +51,7 @@ command_line="scripts/bench.sh $*"
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
+    --scaling) scaling=1 ;;
     --bytes) bytes="$(numfmt --from=iec "$2")"; shift ;;
     --reps) reps="$2"; shift ;;
     --meta-leaves) meta_leaves="$2"; shift ;;
@@ -57,7 +63,7 @@ while [ $# -gt 0 ]; do
     --no-drop-caches) drop=0 ;;
     --no-orbax) orbax=0 ;;
     --mpiexec-flags) mpiexec_flags="$2"; shift ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -105,6 +111,22 @@ fi
 if [ ! -x "$driver" ]; then
   echo "bench.sh: $driver is not an executable cairn_bench" >&2
   exit 1
+fi
+
+if [ "$scaling" -eq 1 ]; then
+  # The PMPI counting layer is built next to the driver (--driver: in the driver's directory).
+  count_lib="$(dirname "$driver")/libcairn_mpi_count.so"
+  if [ ! -f "$count_lib" ]; then
+    cmake --build "$build" -j "$(nproc)" --target cairn_mpi_count
+  fi
+  version="$(sed -n 's/^project(cairn VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)"
+  version="$version ($(git -C "$root" describe --always --dirty 2>/dev/null || echo 'no git'))"
+  /usr/bin/python3 apps/bench/scaling.py --driver "$driver" --count-lib "$count_lib" \
+    --scratch "$work" --results-dir "${results:-apps/bench/results}" \
+    --report "${report:-BENCHMARKS.md}" --mpiexec-flags="$mpiexec_flags" \
+    --cairn-version "$version" --command "$command_line" ${reps:+--reps "$reps"}
+  echo "bench.sh: done in $((SECONDS - start)) s"
+  exit 0
 fi
 
 # Orbax and JAX come from PyPI, in a virtual environment kept outside the clone. Without it

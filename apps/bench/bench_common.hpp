@@ -114,5 +114,9 @@ void run_mpiio_baseline(const Run& run);
 /// on fewer ranks to more), async saves (copy and zero-copy), and the metadata-heavy tree.
 void run_cairn(const Run& run, const std::string& format);
 void run_cairn_meta(const Run& run, const std::string& format);
+/// cairn in `format` on the metadata-heavy tree, each save and restore an MPI_Pcontrol phase
+/// ("save", "restore") for the PMPI counting layer; records time, rank 0's peak memory and the
+/// step directory's files, metadata and index bytes (apps/bench/scaling.py).
+void run_cairn_scaling(const Run& run, const std::string& format);
 
 }  // namespace bench

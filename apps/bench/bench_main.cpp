@@ -38,6 +38,8 @@ void run_case(const bench::Run& run, const std::string& name) {
     bench::run_cairn(run, name.substr(6));
   } else if (name == "cairn-meta-posix" || name == "cairn-meta-hdf5") {
     bench::run_cairn_meta(run, name.substr(11));
+  } else if (name == "cairn-scaling-posix" || name == "cairn-scaling-hdf5") {
+    bench::run_cairn_scaling(run, name.substr(14));
   } else {
     throw std::runtime_error("unknown case '" + name + "'");
   }

@@ -1,0 +1,158 @@
+// cairn's scaling case: a tree of many small 1-D leaves (the metadata-heavy tree), split over
+// every rank, saved and restored --reps times. Each save and restore is an MPI_Pcontrol phase
+// ("<format>.save", "<format>.restore") for the PMPI counting layer (libcairn_mpi_count,
+// preloaded by apps/bench/scaling.py; without it MPI_Pcontrol does nothing). Records per
+// repetition the time, rank 0's peak memory, and (after a save) what the step directory holds:
+// files, bytes, metadata bytes, index bytes, and the time rank 0 takes to read, parse and
+// serialize the index (a lower bound of the primary's work on it). Public API only.
+#include <cairn/checkpointer.hpp>
+#include <cairn/handlers.hpp>
+#include <cairn/storage.hpp>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+
+#include "bench_common.hpp"
+
+namespace bench {
+namespace {
+
+// What a committed step directory holds, counted on rank 0.
+struct StepFiles {
+  std::int64_t files = 0;
+  std::int64_t bytes = 0;
+  std::int64_t metadata_files = 0;  // *.json and the commit marker
+  std::int64_t metadata_bytes = 0;
+  std::int64_t index_files = 0;  // cairn-tree.json of each item
+  std::int64_t index_bytes = 0;
+  std::vector<std::filesystem::path> indexes;
+};
+
+StepFiles step_files(const std::filesystem::path& dir) {
+  StepFiles out;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    if (!entry.is_regular_file()) continue;
+    const auto size = static_cast<std::int64_t>(entry.file_size());
+    const std::string name = entry.path().filename().string();
+    ++out.files;
+    out.bytes += size;
+    if (entry.path().extension() == ".json" || name == "COMMITTED") {
+      ++out.metadata_files;
+      out.metadata_bytes += size;
+    }
+    if (name == "cairn-tree.json") {
+      ++out.index_files;
+      out.index_bytes += size;
+      out.indexes.push_back(entry.path());
+    }
+  }
+  return out;
+}
+
+// Seconds to read, parse and serialize every index file (what the primary does with the index
+// on a restore and on a save, without gathering it or building its records).
+double index_seconds(const std::vector<std::filesystem::path>& indexes) {
+  const double start = MPI_Wtime();
+  std::size_t sink = 0;
+  for (const auto& path : indexes) {
+    std::ifstream in(path, std::ios::binary);
+    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    sink += boost::json::serialize(boost::json::parse(text)).size();
+  }
+  if (sink == 0 && !indexes.empty()) throw std::runtime_error("empty index file");
+  return MPI_Wtime() - start;
+}
+
+// Rank 0's VmHWM after `body` (the peak was reset before it; -1 when it cannot be reset), and
+// the growth of the peak over the RSS before `body`.
+template <class Body>
+std::pair<std::int64_t, std::int64_t> primary_peak(Body&& body) {
+  const bool reset = reset_peak_rss();
+  const std::int64_t before = status_bytes("VmRSS");
+  body();
+  const std::int64_t peak = reset ? status_bytes("VmHWM") : -1;
+  return {peak, reset ? peak - before : -1};
+}
+
+}  // namespace
+
+void run_cairn_scaling(const Run& run, const std::string& format_name) {
+  const Shape& shape = run.shape;
+  auto format = cairn::storage_format_from_name(format_name);
+  if (!format || !cairn::storage_format_available(*format)) {
+    throw std::runtime_error("cairn format '" + format_name + "' is not available in this build");
+  }
+  const std::string prefix = "cairn." + format_name + ".scaling_";
+  cairn::Comm world(MPI_COMM_WORLD);
+  const cairn::Box range = range_of(shape.meta_elems, world.rank(), world.size());
+  const auto count = static_cast<std::size_t>(range.extent[0]);
+  std::vector<double> data(count * static_cast<std::size_t>(shape.meta_leaves));
+  for (std::size_t k = 0; k < data.size(); ++k) {
+    data[k] = static_cast<double>(k % count) + 1e6 * static_cast<double>(k / count);
+  }
+  std::vector<double> back(data.size(), -1.0);
+  cairn::ArrayTree tree;
+  cairn::ArrayTree target;
+  for (int leaf = 0; leaf < shape.meta_leaves; ++leaf) {
+    const std::size_t at = static_cast<std::size_t>(leaf) * count;
+    tree.add_array(meta_path(leaf),
+                   cairn::ArrayShard::host(data.data() + at, {shape.meta_elems}, range));
+    target.add_array(meta_path(leaf),
+                     cairn::ArrayShard::host(back.data() + at, {shape.meta_elems}, range));
+  }
+  const auto dir = run.dir / ("cairn-scaling-" + format_name);
+  remove_tree(dir);
+  const boost::json::object common{
+      {"leaves", shape.meta_leaves}, {"ranks", world.size()}, {"elems_per_leaf", shape.meta_elems}};
+  cairn::Checkpointer ckpt(world, std::make_shared<cairn::ArrayTreeHandler>());
+  for (int rep = 0; rep < run.reps; ++rep) {
+    remove_tree(dir);
+    double seconds = 0;
+    const auto [save_peak, save_growth] = primary_peak([&] {
+      seconds = timed([&] {
+        MPI_Pcontrol(1, (format_name + ".save").c_str());
+        ckpt.save(dir, cairn::ArrayTreeSave(tree, {.format = *format}));
+        MPI_Pcontrol(0);
+      });
+    });
+    boost::json::object extra = common;
+    extra["primary_peak_rss_bytes"] = save_peak;
+    extra["primary_peak_growth_bytes"] = save_growth;
+    if (world.is_primary()) {
+      const StepFiles files = step_files(dir);
+      extra["files"] = files.files;
+      extra["step_bytes"] = files.bytes;
+      extra["metadata_files"] = files.metadata_files;
+      extra["metadata_bytes"] = files.metadata_bytes;
+      extra["index_files"] = files.index_files;
+      extra["index_bytes"] = files.index_bytes;
+      extra["primary_index_json_seconds"] = index_seconds(files.indexes);
+    }
+    run.recorder->add(prefix + "save", rep, seconds, shape.meta_bytes(), extra);
+
+    std::fill(back.begin(), back.end(), -1.0);
+    const std::string dropped = drop_caches(run.drop);
+    const auto [restore_peak, restore_growth] = primary_peak([&] {
+      seconds = timed([&] {
+        MPI_Pcontrol(1, (format_name + ".restore").c_str());
+        cairn::ArrayTreeRestore args(target);
+        (void)ckpt.restore(dir, &args);
+        MPI_Pcontrol(0);
+      });
+    });
+    std::int64_t bad = data == back ? 0 : 1;
+    MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+    if (bad != 0) throw std::runtime_error(prefix + "restore: restored data differs");
+    extra = common;
+    extra["page_cache"] = dropped;
+    extra["primary_peak_rss_bytes"] = restore_peak;
+    extra["primary_peak_growth_bytes"] = restore_growth;
+    run.recorder->add(prefix + "restore", rep, seconds, shape.meta_bytes(), extra);
+  }
+  remove_tree(dir);
+}
+
+}  // namespace bench
