@@ -275,8 +275,10 @@ endif()
 # dependency, and naming it lets the linker resolve it from -L without an rpath-link. A static
 # libcairn brings its C++ dependencies along in Libs.private.
 set(CAIRN_PC_C_LIBS_PRIVATE "")
+set(CAIRN_PC_C_REQUIRES_PRIVATE "")
 if(CAIRN_STATIC_LIBRARY)
   set(CAIRN_PC_C_LIBS_PRIVATE "${CAIRN_PC_LIBS} ${CAIRN_PC_LIBS_PRIVATE}")
+  set(CAIRN_PC_C_REQUIRES_PRIVATE "${CAIRN_PC_REQUIRES}")  # libcairn's MPI C++ libraries
 endif()
 set(CAIRN_PC_FORTRAN_LIBS_PRIVATE "${CAIRN_PC_C_LIBS_PRIVATE}")
 

@@ -60,7 +60,7 @@ function(cairn_print_summary)
     string(CONCAT text "ON  (${CMAKE_Fortran_COMPILER_ID} ${CMAKE_Fortran_COMPILER_VERSION}, "
                        "MPI Fortran bindings)")
   else()
-    set(text "OFF (no Fortran compiler, or no MPI Fortran bindings)")
+    set(text "OFF (off, or no Fortran compiler with MPI Fortran bindings was found)")
   endif()
   _cairn_summary_line("  Fortran" "${text}  [CAIRN_USE_FORTRAN=${CAIRN_USE_FORTRAN}]")
 
