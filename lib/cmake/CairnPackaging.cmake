@@ -306,5 +306,10 @@ install(FILES
   "${PROJECT_SOURCE_DIR}/apps/examples/heat_c.c"
   "${PROJECT_SOURCE_DIR}/apps/examples/heat_fortran.f90"
   DESTINATION "${CAIRN_INSTALL_DATADIR}/examples" COMPONENT cairn_examples)
+# The Slurm batch scripts of README.md ("Running under Slurm"), as templates.
+install(PROGRAMS
+  "${PROJECT_SOURCE_DIR}/apps/heat2d/slurm/heat2d.sbatch"
+  "${PROJECT_SOURCE_DIR}/apps/heat2d/slurm/heat2d-srun.sbatch"
+  DESTINATION "${CAIRN_INSTALL_DATADIR}" COMPONENT cairn_examples)
 
 unset(_cairn_type)

@@ -77,7 +77,8 @@ relocated)
   done
   for f in share/doc/cairn/README.md share/doc/cairn/LICENSE \
            share/cairn/examples/quickstart.cpp share/cairn/examples/quickstart_c.c \
-           share/cairn/examples/heat_c.c; do
+           share/cairn/examples/heat_c.c share/cairn/heat2d.sbatch \
+           share/cairn/heat2d-srun.sbatch; do
     [ -f "$prefix/$f" ] || fail "$f is not installed"
   done
   # One component: the programs, and nothing else.
@@ -145,7 +146,8 @@ components)
     if have "$c"; then present+=" $c"; else missing="${missing:-$c}"; fi
   done
   if have FORTRAN; then present+=" Fortran"; else missing="${missing:-Fortran}"; fi
-  configure present "$present" || fail "find_package(cairn COMPONENTS $present): $(cat "$work/present.log")"
+  configure present "$present" ||
+    fail "find_package(cairn COMPONENTS $present): $(cat "$work/present.log")"
   grep -q "cairn components found: $present$" "$work/present.log" ||
     fail "COMPONENTS $present: $(cat "$work/present.log")"
   step "find_package(cairn REQUIRED COMPONENTS $present) found them"
@@ -169,7 +171,7 @@ components)
   fi
   # An optional component that is missing leaves the package found.
   configure optional "C;OPTIONAL:NoSuchComponent" ||
-    fail "OPTIONAL_COMPONENTS NoSuchComponent made the package not found: $(cat "$work/optional.log")"
+    fail "OPTIONAL_COMPONENTS NoSuchComponent: package not found: $(cat "$work/optional.log")"
   grep -q "cairn_NoSuchComponent_FOUND=FALSE" "$work/optional.log" ||
     fail "OPTIONAL_COMPONENTS NoSuchComponent: $(cat "$work/optional.log")"
   step "OPTIONAL_COMPONENTS NoSuchComponent: found, cairn_NoSuchComponent_FOUND=FALSE"
