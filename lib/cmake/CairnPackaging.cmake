@@ -39,6 +39,14 @@ install(TARGETS cairn EXPORT cairnTargets
   ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT cairn_development
   INCLUDES DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
 
+# A test build's libcairn carries the fault points: say so to whoever installs it.
+if(CAIRN_FAULT_INJECTION)
+  install(CODE "message(WARNING \"this libcairn was built with CAIRN_FAULT_INJECTION=ON (named \"
+                \"fault points for cairn's crash tests): reconfigure with \"
+                \"-DCAIRN_FAULT_INJECTION=OFF for a library to use\")"
+          COMPONENT cairn_runtime)
+endif()
+
 # The C ABI (libcairn_c, cairn.h is installed with the headers below) and the Fortran module
 # (libcairn_fortran; cairn.mod under include/cairn/fortran, for -I or the target's
 # include directory).
