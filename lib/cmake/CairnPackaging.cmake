@@ -6,8 +6,8 @@
 # (with the generated config.hpp), include/cairn/fortran/cairn.mod,
 # lib/cmake/cairn/{cairnConfig,cairnConfigVersion,cairnTargets}.cmake,
 # lib/pkgconfig/cairn{,-c,-fortran}.pc, share/doc/cairn (README.md, LICENSE, html/),
-# share/cairn/examples. Install components: see CairnInstall.cmake. Included after lib/ and
-# apps/ by the top-level CMakeLists.txt.
+# share/cairn/examples, share/cairn/heat2d{,-srun}.sbatch. Install components: see
+# CairnInstall.cmake. Included after lib/ and apps/ by the top-level CMakeLists.txt.
 
 include(CMakePackageConfigHelpers)
 
