@@ -15,6 +15,7 @@ packages=(
   libcli11-dev                          # command-line parsing for apps/
   libgtest-dev googletest               # test framework
   clang-format                          # formatting check in scripts/test.sh
+  doxygen                               # API reference (target cairn_docs), checked by test.sh
   clang libclang-rt-14-dev              # libFuzzer targets (tests/fuzz) in scripts/test.sh
   gfortran                              # Fortran bindings
   python3-h5py python3-numpy            # interoperability test: h5py reads cairn files

@@ -2,7 +2,11 @@
 # Checks everything CI checks, from a clean or an existing checkout:
 #   1. scripts/setup.sh (installs missing packages; instant when all are there);
 #   2. formatting of every C/C++/CUDA file under include lib apps tests (clang-format);
-#   3. configure, build and ctest in $BUILD_DIR;
+#   3. configure, build and ctest in $BUILD_DIR (every step configures with
+#      -DCAIRN_WERROR=ON, and the steps that build tests with -DCAIRN_FAULT_INJECTION=ON: both
+#      are off by default, for people who install);
+#   3a. the API reference (target cairn_docs, Doxygen) in $BUILD_DIR: any warning, such as a
+#      public declaration without a doc comment, fails it;
 #   3b. "no-hdf5": a Release build without HDF5 (and CUDA) in $NOHDF5_BUILD_DIR, of the
 #      library, the cairn tool, heat2d and the tests whose behaviour depends on the storage
 #      format (storage, conformance, checkpoint, the C API's manager and cross-language tests,
@@ -129,7 +133,7 @@ configure_build_test() {
 
   say "$name: configure $dir ($generator)"
   if ! cmake -S . -B "$dir" -G "$generator" "-DCAIRN_MPIEXEC_FLAGS=$mpiexec_flags" \
-       "${extra_cmake_args[@]}" "$@"; then
+       -DCAIRN_WERROR=ON "${extra_cmake_args[@]}" "$@"; then
     failed+=("$name configure")
     summary+=("$name: configure failed")
     return
@@ -170,7 +174,22 @@ configure_build_test() {
 }
 
 # --- 3. Default configuration.
-configure_build_test "default" "$BUILD_DIR" "${CAIRN_CTEST_ARGS:-}" ""
+configure_build_test "default" "$BUILD_DIR" "${CAIRN_CTEST_ARGS:-}" "" \
+  -DCAIRN_FAULT_INJECTION=ON
+
+# --- 3a. The API reference: Doxygen over include/cairn; with CAIRN_WERROR every warning
+# (an undocumented public declaration, a broken doc command) fails the target.
+say "docs: cairn_docs (Doxygen) in $BUILD_DIR"
+start=$(date +%s)
+if ! command -v doxygen >/dev/null; then
+  failed+=("docs")
+  summary+=("docs: doxygen not found (scripts/setup.sh installs it)")
+elif cmake --build "$BUILD_DIR" --target cairn_docs; then
+  summary+=("docs: API reference without warnings ($(elapsed "$start"))")
+else
+  failed+=("docs")
+  summary+=("docs: Doxygen warnings (see above) ($(elapsed "$start"))")
+fi
 
 # --- 3b. Without HDF5: only the programs whose tests depend on the storage format, and exactly
 # their tests (ctest would run, and fail, a test whose program was not built).
@@ -182,7 +201,8 @@ if [ "${CAIRN_TEST_NOHDF5:-1}" != "0" ]; then
   nohdf5_regex+="|^xlang\\.c_(save|restores_c)\\.|^apps\\.cli\\."
   configure_build_test "no-hdf5" "$NOHDF5_BUILD_DIR" "-R $nohdf5_regex" \
     "cairn cairn_tool heat2d $nohdf5_gtests test_capi_manager xlang_c" \
-    -DCAIRN_USE_HDF5=OFF -DCAIRN_USE_CUDA=OFF -DCMAKE_BUILD_TYPE=Release
+    -DCAIRN_USE_HDF5=OFF -DCAIRN_USE_CUDA=OFF -DCMAKE_BUILD_TYPE=Release \
+    -DCAIRN_FAULT_INJECTION=ON
 else
   summary+=("no-hdf5: skipped (CAIRN_TEST_NOHDF5=0)")
 fi
@@ -198,7 +218,7 @@ if [ "${CAIRN_TEST_SANITIZERS:-1}" != "0" ]; then
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
   configure_build_test "sanitizers" "$ASAN_BUILD_DIR" \
     "${CAIRN_SANITIZER_CTEST_ARGS--LE kill|np4|np64|demo|install}" "" \
-    -DCMAKE_BUILD_TYPE=Debug "-DCAIRN_SANITIZE=address,undefined"
+    -DCMAKE_BUILD_TYPE=Debug "-DCAIRN_SANITIZE=address,undefined" -DCAIRN_FAULT_INJECTION=ON
 else
   summary+=("sanitizers: skipped (CAIRN_TEST_SANITIZERS=0)")
 fi
@@ -211,7 +231,7 @@ if [ "${CAIRN_TEST_TSAN:-1}" != "0" ]; then
   export TSAN_OPTIONS="suppressions=$root/tests/tsan.supp:halt_on_error=1:second_deadlock_stack=1:${TSAN_OPTIONS:-}"
   configure_build_test "tsan" "$TSAN_BUILD_DIR" "-L async|manager -LE np1|np4|restart|funneled" \
     "test_async test_staging test_manager test_restart_fallback test_on_commit_fault test_preemption" \
-    "-DCAIRN_SANITIZE=thread"
+    "-DCAIRN_SANITIZE=thread" -DCAIRN_FAULT_INJECTION=ON
 else
   summary+=("tsan: skipped (CAIRN_TEST_TSAN=0)")
 fi
@@ -228,6 +248,7 @@ else
     -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
     -DCAIRN_BUILD_FUZZERS=ON \
     -DCAIRN_BUILD_TESTS=OFF -DCAIRN_BUILD_APPS=OFF -DBUILD_SHARED_LIBS=OFF \
+    -DCAIRN_FAULT_INJECTION=OFF \
     -DCAIRN_USE_CUDA=OFF -DCAIRN_USE_NCCL=OFF -DCAIRN_USE_FORTRAN=OFF \
     "-DCAIRN_SANITIZE=address,undefined" "-DCAIRN_FUZZ_SECONDS=${CAIRN_FUZZ_SECONDS:-20}"
 fi

@@ -34,10 +34,10 @@ extern "C" {
 
 /* ---------------------------------------------------------------- version and export */
 
-#define CAIRN_VERSION_MAJOR 0
-#define CAIRN_VERSION_MINOR 1
-#define CAIRN_VERSION_PATCH 0
-#define CAIRN_VERSION_STRING "0.1.0"
+#define CAIRN_VERSION_MAJOR 0        /* major version of this header */
+#define CAIRN_VERSION_MINOR 1        /* minor version of this header */
+#define CAIRN_VERSION_PATCH 0        /* patch version of this header */
+#define CAIRN_VERSION_STRING "0.1.0" /* "major.minor.patch" of this header */
 
 /* CAIRN_C_API marks the functions libcairn_c exports; everything else it contains is hidden. */
 #if defined(_WIN32)
@@ -123,8 +123,9 @@ typedef struct cairn_comm cairn_comm;
 CAIRN_C_API cairn_status cairn_comm_create(MPI_Comm comm, cairn_comm** out);
 /* As cairn_comm_create, for a Fortran communicator handle (MPI_Comm_f2c). Collective. */
 CAIRN_C_API cairn_status cairn_comm_create_f(MPI_Fint comm, cairn_comm** out);
-/* This process's rank and the number of ranks. Not collective. */
+/* This process's rank in `comm`. Not collective. */
 CAIRN_C_API cairn_status cairn_comm_rank(const cairn_comm* comm, int* rank);
+/* The number of ranks of `comm`. Not collective. */
 CAIRN_C_API cairn_status cairn_comm_size(const cairn_comm* comm, int* size);
 /* Frees the handle (objects created from it keep what they need). Not collective. */
 CAIRN_C_API void cairn_comm_free(cairn_comm* comm);
@@ -297,7 +298,7 @@ CAIRN_C_API cairn_status cairn_items_get_tree(const cairn_items* items, const ch
  * collective. Every constructor fails with CAIRN_ERR_INVALID_ARGUMENT for a NULL `out` or an
  * argument out of range (named in cairn_last_error()). */
 typedef struct cairn_save_policy cairn_save_policy;
-typedef struct cairn_preservation_policy cairn_preservation_policy;
+typedef struct cairn_preservation_policy cairn_preservation_policy; /* which steps to keep */
 
 /* Saves every step that is a multiple of `interval` (> 0). */
 CAIRN_C_API cairn_status cairn_save_policy_fixed_interval(int64_t interval,
@@ -373,7 +374,7 @@ enum { CAIRN_BEST_MAX = 0, CAIRN_BEST_MIN = 1 };
 
 /* Options of a manager (cairn::CheckpointManagerOptions). Defaults in brackets. */
 typedef struct cairn_manager_options {
-  size_t struct_size;
+  size_t struct_size; /* sizeof(cairn_manager_options) as the caller knows it */
   /* when to save */
   int64_t save_interval_steps;         /* [1] save every this many steps */
   const int64_t* save_on_steps;        /* [NULL] also save these steps ... */
@@ -434,7 +435,7 @@ CAIRN_C_API cairn_status cairn_manager_options_init(cairn_manager_options* optio
 
 /* Options of one save (cairn::ManagerSaveOptions and the array trees' TreeSaveOptions). */
 typedef struct cairn_save_options {
-  size_t struct_size;
+  size_t struct_size;               /* sizeof(cairn_save_options) as the caller knows it */
   const char* metrics_json;         /* [NULL] JSON object stored with the step (best_metric) */
   const char* custom_metadata_json; /* [NULL] any JSON value stored in the step metadata */
   int force;                        /* [0] save even when the policy says no; replace a step */
@@ -448,7 +449,7 @@ CAIRN_C_API cairn_status cairn_save_options_init(cairn_save_options* options, si
 
 /* Options of a restore (cairn::TreeRestoreOptions and AsSavedOptions). */
 typedef struct cairn_restore_options {
-  size_t struct_size;
+  size_t struct_size;                 /* sizeof(cairn_restore_options) as the caller knows it */
   int verify_checksums;               /* [1] verify the checksum of every shard read */
   int allow_cast;                     /* [0] target dtypes may differ (value-checked casts) */
   const char* const* optional_leaves; /* [NULL] target leaves that may be missing on disk */
@@ -585,7 +586,7 @@ typedef struct cairn_multihost cairn_multihost;
 
 /* Options of a multihost checkpoint. */
 typedef struct cairn_multihost_options {
-  size_t struct_size;
+  size_t struct_size;      /* sizeof(cairn_multihost_options) as the caller knows it */
   int max_to_keep;         /* [3] checkpoints kept per process; at least 2 */
   const char* step_prefix; /* ["ckpt-"] */
 } cairn_multihost_options;

@@ -54,7 +54,9 @@ class Comm {
   /// active ranks) and IoError when MPI fails. MPI must be initialized.
   explicit Comm(MPI_Comm comm, CommOptions options = {});
   ~Comm();
+  /// Takes over `other`'s communicator; `other` is left empty. Not collective. Never throws.
   Comm(Comm&& other) noexcept;
+  /// Frees this communicator and takes over `other`'s. Not collective. Never throws.
   Comm& operator=(Comm&& other) noexcept;
   Comm(const Comm&) = delete;
   Comm& operator=(const Comm&) = delete;

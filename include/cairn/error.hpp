@@ -48,6 +48,7 @@ class Error : public std::exception {
 /// The caller passed an argument cairn cannot accept (bad shape, unknown dtype, ...).
 class InvalidArgument : public Error {
  public:
+  /// `message` says which argument and why.
   explicit InvalidArgument(std::string message);
 };
 
@@ -56,6 +57,7 @@ class IoError : public Error {
  public:
   /// `path` is the file or directory involved (may be empty when none is).
   IoError(std::string path, std::string message);
+  /// The file or directory involved (may be empty). Never throws.
   [[nodiscard]] const std::string& path() const noexcept { return path_; }
 
  private:
@@ -67,7 +69,9 @@ class FormatError : public Error {
  public:
   /// `path` is the file; `field` the field, leaf or byte range that is wrong.
   FormatError(std::string path, std::string field, std::string message);
+  /// The damaged file. Never throws.
   [[nodiscard]] const std::string& path() const noexcept { return path_; }
+  /// The field, leaf or byte range that is wrong. Never throws.
   [[nodiscard]] const std::string& field() const noexcept { return field_; }
 
  private:
@@ -82,7 +86,9 @@ class CollectiveMismatch : public Error {
   /// `rank` is the first rank that differs from the reference rank; `field` names what
   /// differs ("operation", "step", "structure", ...).
   CollectiveMismatch(int rank, std::string field, std::string message);
+  /// The first rank that differs from the reference rank. Never throws.
   [[nodiscard]] int rank() const noexcept { return rank_; }
+  /// What differs ("operation", "step", "structure", ...). Never throws.
   [[nodiscard]] const std::string& field() const noexcept { return field_; }
 
  private:
@@ -95,6 +101,7 @@ class TimeoutError : public Error {
  public:
   /// `missing_ranks` are the ranks known not to have arrived (empty when unknown).
   TimeoutError(std::vector<int> missing_ranks, std::string message);
+  /// The ranks known not to have arrived (empty when unknown). Never throws.
   [[nodiscard]] const std::vector<int>& missing_ranks() const noexcept { return missing_; }
 
  private:
@@ -106,6 +113,7 @@ class NotFound : public Error {
  public:
   /// `what` is the name or path that was not found.
   NotFound(std::string what, std::string message);
+  /// The name or path that was not found. Never throws.
   [[nodiscard]] const std::string& what_missing() const noexcept { return what_; }
 
  private:
@@ -116,6 +124,7 @@ class NotFound : public Error {
 /// build without CUDA).
 class Unsupported : public Error {
  public:
+  /// `message` says what is unsupported and why (the missing build option or device).
   explicit Unsupported(std::string message);
 };
 

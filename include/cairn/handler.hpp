@@ -182,6 +182,7 @@ class CheckpointHandler {
 /// Maps argument types and handler type names to handler factories. Thread-safe.
 class HandlerRegistry {
  public:
+  /// Makes a new handler of one type.
   using Factory = std::function<std::shared_ptr<CheckpointHandler>()>;
 
   /// The process-wide registry, with cairn's handlers registered. Never throws.

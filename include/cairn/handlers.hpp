@@ -24,6 +24,7 @@ namespace cairn {
 /// Save arguments of ArrayTreeHandler: the tree (a view of the caller's arrays) and how to
 /// store it (format per tree or per leaf, sparse leaves, fsync).
 struct ArrayTreeSave final : CheckpointArgs {
+  /// Saves `tree_` with `options_`. Never throws beyond std::bad_alloc.
   ArrayTreeSave(ArrayTree tree_, TreeSaveOptions options_ = {})
       : tree(std::move(tree_)), options(std::move(options_)) {}
   /// Arguments whose tree is made by `build` only when a save of them starts: a
@@ -41,7 +42,9 @@ struct ArrayTreeSave final : CheckpointArgs {
   /// The tree to save: what `build` returns when it is set, else `tree`. Throws what `build`
   /// throws.
   [[nodiscard]] ArrayTree tree_to_save() const { return build ? build() : tree; }
+  /// The tree to save when `build` is not set: views of the caller's arrays.
   ArrayTree tree;
+  /// Formats per tree and per leaf, sparse leaves, fsync.
   TreeSaveOptions options;
   /// When set, makes the tree at the start of each save instead of `tree` (see deferred()).
   std::function<ArrayTree()> build = {};
@@ -52,12 +55,18 @@ struct ArrayTreeSave final : CheckpointArgs {
 /// comes back as saved (as_saved options: whole arrays, selection).
 struct ArrayTreeRestore final : CheckpointArgs {
   ArrayTreeRestore() = default;
+  /// Reads into the buffers of `target_`, with `options_`. Never throws beyond std::bad_alloc.
   explicit ArrayTreeRestore(ArrayTree target_, TreeRestoreOptions options_ = {})
       : target(std::move(target_)), options(std::move(options_)) {}
+  /// Returns the tree as saved, laid out as `as_saved_` says. Never throws beyond
+  /// std::bad_alloc.
   explicit ArrayTreeRestore(AsSavedOptions as_saved_) : as_saved(std::move(as_saved_)) {}
   std::string_view handler_type() const noexcept override { return "cairn.array_tree"; }
+  /// The tree whose buffers receive the saved values; empty: restore as saved.
   std::optional<ArrayTree> target;
+  /// How a restore into `target` reads (casts, optional leaves, checksums).
   TreeRestoreOptions options;
+  /// How a restore without `target` lays out the tree it returns.
   AsSavedOptions as_saved;
 };
 
@@ -78,8 +87,10 @@ class ArrayTreeHandler final : public CheckpointHandler {
 
 /// Save arguments of JsonHandler. The primary rank's value is written.
 struct JsonSave final : CheckpointArgs {
+  /// Saves `value_` (a copy). Never throws beyond std::bad_alloc.
   explicit JsonSave(boost::json::value value_) : value(std::move(value_)) {}
   std::string_view handler_type() const noexcept override { return "cairn.json"; }
+  /// The value to save (the primary rank's is written).
   boost::json::value value;
 };
 
@@ -107,10 +118,14 @@ class JsonHandler final : public CheckpointHandler {
 /// rank (replicated: the primary writes them once). The bytes are copied when the args are
 /// made.
 struct BytesSave final : CheckpointArgs {
+  /// Saves `bytes_`, per rank or (`replicated_`) once for all ranks. Never throws beyond
+  /// std::bad_alloc.
   explicit BytesSave(std::vector<std::byte> bytes_, bool replicated_ = false)
       : bytes(std::move(bytes_)), replicated(replicated_) {}
   std::string_view handler_type() const noexcept override { return "cairn.bytes"; }
+  /// This rank's bytes (or every rank's, when replicated).
   std::vector<std::byte> bytes;
+  /// Every rank holds the same bytes; the primary writes them once.
   bool replicated;
 };
 
@@ -118,8 +133,10 @@ struct BytesSave final : CheckpointArgs {
 /// (default: r) saved; replicated blobs: every rank gets the one blob.
 struct BytesRestore final : CheckpointArgs {
   BytesRestore() = default;
+  /// Reads the per-rank blob that rank `from_rank_` saved. Never throws.
   explicit BytesRestore(int from_rank_) : from_rank(from_rank_) {}
   std::string_view handler_type() const noexcept override { return "cairn.bytes"; }
+  /// The rank whose blob to read (per-rank blobs); empty: this rank's own.
   std::optional<int> from_rank;
 };
 
@@ -149,11 +166,16 @@ class BytesHandler final : public CheckpointHandler {
 /// for an item that is not among the items.
 class Composite final : public CheckpointArgs {
  public:
+  /// Item name -> the item's arguments.
   using Items = std::map<std::string, std::shared_ptr<const CheckpointArgs>>;
   /// Item name -> its custom metadata.
   using CustomMetadata = std::map<std::string, boost::json::object>;
   Composite() = default;
+  /// The items {name, arguments}. Throws InvalidArgument naming a bad name or a null
+  /// argument.
   Composite(std::initializer_list<Items::value_type> items);
+  /// The items of `items`, with custom metadata for some of them. Throws InvalidArgument
+  /// naming a bad name, a null argument, or metadata for an item not among the items.
   explicit Composite(Items items, CustomMetadata custom_metadata = {});
   std::string_view handler_type() const noexcept override { return "cairn.composite"; }
   /// The items, sorted by name. Never throws.

@@ -58,7 +58,9 @@ class SaveDecisionPolicy {
 
  protected:
   SaveDecisionPolicy() = default;
+  /// Policies are values: derived classes are copyable.
   SaveDecisionPolicy(const SaveDecisionPolicy&) = default;
+  /// Policies are values: derived classes are copyable.
   SaveDecisionPolicy& operator=(const SaveDecisionPolicy&) = default;
 };
 
@@ -188,7 +190,9 @@ class PreservationPolicy {
 
  protected:
   PreservationPolicy() = default;
+  /// Policies are values: derived classes are copyable.
   PreservationPolicy(const PreservationPolicy&) = default;
+  /// Policies are values: derived classes are copyable.
   PreservationPolicy& operator=(const PreservationPolicy&) = default;
 
  private:

@@ -53,6 +53,7 @@ struct TreeSaveOptions {
   /// Leaves whose shards may leave parts of the global array unwritten (read back as zero).
   /// An empty set plus allow_sparse = true allows it for every leaf.
   bool allow_sparse = false;
+  /// The leaves that may be sparse (see allow_sparse).
   std::set<std::string> sparse_leaves = {};
   /// fsync every file written (turn off only for scratch data).
   bool fsync = true;
@@ -112,13 +113,14 @@ struct AsSavedOptions {
   bool whole_arrays = false;
   /// Only these leaves (and the leaves under these groups); empty: every leaf.
   std::vector<std::string> select = {};
+  /// Verify the checksum of every shard read.
   bool verify_checksums = true;
 };
 
 /// A description of one saved leaf (from cairn-tree.json).
 struct SavedLeafInfo {
-  std::string path;
-  LeafKind kind = LeafKind::array;
+  std::string path;                             ///< the leaf's path in the tree, e.g. "fluid/u"
+  LeafKind kind = LeafKind::array;              ///< array, scalar, string or group
   StorageFormat format = StorageFormat::posix;  ///< array leaves
   DType dtype = DType::float64;                 ///< array and scalar leaves
   std::vector<std::int64_t> shape;              ///< array leaves

@@ -1,10 +1,13 @@
 # Installs cairn and makes it findable by consumers:
 #   CMake:      find_package(cairn 0.1 REQUIRED) + target_link_libraries(app PRIVATE cairn::cairn)
 #               (cairn::cairn_c for C, cairn::cairn_fortran for Fortran)
-#   pkg-config: pkg-config --cflags --libs cairn
-# Layout under the prefix: lib/libcairn.so*, include/cairn/*.hpp (with the generated
-# config.hpp), lib/cmake/cairn/{cairnConfig,cairnConfigVersion,cairnTargets}.cmake,
-# lib/pkgconfig/cairn.pc. Included last by the top-level CMakeLists.txt.
+#   pkg-config: pkg-config --cflags --libs cairn (C++), cairn-c (C), cairn-fortran (Fortran)
+# Layout under the prefix: lib/libcairn{,_c,_fortran}.so*, include/cairn/*.hpp and cairn.h
+# (with the generated config.hpp), include/cairn/fortran/cairn.mod,
+# lib/cmake/cairn/{cairnConfig,cairnConfigVersion,cairnTargets}.cmake,
+# lib/pkgconfig/cairn{,-c,-fortran}.pc, share/doc/cairn (README.md, LICENSE, html/),
+# share/cairn/examples, share/cairn/heat2d{,-srun}.sbatch. Install components: see
+# CairnInstall.cmake. Included after lib/ and apps/ by the top-level CMakeLists.txt.
 
 include(CMakePackageConfigHelpers)
 
@@ -35,6 +38,14 @@ install(TARGETS cairn EXPORT cairnTargets
           NAMELINK_COMPONENT cairn_development
   ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT cairn_development
   INCLUDES DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
+
+# A test build's libcairn carries the fault points: say so to whoever installs it.
+if(CAIRN_FAULT_INJECTION)
+  install(CODE "message(WARNING \"this libcairn was built with CAIRN_FAULT_INJECTION=ON (named \"
+                \"fault points for cairn's crash tests): reconfigure with \"
+                \"-DCAIRN_FAULT_INJECTION=OFF for a library to use\")"
+          COMPONENT cairn_runtime)
+endif()
 
 # The C ABI (libcairn_c, cairn.h is installed with the headers below) and the Fortran module
 # (libcairn_fortran; cairn.mod under include/cairn/fortran, for -I or the target's
@@ -107,16 +118,14 @@ foreach(_cairn_dir LIBDIR INCLUDEDIR)
   endif()
 endforeach()
 
-# MPI: cairn.pc requires Open MPI's C++ module (ompi-cxx) when pkg-config has one for the
-# MPI cairn was built with. C++, because mpi.h included from C++ pulls in the MPI C++
-# bindings, which need libmpi_cxx. Otherwise (MPICH, Cray, a wrapper-only MPI) the flags
-# FindMPI found for C++ are written out. CAIRN_PKGCONFIG_MPI_MODULE overrides the choice
-# (a module name, or NONE for the flags).
-set(CAIRN_PC_REQUIRES "")
-set(_cairn_pc_mpi_cflags "")
-set(_cairn_pc_mpi_libs "")
-set(_cairn_pc_mpi_module "${CAIRN_PKGCONFIG_MPI_MODULE}")
-if(NOT _cairn_pc_mpi_module)
+# MPI: each .pc requires Open MPI's pkg-config module of its language (ompi-cxx, ompi-c,
+# ompi-fort) when pkg-config has one for the MPI cairn was built with. C++ needs ompi-cxx,
+# because mpi.h included from C++ pulls in the MPI C++ bindings, which need libmpi_cxx.
+# Otherwise (MPICH, Cray, a wrapper-only MPI) the flags FindMPI found for that language are
+# written out. CAIRN_PKGCONFIG_MPI_MODULE overrides the choice for cairn.pc (a module name, or
+# NONE for the flags); the C and Fortran files then use FindMPI's flags too.
+set(_cairn_pc_mpi_family "${CAIRN_PKGCONFIG_MPI_MODULE}")
+if(NOT _cairn_pc_mpi_family)
   find_package(PkgConfig QUIET)
   if(PKG_CONFIG_FOUND AND MPI_CXX_HEADER_DIR)
     file(REAL_PATH "${MPI_CXX_HEADER_DIR}" _cairn_mpi_header_dir)
@@ -140,36 +149,68 @@ if(NOT _cairn_pc_mpi_module)
         if(EXISTS "${_cairn_dir}/mpi.h")
           file(REAL_PATH "${_cairn_dir}" _cairn_dir)
           if(_cairn_dir STREQUAL _cairn_mpi_header_dir)
-            set(_cairn_pc_mpi_module "${_cairn_candidate}")
+            set(_cairn_pc_mpi_family "${_cairn_candidate}")
             break()
           endif()
         endif()
       endforeach()
-      if(_cairn_pc_mpi_module)
+      if(_cairn_pc_mpi_family)
         break()
       endif()
     endforeach()
   endif()
 endif()
-if(_cairn_pc_mpi_module AND NOT _cairn_pc_mpi_module STREQUAL "NONE")
-  set(CAIRN_PC_REQUIRES "${_cairn_pc_mpi_module}")
-  message(STATUS "cairn.pc: MPI from pkg-config module '${_cairn_pc_mpi_module}'")
+
+# _cairn_pc_mpi(<lang> <module>): sets CAIRN_PC_<lang>_REQUIRES to <module> when the MPI
+# family was found above and pkg-config knows <module>, else CAIRN_PC_<lang>_MPI_CFLAGS and
+# CAIRN_PC_<lang>_MPI_LIBS to FindMPI's flags for <lang>.
+function(_cairn_pc_mpi lang module)
+  set(requires "")
+  set(cflags "")
+  set(libs "")
+  if(_cairn_pc_mpi_family STREQUAL "ompi-cxx" AND NOT CAIRN_PKGCONFIG_MPI_MODULE)
+    execute_process(COMMAND "${PKG_CONFIG_EXECUTABLE}" --exists "${module}"
+                    RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
+    if(rc EQUAL 0)
+      set(requires "${module}")
+    endif()
+  elseif(lang STREQUAL "CXX" AND _cairn_pc_mpi_family
+         AND NOT _cairn_pc_mpi_family STREQUAL "NONE")
+    set(requires "${_cairn_pc_mpi_family}")
+  endif()
+  if(NOT requires)
+    foreach(opt IN LISTS MPI_${lang}_COMPILE_OPTIONS)
+      string(APPEND cflags " ${opt}")
+    endforeach()
+    foreach(def IN LISTS MPI_${lang}_COMPILE_DEFINITIONS)
+      string(APPEND cflags " -D${def}")
+    endforeach()
+    foreach(dir IN LISTS MPI_${lang}_INCLUDE_DIRS)
+      string(APPEND cflags " -I${dir}")
+    endforeach()
+    foreach(flag IN LISTS MPI_${lang}_LINK_FLAGS)
+      string(APPEND libs " ${flag}")
+    endforeach()
+    foreach(lib IN LISTS MPI_${lang}_LIBRARIES)
+      string(APPEND libs " ${lib}")
+    endforeach()
+  endif()
+  set(CAIRN_PC_${lang}_REQUIRES "${requires}" PARENT_SCOPE)
+  set(CAIRN_PC_${lang}_MPI_CFLAGS "${cflags}" PARENT_SCOPE)
+  set(CAIRN_PC_${lang}_MPI_LIBS "${libs}" PARENT_SCOPE)
+endfunction()
+
+_cairn_pc_mpi(CXX ompi-cxx)
+_cairn_pc_mpi(C ompi-c)
+if(CAIRN_HAVE_FORTRAN)
+  _cairn_pc_mpi(Fortran ompi-fort)
+endif()
+set(CAIRN_PC_REQUIRES "${CAIRN_PC_CXX_REQUIRES}")
+set(_cairn_pc_mpi_cflags "${CAIRN_PC_CXX_MPI_CFLAGS}")
+set(_cairn_pc_mpi_libs "${CAIRN_PC_CXX_MPI_LIBS}")
+if(CAIRN_PC_REQUIRES)
+  message(STATUS "cairn.pc: MPI from pkg-config module '${CAIRN_PC_REQUIRES}'")
 else()
-  foreach(_cairn_opt IN LISTS MPI_CXX_COMPILE_OPTIONS)
-    string(APPEND _cairn_pc_mpi_cflags " ${_cairn_opt}")
-  endforeach()
-  foreach(_cairn_def IN LISTS MPI_CXX_COMPILE_DEFINITIONS)
-    string(APPEND _cairn_pc_mpi_cflags " -D${_cairn_def}")
-  endforeach()
-  foreach(_cairn_dir IN LISTS MPI_CXX_INCLUDE_DIRS)
-    string(APPEND _cairn_pc_mpi_cflags " -I${_cairn_dir}")
-  endforeach()
-  foreach(_cairn_flag IN LISTS MPI_CXX_LINK_FLAGS)
-    string(APPEND _cairn_pc_mpi_libs " ${_cairn_flag}")
-  endforeach()
-  foreach(_cairn_lib IN LISTS MPI_CXX_LIBRARIES)
-    string(APPEND _cairn_pc_mpi_libs " ${_cairn_lib}")
-  endforeach()
   message(STATUS "cairn.pc: MPI flags from FindMPI (no pkg-config module used)")
 endif()
 
@@ -237,11 +278,46 @@ if(CAIRN_STATIC_LIBRARY)
   string(APPEND CAIRN_PC_LIBS_PRIVATE " -pthread -lstdc++")
 endif()
 
+# cairn-c.pc and cairn-fortran.pc: the C ABI (libcairn_c) and the Fortran module
+# (libcairn_fortran, cairn.mod). Both link libcairn by name too: it is libcairn_c's own
+# dependency, and naming it lets the linker resolve it from -L without an rpath-link. A static
+# libcairn brings its C++ dependencies along in Libs.private.
+set(CAIRN_PC_C_LIBS_PRIVATE "")
+set(CAIRN_PC_C_REQUIRES_PRIVATE "")
+if(CAIRN_STATIC_LIBRARY)
+  set(CAIRN_PC_C_LIBS_PRIVATE "${CAIRN_PC_LIBS} ${CAIRN_PC_LIBS_PRIVATE}")
+  set(CAIRN_PC_C_REQUIRES_PRIVATE "${CAIRN_PC_REQUIRES}")  # libcairn's MPI C++ libraries
+endif()
+set(CAIRN_PC_FORTRAN_LIBS_PRIVATE "${CAIRN_PC_C_LIBS_PRIVATE}")
+
 # Two steps: configure_file fills in @VARIABLES@, file(GENERATE) the $<...> expressions.
-configure_file("${CMAKE_CURRENT_LIST_DIR}/cairn.pc.in" "${PROJECT_BINARY_DIR}/cairn.pc.in" @ONLY)
-file(GENERATE OUTPUT "${PROJECT_BINARY_DIR}/cairn.pc"
-     INPUT "${PROJECT_BINARY_DIR}/cairn.pc.in")
-install(FILES "${PROJECT_BINARY_DIR}/cairn.pc"
-  DESTINATION "${CAIRN_INSTALL_PKGCONFIGDIR}" COMPONENT cairn_development)
+set(_cairn_pc_files cairn cairn-c)
+if(TARGET cairn_fortran)
+  list(APPEND _cairn_pc_files cairn-fortran)
+endif()
+foreach(_cairn_pc IN LISTS _cairn_pc_files)
+  configure_file("${CMAKE_CURRENT_LIST_DIR}/${_cairn_pc}.pc.in"
+                 "${PROJECT_BINARY_DIR}/${_cairn_pc}.pc.in" @ONLY)
+  file(GENERATE OUTPUT "${PROJECT_BINARY_DIR}/${_cairn_pc}.pc"
+       INPUT "${PROJECT_BINARY_DIR}/${_cairn_pc}.pc.in")
+  install(FILES "${PROJECT_BINARY_DIR}/${_cairn_pc}.pc"
+    DESTINATION "${CAIRN_INSTALL_PKGCONFIGDIR}" COMPONENT cairn_development)
+endforeach()
+
+# --- Documents and examples (share/doc/cairn, share/cairn/examples).
+install(FILES "${PROJECT_SOURCE_DIR}/README.md" "${PROJECT_SOURCE_DIR}/LICENSE"
+  DESTINATION "${CMAKE_INSTALL_DOCDIR}" COMPONENT cairn_docs)
+install(FILES
+  "${PROJECT_SOURCE_DIR}/apps/quickstart/quickstart.cpp"
+  "${PROJECT_SOURCE_DIR}/apps/quickstart/quickstart_c.c"
+  "${PROJECT_SOURCE_DIR}/apps/quickstart/quickstart_fortran.f90"
+  "${PROJECT_SOURCE_DIR}/apps/examples/heat_c.c"
+  "${PROJECT_SOURCE_DIR}/apps/examples/heat_fortran.f90"
+  DESTINATION "${CAIRN_INSTALL_DATADIR}/examples" COMPONENT cairn_examples)
+# The Slurm batch scripts of README.md ("Running under Slurm"), as templates.
+install(PROGRAMS
+  "${PROJECT_SOURCE_DIR}/apps/heat2d/slurm/heat2d.sbatch"
+  "${PROJECT_SOURCE_DIR}/apps/heat2d/slurm/heat2d-srun.sbatch"
+  DESTINATION "${CAIRN_INSTALL_DATADIR}" COMPONENT cairn_examples)
 
 unset(_cairn_type)

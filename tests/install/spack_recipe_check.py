@@ -5,6 +5,8 @@ runs cmake_args() and checks that
     variable cairn's build reads), with a value that option accepts;
   - each variant turns its CAIRN_USE_* option ON or OFF, never leaving it to AUTO;
   - +nccl without +cuda is declared a conflict (CMake would fail on it);
+  - CAIRN_FAULT_INJECTION and CAIRN_WERROR are OFF (an installed library), and +fortran
+    passes the MPI's Fortran compiler (MPI_Fortran_COMPILER);
   - every dependency the CMake build requires is declared.
 
   spack_recipe_check.py SOURCE_DIR
@@ -65,7 +67,8 @@ class Spec:
         )
         prefix.__str__ = lambda: "/p"
         return types.SimpleNamespace(prefix=prefix, mpicxx="/p/bin/mpicxx",
-                                     mpicc="/p/bin/mpicc", libs=["/p/lib/libnccl.so"])
+                                     mpicc="/p/bin/mpicc", mpifc="/p/bin/mpif90",
+                                     libs=["/p/lib/libnccl.so"])
 
 
 class CMakePackage:
@@ -102,7 +105,7 @@ declared["variants"]["cuda"] = False  # from CudaPackage
 cmake_text = open(os.path.join(source_dir, "CMakeLists.txt")).read()
 options = set(re.findall(r"^\s*(?:option|cairn_option)\((\w+)", cmake_text, re.M))
 # Variables of CMake itself and of the find modules cairn's build uses.
-known = {"MPI_CXX_COMPILER", "MPI_C_COMPILER", "MPIEXEC_EXECUTABLE", "HDF5_ROOT",
+known = {"MPI_CXX_COMPILER", "MPI_C_COMPILER", "MPI_Fortran_COMPILER", "MPIEXEC_EXECUTABLE", "HDF5_ROOT",
          "HDF5_PREFER_PARALLEL", "CMAKE_CUDA_COMPILER", "CMAKE_CUDA_ARCHITECTURES",
          "NCCL_INCLUDE_DIR", "NCCL_LIBRARY", "CAIRN_MPIEXEC_FLAGS"}
 cache_vars = set(re.findall(r"set\((\w+) [^)]*CACHE", cmake_text))
@@ -147,6 +150,13 @@ for bits in itertools.product([False, True], repeat=len(variant_names)):
             want = "ON" if variant_name in on else "OFF"
             if args.get(option) != want:
                 problems.append(f"{sorted(on)}: {option} is {args.get(option)!r}, not {want}")
+        # An installed library: no fault points, and a newer compiler's warnings never fail it.
+        for option in ("CAIRN_FAULT_INJECTION", "CAIRN_WERROR"):
+            if args.get(option) != "OFF":
+                problems.append(f"{sorted(on)}: {option} is {args.get(option)!r}, not 'OFF'")
+        if "fortran" in on and not args.get("MPI_Fortran_COMPILER"):
+            problems.append(f"{sorted(on)}: +fortran without MPI_Fortran_COMPILER (the MPI's "
+                            "Fortran compiler wrapper)")
         if args.get("CAIRN_BUILD_TESTS") != ("ON" if run_tests else "OFF"):
             problems.append(f"run_tests={run_tests}: CAIRN_BUILD_TESTS is "
                             f"{args.get('CAIRN_BUILD_TESTS')!r}")

@@ -4,31 +4,49 @@
 # ports, state and logs under one scratch directory), and stops exactly the processes it
 # started when it exits.
 #
-# The job (apps/heat2d on 2 ranks) is submitted with a 2-minute time limit and
-# --signal=B:USR1@45, so Slurm itself signals it: heat2d saves the step it is at and stops.
-# Then `scontrol requeue` runs it again (once the credentials of the first run expire,
-# cred_expire=10 s here): it must resume at the step it saved, finish, and write
-# exactly the field of an uninterrupted run.
+# The job is the batch script that cairn installs as a template (share/cairn/heat2d.sbatch,
+# share/cairn/heat2d-srun.sbatch; shown in README.md), submitted unchanged: sbatch options
+# given on the command line replace its #SBATCH lines (one node, 2 tasks, a short time limit),
+# and `mpirun` and `heat2d` on the job's PATH are small wrappers that run the real ones on 2
+# ranks with a small problem. heat2d saves the step it is at and stops; the script requeues
+# the job itself, and the second run must resume at the saved step, finish, and write exactly
+# the field of an uninterrupted run. Modes:
+#   signal   heat2d.sbatch, --signal=B:USR1@45: Slurm signals the batch shell, whose trap
+#            forwards SIGUSR1 through mpirun to every rank;
+#   srun     heat2d-srun.sbatch, --signal=USR1@45: Slurm signals the tasks started by srun;
+#   endtime  heat2d.sbatch with a 3-minute limit and heat2d's --preemption-margin 150: the
+#            ranks stop on SLURM_JOB_END_TIME (the script sets it from squeue where Slurm does
+#            not), before Slurm's signal could come.
+# Each checks, from cairn's log, what made heat2d stop (a signal, or the end time).
 #
 # When Slurm signals: slurmctld checks its jobs every 30 s and sends the signal at the first
-# check where now + 45 s + 30 s >= the end time, i.e. 45 to 75 s after the start here. The
-# first run sleeps 100 ms per step (1000 steps: 100 s), so it is mid-way when the signal comes
-# and has long installed its handler. The requeued run (SLURM_RESTART_COUNT > 0) does not
-# sleep and is done in seconds, well before its own signal.
+# check where now + 45 s + 30 s >= the end time, i.e. 45 to 75 s after the start of a 2-minute
+# job. The first run sleeps 100 ms per step (1000 steps: 100 s), so it is mid-way when the
+# signal comes and has long installed its handler. The requeued run (SLURM_RESTART_COUNT > 0)
+# does not sleep and is done in seconds, well before its own signal.
 #
-#   slurm_test.sh HEAT2D MPIEXEC "MPIEXEC_FLAGS"
+#   slurm_test.sh MODE HEAT2D MPIEXEC "MPIEXEC_FLAGS" TEMPLATE_DIR
 # Exit status: 0 passed, 1 failed, 77 skipped (the machine forbids starting the daemons; the
 # reason is printed).
 set -uo pipefail
 
-heat2d="$1"
-mpiexec="$2"
-read -r -a mpiexec_flags <<<"${3:-}"
+mode="$1"
+heat2d="$2"
+mpiexec="$3"
+read -r -a mpiexec_flags <<<"${4:-}"
+templates="$5"
 steps=1000
 delay_ms=100
-# margin 0: only the signal preempts (the Slurm end time is two minutes away at most).
-problem=(--nx 96 --ny 64 --steps "$steps" --save-every 100 --max-to-keep 2 --quiet
-         --preemption-margin 0)
+# margin 0: only the signal preempts (the end time is two minutes away at most). In endtime
+# mode the signal comes 105 s after the start at the earliest; the end time, 30 s after.
+template=heat2d.sbatch margin=0 limit=2 signal=B:USR1@45 expect="local_signal=SIGUSR1"
+case "$mode" in
+  signal) ;;
+  srun) template=heat2d-srun.sbatch signal=USR1@45 ;;
+  endtime) margin=150 limit=3 expect="local_signal=none local_deadline_near=true" ;;
+  *) echo "slurm_test: unknown mode '$mode'" >&2; exit 2 ;;
+esac
+problem=(--nx 96 --ny 64 --steps "$steps" --save-every 100 --max-to-keep 2 --quiet)
 
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*"; exit 1; }
@@ -132,52 +150,67 @@ done
 [ "$state" = "idle" ] || fail "the node did not come up (sinfo state '$state'): $(tail -n 3 "$work/log/slurmd.log")"
 echo "slurm is up on $host (ports $port, $((port + 1)))"
 
-# --- The reference: the same job, uninterrupted, outside Slurm.
+# --- The reference: the same problem, uninterrupted, outside Slurm.
 "$mpiexec" -n 2 "${mpiexec_flags[@]}" "$heat2d" "${problem[@]}" \
   --checkpoint-dir "$work/ref-root" --output "$work/ref.bin" || fail "the uninterrupted run failed"
 
-# --- The batch job. mpiexec inside the allocation runs the ranks locally and forwards SIGUSR1.
-cat >"$work/job.sh" <<JOB
+# --- The job: the template as installed, with mpirun and heat2d on its PATH as wrappers.
+mkdir -p "$work/bin" "$work/job" "$work/scratch"
+cat >"$work/bin/mpirun" <<WRAP
 #!/bin/bash
+exec "$mpiexec" -n 2 ${mpiexec_flags[*]} "\$@"
+WRAP
+# heat2d: the template's own options, less its --steps, plus this test's small problem; the
+# first run sleeps after every step, the requeued one does not.
+cat >"$work/bin/heat2d" <<WRAP
+#!/bin/bash
+args=()
+while [ \$# -gt 0 ]; do
+  if [ "\$1" = --steps ]; then shift 2; continue; fi
+  args+=("\$1"); shift
+done
 delay=$delay_ms
 if [ "\${SLURM_RESTART_COUNT:-0}" -gt 0 ]; then delay=0; fi
-exec "$mpiexec" -n 2 ${mpiexec_flags[*]} "$heat2d" ${problem[*]} --step-delay-ms "\$delay" \\
-  --checkpoint-dir "$work/root" --output "$work/out.bin"
-JOB
-chmod +x "$work/job.sh"
-sbatch --parsable -n 2 --time=2 --signal=B:USR1@45 --requeue --open-mode=append \
-  -o "$work/job-%j.out" -J cairn-requeue "$work/job.sh" >"$work/jobid" || fail "sbatch failed"
+exec "$heat2d" "\${args[@]}" ${problem[*]} --preemption-margin $margin --step-delay-ms "\$delay"
+WRAP
+chmod +x "$work/bin/mpirun" "$work/bin/heat2d"
+cp "$templates/$template" "$work/job.sbatch"
+PATH="$work/bin:$PATH" SCRATCH="$work/scratch" CAIRN_LOG_LEVEL=info \
+  sbatch --parsable --nodes=1 --ntasks-per-node=2 --time="$limit" --signal="$signal" \
+  --chdir="$work/job" -o "$work/job-%j.out" -J "cairn-$mode" "$work/job.sbatch" >"$work/jobid" ||
+  fail "sbatch $template failed"
 jobid="$(cat "$work/jobid")"
-echo "submitted job $jobid"
+echo "submitted $template as job $jobid (--time=$limit --signal=$signal, margin $margin s)"
 
 job_field() { scontrol show job "$jobid" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$1=//p" | head -1; }
 
-# wait_done <restarts>: waits until the run with that restart count has ended.
-wait_done() {
-  local restarts="$1" state
-  for _ in $(seq 360); do
-    state="$(job_field JobState)"
-    if [ "$(job_field Restarts)" = "$restarts" ]; then
-      case "$state" in
-        COMPLETED) return 0 ;;
-        FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY) fail "job $jobid ended $state" ;;
-      esac
-    fi
-    sleep 0.5
-  done
-  fail "job $jobid did not finish run $restarts in 180 s (state $state)"
-}
+# The script requeues itself once: wait for the end of its second run.
+state=""
+for _ in $(seq 600); do
+  state="$(job_field JobState)"
+  restarts="$(job_field Restarts)"
+  if [ "$restarts" = 1 ]; then
+    case "$state" in
+      COMPLETED) break ;;
+      FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY) fail "job $jobid ended $state" ;;
+    esac
+  elif [ "$restarts" = 0 ] && [ "$state" = COMPLETED ]; then
+    fail "job $jobid completed without requeueing itself: $(cat "$work"/job-*.out)"
+  fi
+  sleep 0.5
+done
+[ "$state" = COMPLETED ] && [ "$restarts" = 1 ] ||
+  fail "job $jobid did not finish its requeued run in 300 s (state $state, restarts $restarts)"
 
-wait_done 0
 out="$work/job-$jobid.out"
 saved="$(sed -n 's/^heat2d: preempted: saved step \([0-9]*\).*/\1/p' "$out" | head -1)"
-[ -n "$saved" ] || fail "the first run was not preempted by Slurm's signal: $(cat "$out")"
-echo "Slurm signalled the job: it saved step $saved and stopped"
-
-scontrol requeue "$jobid" || fail "scontrol requeue $jobid failed"
-wait_done 1
+[ -n "$saved" ] || fail "the first run was not preempted: $(cat "$out")"
+reason="$(grep -m1 -o 'event=preemption.reached .*' "$out")"
+grep -q "event=preemption.reached step=$saved $expect" "$out" ||
+  fail "the first run stopped at step $saved for another reason than expected ($expect): $reason"
+echo "the first run saved step $saved and stopped ($reason); the script requeued the job"
 resumed="$(sed -n 's/^heat2d: restarted from step \([0-9]*\).*/\1/p' "$out" | head -1)"
 [ "$resumed" = "$saved" ] || fail "the requeued run resumed at step '$resumed', not $saved"
 grep -q "^heat2d: finished step $steps," "$out" || fail "the requeued run did not finish: $(cat "$out")"
-cmp "$work/ref.bin" "$work/out.bin" || fail "the result differs from the uninterrupted run"
+cmp "$work/ref.bin" "$work/job/final.bin" || fail "the result differs from the uninterrupted run"
 echo "requeued run resumed at step $resumed and finished; result equals the uninterrupted run"

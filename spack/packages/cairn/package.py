@@ -64,9 +64,15 @@ class Cairn(CMakePackage, CudaPackage):
             self.define("CAIRN_BUILD_APPS", True),
             # Newer compilers warn about new things; a user's build must not fail on them.
             self.define("CAIRN_WERROR", False),
+            # The fault points are for cairn's crash tests, never in an installed library
+            # (the tests that need them are then not registered).
+            self.define("CAIRN_FAULT_INJECTION", False),
             self.define("MPI_CXX_COMPILER", spec["mpi"].mpicxx),
             self.define("MPI_C_COMPILER", spec["mpi"].mpicc),
         ]
+        if spec.satisfies("+fortran"):
+            # The Fortran module, its tests and examples use the MPI's Fortran bindings.
+            args.append(self.define("MPI_Fortran_COMPILER", spec["mpi"].mpifc))
         if self.run_tests:
             args.append(self.define("MPIEXEC_EXECUTABLE", spec["mpi"].prefix.bin.mpiexec))
         if spec.satisfies("+hdf5"):

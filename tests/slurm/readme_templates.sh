@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The Slurm batch scripts cairn installs as templates (apps/heat2d/slurm/*.sbatch, installed in
+# share/cairn) are the ones README.md shows: each must appear there verbatim, as a ```sh block.
+#   readme_templates.sh README TEMPLATE...
+set -euo pipefail
+readme="$1"
+shift
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+# Every ```sh block of the README, one file each.
+awk -v dir="$work" '/^```sh$/ { n++; inside = 1; next } inside && /^```$/ { inside = 0; next }
+                    inside { print > (dir "/block" n) }' "$readme"
+for template in "$@"; do
+  found=""
+  for block in "$work"/block*; do
+    if cmp -s "$template" "$block"; then found="$block"; break; fi
+  done
+  [ -n "$found" ] || { echo "FAIL: README.md does not show $template verbatim"; exit 1; }
+  echo "README.md shows $(basename "$template") verbatim"
+done
