@@ -4,12 +4,15 @@
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
+#include <cairn/config.hpp>
 #include <cairn/error.hpp>
 #include <cairn/log.hpp>
+#include <cairn/manager.hpp>
 #include <cairn/storage.hpp>
 
 #include <cstdio>
 #include <cstdlib>
+#include <fmt/format.h>
 #include <functional>
 #include <string>
 
@@ -24,6 +27,20 @@ const CLI::Validator available_format(
       return format ? cairn::storage_format_unavailable(*format) : std::string();
     },
     "");
+
+// `cairn --version`: the library's version and the versions of what it writes.
+std::string version_text() {
+  const auto versions = cairn::format_versions();
+  std::string formats;
+  for (const auto format : {cairn::StorageFormat::posix, cairn::StorageFormat::hdf5}) {
+    if (!cairn::storage_format_available(format)) continue;
+    formats += (formats.empty() ? "" : ", ") + std::string(cairn::storage_format_name(format));
+  }
+  return fmt::format(
+      "cairn {}\non-disk format versions: cairn-step.json {}, cairn-tree.json {}, "
+      "cairn-root.json {}\nstorage formats: {}",
+      CAIRN_VERSION_STRING, versions.step, versions.tree, versions.root, formats);
+}
 
 }  // namespace
 
@@ -42,6 +59,7 @@ int main(int argc, char** argv) {
       "parallel verify, diff and convert.",
       "cairn"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", version_text(), "Print the library and format versions");
   std::function<int(const cairn::Comm&)> command;
 
   LsOptions ls;
@@ -72,6 +90,7 @@ int main(int argc, char** argv) {
   verify_cmd->add_option("TARGET", verify.target, "A checkpoint, or a root (every step)")
       ->required();
   verify_cmd->add_flag("-q,--quiet", verify.quiet, "Print only problems and the verdict");
+  verify_cmd->add_flag("--json", verify.json, "Print JSON instead of text");
   verify_cmd->callback(
       [&] { command = [&](const cairn::Comm& c) { return run_verify(c, verify); }; });
 
@@ -83,7 +102,12 @@ int main(int argc, char** argv) {
   diff_cmd->add_option("A", diff.a, "First checkpoint")->required();
   diff_cmd->add_option("B", diff.b, "Second checkpoint")->required();
   diff_cmd->add_flag("--brief", diff.brief, "Print only what differs");
-  diff_cmd->callback([&] { command = [&](const cairn::Comm& c) { return run_diff(c, diff); }; });
+  diff_cmd->add_flag("-q,--quiet", diff.quiet, "As --brief, and no progress bar");
+  diff_cmd->add_flag("--json", diff.json, "Print JSON instead of text");
+  diff_cmd->callback([&] {
+    diff.brief = diff.brief || diff.quiet;
+    command = [&](const cairn::Comm& c) { return run_diff(c, diff); };
+  });
 
   ConvertOptions convert;
   auto* convert_cmd = app.add_subcommand(
@@ -94,6 +118,9 @@ int main(int argc, char** argv) {
       ->required()
       ->check(CLI::IsMember({"hdf5", "posix"}))
       ->check(available_format);
+  convert_cmd->add_flag("--force", convert.force, "Replace DST when it exists");
+  convert_cmd->add_flag("-q,--quiet", convert.quiet, "No progress bar");
+  convert_cmd->add_flag("--json", convert.json, "Print JSON instead of text");
   convert_cmd->callback(
       [&] { command = [&](const cairn::Comm& c) { return run_convert(c, convert); }; });
 
@@ -104,8 +131,26 @@ int main(int argc, char** argv) {
       "steps being deleted or moved aside)");
   gc_cmd->add_option("ROOT", gc.root, "Checkpoint root")->required();
   gc_cmd->add_flag("-n,--dry-run", gc.dry_run, "Only say what would be removed");
-  gc_cmd->add_flag("--force", gc.force, "Also when a job holds the root's lock");
+  gc_cmd->add_flag("--force", gc.force,
+                   "Also when a job holds the root's lock (a stale lock never blocks gc)");
+  gc_cmd->add_flag("--json", gc.json, "Print JSON instead of text");
   gc_cmd->callback([&] { command = [&](const cairn::Comm& c) { return run_gc(c, gc); }; });
+
+  DumpOptions dump;
+  auto* dump_cmd = app.add_subcommand(
+      "dump",
+      "Print the values of leaves (all when none is named), or their min/max/mean with "
+      "--stats; any format, any number of ranks");
+  dump_cmd->add_option("CHECKPOINT", dump.checkpoint, "Checkpoint directory")->required();
+  dump_cmd->add_option("LEAF", dump.leaves,
+                       "Leaf path as `cairn diff` names it (item/leaf), an item or a group");
+  dump_cmd->add_option("--slice", dump.slice,
+                       "Part of the array per dimension: start:stop or an index, e.g. 0:10,5 "
+                       "(negative counts from the end; missing dimensions are whole)");
+  dump_cmd->add_flag("--stats", dump.stats, "Print min, max and mean instead of the values");
+  dump_cmd->add_flag("-q,--quiet", dump.quiet, "No progress bar");
+  dump_cmd->add_flag("--json", dump.json, "Print JSON instead of text");
+  dump_cmd->callback([&] { command = [&](const cairn::Comm& c) { return run_dump(c, dump); }; });
 
   int code = kOk;
   try {
