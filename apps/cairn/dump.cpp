@@ -117,6 +117,10 @@ void dump_values(const cairn::Comm& comm, const Target& t, const cairn::Box& reg
     if (comm.is_primary()) printer.print(buffer.data(), 1);
     return;
   }
+  if (cairn::volume(region) == 0) {  // an array with a dimension of extent 0
+    if (comm.is_primary()) fmt::print("{}", json ? "[]" : "  (no element)");
+    return;
+  }
   const std::int64_t row =
       cairn::volume(region) / region.extent[0] * static_cast<std::int64_t>(size);
   const std::int64_t per_round =

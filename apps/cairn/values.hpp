@@ -17,8 +17,9 @@ namespace cairn_tool {
 /// The part of an array of `shape` that `text` selects: comma-separated, one entry per
 /// dimension from the first, each `start:stop` (either may be left out), `:` or an index;
 /// negative numbers count from the end; dimensions not named are whole. An empty text
-/// selects everything. Throws cairn::InvalidArgument naming `leaf`, the dimension and its
-/// extent for a malformed entry, one out of range, or a selection of no element.
+/// selects everything (no element for an array with a dimension of extent 0). Throws
+/// cairn::InvalidArgument naming `leaf`, the dimension and its extent for a malformed entry, one
+/// out of range, or a selection of no element.
 [[nodiscard]] cairn::Box parse_slice(std::string_view text, const std::vector<std::int64_t>& shape,
                                      const std::string& leaf);
 
