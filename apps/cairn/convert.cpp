@@ -84,6 +84,37 @@ std::shared_ptr<const cairn::CheckpointArgs> read_bytes(const cairn::Comm& comm,
   return std::make_shared<cairn::BytesSave>(std::move(bytes), shared);
 }
 
+// Every item of `src` as save arguments, array leaves in `format`; `leaves` counts the tree
+// leaves. Collective.
+cairn::Composite::Items read_items(const cairn::Comm& comm, const Checkpoint& src,
+                                   cairn::StorageFormat format, const Progress& progress,
+                                   std::size_t& leaves) {
+  cairn::Composite::Items items;
+  for (const auto& item : src.items) {
+    std::shared_ptr<const cairn::CheckpointArgs> args;
+    if (item.type == kArrayTree) {
+      auto tree = read_tree(comm, item, progress);
+      leaves += tree.size();
+      args = std::make_shared<cairn::ArrayTreeSave>(std::move(tree),
+                                                    cairn::TreeSaveOptions{.format = format});
+    } else if (item.type == kJson) {
+      const auto file = read_json_file(item.dir / "value.json");
+      if (!file.value)
+        throw cairn::FormatError((item.dir / "value.json").string(), "value", file.error);
+      args = std::make_shared<cairn::JsonSave>(*file.value);
+    } else if (item.type == kBytes) {
+      args = read_bytes(comm, item);
+    } else {
+      throw cairn::Unsupported(
+          fmt::format("item '{}' has the handler type '{}', which this tool "
+                      "cannot convert",
+                      item.label(), item.type));
+    }
+    items.emplace(item.name, std::move(args));
+  }
+  return items;
+}
+
 }  // namespace
 
 int run_convert(const cairn::Comm& comm, const ConvertOptions& options) {
@@ -116,30 +147,8 @@ int run_convert(const cairn::Comm& comm, const ConvertOptions& options) {
     throw cairn::Unsupported(why);
   }
   const Progress progress(!options.quiet && !options.json, comm.is_primary());
-  cairn::Composite::Items items;
   std::size_t leaves = 0;
-  for (const auto& item : src.items) {
-    std::shared_ptr<const cairn::CheckpointArgs> args;
-    if (item.type == kArrayTree) {
-      auto tree = read_tree(comm, item, progress);
-      leaves += tree.size();
-      args = std::make_shared<cairn::ArrayTreeSave>(std::move(tree),
-                                                    cairn::TreeSaveOptions{.format = format});
-    } else if (item.type == kJson) {
-      const auto file = read_json_file(item.dir / "value.json");
-      if (!file.value)
-        throw cairn::FormatError((item.dir / "value.json").string(), "value", file.error);
-      args = std::make_shared<cairn::JsonSave>(*file.value);
-    } else if (item.type == kBytes) {
-      args = read_bytes(comm, item);
-    } else {
-      throw cairn::Unsupported(
-          fmt::format("item '{}' has the handler type '{}', which this tool "
-                      "cannot convert",
-                      item.label(), item.type));
-    }
-    items.emplace(item.name, std::move(args));
-  }
+  auto items = read_items(comm, src, format, progress, leaves);
   const auto* custom = src.field("custom");
   const cairn::CheckpointSaveOptions save{.force = options.force,
                                           .custom_metadata = custom ? *custom : nullptr};
