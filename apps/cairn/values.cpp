@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cmath>
 #include <complex>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -149,8 +150,11 @@ std::string element_text(cairn::DType dtype, const std::byte* p) {
 }
 
 boost::json::value element_json(cairn::DType dtype, const std::byte* p) {
-  const auto real = [](double v) {
-    return std::isfinite(v) ? boost::json::value(v) : boost::json::value(nullptr);
+  // The double nearest to the shortest text of the value: 0.1f is 0.1, not the
+  // 0.10000000149011612 it widens to.
+  const auto real = [dtype](double v) {
+    return std::isfinite(v) ? boost::json::value(std::strtod(real_text(dtype, v).c_str(), nullptr))
+                            : boost::json::value(nullptr);
   };
   boost::json::value out;
   visit(dtype, p, [&](auto v) {

@@ -8,6 +8,7 @@
 # CASE: version json exit_codes locks convert_force progress dump dump_stats
 set -uo pipefail
 
+here="$(cd "$(dirname "$0")" && pwd)"
 case_name="$1" heat2d="$2" cairn="$3" mpiexec="$4"
 read -r -a flags <<<"$5"
 work="$6/$case_name"
@@ -247,6 +248,19 @@ sys.exit(0 if part == [[full[38][45]], [full[39][45]]] else 1)" || fail "slice v
     run "bad-slice-$bad" 2 "$cairn" dump p field/u --slice "$bad"
     expect "bad-slice-$bad" "--slice"
   done
+  # Other dtypes, a replicated leaf, strings: the format-version-1 samples.
+  samples=posix
+  [ "$have_hdf5" = 1 ] && samples="posix hdf5"
+  for sample in $samples; do
+    run "v1-$sample" 0 mpi 2 "$cairn" dump "$here/../data/v1/$sample"
+    expect "v1-$sample" "(0) -30 -20 -10 0 10 20 30"; expect "v1-$sample" "(0) 1 1.25 1.5 1.75"
+    expect "v1-$sample" "(5,0) 500 501 502 503 504"; expect "v1-$sample" 'run/name (string) = "cairn v1 sample"'
+    run "v1-stats-$sample" 0 mpi 3 "$cairn" dump --stats "$here/../data/v1/$sample"
+    expect "v1-stats-$sample" "particles/ids int32 (7): min -30, max 30, mean 0, 7 elements"
+    expect "v1-stats-$sample" "mesh/weights float32 (4): min 1, max 1.75, mean 1.375"
+  done
+  run_json v1-json 0 "$cairn" dump --json "$here/../data/v1/posix" mesh/weights particles
+  json_check v1-json "[l['values'] for l in d['leaves']] == [[1, 1.25, 1.5, 1.75], [-30, -20, -10, 0, 10, 20, 30]]"
   run no-leaf 2 "$cairn" dump p field/v
   expect no-leaf "no leaf 'field/v'"; expect no-leaf "field/u"
   # Damage is reported, exit 2, never a crash.
