@@ -4,10 +4,18 @@
 
 #include <cairn/comm.hpp>
 
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace cairn_tool {
+
+/// The primary rank's answer of `check` (a problem in words, or an empty string), given to
+/// every rank, so that all ranks take the same branch before a collective call even where
+/// they see the file system differently. Collective. `check` must not throw.
+inline std::string on_primary(const cairn::Comm& comm, const std::function<std::string()>& check) {
+  return comm.broadcast(comm.is_primary() ? check() : std::string());
+}
 
 /// Exit codes shared by every subcommand.
 inline constexpr int kOk = 0;

@@ -127,19 +127,19 @@ int run_convert(const cairn::Comm& comm, const ConvertOptions& options) {
     }
     return kFailed;
   }
-  std::error_code ec;
-  if (std::filesystem::exists(options.destination, ec) && !options.force) {
-    if (comm.is_primary()) {
-      fmt::print(stderr, "cairn convert: '{}' already exists; pass --force to replace it\n",
-                 options.destination);
+  const std::string refused = on_primary(comm, [&] {
+    std::error_code ec;
+    if (std::filesystem::equivalent(options.source, options.destination, ec)) {
+      return fmt::format("'{}' and '{}' are the same checkpoint", options.source,
+                         options.destination);
     }
-    return kFailed;
-  }
-  if (std::filesystem::equivalent(options.source, options.destination, ec)) {
-    if (comm.is_primary()) {
-      fmt::print(stderr, "cairn convert: '{}' and '{}' are the same checkpoint\n", options.source,
-                 options.destination);
+    if (std::filesystem::exists(options.destination, ec) && !options.force) {
+      return fmt::format("'{}' already exists; pass --force to replace it", options.destination);
     }
+    return std::string();
+  });
+  if (!refused.empty()) {
+    if (comm.is_primary()) fmt::print(stderr, "cairn convert: {}\n", refused);
     return kFailed;
   }
   const auto format = *cairn::storage_format_from_name(options.format);

@@ -273,7 +273,8 @@ std::vector<Target> find_targets(const cairn::Comm& comm, const Checkpoint& ckpt
 }  // namespace
 
 int run_dump(const cairn::Comm& comm, const DumpOptions& options) {
-  if (const auto why = not_a_checkpoint(options.checkpoint); !why.empty()) {
+  if (const auto why = on_primary(comm, [&] { return not_a_checkpoint(options.checkpoint); });
+      !why.empty()) {
     if (comm.is_primary()) fmt::print(stderr, "cairn dump: {}\n", why);
     return kFailed;
   }

@@ -122,7 +122,8 @@ void print_item(const std::string& name, const boost::json::object& item) {
 }  // namespace
 
 int run_inspect(const cairn::Comm& comm, const InspectOptions& options) {
-  if (const auto why = not_a_checkpoint(options.checkpoint); !why.empty()) {
+  if (const auto why = on_primary(comm, [&] { return not_a_checkpoint(options.checkpoint); });
+      !why.empty()) {
     if (comm.is_primary()) fmt::print(stderr, "cairn inspect: {}\n", why);
     return kFailed;
   }
