@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 #include <cairn/checkpointer.hpp>
 #include <cairn/handlers.hpp>
+#include <cairn/manager.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -152,6 +153,32 @@ bool is_checkpoint_dir(const fs::path& path) {
   return fs::exists(path / cairn::kStepMetadataFile, ec) ||
          fs::exists(path / cairn::kCommitMarker, ec) ||
          path.filename().string().ends_with(cairn::kTmpSuffix);
+}
+
+std::string not_a_checkpoint(const fs::path& path) {
+  std::error_code ec;
+  const auto status = fs::status(path, ec);
+  if (!fs::exists(status)) return fmt::format("'{}' does not exist", path.string());
+  if (!fs::is_directory(status)) {
+    return fmt::format("'{}' is a file, not a checkpoint (a checkpoint is a directory)",
+                       path.string());
+  }
+  if (is_checkpoint_dir(path) || !guess_type(path).empty()) return {};
+  bool root = fs::exists(path / "cairn-root.json", ec);
+  try {
+    root = root || !cairn::list_step_directories(path).empty();
+  } catch (const cairn::Error&) {
+    // Not listable: not a root either.
+  }
+  if (root) {
+    return fmt::format(
+        "'{}' is a checkpoint root, not one checkpoint: `cairn ls {}` lists its steps; "
+        "name one of them (e.g. {}/<step>)",
+        path.string(), path.string(), path.string());
+  }
+  return fmt::format("'{}' is not a cairn checkpoint: it holds no {} or {} (nor an item's {})",
+                     path.string(), cairn::kStepMetadataFile, cairn::kCommitMarker,
+                     "cairn-tree.json");
 }
 
 std::uint64_t disk_bytes(const fs::path& path) {

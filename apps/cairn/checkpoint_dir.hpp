@@ -61,6 +61,11 @@ struct Checkpoint {
 /// cairn-step.json or COMMITTED, or its name ends in .cairn-tmp. Never throws.
 [[nodiscard]] bool is_checkpoint_dir(const std::filesystem::path& path);
 
+/// Why `path` cannot be read as one checkpoint, with a hint ("does not exist", "is a file",
+/// "is a checkpoint root: see `cairn ls`"), or an empty string when it is a checkpoint (or an
+/// item directory of one). Not collective; never throws beyond std::bad_alloc.
+[[nodiscard]] std::string not_a_checkpoint(const std::filesystem::path& path);
+
 /// Bytes of the files under `path` (0 for what cannot be read). Never throws.
 [[nodiscard]] std::uint64_t disk_bytes(const std::filesystem::path& path);
 

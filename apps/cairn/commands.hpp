@@ -4,9 +4,18 @@
 
 #include <cairn/comm.hpp>
 
+#include <functional>
 #include <string>
+#include <vector>
 
 namespace cairn_tool {
+
+/// The primary rank's answer of `check` (a problem in words, or an empty string), given to
+/// every rank, so that all ranks take the same branch before a collective call even where
+/// they see the file system differently. Collective. `check` must not throw.
+inline std::string on_primary(const cairn::Comm& comm, const std::function<std::string()>& check) {
+  return comm.broadcast(comm.is_primary() ? check() : std::string());
+}
 
 /// Exit codes shared by every subcommand.
 inline constexpr int kOk = 0;
@@ -33,6 +42,7 @@ int run_inspect(const cairn::Comm& comm, const InspectOptions& options);
 struct VerifyOptions {
   std::string target;  ///< a checkpoint or a root
   bool quiet = false;
+  bool json = false;
 };
 /// Re-reads every shard of a checkpoint (or of every committed step of a root) and checks
 /// checksums and metadata; exit 1 when anything is damaged. Collective.
@@ -42,6 +52,8 @@ struct DiffOptions {
   std::string a;
   std::string b;
   bool brief = false;  ///< only print differences
+  bool quiet = false;  ///< no progress bar
+  bool json = false;
 };
 /// Compares two checkpoints leaf by leaf; exit 1 when they differ. Collective.
 int run_diff(const cairn::Comm& comm, const DiffOptions& options);
@@ -50,6 +62,9 @@ struct ConvertOptions {
   std::string source;
   std::string destination;
   std::string format;
+  bool force = false;  ///< replace an existing destination
+  bool quiet = false;  ///< no progress bar
+  bool json = false;
 };
 /// Rewrites a checkpoint with its array leaves in another format, keeping its items and
 /// step metadata. Collective; each rank handles a slab of every array.
@@ -59,9 +74,23 @@ struct GcOptions {
   std::string root;
   bool dry_run = false;
   bool force = false;  ///< even when the root is locked
+  bool json = false;
 };
 /// Removes what unfinished saves and deletes left under a root. The primary rank works; the
 /// others return at once.
 int run_gc(const cairn::Comm& comm, const GcOptions& options);
+
+struct DumpOptions {
+  std::string checkpoint;
+  std::vector<std::string> leaves;  ///< leaf paths ("item/leaf"), items or groups; empty: all
+  std::string slice;                ///< "0:10,5" (Python-like, per dimension); empty: all
+  bool stats = false;               ///< min/max/mean instead of the values
+  bool quiet = false;               ///< no progress bar
+  bool json = false;
+};
+/// Prints the values (or statistics) of leaves of a checkpoint, an array read through the
+/// library's restore with this rank's part of the slice as target box. Collective; the
+/// primary rank prints.
+int run_dump(const cairn::Comm& comm, const DumpOptions& options);
 
 }  // namespace cairn_tool

@@ -7,23 +7,19 @@
 
 #include "checkpoint_dir.hpp"
 #include "commands.hpp"
+#include "progress.hpp"
+#include "read.hpp"
 
 namespace cairn_tool {
 namespace {
 
-// This rank's slab of an array along its first dimension.
-cairn::Box slab(const std::vector<std::int64_t>& shape, const cairn::Comm& comm) {
-  cairn::Box box{std::vector<std::int64_t>(shape.size(), 0), shape};
-  const std::int64_t first = shape[0] * comm.rank() / comm.size();
-  box.offset[0] = first;
-  box.extent[0] = shape[0] * (comm.rank() + 1) / comm.size() - first;
-  return box;
-}
-
-// The whole tree of `item`, each rank holding a slab of every array. Collective.
-cairn::ArrayTree read_tree(const cairn::Comm& comm, const Item& item) {
+// The whole tree of `item`, each rank holding a slab of every array, read in pieces with
+// progress. Collective.
+cairn::ArrayTree read_tree(const cairn::Comm& comm, const Item& item, const Progress& progress) {
   const auto info = cairn::read_tree_info(comm, item.dir);
   cairn::ArrayTree tree;
+  cairn::ArrayTree values;  // placeholders of the right kind: restore_tree() puts the values in
+  std::uint64_t total = 0;
   for (const auto& leaf : info.leaves) {
     switch (leaf.kind) {
       case cairn::LeafKind::array: {
@@ -32,15 +28,42 @@ cairn::ArrayTree read_tree(const cairn::Comm& comm, const Item& item) {
         tree.add_owned_array(
             leaf.path, leaf.dtype, leaf.shape, whole ? cairn::Box{} : slab(leaf.shape, comm),
             leaf.replicated || (leaf.shape.empty() && comm.size() > 1), leaf.fortran_order);
+        total += static_cast<std::uint64_t>(tree.at(leaf.path).as_array().local_bytes());
         break;
       }
-      // Placeholders of the right kind: restore_tree() puts the saved values in.
-      case cairn::LeafKind::scalar: tree.add_scalar(leaf.path, cairn::Scalar()); break;
-      case cairn::LeafKind::string: tree.add_string(leaf.path, ""); break;
-      case cairn::LeafKind::json: tree.add_json(leaf.path, nullptr); break;
+      case cairn::LeafKind::scalar: values.add_scalar(leaf.path, cairn::Scalar()); break;
+      case cairn::LeafKind::string: values.add_string(leaf.path, ""); break;
+      case cairn::LeafKind::json: values.add_json(leaf.path, nullptr); break;
     }
   }
-  cairn::restore_tree(comm, item.dir, tree);
+  std::uint64_t done = 0;
+  const std::string label = "reading " + item.label();
+  for (const auto& leaf : info.leaves) {
+    if (leaf.kind != cairn::LeafKind::array) continue;
+    const auto& shard = tree.at(leaf.path).as_array();
+    const std::size_t size = cairn::dtype_size(leaf.dtype);
+    auto* data = static_cast<std::byte*>(shard.data);
+    for_each_piece(comm, shard.box, size, kPieceBytes, [&](const cairn::Box& piece) {
+      const std::int64_t skip = shard.box.rank() == 0 || cairn::volume(piece) == 0
+                                    ? 0
+                                    : (piece.offset[0] - shard.box.offset[0]) *
+                                          (cairn::volume(shard.box) / shard.box.extent[0]);
+      read_box(comm, item.dir, leaf, piece, data + skip * static_cast<std::int64_t>(size));
+      done += static_cast<std::uint64_t>(cairn::volume(piece)) * size;
+      progress.update(label, done, total, "bytes");
+    });
+  }
+  progress.clear();
+  if (!values.empty()) {
+    cairn::restore_tree(comm, item.dir, values);
+    for (const auto& leaf : values) {
+      switch (leaf.kind()) {
+        case cairn::LeafKind::scalar: tree.add_scalar(leaf.path(), leaf.as_scalar()); break;
+        case cairn::LeafKind::string: tree.add_string(leaf.path(), leaf.as_string()); break;
+        default: tree.add_json(leaf.path(), leaf.as_json()); break;
+      }
+    }
+  }
   return tree;
 }
 
@@ -61,28 +84,16 @@ std::shared_ptr<const cairn::CheckpointArgs> read_bytes(const cairn::Comm& comm,
   return std::make_shared<cairn::BytesSave>(std::move(bytes), shared);
 }
 
-}  // namespace
-
-int run_convert(const cairn::Comm& comm, const ConvertOptions& options) {
-  const Checkpoint src = read_checkpoint(options.source);
-  // A checkpoint whose step metadata is damaged is not converted: the copy would lose it.
-  if (!src.committed || src.items.empty() || !src.step.value) {
-    if (comm.is_primary()) {
-      fmt::print(stderr, "cairn convert: '{}' is not a committed checkpoint{}\n", options.source,
-                 src.problems.empty() ? "" : ": " + src.problems.front());
-    }
-    return kFailed;
-  }
-  const auto format = *cairn::storage_format_from_name(options.format);
-  if (const std::string why = cairn::storage_format_unavailable(format); !why.empty()) {
-    throw cairn::Unsupported(why);
-  }
+// Every item of `src` as save arguments, array leaves in `format`; `leaves` counts the tree
+// leaves. Collective.
+cairn::Composite::Items read_items(const cairn::Comm& comm, const Checkpoint& src,
+                                   cairn::StorageFormat format, const Progress& progress,
+                                   std::size_t& leaves) {
   cairn::Composite::Items items;
-  std::size_t leaves = 0;
   for (const auto& item : src.items) {
     std::shared_ptr<const cairn::CheckpointArgs> args;
     if (item.type == kArrayTree) {
-      auto tree = read_tree(comm, item);
+      auto tree = read_tree(comm, item, progress);
       leaves += tree.size();
       args = std::make_shared<cairn::ArrayTreeSave>(std::move(tree),
                                                     cairn::TreeSaveOptions{.format = format});
@@ -101,8 +112,47 @@ int run_convert(const cairn::Comm& comm, const ConvertOptions& options) {
     }
     items.emplace(item.name, std::move(args));
   }
+  return items;
+}
+
+}  // namespace
+
+int run_convert(const cairn::Comm& comm, const ConvertOptions& options) {
+  const Checkpoint src = read_checkpoint(options.source);
+  // A checkpoint whose step metadata is damaged is not converted: the copy would lose it.
+  if (!src.committed || src.items.empty() || !src.step.value) {
+    if (comm.is_primary()) {
+      fmt::print(stderr, "cairn convert: '{}' is not a committed checkpoint{}\n", options.source,
+                 src.problems.empty() ? "" : ": " + src.problems.front());
+    }
+    return kFailed;
+  }
+  const std::string refused = on_primary(comm, [&] {
+    std::error_code ec;
+    if (std::filesystem::equivalent(options.source, options.destination, ec)) {
+      return fmt::format("'{}' and '{}' are the same checkpoint", options.source,
+                         options.destination);
+    }
+    if (std::filesystem::exists(options.destination, ec) && !options.force) {
+      return fmt::format("'{}' already exists; pass --force to replace it", options.destination);
+    }
+    return std::string();
+  });
+  if (!refused.empty()) {
+    if (comm.is_primary()) fmt::print(stderr, "cairn convert: {}\n", refused);
+    return kFailed;
+  }
+  const auto format = *cairn::storage_format_from_name(options.format);
+  if (const std::string why = cairn::storage_format_unavailable(format); !why.empty()) {
+    throw cairn::Unsupported(why);
+  }
+  const Progress progress(!options.quiet && !options.json, comm.is_primary());
+  std::size_t leaves = 0;
+  auto items = read_items(comm, src, format, progress, leaves);
   const auto* custom = src.field("custom");
-  const cairn::CheckpointSaveOptions save{.custom_metadata = custom ? *custom : nullptr};
+  const cairn::CheckpointSaveOptions save{.force = options.force,
+                                          .custom_metadata = custom ? *custom : nullptr};
+  progress.update("writing " + options.destination, 0, 1, "checkpoint");
   const bool single = src.items.size() == 1 && src.items.front().name.empty();
   if (single) {
     cairn::Checkpointer ckpt(comm, cairn::HandlerRegistry::global().create(src.items.front().type));
@@ -111,7 +161,14 @@ int run_convert(const cairn::Comm& comm, const ConvertOptions& options) {
     cairn::Checkpointer ckpt(comm, std::make_shared<cairn::CompositeHandler>());
     ckpt.save(options.destination, cairn::Composite(std::move(items)), save);
   }
-  if (comm.is_primary()) {
+  progress.clear();
+  if (comm.is_primary() && options.json) {
+    const boost::json::object out = {
+        {"source", options.source}, {"destination", options.destination},
+        {"format", options.format}, {"items", src.items.size()},
+        {"tree_leaves", leaves},    {"ranks", comm.size()}};
+    fmt::print("{}\n", pretty_json(out));
+  } else if (comm.is_primary()) {
     fmt::print(
         "converted {} -> {}: {} item{}, {} tree lea{}, arrays now in {} format, on {} rank{}\n",
         options.source, options.destination, src.items.size(), src.items.size() == 1 ? "" : "s",

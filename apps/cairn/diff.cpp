@@ -9,32 +9,40 @@
 
 #include "checkpoint_dir.hpp"
 #include "commands.hpp"
+#include "progress.hpp"
+#include "read.hpp"
 
 namespace cairn_tool {
 namespace {
 
+// The report: printed line by line, or collected for --json.
 struct Printer {
   const cairn::Comm& comm;
-  bool brief;
+  const DiffOptions& options;
+  Progress progress;
   int differences = 0;
-  void equal(const std::string& what) const {
-    if (comm.is_primary() && !brief) fmt::print("  {}: equal\n", what);
+  boost::json::array entries = {};
+  void equal(const std::string& what) {
+    progress.clear();
+    if (options.json) {
+      if (!options.brief) entries.push_back({{"what", what}, {"equal", true}});
+    } else if (comm.is_primary() && !options.brief) {
+      fmt::print("  {}: equal\n", what);
+    }
   }
-  void differs(const std::string& what, const std::string& how) {
+  void differs(const std::string& what, const std::string& how, boost::json::object details = {}) {
     ++differences;
-    if (comm.is_primary()) fmt::print("  {}: {}\n", what, how);
+    progress.clear();
+    if (options.json) {
+      details["what"] = what;
+      details["equal"] = false;
+      details["how"] = how;
+      entries.push_back(std::move(details));
+    } else if (comm.is_primary()) {
+      fmt::print("  {}: {}\n", what, how);
+    }
   }
 };
-
-// This rank's slab of an array along its first dimension (0-d: the whole array).
-cairn::Box slab(const std::vector<std::int64_t>& shape, const cairn::Comm& comm) {
-  if (shape.empty()) return {};
-  cairn::Box box{std::vector<std::int64_t>(shape.size(), 0), shape};
-  const std::int64_t first = shape[0] * comm.rank() / comm.size();
-  box.offset[0] = first;
-  box.extent[0] = shape[0] * (comm.rank() + 1) / comm.size() - first;
-  return box;
-}
 
 template <class T>
 void compare_floats(const T* a, const T* b, std::int64_t n, std::int64_t& count, double& max_abs,
@@ -51,34 +59,47 @@ void compare_floats(const T* a, const T* b, std::int64_t n, std::int64_t& count,
   }
 }
 
-void compare_array(const cairn::Comm& comm, const Item& a, const Item& b,
-                   const cairn::SavedLeafInfo& leaf, const std::string& what, Printer& out) {
-  const cairn::Box box = slab(leaf.shape, comm);
-  cairn::ArrayTree ta;
-  cairn::ArrayTree tb;
-  const auto* pa =
-      static_cast<const std::byte*>(ta.add_owned_array(leaf.path, leaf.dtype, leaf.shape, box));
-  const auto* pb =
-      static_cast<const std::byte*>(tb.add_owned_array(leaf.path, leaf.dtype, leaf.shape, box));
-  cairn::restore_tree(comm, a.dir, ta);
-  cairn::restore_tree(comm, b.dir, tb);
-  // A 0-d array is read by every rank and compared by the primary.
-  const std::int64_t n = leaf.shape.empty() ? (comm.is_primary() ? 1 : 0) : cairn::volume(box);
-  std::int64_t count = 0;
-  double max_abs = 0;
-  double max_rel = 0;
-  if (leaf.dtype == cairn::DType::float64) {
+// Counts differing elements of `n` elements of `dtype` at `pa` and `pb`, and for floating
+// types the largest absolute and relative difference.
+void compare_elements(cairn::DType dtype, const std::byte* pa, const std::byte* pb, std::int64_t n,
+                      std::int64_t& count, double& max_abs, double& max_rel) {
+  if (dtype == cairn::DType::float64) {
     compare_floats(reinterpret_cast<const double*>(pa), reinterpret_cast<const double*>(pb), n,
                    count, max_abs, max_rel);
-  } else if (leaf.dtype == cairn::DType::float32) {
+  } else if (dtype == cairn::DType::float32) {
     compare_floats(reinterpret_cast<const float*>(pa), reinterpret_cast<const float*>(pb), n, count,
                    max_abs, max_rel);
   } else {
-    const std::size_t size = cairn::dtype_size(leaf.dtype);
+    const std::size_t size = cairn::dtype_size(dtype);
     for (std::int64_t i = 0; i < n; ++i) {
       if (std::memcmp(pa + i * size, pb + i * size, size) != 0) ++count;
     }
   }
+}
+
+void compare_array(const cairn::Comm& comm, const Item& a, const Item& b,
+                   const cairn::SavedLeafInfo& leaf, const std::string& what, Printer& out) {
+  const cairn::Box box = slab(leaf.shape, comm);
+  const std::size_t size = cairn::dtype_size(leaf.dtype);
+  const auto total_bytes = static_cast<std::uint64_t>(cairn::volume(box)) * size;
+  std::uint64_t done = 0;
+  std::int64_t count = 0;
+  double max_abs = 0;
+  double max_rel = 0;
+  std::vector<std::byte> xa;
+  std::vector<std::byte> xb;
+  for_each_piece(comm, box, size, kPieceBytes / 2, [&](const cairn::Box& piece) {
+    const auto elements = cairn::volume(piece);
+    xa.resize(static_cast<std::size_t>(elements) * size);
+    xb.resize(xa.size());
+    read_box(comm, a.dir, leaf, piece, xa.data());
+    read_box(comm, b.dir, leaf, piece, xb.data());
+    // A 0-d array is read by every rank and compared by the primary.
+    const std::int64_t n = leaf.shape.empty() ? (comm.is_primary() ? 1 : 0) : elements;
+    compare_elements(leaf.dtype, xa.data(), xb.data(), n, count, max_abs, max_rel);
+    done += static_cast<std::uint64_t>(elements) * size;
+    out.progress.update(what, done, total_bytes, "bytes");
+  });
   const std::int64_t total = comm.sum(count);
   double local[2] = {max_abs, max_rel};
   double global[2] = {0, 0};
@@ -87,11 +108,20 @@ void compare_array(const cairn::Comm& comm, const Item& a, const Item& b,
     out.equal(what);
     return;
   }
+  const bool floating = leaf.dtype == cairn::DType::float64 || leaf.dtype == cairn::DType::float32;
   std::string how = fmt::format("{} of {} elements differ", total, cairn::volume(leaf.shape));
-  if (leaf.dtype == cairn::DType::float64 || leaf.dtype == cairn::DType::float32) {
+  boost::json::object details = {{"differing_elements", total},
+                                 {"elements", cairn::volume(leaf.shape)}};
+  if (floating) {
     how += fmt::format(", max abs diff {:.6g}, max rel diff {:.6g}", global[0], global[1]);
+    // NaN is not a JSON number.
+    const auto number = [](double v) {
+      return std::isfinite(v) ? boost::json::value(v) : boost::json::value(nullptr);
+    };
+    details["max_abs_diff"] = number(global[0]);
+    details["max_rel_diff"] = number(global[1]);
   }
-  out.differs(what, how);
+  out.differs(what, how, std::move(details));
 }
 
 boost::json::value value_of(const cairn::Leaf& leaf) {
@@ -179,8 +209,10 @@ int run_diff(const cairn::Comm& comm, const DiffOptions& options) {
       return kFailed;
     }
   }
-  if (comm.is_primary()) fmt::print("comparing {} (A) with {} (B)\n", options.a, options.b);
-  Printer out{comm, options.brief};
+  if (comm.is_primary() && !options.json) {
+    fmt::print("comparing {} (A) with {} (B)\n", options.a, options.b);
+  }
+  Printer out{comm, options, Progress(!options.quiet && !options.json, comm.is_primary())};
   std::map<std::string, const Item*> ib;
   for (const auto& item : b.items) ib[item.name] = &item;
   for (const auto& item : a.items) {
@@ -210,7 +242,13 @@ int run_diff(const cairn::Comm& comm, const DiffOptions& options) {
       out.differs(item.label(), "item only in B");
     }
   }
-  if (comm.is_primary()) {
+  if (comm.is_primary() && options.json) {
+    const boost::json::object report = {{"a", options.a},
+                                        {"b", options.b},
+                                        {"differences", out.differences},
+                                        {"leaves", std::move(out.entries)}};
+    fmt::print("{}\n", pretty_json(report));
+  } else if (comm.is_primary()) {
     fmt::print("{}\n", out.differences == 0 ? "no differences"
                                             : fmt::format("{} difference{}", out.differences,
                                                           out.differences == 1 ? "" : "s"));

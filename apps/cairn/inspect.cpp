@@ -122,6 +122,11 @@ void print_item(const std::string& name, const boost::json::object& item) {
 }  // namespace
 
 int run_inspect(const cairn::Comm& comm, const InspectOptions& options) {
+  if (const auto why = on_primary(comm, [&] { return not_a_checkpoint(options.checkpoint); });
+      !why.empty()) {
+    if (comm.is_primary()) fmt::print(stderr, "cairn inspect: {}\n", why);
+    return kFailed;
+  }
   const Checkpoint ckpt = read_checkpoint(options.checkpoint);
   boost::json::object items;
   bool found = options.item.empty();

@@ -5,6 +5,7 @@
 
 #include "checkpoint_dir.hpp"
 #include "commands.hpp"
+#include "lock.hpp"
 
 namespace cairn_tool {
 
@@ -18,7 +19,7 @@ int run_ls(const cairn::Comm& comm, const LsOptions& options) {
     return kFailed;
   }
   const auto steps = cairn::list_step_directories(root);
-  const auto lock = cairn::root_lock_holder(root);
+  const auto lock = read_lock(root);
 
   boost::json::array rows;
   for (const auto& dir : steps) {
@@ -43,12 +44,12 @@ int run_ls(const cairn::Comm& comm, const LsOptions& options) {
 
   if (options.json) {
     boost::json::object out = {{"root", root.string()}, {"steps", rows}};
-    out["locked_by"] = lock ? boost::json::value(*lock) : boost::json::value(nullptr);
+    out["lock"] = lock ? boost::json::value(lock->json()) : boost::json::value(nullptr);
     fmt::print("{}\n", pretty_json(out));
     return kOk;
   }
   fmt::print("{}: {} step director{}{}\n", root.string(), steps.size(),
-             steps.size() == 1 ? "y" : "ies", lock ? "; locked by " + *lock : std::string());
+             steps.size() == 1 ? "y" : "ies", lock ? "; locked by " + lock->text() : std::string());
   if (rows.empty()) return kOk;
   fmt::print("{:>10}  {:<13}  {:<20}  {:>10}  {:<16}  {}\n", "STEP", "STATUS", "TIME", "SIZE",
              "ITEMS", "METRICS");

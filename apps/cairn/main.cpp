@@ -4,18 +4,22 @@
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
+#include <cairn/config.hpp>
 #include <cairn/error.hpp>
 #include <cairn/log.hpp>
+#include <cairn/manager.hpp>
 #include <cairn/storage.hpp>
 
 #include <cstdio>
 #include <cstdlib>
+#include <fmt/format.h>
 #include <functional>
 #include <string>
 
 #include "commands.hpp"
 
 namespace {
+using namespace cairn_tool;
 
 // Accepts the name of a storage format this build of cairn can write.
 const CLI::Validator available_format(
@@ -24,6 +28,124 @@ const CLI::Validator available_format(
       return format ? cairn::storage_format_unavailable(*format) : std::string();
     },
     "");
+
+// `cairn --version`: the library's version and the versions of what it writes.
+std::string version_text() {
+  const auto versions = cairn::format_versions();
+  std::string formats;
+  for (const auto format : {cairn::StorageFormat::posix, cairn::StorageFormat::hdf5}) {
+    if (!cairn::storage_format_available(format)) continue;
+    formats += (formats.empty() ? "" : ", ") + std::string(cairn::storage_format_name(format));
+  }
+  return fmt::format(
+      "cairn {}\non-disk format versions: cairn-step.json {}, cairn-tree.json {}, "
+      "cairn-root.json {}\nstorage formats: {}",
+      CAIRN_VERSION_STRING, versions.step, versions.tree, versions.root, formats);
+}
+
+// What the subcommands were given on the command line.
+struct Options {
+  cairn_tool::LsOptions ls;
+  cairn_tool::InspectOptions inspect;
+  cairn_tool::VerifyOptions verify;
+  cairn_tool::DiffOptions diff;
+  cairn_tool::ConvertOptions convert;
+  cairn_tool::GcOptions gc;
+  cairn_tool::DumpOptions dump;
+};
+using Command = std::function<int(const cairn::Comm&)>;
+
+// The subcommands ls, inspect and dump: read a root or a checkpoint.
+void add_reading_commands(CLI::App& app, Options& o, Command& command) {
+  auto* ls_cmd = app.add_subcommand("ls",
+                                    "List the steps of a checkpoint root: status "
+                                    "(committed, incomplete, being deleted), time, size, "
+                                    "items, metrics");
+  ls_cmd->add_option("ROOT", o.ls.root, "Checkpoint root")->required();
+  ls_cmd->add_flag("--json", o.ls.json, "Print JSON instead of a table");
+  ls_cmd->callback([&] { command = [&](const cairn::Comm& c) { return run_ls(c, o.ls); }; });
+
+  auto* inspect_cmd = app.add_subcommand(
+      "inspect",
+      "Describe a checkpoint: leaf paths, dtypes, global shapes, shard counts, bytes, "
+      "formats; JSON items in full");
+  inspect_cmd->add_option("CHECKPOINT", o.inspect.checkpoint, "Checkpoint directory")->required();
+  inspect_cmd->add_option("ITEM", o.inspect.item, "Only this item");
+  inspect_cmd->add_flag("--json", o.inspect.json, "Print JSON instead of text");
+  inspect_cmd->callback(
+      [&] { command = [&](const cairn::Comm& c) { return run_inspect(c, o.inspect); }; });
+
+  auto* dump_cmd = app.add_subcommand(
+      "dump",
+      "Print the values of leaves (all when none is named), or their min/max/mean with "
+      "--stats; any format, any number of ranks");
+  dump_cmd->add_option("CHECKPOINT", o.dump.checkpoint, "Checkpoint directory")->required();
+  dump_cmd->add_option("LEAF", o.dump.leaves,
+                       "Leaf path as `cairn diff` names it (item/leaf), an item or a group");
+  dump_cmd->add_option("--slice", o.dump.slice,
+                       "Part of the array per dimension: start:stop or an index, e.g. 0:10,5 "
+                       "(negative counts from the end; missing dimensions are whole)");
+  dump_cmd->add_flag("--stats", o.dump.stats, "Print min, max and mean instead of the values");
+  dump_cmd->add_flag("-q,--quiet", o.dump.quiet, "No progress bar");
+  dump_cmd->add_flag("--json", o.dump.json, "Print JSON instead of text");
+  dump_cmd->callback([&] { command = [&](const cairn::Comm& c) { return run_dump(c, o.dump); }; });
+}
+
+// The subcommands verify and diff.
+void add_checking_commands(CLI::App& app, Options& o, Command& command) {
+  auto* verify_cmd = app.add_subcommand(
+      "verify",
+      "Re-read every shard and check checksums and metadata; exit 1 when anything is "
+      "damaged");
+  verify_cmd->add_option("TARGET", o.verify.target, "A checkpoint, or a root (every step)")
+      ->required();
+  verify_cmd->add_flag("-q,--quiet", o.verify.quiet, "Print only problems and the verdict");
+  verify_cmd->add_flag("--json", o.verify.json, "Print JSON instead of text");
+  verify_cmd->callback(
+      [&] { command = [&](const cairn::Comm& c) { return run_verify(c, o.verify); }; });
+
+  auto* diff_cmd = app.add_subcommand(
+      "diff",
+      "Compare two checkpoints leaf by leaf (equal, max abs/rel difference, shape or "
+      "dtype change); exit 1 when they differ");
+  diff_cmd->add_option("A", o.diff.a, "First checkpoint")->required();
+  diff_cmd->add_option("B", o.diff.b, "Second checkpoint")->required();
+  diff_cmd->add_flag("--brief", o.diff.brief, "Print only what differs");
+  diff_cmd->add_flag("-q,--quiet", o.diff.quiet, "As --brief, and no progress bar");
+  diff_cmd->add_flag("--json", o.diff.json, "Print JSON instead of text");
+  diff_cmd->callback([&] {
+    o.diff.brief = o.diff.brief || o.diff.quiet;
+    command = [&](const cairn::Comm& c) { return run_diff(c, o.diff); };
+  });
+}
+
+// The subcommands convert and gc: write or remove.
+void add_writing_commands(CLI::App& app, Options& o, Command& command) {
+  auto* convert_cmd = app.add_subcommand(
+      "convert", "Rewrite a checkpoint with its arrays in another format (parallel under mpirun)");
+  convert_cmd->add_option("SRC", o.convert.source, "Checkpoint to read")->required();
+  convert_cmd->add_option("DST", o.convert.destination, "New checkpoint directory")->required();
+  convert_cmd->add_option("--format", o.convert.format, "Format of the array leaves")
+      ->required()
+      ->check(CLI::IsMember({"hdf5", "posix"}))
+      ->check(available_format);
+  convert_cmd->add_flag("--force", o.convert.force, "Replace DST when it exists");
+  convert_cmd->add_flag("-q,--quiet", o.convert.quiet, "No progress bar");
+  convert_cmd->add_flag("--json", o.convert.json, "Print JSON instead of text");
+  convert_cmd->callback(
+      [&] { command = [&](const cairn::Comm& c) { return run_convert(c, o.convert); }; });
+
+  auto* gc_cmd = app.add_subcommand(
+      "gc",
+      "Remove what unfinished saves and deletes left in a root (temporary directories, "
+      "steps being deleted or moved aside)");
+  gc_cmd->add_option("ROOT", o.gc.root, "Checkpoint root")->required();
+  gc_cmd->add_flag("-n,--dry-run", o.gc.dry_run, "Only say what would be removed");
+  gc_cmd->add_flag("--force", o.gc.force,
+                   "Also when a job holds the root's lock (a stale lock never blocks gc)");
+  gc_cmd->add_flag("--json", o.gc.json, "Print JSON instead of text");
+  gc_cmd->callback([&] { command = [&](const cairn::Comm& c) { return run_gc(c, o.gc); }; });
+}
 
 }  // namespace
 
@@ -42,70 +164,13 @@ int main(int argc, char** argv) {
       "parallel verify, diff and convert.",
       "cairn"};
   app.require_subcommand(1);
-  std::function<int(const cairn::Comm&)> command;
+  app.set_version_flag("--version", version_text(), "Print the library and format versions");
+  Command command;
 
-  LsOptions ls;
-  auto* ls_cmd = app.add_subcommand("ls",
-                                    "List the steps of a checkpoint root: status "
-                                    "(committed, incomplete, being deleted), time, size, "
-                                    "items, metrics");
-  ls_cmd->add_option("ROOT", ls.root, "Checkpoint root")->required();
-  ls_cmd->add_flag("--json", ls.json, "Print JSON instead of a table");
-  ls_cmd->callback([&] { command = [&](const cairn::Comm& c) { return run_ls(c, ls); }; });
-
-  InspectOptions inspect;
-  auto* inspect_cmd = app.add_subcommand(
-      "inspect",
-      "Describe a checkpoint: leaf paths, dtypes, global shapes, shard counts, bytes, "
-      "formats; JSON items in full");
-  inspect_cmd->add_option("CHECKPOINT", inspect.checkpoint, "Checkpoint directory")->required();
-  inspect_cmd->add_option("ITEM", inspect.item, "Only this item");
-  inspect_cmd->add_flag("--json", inspect.json, "Print JSON instead of text");
-  inspect_cmd->callback(
-      [&] { command = [&](const cairn::Comm& c) { return run_inspect(c, inspect); }; });
-
-  VerifyOptions verify;
-  auto* verify_cmd = app.add_subcommand(
-      "verify",
-      "Re-read every shard and check checksums and metadata; exit 1 when anything is "
-      "damaged");
-  verify_cmd->add_option("TARGET", verify.target, "A checkpoint, or a root (every step)")
-      ->required();
-  verify_cmd->add_flag("-q,--quiet", verify.quiet, "Print only problems and the verdict");
-  verify_cmd->callback(
-      [&] { command = [&](const cairn::Comm& c) { return run_verify(c, verify); }; });
-
-  DiffOptions diff;
-  auto* diff_cmd = app.add_subcommand(
-      "diff",
-      "Compare two checkpoints leaf by leaf (equal, max abs/rel difference, shape or "
-      "dtype change); exit 1 when they differ");
-  diff_cmd->add_option("A", diff.a, "First checkpoint")->required();
-  diff_cmd->add_option("B", diff.b, "Second checkpoint")->required();
-  diff_cmd->add_flag("--brief", diff.brief, "Print only what differs");
-  diff_cmd->callback([&] { command = [&](const cairn::Comm& c) { return run_diff(c, diff); }; });
-
-  ConvertOptions convert;
-  auto* convert_cmd = app.add_subcommand(
-      "convert", "Rewrite a checkpoint with its arrays in another format (parallel under mpirun)");
-  convert_cmd->add_option("SRC", convert.source, "Checkpoint to read")->required();
-  convert_cmd->add_option("DST", convert.destination, "New checkpoint directory")->required();
-  convert_cmd->add_option("--format", convert.format, "Format of the array leaves")
-      ->required()
-      ->check(CLI::IsMember({"hdf5", "posix"}))
-      ->check(available_format);
-  convert_cmd->callback(
-      [&] { command = [&](const cairn::Comm& c) { return run_convert(c, convert); }; });
-
-  GcOptions gc;
-  auto* gc_cmd = app.add_subcommand(
-      "gc",
-      "Remove what unfinished saves and deletes left in a root (temporary directories, "
-      "steps being deleted or moved aside)");
-  gc_cmd->add_option("ROOT", gc.root, "Checkpoint root")->required();
-  gc_cmd->add_flag("-n,--dry-run", gc.dry_run, "Only say what would be removed");
-  gc_cmd->add_flag("--force", gc.force, "Also when a job holds the root's lock");
-  gc_cmd->callback([&] { command = [&](const cairn::Comm& c) { return run_gc(c, gc); }; });
+  Options options;
+  add_reading_commands(app, options, command);
+  add_checking_commands(app, options, command);
+  add_writing_commands(app, options, command);
 
   int code = kOk;
   try {

@@ -1,6 +1,4 @@
 // cairn verify CHECKPOINT|ROOT: re-read everything and report what is damaged.
-#include <unistd.h>
-
 #include <boost/json.hpp>
 #include <cairn/checkpointer.hpp>
 #include <cairn/handlers.hpp>
@@ -12,30 +10,10 @@
 
 #include "checkpoint_dir.hpp"
 #include "commands.hpp"
+#include "progress.hpp"
 
 namespace cairn_tool {
 namespace {
-
-// Progress of the primary rank: a bar on a terminal, nothing otherwise (plain lines are
-// printed per item instead).
-class Progress {
- public:
-  explicit Progress(bool enabled) : enabled_(enabled && ::isatty(STDERR_FILENO) == 1) {}
-  void update(const std::string& label, std::size_t done, std::size_t total) const {
-    if (!enabled_) return;
-    constexpr std::size_t kWidth = 30;
-    const std::size_t filled = total == 0 ? kWidth : done * kWidth / total;
-    fmt::print(stderr, "\r  [{}{}] {}/{} shards  {}\033[K", std::string(filled, '#'),
-               std::string(kWidth - filled, ' '), done, total, label);
-    std::fflush(stderr);
-  }
-  void clear() const {
-    if (enabled_) fmt::print(stderr, "\r\033[K");
-  }
-
- private:
-  bool enabled_;
-};
 
 struct ItemResult {
   std::vector<std::string> problems;
@@ -85,7 +63,7 @@ ItemResult verify_item(const cairn::Comm& comm, const Item& item, const Progress
   if (item.type == kArrayTree) {
     const auto report =
         cairn::verify_tree(comm, item.dir, [&](std::size_t done, std::size_t total) {
-          if (comm.is_primary()) progress.update(label, done, total);
+          progress.update(label, done, total, "shards");
         });
     progress.clear();
     return {report.problems, report.shards, report.bytes};
@@ -102,10 +80,11 @@ ItemResult verify_item(const cairn::Comm& comm, const Item& item, const Progress
           0};
 }
 
-// Verifies one checkpoint; returns whether it is intact.
-bool verify_checkpoint(const cairn::Comm& comm, const std::filesystem::path& path,
-                       const VerifyOptions& options) {
-  const bool say = comm.is_primary();
+// Verifies one checkpoint: {"path", "ok", "items": [...], "shards", "bytes", "problems"}.
+// Prints the text report unless options.json.
+boost::json::object verify_checkpoint(const cairn::Comm& comm, const std::filesystem::path& path,
+                                      const VerifyOptions& options) {
+  const bool say = comm.is_primary() && !options.json;
   const Checkpoint ckpt = read_checkpoint(path);
   std::vector<std::string> problems = ckpt.problems;
   if (!ckpt.committed) {
@@ -123,9 +102,10 @@ bool verify_checkpoint(const cairn::Comm& comm, const std::filesystem::path& pat
     }
   }
   if (ckpt.items.empty()) problems.push_back("no item found");
-  const Progress progress(!options.quiet);
+  const Progress progress(!options.quiet && !options.json, comm.is_primary());
   std::size_t shards = 0;
   std::uint64_t bytes = 0;
+  boost::json::array items;
   for (const auto& item : ckpt.items) {
     const std::string label = fmt::format("{}/{}", path.filename().string(), item.name);
     const ItemResult result = verify_item(comm, item, progress, label);
@@ -136,6 +116,11 @@ bool verify_checkpoint(const cairn::Comm& comm, const std::filesystem::path& pat
                  result.shards == 1 ? "" : "s", human_bytes(result.bytes),
                  result.problems.empty() ? "ok" : "DAMAGED");
     }
+    items.push_back({{"name", item.label()},
+                     {"type", item.type},
+                     {"shards", result.shards},
+                     {"bytes", result.bytes},
+                     {"ok", result.problems.empty()}});
     for (const auto& p : result.problems) problems.push_back(item.label() + ": " + p);
   }
   if (say) {
@@ -149,14 +134,19 @@ bool verify_checkpoint(const cairn::Comm& comm, const std::filesystem::path& pat
     }
     std::fflush(stdout);
   }
-  return problems.empty();
+  return {{"path", path.string()},
+          {"ok", problems.empty()},
+          {"items", std::move(items)},
+          {"shards", shards},
+          {"bytes", bytes},
+          {"problems", boost::json::value_from(problems)}};
 }
 
-// Whether the root needs cairn-root.json and it is missing or damaged (reported on the
-// primary). A CheckpointManager writes that file and records "custom.metrics" in every step's
+// Why the root's cairn-root.json is missing or damaged when the root needs one, or an empty
+// string. A CheckpointManager writes that file and records "custom.metrics" in every step's
 // cairn-step.json; steps saved with a plain Checkpointer have neither, which is no damage.
-bool root_metadata_damaged(const cairn::Comm& comm, const std::filesystem::path& root,
-                           const std::vector<cairn::StepDirectory>& steps) {
+std::string root_metadata_problem(const std::filesystem::path& root,
+                                  const std::vector<cairn::StepDirectory>& steps) {
   const auto file = root / "cairn-root.json";
   std::error_code ec;
   bool needed = std::filesystem::exists(file, ec);
@@ -172,63 +162,83 @@ bool root_metadata_damaged(const cairn::Comm& comm, const std::filesystem::path&
     const auto* custom = step.if_contains("custom");
     needed = custom != nullptr && custom->is_object() && custom->as_object().contains("metrics");
   }
-  if (!needed) return false;
-  std::string error;
+  if (!needed) return {};
   try {
     (void)cairn::read_root_metadata(root);
-    return false;
+    return {};
   } catch (const cairn::Error& e) {
-    error = e.what();
+    return fmt::format("{} (the root metadata of the CheckpointManager that wrote these steps)",
+                       e.what());
   }
-  if (comm.is_primary()) {
-    fmt::print(
-        "{}: DAMAGED\n  - {} (the root metadata of the CheckpointManager that wrote "
-        "these steps)\n",
-        root.string(), error);
-  }
-  return true;
 }
 
 }  // namespace
 
 int run_verify(const cairn::Comm& comm, const VerifyOptions& options) {
   const std::filesystem::path target = options.target;
+  const bool say = comm.is_primary() && !options.json;
   std::error_code ec;
   if (!std::filesystem::is_directory(target, ec)) {
     if (comm.is_primary())
       fmt::print(stderr, "cairn verify: '{}' is not a directory\n", target.string());
     return kFailed;
   }
-  if (is_checkpoint_dir(target)) return verify_checkpoint(comm, target, options) ? kOk : kFound;
-
+  if (is_checkpoint_dir(target)) {
+    const auto report = verify_checkpoint(comm, target, options);
+    if (options.json && comm.is_primary()) fmt::print("{}\n", pretty_json(report));
+    return report.at("ok").as_bool() ? kOk : kFound;
+  }
   // A root: every committed step, and every step directory that claims to be one.
   const auto steps = cairn::list_step_directories(target);
-  const int root_damaged = root_metadata_damaged(comm, target, steps) ? 1 : 0;
+  if (steps.empty() && !std::filesystem::exists(target / "cairn-root.json", ec)) {
+    if (comm.is_primary()) {
+      fmt::print(stderr,
+                 "cairn verify: '{}' is not a cairn root: it holds no checkpoint (no step "
+                 "directory, no cairn-root.json) and is not a checkpoint itself (no {} or {})\n",
+                 target.string(), cairn::kStepMetadataFile, cairn::kCommitMarker);
+    }
+    return kFailed;
+  }
+  const std::string root_problem = root_metadata_problem(target, steps);
+  if (say && !root_problem.empty())
+    fmt::print("{}: DAMAGED\n  - {}\n", target.string(), root_problem);
   int checked = 0;
   int damaged = 0;
+  boost::json::array checkpoints;
+  boost::json::array skipped;
   for (const auto& dir : steps) {
-    if (dir.status == cairn::StepStatus::quarantined) {
-      // Known to be damaged: a restart moved it aside. `cairn verify <path>` checks it alone.
-      if (comm.is_primary() && !options.quiet) {
-        fmt::print("{}: skipped (quarantined: it did not restore)\n", dir.path.string());
-      }
-      continue;
-    }
-    if (dir.temporary) {
-      if (comm.is_primary() && !options.quiet) {
-        fmt::print("{}: skipped ({}; `cairn gc` removes it)\n", dir.path.string(),
-                   cairn::step_status_name(dir.status));
-      }
+    if (dir.status == cairn::StepStatus::quarantined || dir.temporary) {
+      // Quarantined: known to be damaged, a restart moved it aside (`cairn verify <path>`
+      // checks it alone). Temporary: leftovers of unfinished work.
+      const std::string why = dir.temporary ? fmt::format("{}; `cairn gc` removes it",
+                                                          cairn::step_status_name(dir.status))
+                                            : std::string("quarantined: it did not restore");
+      if (say && !options.quiet) fmt::print("{}: skipped ({})\n", dir.path.string(), why);
+      skipped.push_back({{"path", dir.path.string()}, {"why", why}});
       continue;
     }
     ++checked;
-    if (!verify_checkpoint(comm, dir.path, options)) ++damaged;
+    auto report = verify_checkpoint(comm, dir.path, options);
+    if (!report.at("ok").as_bool()) ++damaged;
+    checkpoints.push_back(std::move(report));
   }
-  if (comm.is_primary()) {
+  const bool ok = damaged == 0 && root_problem.empty();
+  if (comm.is_primary() && options.json) {
+    const boost::json::object out = {
+        {"root", target.string()},
+        {"ok", ok},
+        {"checked", checked},
+        {"damaged", damaged},
+        {"root_problem",
+         root_problem.empty() ? boost::json::value(nullptr) : boost::json::value(root_problem)},
+        {"checkpoints", std::move(checkpoints)},
+        {"skipped", std::move(skipped)}};
+    fmt::print("{}\n", pretty_json(out));
+  } else if (say) {
     fmt::print("{}: {} checkpoint{} verified, {} damaged\n", target.string(), checked,
                checked == 1 ? "" : "s", damaged);
   }
-  return damaged + root_damaged == 0 ? kOk : kFound;
+  return ok ? kOk : kFound;
 }
 
 }  // namespace cairn_tool

@@ -74,6 +74,39 @@ struct StepDirectory {
 /// std::bad_alloc.
 [[nodiscard]] std::optional<std::string> root_lock_holder(const std::filesystem::path& root);
 
+/// The lock of a checkpoint root as its file holds it, for tools that report on roots they
+/// do not write.
+struct RootLock {
+  std::filesystem::path file = {};  ///< the lock file (`<root>/cairn.lock`)
+  std::string host = {};            ///< host of the holder; empty when the file lacks it
+  std::int64_t pid = 0;             ///< process id of the holder; 0 when the file lacks it
+  std::string slurm_job_id = {};    ///< Slurm job of the holder; empty outside Slurm
+  /// Whether the holder still runs, judged as a CheckpointManager judges it before taking the
+  /// lock over: false when the holder ran on this host and its process is gone (or its pid
+  /// now belongs to a newer process), true when that process runs, std::nullopt when it cannot
+  /// be told here (another host, a damaged file).
+  std::optional<bool> alive = {};
+  std::string text = {};     ///< the file's content as read (at most 64 KiB)
+  std::string problem = {};  ///< why the file could not be read or parsed; empty when sound
+};
+
+/// Reads the lock of `root` (see RootLock), or std::nullopt when the root is not locked.
+/// Not collective; never throws beyond std::bad_alloc (an unreadable or damaged lock file is
+/// a RootLock with `problem` set).
+[[nodiscard]] std::optional<RootLock> read_root_lock(const std::filesystem::path& root);
+
+/// Versions of the metadata files this build of cairn writes (the newest it reads):
+/// cairn-step.json of a checkpoint, cairn-tree.json of an array tree, cairn-root.json of a
+/// CheckpointManager's root.
+struct FormatVersions {
+  std::int64_t step = 0;  ///< cairn-step.json
+  std::int64_t tree = 0;  ///< cairn-tree.json (the on-disk format version of array trees)
+  std::int64_t root = 0;  ///< cairn-root.json
+};
+
+/// The metadata format versions of this build. Not collective; never throws.
+[[nodiscard]] FormatVersions format_versions() noexcept;
+
 /// Options of a CheckpointManager (Orbax's CheckpointManagerOptions). Aggregate: use
 /// designated initializers. The plain save and preservation fields build the policies unless
 /// a policy object is given.

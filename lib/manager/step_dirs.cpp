@@ -14,7 +14,10 @@
 #include <fmt/format.h>
 #include <fstream>
 
+#include "checkpoint/step_metadata.hpp"
 #include "comm/log.hpp"
+#include "manager/root_metadata.hpp"
+#include "storage/index.hpp"
 #include "storage/posix_file.hpp"
 
 namespace cairn::manager {
@@ -420,30 +423,52 @@ std::vector<StepDirectory> list_step_directories(const std::filesystem::path& ro
   return out;
 }
 
-std::optional<std::string> root_lock_holder(const std::filesystem::path& root) {
-  const auto file = root / manager::kLockFile;
+std::optional<RootLock> read_root_lock(const std::filesystem::path& root) {
+  RootLock lock;
+  lock.file = root / manager::kLockFile;
   std::error_code ec;
-  if (!std::filesystem::exists(file, ec)) return std::nullopt;
-  std::string text;
+  if (!std::filesystem::exists(lock.file, ec)) return std::nullopt;
   try {
-    text = storage::read_small_file(file, 1 << 16);
+    lock.text = storage::read_small_file(lock.file, 1 << 16);
   } catch (const std::exception& e) {
-    return fmt::format("unreadable lock file '{}': {}", file.string(), e.what());
+    lock.problem = fmt::format("unreadable lock file '{}': {}", lock.file.string(), e.what());
+    return lock;
   }
   boost::system::error_code jec;
-  const auto held = boost::json::parse(text, jec);
+  const auto held = boost::json::parse(lock.text, jec);
   const auto* o = held.if_object();
-  if (jec || o == nullptr) return fmt::format("damaged lock file '{}'", file.string());
-  const auto field = [&](const char* key) -> std::string {
+  if (jec || o == nullptr) {
+    lock.problem = fmt::format("damaged lock file '{}'", lock.file.string());
+    return lock;
+  }
+  const auto text = [&](const char* key) -> std::string {
     const auto* v = o->if_contains(key);
-    if (v == nullptr) return "?";
-    if (v->is_string()) return std::string(v->get_string());
-    return boost::json::serialize(*v);
+    return v && v->is_string() ? std::string(v->get_string()) : std::string();
   };
-  std::string holder = fmt::format("host {}, pid {}", field("host"), field("pid"));
-  const std::string job = field("slurm_job_id");
-  if (!job.empty() && job != "?") holder += ", Slurm job " + job;
+  lock.host = text("host");
+  lock.slurm_job_id = text("slurm_job_id");
+  if (const auto* v = o->if_contains("pid"); v && v->is_int64()) lock.pid = v->get_int64();
+  // The judgement acquire_lock() makes before taking a lock over.
+  if (!lock.host.empty() && lock.host == manager::host_name() && lock.pid > 0) {
+    lock.alive = !manager::process_gone(lock.pid, text("start_time"));
+  }
+  return lock;
+}
+
+std::optional<std::string> root_lock_holder(const std::filesystem::path& root) {
+  const auto lock = read_root_lock(root);
+  if (!lock) return std::nullopt;
+  if (!lock->problem.empty()) return lock->problem;
+  std::string holder = fmt::format("host {}, pid {}", lock->host.empty() ? "?" : lock->host,
+                                   lock->pid > 0 ? std::to_string(lock->pid) : "?");
+  if (!lock->slurm_job_id.empty()) holder += ", Slurm job " + lock->slurm_job_id;
   return holder;
+}
+
+FormatVersions format_versions() noexcept {
+  return {.step = checkpoint::kStepFormatVersion,
+          .tree = storage::kTreeFormatVersion,
+          .root = manager::kRootFormatVersion};
 }
 
 }  // namespace cairn

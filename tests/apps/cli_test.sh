@@ -52,7 +52,7 @@ case "$case_name" in
 help)
   run help 0 "$cairn" --help
   expect help "ls"; expect help "verify"; expect help "convert"
-  for sub in ls inspect verify diff convert gc; do
+  for sub in ls inspect verify diff convert gc dump; do
     run "help-$sub" 0 "$cairn" "$sub" --help
     expect "help-$sub" "Usage"
   done
@@ -207,7 +207,9 @@ gc)
   expect gc-dry "would remove 3 directories"
   [ -d root/40.cairn-tmp ] && [ -d root/trash/10 ] || fail "gc --dry-run removed something"
   echo '{"host": "elsewhere", "pid": 1, "slurm_job_id": "77"}' >root/cairn.lock
-  run gc-locked 2 "$cairn" gc root
+  # Slurm says job 77 runs (a stand-in squeue: the test must not depend on a real queue).
+  mkdir -p fakebin && printf '#!/bin/sh\necho RUNNING\n' >fakebin/squeue && chmod +x fakebin/squeue
+  PATH="$work/fakebin:$PATH" run gc-locked 2 "$cairn" gc root
   expect gc-locked "locked by host elsewhere, pid 1, Slurm job 77"
   [ -d root/40.cairn-tmp ] || fail "gc removed something from a locked root"
   run gc 0 "$cairn" gc --force root

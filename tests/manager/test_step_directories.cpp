@@ -1,11 +1,16 @@
-// list_step_directories() and root_lock_holder(): what a root holds in every state a manager
-// leaves it in (committed, being deleted, moved to todelete_subdir, unfinished saves).
+// list_step_directories(), root_lock_holder() and read_root_lock(): what a root holds in every
+// state a manager leaves it in (committed, being deleted, moved to todelete_subdir, unfinished
+// saves).
 #include <cairn/manager.hpp>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
+
+#include <boost/json.hpp>
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "support/test_support.hpp"
 
@@ -76,6 +81,57 @@ TEST(StepDirectories, LockHolderWhileAManagerWrites) {
   const auto damaged = root_lock_holder(root);
   ASSERT_TRUE(damaged.has_value());
   EXPECT_NE(damaged->find("damaged"), std::string::npos) << *damaged;
+}
+
+TEST(StepDirectories, RootLockIsStructuredAndJudged) {
+  Comm comm(MPI_COMM_WORLD);
+  SharedTempDir tmp;
+  const auto root = tmp / "root";
+  char host[256] = {};
+  ASSERT_EQ(::gethostname(host, sizeof(host) - 1), 0);
+  {
+    CheckpointManager manager(comm, root, {.enable_async = false});
+    const auto lock = read_root_lock(root);
+    ASSERT_TRUE(lock.has_value());
+    EXPECT_EQ(lock->host, host);
+    EXPECT_EQ(lock->pid, ::getpid());
+    EXPECT_EQ(lock->alive, std::optional<bool>(true));
+    EXPECT_TRUE(lock->problem.empty()) << lock->problem;
+  }
+  EXPECT_FALSE(read_root_lock(root).has_value());
+  // A process of this host that is gone: the lock is stale, as the manager judges it.
+  long gone = 4194303;  // the largest pid_max of Linux; a free pid below it
+  while (gone > 1 && ::kill(static_cast<pid_t>(gone), 0) == 0) --gone;
+  std::ofstream(root / "cairn.lock") << R"({"host": ")" << host << R"(", "pid": )" << gone
+                                     << R"(, "start_time": "", "slurm_job_id": "12"})";
+  auto lock = read_root_lock(root);
+  ASSERT_TRUE(lock.has_value());
+  EXPECT_EQ(lock->alive, std::optional<bool>(false));
+  EXPECT_EQ(lock->slurm_job_id, "12");
+  // Another host: cannot be told here.
+  std::ofstream(root / "cairn.lock") << R"({"host": "elsewhere", "pid": 1, "slurm_job_id": ""})";
+  lock = read_root_lock(root);
+  ASSERT_TRUE(lock.has_value());
+  EXPECT_FALSE(lock->alive.has_value());
+  std::ofstream(root / "cairn.lock") << "{broken";
+  lock = read_root_lock(root);
+  ASSERT_TRUE(lock.has_value());
+  EXPECT_NE(lock->problem.find("damaged lock file"), std::string::npos) << lock->problem;
+  EXPECT_EQ(lock->text, "{broken");
+  EXPECT_FALSE(lock->alive.has_value());
+}
+
+TEST(StepDirectories, FormatVersionsAreThoseWritten) {
+  Comm comm(MPI_COMM_WORLD);
+  SharedTempDir tmp;
+  const auto root = tmp / "root";
+  save_steps(comm, root, {.enable_async = false}, 0);
+  const auto versions = format_versions();
+  EXPECT_EQ(read_root_metadata(root).at("version").as_int64(), versions.root);
+  EXPECT_EQ(read_step_metadata(root / "0").at("version").as_int64(), versions.step);
+  std::ifstream in(root / "0" / "cairn-tree.json");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(boost::json::parse(text).at("version").as_int64(), versions.tree);
 }
 
 }  // namespace

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Read a cairn checkpoint whose arrays are in format posix, with numpy alone (no cairn).
+
+A cairn array tree is a directory holding ``cairn-tree.json`` (every leaf: path, kind, dtype,
+global shape, and for arrays the shards, each a box of the global array written by one rank)
+and, in format posix, ``shards/p<rank>.bin``: each shard's elements in row-major order,
+little-endian, ``bytes`` bytes at ``byte_offset``. A checkpoint holds ``cairn-step.json``
+(its handler and items) and one such directory per item of kind ``cairn.array_tree``.
+
+    import cairn_posix_reader as cpr
+    items = cpr.read_checkpoint("ckpt/100")      # {"field": {"u": ndarray, "step": 100}, ...}
+    leaves = cpr.read_tree("ckpt/100/field")     # {"u": ndarray, "step": 100}
+
+or from a shell: ``cairn_posix_reader.py CHECKPOINT [LEAF]`` lists the leaves with their dtype
+and shape, or prints one leaf (``item/leaf``).
+
+Arrays come back in the stored, C-order shape: an array saved from Fortran (``"order": "F"``)
+has its dimensions reversed (``a.T`` is the Fortran view). bfloat16 comes back as float32.
+Parts of a sparse array that no rank wrote are zero. The XXH3 checksums of the index are not
+checked here (``cairn verify`` does); leaves in format hdf5 are read with h5py from
+``data.h5`` (dataset at the leaf path), or ``cairn convert --format posix`` first.
+"""
+import json
+import os
+import sys
+
+import numpy
+
+_DTYPES = {
+    "bool": "?", "int8": "<i1", "int16": "<i2", "int32": "<i4", "int64": "<i8",
+    "uint8": "<u1", "uint16": "<u2", "uint32": "<u4", "uint64": "<u8",
+    "float16": "<f2", "bfloat16": "<u2", "float32": "<f4", "float64": "<f8",
+    "complex64": "<c8", "complex128": "<c16",
+}
+
+
+def _result_dtype(name):
+    return numpy.dtype("<f4") if name == "bfloat16" else numpy.dtype(_DTYPES[name])
+
+
+def _decode(raw, name):
+    """Elements read as stored -> numpy values (bfloat16 is the upper half of a float32)."""
+    if name == "bfloat16":
+        return (raw.astype("<u4") << 16).view("<f4")
+    return raw
+
+
+def read_array(tree_dir, leaf):
+    """The global array of one array leaf of cairn-tree.json (a dict), from its shard files."""
+    if leaf.get("format") != "posix":
+        raise ValueError(f"leaf '{leaf['path']}' is in format {leaf.get('format')}: read it "
+                         f"from {os.path.join(tree_dir, 'data.h5')} with h5py")
+    name = leaf["dtype"]
+    stored = numpy.dtype(_DTYPES[name])
+    out = numpy.zeros(leaf["shape"], dtype=_result_dtype(name))
+    for shard in leaf["shards"]:
+        extent = shard["extent"]
+        count = int(numpy.prod(extent, dtype=numpy.int64))
+        if count * stored.itemsize != shard["bytes"]:
+            raise ValueError(f"leaf '{leaf['path']}': shard of rank {shard['rank']} holds "
+                             f"{shard['bytes']} bytes, not {count} elements of {name}")
+        with open(os.path.join(tree_dir, shard["file"]), "rb") as f:
+            f.seek(shard["byte_offset"])
+            data = f.read(shard["bytes"])
+        if len(data) != shard["bytes"]:
+            raise ValueError(f"{shard['file']} is truncated (leaf '{leaf['path']}')")
+        raw = numpy.frombuffer(data, dtype=stored, count=count).reshape(extent)
+        where = tuple(slice(o, o + e) for o, e in zip(shard["offset"], extent))
+        out[where] = _decode(raw, name)
+    return out
+
+
+def _value(leaf):
+    """A scalar, string or JSON leaf's value as Python (scalars with their numpy dtype)."""
+    if leaf["kind"] == "scalar":
+        v = leaf["value"]
+        return _result_dtype(v["dtype"]).type(v["value"])
+    return leaf["value"]
+
+
+def read_tree(tree_dir):
+    """Every leaf of the array tree in `tree_dir`: {path: ndarray or value}."""
+    with open(os.path.join(tree_dir, "cairn-tree.json")) as f:
+        index = json.load(f)
+    if index.get("format") != "cairn-tree" or index.get("version") not in (1, 2):
+        raise ValueError(f"{tree_dir}/cairn-tree.json: not a cairn tree of version 1 or 2")
+    return {leaf["path"]: read_array(tree_dir, leaf) if leaf["kind"] == "array" else _value(leaf)
+            for leaf in index["leaves"]}
+
+
+def _items(path):
+    """(name, handler type, value) of every item of the committed checkpoint at `path`."""
+    if not os.path.exists(os.path.join(path, "COMMITTED")):
+        raise ValueError(f"{path}: no COMMITTED marker, not a committed checkpoint")
+    with open(os.path.join(path, "cairn-step.json")) as f:
+        step = json.load(f)
+    if step["handler"] == "cairn.array_tree":
+        return [("", "cairn.array_tree", read_tree(path))]
+    items = []
+    for name, kind in sorted(step.get("items", {}).items()):
+        item_dir = os.path.join(path, name)
+        if kind == "cairn.array_tree":
+            items.append((name, kind, read_tree(item_dir)))
+        elif kind == "cairn.json":
+            with open(os.path.join(item_dir, "value.json")) as f:
+                items.append((name, kind, json.load(f)))
+    return items
+
+
+def read_checkpoint(path):
+    """The items of a committed checkpoint: {item: {path: value}} for a composite checkpoint
+    (JSON items as their value; bytes items are left out), {path: value} for one saved with
+    a single tree handler."""
+    items = _items(path)
+    if len(items) == 1 and items[0][0] == "":
+        return items[0][2]
+    return {name: value for name, _, value in items}
+
+
+def _main(argv):
+    if len(argv) not in (2, 3):
+        print(__doc__.split("\n\n")[0], file=sys.stderr)
+        print("usage: cairn_posix_reader.py CHECKPOINT [ITEM/LEAF]", file=sys.stderr)
+        return 2
+    flat = {}
+    for name, kind, value in _items(argv[1]):
+        if kind == "cairn.array_tree":
+            flat.update({(f"{name}/" if name else "") + k: v for k, v in value.items()})
+        else:
+            flat[name] = value
+    if len(argv) == 3:
+        numpy.set_printoptions(threshold=sys.maxsize)
+        print(flat[argv[2]])
+        return 0
+    for name, value in flat.items():
+        desc = f"{value.dtype} {value.shape}" if isinstance(value, numpy.ndarray) else repr(value)
+        print(f"{name}: {desc}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv))

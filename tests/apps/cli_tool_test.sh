@@ -1,0 +1,308 @@
+#!/usr/bin/env bash
+# Tests of the cairn command-line tool's reports: --version, --json on every command, exit
+# codes for what is not a checkpoint or a root, locks (live, stale, of Slurm jobs),
+# convert --force, progress bars, and `cairn dump` (values, slices, statistics) in every
+# format and on several ranks, checked against h5py and numpy.
+#
+#   cli_tool_test.sh CASE HEAT2D CAIRN MPIEXEC "MPIEXEC FLAGS" WORKDIR HAVE_HDF5
+# CASE: version json exit_codes locks convert_force progress dump dump_stats
+set -uo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+case_name="$1" heat2d="$2" cairn="$3" mpiexec="$4"
+read -r -a flags <<<"$5"
+work="$6/$case_name"
+have_hdf5="$7"
+fmt=posix
+[ "$have_hdf5" = 1 ] && fmt=hdf5
+rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 2
+
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+run() {  # run NAME EXPECTED_STATUS COMMAND...: output in NAME.out, status checked
+  local name="$1" expected="$2"
+  shift 2
+  "$@" >"$name.out" 2>&1
+  local status=$?
+  if [ "$status" -ne "$expected" ]; then
+    fail "$name: exit status $status, expected $expected ($*)"
+    sed 's/^/    /' "$name.out"
+  fi
+}
+# run_json NAME EXPECTED_STATUS COMMAND...: as run, stdout alone in NAME.out (JSON).
+run_json() {
+  local name="$1" expected="$2"
+  shift 2
+  "$@" >"$name.out" 2>"$name.err"
+  local status=$?
+  if [ "$status" -ne "$expected" ]; then
+    fail "$name: exit status $status, expected $expected ($*)"
+    sed 's/^/    /' "$name.out" "$name.err"
+  fi
+}
+expect() { grep -qF -- "$2" "$1.out" || { fail "$1: output lacks '$2'"; sed 's/^/    /' "$1.out"; }; }
+reject() {
+  if grep -qF -- "$2" "$1.out"; then fail "$1: output contains '$2'"; sed 's/^/    /' "$1.out"; fi
+}
+mpi() { local n="$1"; shift; "$mpiexec" -n "$n" "${flags[@]}" "$@"; }
+simulate() {  # simulate DIR RANKS FORMAT [STEPS]
+  mpi "$2" "$heat2d" --nx 48 --ny 40 --steps "${4:-30}" --save-every 10 --max-to-keep 5 \
+    --format "$3" --checkpoint-dir "$1" --quiet >"$1.log" 2>&1 || { cat "$1.log"; exit 2; }
+}
+json_check() {  # json_check NAME PYTHON-EXPRESSION over `d`
+  /usr/bin/python3 -c "import json,sys; d=json.load(open('$1.out')); sys.exit(0 if ($2) else 1)" ||
+    { fail "$1: JSON check failed: $2"; sed 's/^/    /' "$1.out"; }
+}
+# A fake squeue: job 77 runs, 88 is unknown to Slurm, 99 has completed, others: no controller.
+fake_squeue() {
+  mkdir -p fakebin
+  cat >fakebin/squeue <<'SQ'
+#!/bin/sh
+for a in "$@"; do case "$a" in
+  77) echo RUNNING; exit 0 ;;
+  88) echo "slurm_load_jobs error: Invalid job id specified"; exit 1 ;;
+  99) echo COMPLETED; exit 0 ;;
+esac; done
+echo "slurm_load_jobs error: Unable to contact slurm controller (connect failure)"; exit 1
+SQ
+  chmod +x fakebin/squeue
+}
+
+case "$case_name" in
+version)
+  run version 0 "$cairn" --version
+  grep -Eq '^cairn [0-9]+\.[0-9]+\.[0-9]+' version.out || fail "version: no 'cairn X.Y.Z' line"
+  expect version "cairn-step.json 1"; expect version "cairn-tree.json 2"
+  expect version "cairn-root.json 1"; expect version "posix"
+  if [ "$have_hdf5" = 1 ]; then expect version "hdf5"; else reject version "hdf5"; fi
+  ;;
+
+json)
+  simulate a 2 "$fmt"
+  simulate b 1 posix
+  run_json verify 0 "$cairn" verify --json a/30
+  json_check verify "d['ok'] and d['path'] == 'a/30' and [i['name'] for i in d['items']] == ['field', 'run'] and d['shards'] == 2"
+  run_json verify-root 0 mpi 2 "$cairn" verify --json a
+  json_check verify-root "d['ok'] and d['checked'] == 4 and d['damaged'] == 0 and len(d['checkpoints']) == 4"
+  truncate -s 100 b/30/field/shards/p0.bin
+  run_json verify-damaged 1 "$cairn" verify --json b
+  json_check verify-damaged "not d['ok'] and d['damaged'] == 1 and any('p0.bin' in p for c in d['checkpoints'] for p in c['problems'])"
+  run_json diff 1 mpi 2 "$cairn" diff --json a/10 a/30
+  json_check diff "d['differences'] >= 2 and any(e['what'] == 'field/u' and not e['equal'] and e['max_abs_diff'] > 0 for e in d['leaves'])"
+  run_json diff-same 0 "$cairn" diff --json a/30 a/30
+  json_check diff-same "d['differences'] == 0 and all(e['equal'] for e in d['leaves'])"
+  run_json convert 0 mpi 2 "$cairn" convert --json a/30 c --format posix
+  json_check convert "d['destination'] == 'c' and d['format'] == 'posix' and d['ranks'] == 2"
+  cp -r a/30 a/40.cairn-tmp
+  run_json gc 0 "$cairn" gc --json --dry-run a
+  json_check gc "d['dry_run'] and d['removed'] == 1 and d['directories'][0]['action'] == 'would remove' and d['lock'] is None"
+  run_json dump 0 "$cairn" dump --json a/30 field/step
+  json_check dump "d['leaves'][0]['value'] == 30"
+  ;;
+
+exit_codes)
+  simulate root 1 posix 10
+  mkdir empty other && echo text >a-file && echo x >other/notes.txt
+  for target in does-not-exist a-file root empty other; do
+    run "inspect-$target" 2 "$cairn" inspect "$target"
+    expect "inspect-$target" "$target"
+  done
+  expect inspect-does-not-exist "does not exist"; expect inspect-a-file "is a file"
+  expect inspect-root "cairn ls root"; expect inspect-empty "not a cairn checkpoint"
+  run inspect-ok 0 "$cairn" inspect root/10
+  for target in empty other; do
+    run "verify-$target" 2 mpi 2 "$cairn" verify "$target"
+    expect "verify-$target" "not a cairn root"; reject "verify-$target" "0 checkpoints verified"
+  done
+  run verify-file 2 "$cairn" verify a-file
+  run dump-root 2 "$cairn" dump root
+  expect dump-root "cairn ls root"
+  ;;
+
+locks)
+  fake_squeue
+  export PATH="$work/fakebin:$PATH"
+  simulate root 1 posix 20
+  host=$(hostname)
+  dead=$(bash -c 'echo $$')  # a process that has exited
+  leftovers() { cp -r root/20 root/30.cairn-tmp; }
+  lock() { echo "{\"host\": \"$1\", \"pid\": $2, \"start_time\": \"\", \"slurm_job_id\": \"$3\"}" >root/cairn.lock; }
+
+  # A live process on this host (this shell): running, gc refuses.
+  lock "$host" $$ ""
+  run_json ls-live 0 "$cairn" ls --json root
+  json_check ls-live "d['lock']['host'] == '$host' and d['lock']['pid'] == $$ and d['lock']['alive'] is True and not d['lock']['stale'] and d['lock']['slurm_job_id'] is None"
+  leftovers
+  run gc-live 2 "$cairn" gc root
+  expect gc-live "locked by host $host, pid $$"
+  [ -d root/30.cairn-tmp ] || fail "gc removed leftovers of a root a live process holds"
+
+  # A dead process on this host: stale, gc goes on.
+  lock "$host" "$dead" ""
+  run_json ls-dead 0 "$cairn" ls --json root
+  json_check ls-dead "d['lock']['pid'] == $dead and d['lock']['alive'] is False and d['lock']['stale']"
+  run ls-dead-text 0 "$cairn" ls root
+  expect ls-dead-text "STALE"
+  run gc-dead 0 "$cairn" gc root
+  expect gc-dead "stale"; expect gc-dead "removed 1 directory"
+  [ ! -e root/30.cairn-tmp ] || fail "a stale lock blocked gc"
+
+  # Slurm jobs on another host, as squeue reports them.
+  for job in 77 88 99 55; do
+    lock elsewhere 4242 "$job"
+    run_json "ls-slurm-$job" 0 "$cairn" ls --json root
+  done
+  json_check ls-slurm-77 "d['lock']['slurm_job_id'] == '77' and d['lock']['alive'] is True"
+  json_check ls-slurm-88 "d['lock']['alive'] is False and d['lock']['stale']"
+  json_check ls-slurm-99 "d['lock']['alive'] is False and 'COMPLETED' in d['lock']['why']"
+  json_check ls-slurm-55 "d['lock']['alive'] is None and not d['lock']['stale']"
+  lock elsewhere 4242 77; leftovers
+  run gc-slurm-running 2 "$cairn" gc root
+  lock elsewhere 4242 55
+  run gc-slurm-unknown 2 "$cairn" gc root
+  lock elsewhere 4242 88
+  run gc-slurm-gone 0 "$cairn" gc root
+  [ ! -e root/30.cairn-tmp ] || fail "the lock of a Slurm job that is gone blocked gc"
+  # Another host outside Slurm: cannot be told, gc refuses.
+  lock elsewhere 4242 ""; leftovers
+  run gc-other-host 2 "$cairn" gc root
+  # A damaged lock: an object with the problem and the raw text.
+  echo 'not a lock' >root/cairn.lock
+  run_json ls-damaged 0 "$cairn" ls --json root
+  json_check ls-damaged "'damaged lock file' in d['lock']['problem'] and d['lock']['text'].startswith('not a lock') and d['lock']['alive'] is None"
+  ;;
+
+convert_force)
+  simulate src 2 "$fmt"
+  run convert 0 "$cairn" convert src/30 dst --format posix
+  run convert-exists 2 "$cairn" convert src/10 dst --format posix
+  expect convert-exists "already exists"; expect convert-exists "--force"
+  reject convert-exists "force = true"
+  run convert-force 0 mpi 2 "$cairn" convert --force src/10 dst --format posix
+  run diff-forced 0 "$cairn" diff src/10 dst
+  run convert-self 2 "$cairn" convert --force src/30 src/30 --format posix
+  expect convert-self "same checkpoint"
+  run verify-src 0 "$cairn" verify src/30
+  ;;
+
+progress)
+  simulate a 2 "$fmt"
+  # `script` gives the tool a terminal, where the bar is drawn (and only there).
+  tty() { local name="$1"; shift; script -qec "$*" /dev/null >"$name.out" 2>&1; }
+  for cmd in "verify a/30" "diff a/10 a/30" "convert a/30 conv --format posix" \
+             "dump a/30 field/u --stats"; do
+    name=$(echo "$cmd" | cut -d' ' -f1)
+    tty "$name" "$cairn" "$cmd"
+    expect "$name" "] "; expect "$name" "#"
+    tty "$name-quiet" "$cairn" "$cmd" -q
+    reject "$name-quiet" "#"
+    rm -rf conv
+  done
+  expect diff "field/u"; expect convert "reading field"; expect dump "field/u"
+  # Not a terminal: no bar.
+  run diff-pipe 1 "$cairn" diff a/10 a/30
+  reject diff-pipe "#"
+  ;;
+
+dump)
+  simulate h 2 "$fmt"
+  run convert 0 "$cairn" convert h/30 p --format posix
+  # Every element of field/u, printed by 1 and 3 ranks from either format, equals what an
+  # independent reader gets (h5py from data.h5, else the posix checkpoint on 1 rank).
+  for n in 1 3; do
+    for src in h/30 p; do
+      run_json "dump-$n-$(basename "$src")" 0 mpi "$n" "$cairn" dump --json "$src" field/u
+    done
+  done
+  json_check dump-1-p "d['leaves'][0]['shape'] == [40, 48] and len(d['leaves'][0]['values']) == 40 and len(d['leaves'][0]['values'][0]) == 48"
+  for out in dump-3-p dump-1-30 dump-3-30; do
+    /usr/bin/python3 -c "
+import json, sys
+a, b = (json.load(open(f + '.out'))['leaves'] for f in ('dump-1-p', '$out'))
+sys.exit(0 if a == b else 1)" || fail "$out differs from dump-1-p"
+  done
+  if [ "$have_hdf5" = 1 ]; then
+    /usr/bin/python3 -c "
+import json, h5py, numpy, sys
+d = json.load(open('dump-3-30.out'))['leaves'][0]['values']
+u = h5py.File('h/30/field/data.h5', 'r')['u'][...]
+sys.exit(0 if numpy.array_equal(numpy.array(d), u) else 1)" || fail "dump differs from h5py"
+  fi
+  # Slices: ranges, an index, negatives, missing dimensions.
+  run_json slice 0 mpi 2 "$cairn" dump --json p field/u --slice 38:,-3
+  json_check slice "d['leaves'][0]['slice'] == {'offset': [38, 45], 'extent': [2, 1]}"
+  /usr/bin/python3 -c "
+import json, sys
+full = json.load(open('dump-1-p.out'))['leaves'][0]['values']
+part = json.load(open('slice.out'))['leaves'][0]['values']
+sys.exit(0 if part == [[full[38][45]], [full[39][45]]] else 1)" || fail "slice values wrong"
+  run_json slice-rows 0 "$cairn" dump --json p field/u --slice 3
+  json_check slice-rows "d['leaves'][0]['slice'] == {'offset': [3, 0], 'extent': [1, 48]}"
+  run text 0 mpi 2 "$cairn" dump p field/u --slice 0:2,0:3
+  expect text "field/u float64 (40, 48)"; expect text "(0,0) "; expect text "(1,0) "
+  run scalar 0 "$cairn" dump p field/step
+  expect scalar "= 30"
+  run item 0 "$cairn" dump p run
+  expect item '"nx":48'
+  for bad in "0:100" "1,2,3" "a:b" "5:5" "-41"; do
+    run "bad-slice-$bad" 2 "$cairn" dump p field/u --slice "$bad"
+    expect "bad-slice-$bad" "--slice"
+  done
+  # Other dtypes, a replicated leaf, strings: the format-version-1 samples.
+  samples=posix
+  [ "$have_hdf5" = 1 ] && samples="posix hdf5"
+  for sample in $samples; do
+    run "v1-$sample" 0 mpi 2 "$cairn" dump "$here/../data/v1/$sample"
+    expect "v1-$sample" "(0) -30 -20 -10 0 10 20 30"; expect "v1-$sample" "(0) 1 1.25 1.5 1.75"
+    expect "v1-$sample" "(5,0) 500 501 502 503 504"; expect "v1-$sample" 'run/name (string) = "cairn v1 sample"'
+    run "v1-stats-$sample" 0 mpi 3 "$cairn" dump --stats "$here/../data/v1/$sample"
+    expect "v1-stats-$sample" "particles/ids int32 (7): min -30, max 30, mean 0, 7 elements"
+    expect "v1-stats-$sample" "mesh/weights float32 (4): min 1, max 1.75, mean 1.375"
+  done
+  run_json v1-json 0 "$cairn" dump --json "$here/../data/v1/posix" mesh/weights particles
+  json_check v1-json "[l['values'] for l in d['leaves']] == [[1, 1.25, 1.5, 1.75], [-30, -20, -10, 0, 10, 20, 30]]"
+  run no-leaf 2 "$cairn" dump p field/v
+  expect no-leaf "no leaf 'field/v'"; expect no-leaf "field/u"
+  # Damage is reported, exit 2, never a crash.
+  truncate -s 100 p/field/shards/p0.bin
+  run damaged 2 "$cairn" dump p field/u
+  expect damaged "p0.bin"
+  ;;
+
+dump_stats)
+  simulate h 2 "$fmt"
+  run convert 0 "$cairn" convert h/30 p --format posix
+  for n in 1 2 4; do
+    run_json "stats-$n" 0 mpi "$n" "$cairn" dump --json --stats p
+    run_json "stats-h-$n" 0 mpi "$n" "$cairn" dump --json --stats h/30 field/u
+  done
+  run_json values 0 "$cairn" dump --json p field/u
+  /usr/bin/python3 -c "
+import json, numpy, sys
+u = numpy.array(json.load(open('values.out'))['leaves'][0]['values'])
+ok = True
+for name in ['stats-1', 'stats-2', 'stats-4', 'stats-h-1', 'stats-h-2', 'stats-h-4']:
+    leaves = {l['leaf']: l for l in json.load(open(name + '.out'))['leaves']}
+    s = leaves['field/u']['stats']
+    good = (s['count'] == u.size and s['nan'] == 0 and s['min'] == u.min() and s['max'] == u.max()
+            and abs(s['mean'] - u.mean()) <= 1e-12 * max(1.0, abs(u.mean())))
+    if not good: print(name, s, u.min(), u.max(), u.mean()); ok = False
+sys.exit(0 if ok else 1)" || fail "stats differ from numpy"
+  json_check stats-2 "[l['leaf'] for l in d['leaves']] == ['field/step', 'field/u', 'run']"
+  run_json stats-slice 0 mpi 2 "$cairn" dump --json --stats p field/u --slice 0
+  json_check stats-slice "d['leaves'][0]['stats']['count'] == 48 and d['leaves'][0]['stats']['max'] == 1.0"
+  run stats-text 0 "$cairn" dump --stats p field/u
+  expect stats-text "min 0, max 1, mean "; expect stats-text "1920 elements"
+  ;;
+
+*)
+  echo "cli_tool_test.sh: unknown case '$case_name'" >&2
+  exit 2
+  ;;
+esac
+
+if [ "$failures" -ne 0 ]; then
+  echo "$case_name: $failures check(s) failed"
+  exit 1
+fi
+echo "$case_name: all checks passed"

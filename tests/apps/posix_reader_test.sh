@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# scripts/cairn_posix_reader.py reads posix checkpoints with numpy alone: every array equals
+# what `cairn dump` restores, for a checkpoint of heat2d on 3 ranks (uneven slabs) and for the
+# format-version-1 sample of tests/data/v1 (replicated, int32 and float32 leaves, values).
+#
+#   posix_reader_test.sh READER HEAT2D CAIRN MPIEXEC "MPIEXEC FLAGS" WORKDIR V1_SAMPLE
+set -uo pipefail
+reader="$1" heat2d="$2" cairn="$3" mpiexec="$4"
+read -r -a flags <<<"$5"
+work="$6" v1="$7"
+python=/usr/bin/python3  # Debian's, with numpy
+rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 2
+
+"$mpiexec" -n 3 "${flags[@]}" "$heat2d" --nx 50 --ny 41 --steps 10 --save-every 10 \
+  --format posix --checkpoint-dir root --quiet >heat2d.log 2>&1 || { cat heat2d.log; exit 2; }
+"$cairn" dump --json root/10 >heat2d.json || exit 2
+"$cairn" dump --json "$v1" >v1.json || exit 2
+"$python" "$reader" root/10 >list.out || { cat list.out; exit 1; }
+grep -q "field/u: float64 (41, 50)" list.out || { echo "FAIL: listing"; cat list.out; exit 1; }
+
+"$python" - "$(dirname "$reader")" "$v1" <<'PY'
+import json, sys
+import numpy
+sys.path.insert(0, sys.argv[1])
+import cairn_posix_reader as reader
+
+failures = 0
+def check(what, ok):
+    global failures
+    if not ok:
+        print("FAIL:", what)
+        failures += 1
+
+def leaves(path):
+    return {l["leaf"]: l for l in json.load(open(path))["leaves"]}
+
+items = reader.read_checkpoint("root/10")
+dumped = leaves("heat2d.json")
+u = items["field"]["u"]
+check("heat2d u shape/dtype", u.shape == (41, 50) and u.dtype == numpy.float64)
+check("heat2d u values", numpy.array_equal(u, numpy.array(dumped["field/u"]["values"])))
+check("heat2d step", items["field"]["step"] == dumped["field/step"]["value"] == 10)
+check("heat2d run item", items["run"]["nx"] == 50 and items["run"]["ranks"] == 3)
+
+tree = reader.read_tree(sys.argv[2])
+dumped = leaves("v1.json")
+for path in ("fields/temperature", "mesh/weights", "particles/ids"):
+    expected = numpy.array(dumped[path]["values"], dtype=dumped[path]["dtype"])
+    check(f"v1 {path}", tree[path].dtype == expected.dtype and numpy.array_equal(tree[path], expected))
+check("v1 string", tree["run/name"] == dumped["run/name"]["value"])
+check("v1 scalar", tree["step"] == dumped["step"]["value"])
+check("cairn not imported", not any(m.startswith("cairn") and m != "cairn_posix_reader"
+                                    for m in sys.modules))
+sys.exit(1 if failures else 0)
+PY
+status=$?
+[ "$status" = 0 ] && echo "posix reader: all checks passed"
+exit "$status"
