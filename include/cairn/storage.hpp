@@ -74,6 +74,15 @@ struct TreeSaveOptions {
   std::size_t checksum_chunk_bytes = std::size_t{1} << 20;
 };
 
+/// A rule of TreeRestoreOptions::renames: target leaves whose whole path matches `target`
+/// (an ECMAScript regular expression) are read from the saved leaf `saved`, in which `$1`,
+/// `$2`, ... stand for the groups of the match (Orbax's restore transforms with
+/// `original_key`). Example: {"blocks/(\\d+)/weight", "params/layer$1/w"}.
+struct LeafRename {
+  std::string target;
+  std::string saved;
+};
+
 /// How restore_tree() reads. Aggregate: use designated initializers.
 struct TreeRestoreOptions {
   /// Verify the XXH3-64 checksums of what is read. A rank reads the checksum chunks that
@@ -99,6 +108,15 @@ struct TreeRestoreOptions {
   /// (a larger target pads it). Host targets only: a device target that needs padding is
   /// Unsupported.
   std::map<std::string, Scalar> resize_leaves = {};
+  /// Where each target leaf comes from when the saved tree has another layout (a checkpoint
+  /// of an older version of the program): the first rule whose pattern matches the target
+  /// path names the saved leaf; a target leaf that no rule matches is read from the saved leaf
+  /// of the same path when default_to_original, and is NotFound otherwise (unless optional).
+  /// optional_leaves and resize_leaves name target paths. A pattern that is not a valid
+  /// regular expression, or a saved path that is not a valid leaf path, is InvalidArgument.
+  std::vector<LeafRename> renames = {};
+  /// See renames.
+  bool default_to_original = true;
   /// As TreeSaveOptions::detect_device_memory, for restore targets.
   bool detect_device_memory = false;
   /// Replicated target leaves (every rank wants the whole array) are read by the primary rank

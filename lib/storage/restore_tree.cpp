@@ -10,6 +10,10 @@
 
 #include <array>
 #include <cstring>
+#include <map>
+#include <optional>
+#include <regex>
+#include <utility>
 
 #include "comm/log.hpp"
 #include "cuda/device_leaf.hpp"
@@ -310,7 +314,7 @@ void check_compatible(const LeafRecord& saved, const Leaf& target,
   if (saved.kind != LeafKind::array) return;
   const ArrayShard& shard = target.as_array();
   if (shard.global_shape != saved.shape) {
-    const bool resizable = options.resize_leaves.contains(saved.path);
+    const bool resizable = options.resize_leaves.contains(target.path());
     if (!resizable || shard.global_shape.size() != saved.shape.size()) {
       throw InvalidArgument(fmt::format(
           "leaf '{}' in '{}' has global shape {}, but the restore target has {}{}", saved.path,
@@ -379,6 +383,45 @@ bool beyond(const Box& box, const std::vector<std::int64_t>& shape) {
   return false;
 }
 
+// The saved path of each target path under TreeRestoreOptions::renames; the same on every
+// rank (every rank has the same target structure and options).
+class SavedPaths {
+ public:
+  explicit SavedPaths(const TreeRestoreOptions& options)
+      : default_to_original_(options.default_to_original) {
+    for (const LeafRename& rule : options.renames) {
+      try {
+        rules_.emplace_back(std::regex(rule.target, std::regex::ECMAScript), rule.saved);
+      } catch (const std::regex_error& e) {
+        throw InvalidArgument(fmt::format("renames: '{}' is not a valid regular expression: {}",
+                                          rule.target, e.what()));
+      }
+    }
+  }
+
+  // The saved path of `target`, or std::nullopt when no rule matches and
+  // default_to_original is off. Throws InvalidArgument when a rule makes an invalid path.
+  [[nodiscard]] std::optional<std::string> of(const std::string& target) const {
+    for (const auto& [pattern, format] : rules_) {
+      std::smatch match;
+      if (!std::regex_match(target, match, pattern)) continue;
+      std::string saved = match.format(format);
+      if (auto problem = leaf_path_problem(saved)) {
+        throw InvalidArgument(
+            fmt::format("renames: target leaf '{}' maps to '{}', which is not a leaf path: {}",
+                        target, saved, *problem));
+      }
+      return saved;
+    }
+    if (default_to_original_) return target;
+    return std::nullopt;
+  }
+
+ private:
+  std::vector<std::pair<std::regex, std::string>> rules_;
+  bool default_to_original_ = true;
+};
+
 void restore_from_index(const Comm& comm, const std::filesystem::path& dir,
                         const storage::TreeIndex& index, ArrayTree& target,
                         const TreeRestoreOptions& options) {
@@ -387,16 +430,25 @@ void restore_from_index(const Comm& comm, const std::filesystem::path& dir,
   const std::vector<const Leaf*> wanted = target.leaves_under("");
 
   // Pair target leaves with saved leaves; the outcome is identical on every rank.
+  const SavedPaths saved_paths(options);
   std::vector<std::pair<const Leaf*, const LeafRecord*>> pairs;
+  std::map<std::string, const LeafRecord*, std::less<>> saved_of;  // target path -> saved leaf
   for (const Leaf* leaf : wanted) {
-    const LeafRecord* saved = index.find(leaf->path());
+    const auto saved_path = saved_paths.of(leaf->path());
+    const LeafRecord* saved = saved_path ? index.find(*saved_path) : nullptr;
     if (saved == nullptr) {
       if (options.optional_leaves.contains(leaf->path())) continue;
-      throw NotFound(leaf->path(), fmt::format("leaf '{}' is not in the checkpoint '{}'; mark it "
-                                               "optional to skip it",
-                                               leaf->path(), dir.string()));
+      const std::string from =
+          !saved_path ? std::string(" (no rename rule matches it and default_to_original is off)")
+          : *saved_path != leaf->path() ? fmt::format(" (renamed from '{}')", *saved_path)
+                                        : std::string();
+      throw NotFound(leaf->path(),
+                     fmt::format("leaf '{}'{} is not in the checkpoint '{}'; mark it optional "
+                                 "to skip it",
+                                 saved_path.value_or(leaf->path()), from, dir.string()));
     }
     pairs.emplace_back(leaf, saved);
+    saved_of.emplace(leaf->path(), saved);
   }
   std::vector<MemoryKind> memory;  // of each pair's target (host for non-array leaves)
   comm.run_all(fmt::format("restore_tree '{}':", dir.string()), [&] {
@@ -407,8 +459,8 @@ void restore_from_index(const Comm& comm, const std::filesystem::path& dir,
               ? cuda::resolve_memory(leaf->as_array(), options.detect_device_memory, leaf->path())
               : MemoryKind::host);
       if (saved->kind == LeafKind::array && beyond(leaf->as_array().box, saved->shape)) {
-        pad_target(leaf->as_array(), memory.back(), options.resize_leaves.at(saved->path),
-                   saved->path);
+        pad_target(leaf->as_array(), memory.back(), options.resize_leaves.at(leaf->path()),
+                   leaf->path());
       }
     }
   });
@@ -483,7 +535,8 @@ void restore_from_index(const Comm& comm, const std::filesystem::path& dir,
   if (!any_value) return;
   ArrayTree updated;
   for (const Leaf& leaf : target) {
-    const LeafRecord* saved = index.find(leaf.path());
+    const auto found = saved_of.find(leaf.path());
+    const LeafRecord* saved = found == saved_of.end() ? nullptr : found->second;
     const bool restored = saved != nullptr && saved->kind == leaf.kind();
     switch (leaf.kind()) {
       case LeafKind::array: updated.add_array(leaf.path(), leaf.as_array(), leaf.owner()); break;
