@@ -150,9 +150,10 @@ void CheckpointManager::ensure_checkpointer(std::string_view handler_type) {
   // agree first, so that a rank that did not make this call is a timeout, not a hang.
   comm_.agree({.operation = "CheckpointManager: creating the checkpointer"});
   if (options_.enable_async) {
-    async_ = std::make_unique<AsyncCheckpointer>(comm_, handler_, options_.async);
+    async_ =
+        std::make_unique<AsyncCheckpointer>(comm_, handler_, options_.async, options_.checkpointer);
   } else {
-    sync_ = std::make_unique<Checkpointer>(comm_, handler_);
+    sync_ = std::make_unique<Checkpointer>(comm_, handler_, options_.checkpointer);
   }
 }
 
