@@ -155,6 +155,7 @@ boost::json::object open_committed(const Comm& comm, const std::filesystem::path
                                     "save did not finish; restore an earlier checkpoint",
                                     dir.string(), kCommitMarker));
     }
+    storage::require_no_link_out(dir);  // item directories, data and metadata files
     verify_commit_marker(dir, only_items);
     text = storage::read_small_file(file);
   });
