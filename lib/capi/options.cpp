@@ -3,8 +3,8 @@
 
 #include <chrono>
 #include <cmath>
-#include <filesystem>
 #include <csignal>
+#include <filesystem>
 #include <limits>
 #include <optional>
 
