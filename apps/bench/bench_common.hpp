@@ -121,7 +121,8 @@ struct Soak {
   int keep = 3;
   int samples = 41;  ///< samples of the counters, the first after the first save
   int leaves = 4;
-  std::int64_t leaf_elems = 512;  ///< float64 elements of each leaf, over all ranks
+  std::int64_t leaf_elems = 512;   ///< float64 elements of each leaf, over all ranks
+  bool background_delete = false;  ///< the manager's enable_background_delete
 };
 /// The soak case: `soak.saves` async saves through a CheckpointManager with max_to_keep =
 /// `soak.keep`, sampling (with no save in flight) the resident memory and open descriptors

@@ -76,6 +76,8 @@ int main(int argc, char** argv) {
   app.add_option("--soak-saves", soak.saves, "Async saves of the soak case (--cases soak)");
   app.add_option("--soak-keep", soak.keep, "max_to_keep of the soak case");
   app.add_option("--soak-samples", soak.samples, "Samples of the soak case's counters");
+  app.add_flag("--soak-background-delete", soak.background_delete,
+               "The soak's manager deletes steps on a background thread");
   int code = 0;
   try {
     app.parse(argc, argv);

@@ -222,19 +222,26 @@ def _soak_section(doc, report_dir, json_path):
              f"{mib(v['rss_first_bytes'])} | {mib(v['rss_last_bytes'])} | "
              f"{v['rss_growth_bytes'] / 1024:+.0f} KiB "
              f"({v['rss_growth_per_1000_saves_bytes'] / 1024:+.0f} KiB per 1000 saves) |",
+             f"| heap in use (malloc, max over ranks; quarter medians) | "
+             f"{mib(v['heap_first_bytes'])} | {mib(v['heap_last_bytes'])} | "
+             f"{v['heap_growth_bytes'] / 1024:+.0f} KiB |",
+             f"| address space (VmSize, max over ranks) | {mib(v['vm_first_bytes'])} | "
+             f"{mib(v['vm_last_bytes'])} | "
+             f"{(v['vm_last_bytes'] - v['vm_first_bytes']) / 2**20:+.0f} MiB |",
              f"| open file descriptors (max over ranks) | {v['fds_first']} | {v['fds_last']} | "
              f"{v['fds_max'] - v['fds_first']:+d} (max {v['fds_max']}) |",
              f"| files under the root | {v['files_first']} | {v['files_last']} | "
              f"{v['files_max'] - v['files_first']:+d} (max {v['files_max']}) |",
              f"| bytes under the root | {v['disk_first_bytes']} | {v['disk_last_bytes']} | "
              f"{v['disk_last_bytes'] - v['disk_first_bytes']:+d} |",
-             "", "| saves | s | resident memory | descriptors | files | bytes on disk |",
-             "|---|---|---|---|---|---|"]
+             "", "| saves | s | resident memory | heap in use | descriptors | files | "
+             "bytes on disk |", "|---|---|---|---|---|---|---|"]
     step = max(1, len(samples) // 10)
     shown = samples[::step] + ([samples[-1]] if (len(samples) - 1) % step else [])
     for s in shown:
         lines.append(f"| {s['saves']} | {s['seconds']:.1f} | {mib(s['rss_bytes'])} | "
-                     f"{s['fds']} | {s['files']} | {s['disk_bytes']} |")
+                     f"{mib(s['heap_bytes'])} | {s['fds']} | {s['files']} | "
+                     f"{s['disk_bytes']} |")
     lines += ["", SOAK_END]
     return "\n".join(lines)
 

@@ -4,6 +4,8 @@
 #include <cairn/handlers.hpp>
 #include <cairn/manager.hpp>
 
+#include <malloc.h>
+
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -30,6 +32,9 @@ std::int64_t open_descriptors() {
   }
   return ec ? -1 : count - 1;
 }
+
+// Bytes of the heap in use (malloc's count over its arenas).
+std::int64_t heap_in_use() { return static_cast<std::int64_t>(::mallinfo2().uordblks); }
 
 // Files (not directories) and their bytes under `root`, any depth.
 std::pair<std::int64_t, std::int64_t> files_under(const std::filesystem::path& root) {
@@ -82,6 +87,7 @@ void run_soak(const Run& run, const Soak& soak) {
   cairn::Comm comm(MPI_COMM_WORLD);
   cairn::CheckpointManager manager(comm, root,
                                    {.max_to_keep = soak.keep,
+                                    .enable_background_delete = soak.background_delete,
                                     .enable_async = true,
                                     .async = {.staging_bytes = std::size_t{1} << 20}});
   const int every = std::max(1, soak.saves / (soak.samples - 1));
@@ -102,6 +108,8 @@ void run_soak(const Run& run, const Soak& soak) {
     boost::json::object extra = {
         {"saves", step},
         {"rss_bytes", world_max(status_bytes("VmRSS"))},
+        {"heap_bytes", world_max(heap_in_use())},
+        {"vm_bytes", world_max(status_bytes("VmSize"))},
         {"fds", world_max(open_descriptors())},
         {"files", files},
         {"disk_bytes", bytes},

@@ -8,12 +8,20 @@ import statistics
 # Resident memory may move by allocator noise, not by this much, between the first and the
 # last quarter of the steady samples.
 RSS_LIMIT_BYTES = 1 << 20
+# The heap in use (malloc's count) must not grow by more than this: a leak of a few dozen
+# bytes per save shows here long before it shows in the resident memory.
+HEAP_LIMIT_BYTES = 256 << 10
+# Address space may grow by a few malloc arenas (64 MiB each) as threads come and go, not by
+# more: a thread that is never joined keeps its stack mapped.
+VM_LIMIT_BYTES = 256 << 20
 # The bytes on disk may vary with the step number's digits and the timings in the metadata.
 DISK_LIMIT_FRACTION = 0.10
 
-SAMPLE_FIELDS = ["saves", "seconds", "rss_bytes", "fds", "files", "disk_bytes", "steps_kept"]
+SAMPLE_FIELDS = ["saves", "seconds", "rss_bytes", "heap_bytes", "vm_bytes", "fds", "files", "disk_bytes", "steps_kept"]
 VERDICT_FIELDS = ["warm_up_saves", "steady_samples", "rss_first_bytes", "rss_last_bytes",
-                  "rss_growth_bytes", "rss_growth_per_1000_saves_bytes", "fds_first", "fds_last",
+                  "rss_growth_bytes", "rss_growth_per_1000_saves_bytes", "heap_first_bytes",
+                  "heap_last_bytes", "heap_growth_bytes", "vm_first_bytes", "vm_last_bytes",
+                  "fds_first", "fds_last",
                   "fds_max", "files_first", "files_last", "files_max", "disk_first_bytes",
                   "disk_last_bytes", "saves_per_second", "defects", "flat"]
 
@@ -38,6 +46,8 @@ def verdict(samples, saves, keep):
     quarter = max(1, len(steady) // 4)
     rss_first = statistics.median(s["rss_bytes"] for s in steady[:quarter])
     rss_last = statistics.median(s["rss_bytes"] for s in steady[-quarter:])
+    heap_first = statistics.median(s["heap_bytes"] for s in steady[:quarter])
+    heap_last = statistics.median(s["heap_bytes"] for s in steady[-quarter:])
     first, last = steady[0], steady[-1]
     span = max(1, last["saves"] - first["saves"])
     v = {"warm_up_saves": warm, "steady_samples": len(steady),
@@ -45,6 +55,9 @@ def verdict(samples, saves, keep):
          "rss_growth_bytes": int(rss_last - rss_first),
          "rss_growth_per_1000_saves_bytes": int((last["rss_bytes"] - first["rss_bytes"]) *
                                                 1000 / span),
+         "heap_first_bytes": int(heap_first), "heap_last_bytes": int(heap_last),
+         "heap_growth_bytes": int(heap_last - heap_first),
+         "vm_first_bytes": first["vm_bytes"], "vm_last_bytes": last["vm_bytes"],
          "fds_first": first["fds"], "fds_last": last["fds"],
          "fds_max": max(s["fds"] for s in steady),
          "files_first": first["files"], "files_last": last["files"],
@@ -57,6 +70,14 @@ def verdict(samples, saves, keep):
         defects.append(f"resident memory grew by {v['rss_growth_bytes'] / 2**20:.2f} MiB "
                        f"(limit {RSS_LIMIT_BYTES / 2**20:.0f} MiB) between the first and the "
                        "last quarter of the steady samples")
+    if v["heap_growth_bytes"] > HEAP_LIMIT_BYTES:
+        defects.append(f"the heap in use grew by {v['heap_growth_bytes'] / 1024:.0f} KiB "
+                       f"(limit {HEAP_LIMIT_BYTES >> 10} KiB) between the first and the last "
+                       "quarter of the steady samples")
+    if v["vm_last_bytes"] - v["vm_first_bytes"] > VM_LIMIT_BYTES:
+        defects.append(f"the address space grew by "
+                       f"{(v['vm_last_bytes'] - v['vm_first_bytes']) / 2**20:.0f} MiB (limit "
+                       f"{VM_LIMIT_BYTES >> 20} MiB): threads or mappings are not released")
     if v["fds_max"] > v["fds_first"]:
         defects.append(f"open file descriptors grew from {v['fds_first']} to {v['fds_max']}")
     if v["files_max"] > v["files_first"]:

@@ -109,7 +109,7 @@ def check_soak(doc, json_path, report):
     samples = doc["samples"]
     for i, s in enumerate(samples):
         need(s, bench_soak.SAMPLE_FIELDS, f"samples[{i}]")
-        for k in ("rss_bytes", "fds", "files", "disk_bytes"):
+        for k in ("rss_bytes", "heap_bytes", "vm_bytes", "fds", "files", "disk_bytes"):
             positive(s[k], f"samples[{i}].{k}")
     if not samples or samples[-1]["saves"] != doc["config"]["saves"]:
         raise Bad("samples do not reach the last save")

@@ -389,6 +389,10 @@ void CheckpointManager::delete_step(std::int64_t step) {
   });
   steps_.erase(it);
   if (deferred) {
+    // One background delete at a time: a thread that ended keeps its stack until joined, so
+    // joining the previous delete here (usually long finished) keeps a long run flat.
+    for (auto& deleter : deleters_) deleter.join();
+    deleters_.clear();
     deleters_.emplace_back([path = *deferred] {
       try {
         fault::point("manager.background_delete");
