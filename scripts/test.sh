@@ -177,6 +177,7 @@ configure_build_test "default" "$BUILD_DIR" "${CAIRN_CTEST_ARGS:-}" ""
 if [ "${CAIRN_TEST_NOHDF5:-1}" != "0" ]; then
   nohdf5_gtests="test_storage test_verify_tree test_prefetch test_conformance test_format_v1"
   nohdf5_gtests+=" test_damaged_chunks test_checkpointer test_async test_faults"
+  nohdf5_gtests+=" test_stalls test_file_safety"
   nohdf5_regex="^(${nohdf5_gtests// /|})\\.|^capi\\.test_capi_manager\\."
   nohdf5_regex+="|^xlang\\.c_(save|restores_c)\\.|^apps\\.cli\\."
   configure_build_test "no-hdf5" "$NOHDF5_BUILD_DIR" "-R $nohdf5_regex" \
