@@ -197,6 +197,7 @@ if [ "${CAIRN_TEST_NOHDF5:-1}" != "0" ]; then
   nohdf5_gtests="test_storage test_verify_tree test_prefetch test_scatter test_conformance"
   nohdf5_gtests+=" test_format_v1"
   nohdf5_gtests+=" test_damaged_chunks test_checkpointer test_async test_faults"
+  nohdf5_gtests+=" test_stalls test_file_safety"
   nohdf5_regex="^(${nohdf5_gtests// /|})\\.|^capi\\.test_capi_manager\\."
   nohdf5_regex+="|^xlang\\.c_(save|restores_c)\\.|^apps\\.cli\\."
   configure_build_test "no-hdf5" "$NOHDF5_BUILD_DIR" "-R $nohdf5_regex" \

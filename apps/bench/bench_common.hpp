@@ -119,4 +119,19 @@ void run_cairn_meta(const Run& run, const std::string& format);
 /// step directory's files, metadata and index bytes (apps/bench/scaling.py).
 void run_cairn_scaling(const Run& run, const std::string& format);
 
+/// The soak case: how many async saves, how many steps retention keeps, and the tree.
+struct Soak {
+  int saves = 2000;
+  int keep = 3;
+  int samples = 41;  ///< samples of the counters, the first after the first save
+  int leaves = 4;
+  std::int64_t leaf_elems = 512;   ///< float64 elements of each leaf, over all ranks
+  bool background_delete = false;  ///< the manager's enable_background_delete
+};
+/// The soak case: `soak.saves` async saves through a CheckpointManager with max_to_keep =
+/// `soak.keep`, sampling (with no save in flight) the resident memory and open descriptors
+/// (maxima over ranks) and the files and bytes under the root, as "cairn.soak.sample"
+/// records. The checks of growth are check_results.py's.
+void run_soak(const Run& run, const Soak& soak);
+
 }  // namespace bench

@@ -6,6 +6,7 @@
 //   {"name": "cairn.posix.save_sync", "rep": 0, "seconds": 1.9, "bytes": 2147483648, ...}
 //
 //   mpiexec -n 4 cairn_bench --dir /scratch --rows 8192 --cols 4096 --leaves 8 --out r.jsonl
+//   mpiexec -n 2 cairn_bench --dir /scratch --cases soak --soak-saves 2000 --out soak.jsonl
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
@@ -27,8 +28,10 @@ std::vector<std::string> split_list(const std::string& text) {
   return items;
 }
 
-void run_case(const bench::Run& run, const std::string& name) {
-  if (name == "memcpy") {
+void run_case(const bench::Run& run, const bench::Soak& soak, const std::string& name) {
+  if (name == "soak") {
+    bench::run_soak(run, soak);
+  } else if (name == "memcpy") {
     bench::run_memcpy(run);
   } else if (name == "posix-baseline") {
     bench::run_posix_baseline(run);
@@ -60,6 +63,7 @@ int main(int argc, char** argv) {
       "memcpy,posix-baseline,mpiio-baseline,cairn-posix,cairn-hdf5,cairn-meta-posix,"
       "cairn-meta-hdf5";
   bool no_drop = false;
+  bench::Soak soak;
   app.add_option("--dir", run.dir, "Scratch directory (on the file system to measure)")->required();
   app.add_option("--out", out, "JSON-lines file the results are appended to")->required();
   app.add_option("--rows", run.shape.rows, "Rows of each large array");
@@ -71,6 +75,11 @@ int main(int argc, char** argv) {
   app.add_option("--io-buffer", run.io_buffer_bytes, "cairn's io_buffer_bytes");
   app.add_option("--cases", cases, "Comma-separated cases to run");
   app.add_flag("--no-drop-caches", no_drop, "Do not drop the page cache before reads");
+  app.add_option("--soak-saves", soak.saves, "Async saves of the soak case (--cases soak)");
+  app.add_option("--soak-keep", soak.keep, "max_to_keep of the soak case");
+  app.add_option("--soak-samples", soak.samples, "Samples of the soak case's counters");
+  app.add_flag("--soak-background-delete", soak.background_delete,
+               "The soak's manager deletes steps on a background thread");
   int code = 0;
   try {
     app.parse(argc, argv);
@@ -88,7 +97,7 @@ int main(int argc, char** argv) {
         std::printf("cairn_bench: %s\n", name.c_str());
         std::fflush(stdout);
       }
-      run_case(run, name);
+      run_case(run, soak, name);
       recorder.flush();
     }
   } catch (const std::exception& e) {

@@ -1,9 +1,12 @@
 """Checks that a results JSON of scripts/bench.sh has every field, every contender and every
 target (each ratio with its per-repetition spread), that a full run has at least
 FULL_RUN_REPS repetitions, that the plots exist beside it, and (with --report) that the report
-shows the run and every target. Exits non-zero naming the first missing or malformed field.
+shows the run and every target. For the JSON of a soak run (<date>-soak.json) it checks the
+samples and the verdict, and fails when resident memory, open descriptors or files on disk
+grew (a defect). Exits non-zero naming the first missing or malformed field, or the growth.
 
     python3 check_results.py apps/bench/results/<date>.json [--report BENCHMARKS.md]
+    python3 check_results.py apps/bench/results/<date>-soak.json [--report BENCHMARKS.md]
 """
 import argparse
 import json
@@ -11,6 +14,9 @@ import numbers
 import os
 import statistics
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_soak  # noqa: E402
 
 TOP = ["schema", "date", "quick", "command", "machine", "versions", "config", "contenders",
        "results", "targets"]
@@ -89,7 +95,42 @@ def check_spread(t, reps, where):
         raise Bad(f"{where}.met_reps is {t['met_reps']!r}")
 
 
+SOAK_TOP = ["schema", "kind", "date", "quick", "command", "machine", "versions", "config",
+            "samples", "verdict"]
+SOAK_CONFIG = ["ranks", "cores", "saves", "max_to_keep", "tree_bytes", "manager", "scratch"]
+
+
+def check_soak(doc, json_path, report):
+    """A soak run: every field, samples that cover the run, the verdict recomputed from them,
+    and no growth."""
+    need(doc, SOAK_TOP, "soak results")
+    need(doc["machine"], MACHINE, "machine")
+    need(doc["config"], SOAK_CONFIG, "config")
+    samples = doc["samples"]
+    for i, s in enumerate(samples):
+        need(s, bench_soak.SAMPLE_FIELDS, f"samples[{i}]")
+        for k in ("rss_bytes", "heap_bytes", "vm_bytes", "fds", "files", "disk_bytes"):
+            positive(s[k], f"samples[{i}].{k}")
+    if not samples or samples[-1]["saves"] != doc["config"]["saves"]:
+        raise Bad("samples do not reach the last save")
+    need(doc["verdict"], bench_soak.VERDICT_FIELDS, "verdict")
+    again = bench_soak.verdict(samples, doc["config"]["saves"], doc["config"]["max_to_keep"])
+    if again != doc["verdict"]:
+        raise Bad("verdict does not follow from the samples")
+    if report:
+        with open(report) as f:
+            text = f.read()
+        rel = os.path.relpath(json_path, os.path.dirname(os.path.abspath(report)))
+        if rel not in text or doc["date"] not in text:
+            raise Bad(f"{report} does not show this soak run ({rel})")
+    if not doc["verdict"]["flat"]:
+        raise Bad("soak found growth: " + "; ".join(doc["verdict"]["defects"]))
+
+
 def check(doc, json_path, report):
+    if doc.get("kind") == "soak":
+        check_soak(doc, json_path, report)
+        return
     need(doc, TOP, "results file")
     need(doc["machine"], MACHINE, "machine")
     need(doc["config"], CONFIG, "config")
@@ -171,8 +212,11 @@ def main():
     except (Bad, OSError, ValueError) as e:
         print(f"check_results: {a.json}: {e}", file=sys.stderr)
         return 1
-    print(f"check_results: {a.json}: every field present "
-          f"(Orbax: {doc['contenders']['orbax']['status']})")
+    if doc.get("kind") == "soak":
+        print(f"check_results: {a.json}: soak flat")
+    else:
+        print(f"check_results: {a.json}: every field present "
+              f"(Orbax: {doc['contenders']['orbax']['status']})")
     return 0
 
 

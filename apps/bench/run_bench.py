@@ -21,6 +21,7 @@ sys.path.insert(0, HERE)
 
 import bench_data as bd  # noqa: E402
 import bench_report  # noqa: E402
+import bench_soak  # noqa: E402
 import bench_targets  # noqa: E402
 
 SCHEMA = 1
@@ -144,6 +145,48 @@ def versions(a):
     return v
 
 
+def run_soak(a, stamp, name):
+    """The soak run on a.soak_ranks ranks: its own results JSON (<name>-soak.json) and the soak
+    section of the report. Returns the path of the JSON."""
+    raw = os.path.join(a.results_dir, name + "-soak.jsonl")
+    if os.path.exists(raw):
+        os.remove(raw)
+    mpiexec = ["mpiexec", "-n", str(a.soak_ranks)] + a.mpiexec_flags.split()
+    log(f"soak: {a.soak_saves} async saves on {a.soak_ranks} ranks, max_to_keep "
+        f"{a.soak_keep}")
+    run(mpiexec + [a.driver, "--dir", a.scratch, "--out", raw, "--cases", "soak",
+                   "--soak-saves", a.soak_saves, "--soak-keep", a.soak_keep])
+    with open(raw) as f:
+        records = [json.loads(line) for line in f if line.strip()]
+    os.remove(raw)
+    samples = bench_soak.samples_of(records)
+    first = next(r for r in records if r["name"] == "cairn.soak.sample")
+    doc = {
+        "schema": SCHEMA,
+        "kind": "soak",
+        "date": stamp.isoformat(timespec="seconds"),
+        "quick": a.quick,
+        "command": a.command,
+        "machine": machine(a.scratch),
+        "versions": {"cairn": a.cairn_version,
+                     "mpi": output(["mpiexec", "--version"]).splitlines()[0]},
+        "config": {"ranks": a.soak_ranks, "cores": os.cpu_count(), "saves": a.soak_saves,
+                   "max_to_keep": a.soak_keep, "tree_bytes": first["tree_bytes"],
+                   "manager": "CheckpointManager, async saves, format posix",
+                   "scratch": os.path.abspath(a.scratch)},
+        "samples": samples,
+        "verdict": bench_soak.verdict(samples, a.soak_saves, a.soak_keep),
+    }
+    path = os.path.join(a.results_dir, name + "-soak.json")
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    bench_report.update_soak_markdown(doc, a.report, path)
+    v = doc["verdict"]
+    log(f"soak: {path}: " + ("flat" if v["flat"] else "DEFECTS: " + "; ".join(v["defects"])))
+    return path
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--driver", required=True, help="the cairn_bench executable")
@@ -165,6 +208,11 @@ def main():
     p.add_argument("--cairn-version", default="unknown")
     p.add_argument("--command", default="", help="the command line, for the report")
     p.add_argument("--name", default="", help="file name of the results (default: the date)")
+    p.add_argument("--soak", action="store_true", help="run the soak only")
+    p.add_argument("--no-soak", action="store_true", help="leave the soak out of the run")
+    p.add_argument("--soak-saves", type=int, default=2000)
+    p.add_argument("--soak-keep", type=int, default=3)
+    p.add_argument("--soak-ranks", type=int, default=2)
     a = p.parse_args()
 
     for attr in ("driver", "scratch", "results_dir", "report"):
@@ -178,6 +226,9 @@ def main():
     if os.path.exists(raw):
         os.remove(raw)
     os.makedirs(a.scratch, exist_ok=True)
+    if a.soak:
+        run_soak(a, stamp, name)
+        return
     rec = bd.Recorder(raw)
     drop = not a.no_drop_caches
     drop_status = bd.drop_caches(drop)
@@ -236,6 +287,8 @@ def main():
     log(f"report: {a.report}")
     for t in doc["targets"]:
         log(bench_report.target_line(t))
+    if not a.no_soak:
+        run_soak(a, stamp, name)
 
 
 if __name__ == "__main__":

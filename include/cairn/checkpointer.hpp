@@ -16,6 +16,7 @@
 #include <any>
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -40,6 +41,33 @@ struct CheckpointSaveOptions {
   boost::json::value custom_metadata = nullptr;
 };
 
+/// How the files and directories of a checkpoint are created (Orbax's FileOptions). By
+/// default new files get what the umask leaves of 0666 and new directories what it leaves of
+/// 0777. Aggregate: use designated initializers.
+struct FileOptions {
+  /// Permission bits of every file and directory of a committed checkpoint (its directory,
+  /// item directories, data and metadata files), set by the primary just before the commit;
+  /// directories also get search (x) wherever the mode grants read. Shared project
+  /// directories use e.g. 0640 (std::filesystem::perms{0640}). std::nullopt: the umask decides.
+  std::optional<std::filesystem::perms> path_permission_mode = {};
+  /// Group given to the same files and directories, by name ("users") or number ("100").
+  /// Empty: the creating process's group. The process must be allowed to give that group
+  /// (a member of it, or root); otherwise the save fails with an IoError naming the path.
+  std::string group = {};
+};
+
+/// Options of a Checkpointer and an AsyncCheckpointer. Aggregate: use designated
+/// initializers.
+struct CheckpointerOptions {
+  /// Modes and group of new files and directories.
+  FileOptions file_options = {};
+  /// How long a rank's local writes of one save may take before the rank reports them as
+  /// stuck (a hung file system): the save then fails on every rank with a TimeoutError naming
+  /// the stuck ranks, within this deadline, while the stuck rank waits for its writes to
+  /// return before it goes on. Zero: half the Comm's barrier_timeout.
+  std::chrono::milliseconds write_timeout = std::chrono::milliseconds(0);
+};
+
 /// Whether `dir` is a committed checkpoint (final name, COMMITTED marker present). Not
 /// collective; never throws.
 [[nodiscard]] bool is_committed(const std::filesystem::path& dir) noexcept;
@@ -60,8 +88,9 @@ struct CheckpointSaveOptions {
 class Checkpointer {
  public:
   /// Uses `handler` for every save and restore. Duplicates `comm` (collective). Throws
-  /// InvalidArgument for a null handler.
-  Checkpointer(const Comm& comm, std::shared_ptr<CheckpointHandler> handler);
+  /// InvalidArgument for a null handler or a group (file_options.group) that does not exist.
+  Checkpointer(const Comm& comm, std::shared_ptr<CheckpointHandler> handler,
+               CheckpointerOptions options = {});
   ~Checkpointer();
   Checkpointer(const Checkpointer&) = delete;
   Checkpointer& operator=(const Checkpointer&) = delete;
@@ -69,7 +98,8 @@ class Checkpointer {
   /// Writes a checkpoint at `dir` with the commit protocol. Collective. Throws
   /// InvalidArgument when `dir` already holds a committed checkpoint (unless force) or the
   /// arguments do not suit the handler; any handler or I/O failure on any rank on every rank
-  /// (nothing is committed then).
+  /// (nothing is committed then); TimeoutError on every rank when some rank's writes did not
+  /// return within write_timeout (that rank throws once they returned).
   void save(const std::filesystem::path& dir, const CheckpointArgs& args,
             const CheckpointSaveOptions& options = {});
   /// Restores the checkpoint at `dir` (args may be null: restore as saved). Returns the
@@ -107,6 +137,7 @@ class Checkpointer {
 
   Comm comm_;
   std::shared_ptr<CheckpointHandler> handler_;
+  CheckpointerOptions options_;
 };
 
 /// Options of an AsyncCheckpointer. Aggregate: use designated initializers.
@@ -147,9 +178,13 @@ struct AsyncOptions {
 class AsyncCheckpointer {
  public:
   /// Duplicates `comm` twice (collective): one for the caller's thread, one for the
-  /// background. Throws InvalidArgument for a null handler.
+  /// background. Throws InvalidArgument for a null handler or a group (file_options.group)
+  /// that does not exist. The local writes of a save run on a thread of their own, waited for
+  /// at most `common.write_timeout`: a save whose writes are stuck on some rank fails on every
+  /// rank (TimeoutError naming the ranks, at the next call); the stuck rank's next call waits
+  /// for its writes to return.
   AsyncCheckpointer(const Comm& comm, std::shared_ptr<CheckpointHandler> handler,
-                    AsyncOptions options = {});
+                    AsyncOptions options = {}, CheckpointerOptions common = {});
   /// Waits for the save in flight and commits it (never abandons it); a failure is logged,
   /// not thrown. Collective, like every destructor of a collective object.
   ~AsyncCheckpointer();

@@ -187,6 +187,9 @@ struct CheckpointManagerOptions {
   bool enable_async = true;
   /// Staging budget and zero-copy of async saves.
   AsyncOptions async = {};
+  /// Modes and group of new checkpoint files, deadline of a rank's local writes (sync and
+  /// async saves).
+  CheckpointerOptions checkpointer = {};
   /// Install preemption detection (signals, Slurm end time) when set.
   std::optional<PreemptionOptions> preemption = {};
   /// Called with the step and its metrics once a save is committed (the step is on disk and

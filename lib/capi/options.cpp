@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <filesystem>
 #include <limits>
 #include <optional>
 
@@ -56,6 +57,7 @@ cairn_manager_options default_manager_options() noexcept {
   o.async_staging_bytes = std::size_t{1} << 30;
   o.preemption_use_slurm_end_time = 1;
   o.preemption_margin_s = 300.0;
+  o.file_mode = -1;
   return o;
 }
 
@@ -146,6 +148,17 @@ CheckpointManagerOptions manager_options(const cairn_manager_options* options) {
   o.enable_async = c.enable_async != 0;
   o.async.staging_bytes = c.async_staging_bytes;
   o.async.zero_copy = c.async_zero_copy != 0;
+  if (c.file_mode < -1 || c.file_mode > 07777) {
+    throw InvalidArgument("file_mode must be -1 (the umask decides) or a mode up to 07777, not " +
+                          std::to_string(c.file_mode));
+  }
+  if (c.file_mode >= 0) {
+    o.checkpointer.file_options.path_permission_mode = std::filesystem::perms(c.file_mode);
+  }
+  if (c.file_group != nullptr) o.checkpointer.file_options.group = c.file_group;
+  if (c.write_timeout_s != 0) {
+    o.checkpointer.write_timeout = milliseconds_of(c.write_timeout_s, "write_timeout_s");
+  }
   if (c.enable_preemption != 0) {
     PreemptionOptions p;
     if (c.preemption_signals != nullptr) {

@@ -5,7 +5,9 @@
 #include <future>
 #include <thread>
 
+#include "checkpoint/bounded_write.hpp"
 #include "checkpoint/commit.hpp"
+#include "checkpoint/file_options.hpp"
 #include "comm/fault.hpp"
 #include "comm/log.hpp"
 
@@ -25,25 +27,49 @@ struct AsyncCheckpointer::Impl {
     // the background thread from its start, so the caller never touches it directly.
     std::promise<double> staged;
     std::optional<std::pair<ErrorCode, std::string>> error;  // set by the background thread
+    // Whether the local writes returned within the write deadline (set by the background
+    // thread before `done`).
+    bool writes_returned = true;
+    // The temporary directory to remove once the writes returned (a failed save whose writes
+    // were stuck), with the Comm that says whether this rank is the primary.
+    const Comm* discard_with = nullptr;
+    // The local writes, on a thread of their own.
+    std::unique_ptr<checkpoint::BoundedWrite> writing;
+
+    Flight() = default;
+    Flight(const Flight&) = delete;
+    Flight& operator=(const Flight&) = delete;
+    ~Flight() {
+      writing.reset();  // waits for writes that missed their deadline
+      if (discard_with) checkpoint::discard(*discard_with, tmp);
+    }
   };
 
-  Impl(const Comm& c, std::shared_ptr<CheckpointHandler> h, AsyncOptions o)
+  Impl(const Comm& c, std::shared_ptr<CheckpointHandler> h, AsyncOptions o, CheckpointerOptions co)
       : comm(c.get(), c.options()),
         background(c.get(), c.options()),
         handler(std::move(h)),
         options(o),
+        common(std::move(co)),
         staging(o.staging_bytes) {
     int level = MPI_THREAD_SINGLE;
     MPI_Query_thread(&level);
     background_mpi = level >= MPI_THREAD_MULTIPLE;
   }
 
-  // Runs on the background thread.
+  // Runs on the background thread. The local writes run on a thread of their own: when they
+  // miss their deadline, this thread still reaches the verdict in time, and the writes are
+  // waited for when the flight is destroyed.
   void run(Flight& flight) {
     try {
       const auto start = std::chrono::steady_clock::now();
-      flight.pending->write(background_mpi ? &background : nullptr);
-      fault::point("checkpoint.async_drain");
+      PendingSave& pending = *flight.pending;
+      flight.writing = std::make_unique<checkpoint::BoundedWrite>([&pending] {
+        pending.write(nullptr);
+        fault::point("checkpoint.async_drain");
+      });
+      flight.writes_returned = flight.writing->wait_for(write_deadline());
+      if (flight.writes_returned) flight.writing->join();
       flight.record.timings["write_s"] = checkpoint::seconds_since(start);
       flight.record.timings["stage_s"] = flight.staged.get_future().get();
       if (background_mpi) complete(flight, background);
@@ -53,19 +79,32 @@ struct AsyncCheckpointer::Impl {
     flight.done = true;
   }
 
-  // The collective end of a save: the handler's finish, then the commit. Throws on every
-  // rank of `with`; removes the temporary directory on failure.
+  std::chrono::milliseconds write_deadline() const {
+    return checkpoint::write_deadline(comm, common.write_timeout);
+  }
+
+  // The collective end of a save: the verdict on the local writes, the handler's finish,
+  // then the commit. Throws on every rank of `with`; removes the temporary directory on
+  // failure.
   void complete(Flight& flight, const Comm& with) {
     try {
+      checkpoint::agree_writes_returned(with, flight.writes_returned, flight.dir, write_deadline());
       const auto start = std::chrono::steady_clock::now();
       flight.pending->finish(with);
       flight.record.timings["finish_s"] = checkpoint::seconds_since(start);
       flight.record.bytes = static_cast<std::uint64_t>(
           with.sum(static_cast<std::int64_t>(flight.pending->bytes_written())));
       flight.record.item_metadata = flight.pending->step_metadata();
-      checkpoint::commit(with, flight.tmp, flight.dir, std::move(flight.record), flight.force);
+      checkpoint::commit(with, flight.tmp, flight.dir, std::move(flight.record), flight.force,
+                         common.file_options);
     } catch (...) {
-      checkpoint::discard(with, flight.tmp);
+      // Stuck writes may still add files to the temporary directory: it is removed once they
+      // returned, when the flight goes (after every rank learnt of the failure).
+      if (flight.writes_returned) {
+        checkpoint::discard(with, flight.tmp);
+      } else {
+        flight.discard_with = &with;
+      }
       throw;
     }
     handler->finalize(with, flight.dir);
@@ -88,16 +127,19 @@ struct AsyncCheckpointer::Impl {
         }
       } else if (!background_mpi) {
         // The local writes failed: the collective end still runs so every rank learns it.
-        flight->pending->fail(std::runtime_error(error->second));
+        if (flight->writes_returned) flight->pending->fail(std::runtime_error(error->second));
         try {
           complete(*flight, comm);
         } catch (const std::exception&) {
         }
       }
-      const std::string dir = flight->dir.string();
-      flight.reset();
-      if (error) error->second = fmt::format("async save of '{}': {}", dir, error->second);
+      if (error) {
+        error->second = fmt::format("async save of '{}': {}", flight->dir.string(), error->second);
+      }
     }
+    // A rank whose writes are stuck waits for them only after the verdict (when `landed`
+    // goes), so that the other ranks learn of the failure without waiting for it.
+    const std::unique_ptr<Flight> landed = std::move(flight);
     comm.all_ok(!error, error ? error->second : std::string(),
                 error ? error->first : ErrorCode::internal);
   }
@@ -106,15 +148,18 @@ struct AsyncCheckpointer::Impl {
   Comm background;
   std::shared_ptr<CheckpointHandler> handler;
   AsyncOptions options;
+  CheckpointerOptions common;
   StagingArea staging;
   bool background_mpi = true;
   std::unique_ptr<Flight> flight;
 };
 
 AsyncCheckpointer::AsyncCheckpointer(const Comm& comm, std::shared_ptr<CheckpointHandler> handler,
-                                     AsyncOptions options) {
+                                     AsyncOptions options, CheckpointerOptions common) {
   if (!handler) throw InvalidArgument("cairn::AsyncCheckpointer: the handler is null");
-  impl_ = std::make_unique<Impl>(comm, std::move(handler), options);
+  impl_ = std::make_unique<Impl>(comm, std::move(handler), options, std::move(common));
+  impl_->comm.run_all("cairn::AsyncCheckpointer:",
+                      [&] { (void)checkpoint::resolve_group(impl_->common.file_options.group); });
 }
 
 AsyncCheckpointer::~AsyncCheckpointer() {

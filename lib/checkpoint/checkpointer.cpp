@@ -2,7 +2,9 @@
 #include <cairn/checkpointer.hpp>
 #include <fmt/format.h>
 
+#include "checkpoint/bounded_write.hpp"
 #include "checkpoint/commit.hpp"
+#include "checkpoint/file_options.hpp"
 
 namespace cairn {
 
@@ -11,9 +13,14 @@ bool is_committed(const std::filesystem::path& dir) noexcept {
   return std::filesystem::is_directory(dir, ec) && std::filesystem::exists(dir / kCommitMarker, ec);
 }
 
-Checkpointer::Checkpointer(const Comm& comm, std::shared_ptr<CheckpointHandler> handler)
-    : comm_(comm.get(), comm.options()), handler_(std::move(handler)) {
+Checkpointer::Checkpointer(const Comm& comm, std::shared_ptr<CheckpointHandler> handler,
+                           CheckpointerOptions options)
+    : comm_(comm.get(), comm.options()),
+      handler_(std::move(handler)),
+      options_(std::move(options)) {
   if (!handler_) throw InvalidArgument("cairn::Checkpointer: the handler is null");
+  comm_.run_all("cairn::Checkpointer:",
+                [&] { (void)checkpoint::resolve_group(options_.file_options.group); });
 }
 
 Checkpointer::~Checkpointer() = default;
@@ -32,7 +39,15 @@ void Checkpointer::save(const std::filesystem::path& dir, const CheckpointArgs& 
     } catch (const std::exception& e) {
       pending->fail(e);
     }
-    pending->write(&comm_);
+    {
+      // The writes run on a thread of their own so that a rank stuck in them still takes
+      // part in the verdict in time; a stuck rank then waits for them (the destructor of
+      // `writing`) before its save throws.
+      checkpoint::BoundedWrite writing([&pending] { pending->write(nullptr); });
+      const auto deadline = checkpoint::write_deadline(comm_, options_.write_timeout);
+      checkpoint::agree_writes_returned(comm_, writing.wait_for(deadline), dir, deadline);
+      writing.join();
+    }
     record.timings["write_s"] = checkpoint::seconds_since(start);
     start = std::chrono::steady_clock::now();
     pending->finish(comm_);
@@ -40,7 +55,7 @@ void Checkpointer::save(const std::filesystem::path& dir, const CheckpointArgs& 
     record.bytes =
         static_cast<std::uint64_t>(comm_.sum(static_cast<std::int64_t>(pending->bytes_written())));
     record.item_metadata = pending->step_metadata();
-    checkpoint::commit(comm_, tmp, dir, std::move(record), options.force);
+    checkpoint::commit(comm_, tmp, dir, std::move(record), options.force, options_.file_options);
   } catch (...) {
     checkpoint::discard(comm_, tmp);
     throw;

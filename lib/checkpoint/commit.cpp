@@ -7,6 +7,7 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include "checkpoint/file_options.hpp"
 #include "checkpoint/manifest.hpp"
 #include "checkpoint/step_metadata.hpp"
 #include "comm/fault.hpp"
@@ -79,7 +80,7 @@ std::filesystem::path begin_save(const Comm& comm, const std::filesystem::path& 
 }
 
 void commit(const Comm& comm, const std::filesystem::path& tmp, const std::filesystem::path& dir,
-            StepRecord record, bool force) {
+            StepRecord record, bool force, const FileOptions& files) {
   const auto start = std::chrono::steady_clock::now();
   fault::point("checkpoint.before_metadata");
   comm.run_all(fmt::format("committing checkpoint '{}':", dir.string()), [&] {
@@ -100,6 +101,7 @@ void commit(const Comm& comm, const std::filesystem::path& tmp, const std::files
     storage::write_file_durably(tmp / kCommitMarker,
                                 make_commit_marker(tmp, iso_time(committed_at)));
     storage::sync_directory(tmp);
+    apply_file_options(tmp, files);
 
     fault::point("checkpoint.before_rename");
     std::error_code ec;
@@ -153,6 +155,7 @@ boost::json::object open_committed(const Comm& comm, const std::filesystem::path
                                     "save did not finish; restore an earlier checkpoint",
                                     dir.string(), kCommitMarker));
     }
+    storage::require_no_link_out(dir);  // item directories, data and metadata files
     verify_commit_marker(dir, only_items);
     text = storage::read_small_file(file);
   });

@@ -2,6 +2,7 @@
 // (internal). See include/cairn/checkpointer.hpp for the protocol.
 #pragma once
 
+#include <cairn/checkpointer.hpp>
 #include <cairn/comm.hpp>
 #include <cairn/handler.hpp>
 
@@ -28,11 +29,12 @@ struct StepRecord {
   boost::json::object timings = {};  ///< seconds per phase
 };
 
-/// Writes cairn-step.json and the COMMITTED marker into `tmp`, fsyncs them, renames `tmp` to
-/// `dir` (replacing an existing `dir` when `force`) and fsyncs the parent; the primary does
-/// the work, every rank gets the verdict. Collective. Throws IoError on every rank.
+/// Writes cairn-step.json and the COMMITTED marker into `tmp`, fsyncs them, gives every file
+/// under `tmp` the mode and group of `files`, renames `tmp` to `dir` (replacing an existing
+/// `dir` when `force`) and fsyncs the parent; the primary does the work, every rank gets the
+/// verdict. Collective. Throws IoError on every rank.
 void commit(const Comm& comm, const std::filesystem::path& tmp, const std::filesystem::path& dir,
-            StepRecord record, bool force);
+            StepRecord record, bool force, const FileOptions& files = {});
 
 /// Removes `tmp` after a failed save (primary only, best effort). Not collective; never
 /// throws.

@@ -5,13 +5,16 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cairn/error.hpp>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <fmt/format.h>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "comm/log.hpp"
@@ -19,13 +22,14 @@
 namespace cairn::fault {
 namespace {
 
-enum class Action { raise, kill, error_number };
+enum class Action { raise, kill, error_number, stall };
 
 struct Rule {
   std::string point;
   int rank = -1;  // -1: every rank
   Action action = Action::raise;
   int error_number = 0;    // with Action::error_number
+  long stall_ms = 0;       // with Action::stall
   long hit = 0;            // fire at this hit of the point (1-based); 0: every hit
   bool and_later = false;  // also at every hit after `hit`
   std::shared_ptr<std::atomic<long>> hits = std::make_shared<std::atomic<long>>(0);
@@ -61,6 +65,9 @@ std::vector<Rule> parse(std::string_view text) {
       } else if (action.starts_with("errno=")) {
         rule.action = Action::error_number;
         rule.error_number = parse_errno(action.substr(6));
+      } else if (action.starts_with("stall=")) {
+        rule.action = Action::stall;
+        rule.stall_ms = std::max(0L, std::atol(std::string(action.substr(6)).c_str()));
       }
       item = item.substr(0, colon);
     }
@@ -106,6 +113,13 @@ void point(std::string_view name) {
     if (rule.action == Action::kill) {
       log::warn("fault.kill", "point={}", name);
       ::kill(::getpid(), SIGKILL);
+    }
+    if (rule.action == Action::stall) {
+      // A write that blocks (a hung file system) for a bounded time, then goes on.
+      log::warn("fault.stall", "point={} ms={}", name, rule.stall_ms);
+      std::this_thread::sleep_for(std::chrono::milliseconds(rule.stall_ms));
+      log::warn("fault.stall_end", "point={}", name);
+      continue;
     }
     throw IoError("", fmt::format("injected fault at {} on rank {}", name, rank));
   }

@@ -7,6 +7,8 @@
 //             `kill`: SIGKILLs the process;
 //             `errno=<E>` (E one of ENOSPC, EIO, EDQUOT or a number): error_at() returns E,
 //             as if the system call at that point had failed with it (point() ignores it);
+//             `stall=<ms>`: point() sleeps <ms> milliseconds, then returns (a write that
+//             blocks on a hung file system for a while);
 //   #<n>      only the n-th time the point is reached on that rank; `#<n>+`: from the n-th
 //             time on (a disk that stays full).
 // In other builds point() and error_at() do nothing.
@@ -43,7 +45,7 @@ namespace cairn::fault {
 
 #if CAIRN_HAVE_FAULT_INJECTION
 /// Fires the fault configured for `name` on this rank, if any. Not collective. Throws
-/// IoError when configured to.
+/// IoError when configured to; sleeps when configured to stall.
 void point(std::string_view name);
 /// The errno configured for `name` on this rank at this hit, or 0. Not collective; never
 /// throws.

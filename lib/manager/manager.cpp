@@ -150,9 +150,10 @@ void CheckpointManager::ensure_checkpointer(std::string_view handler_type) {
   // agree first, so that a rank that did not make this call is a timeout, not a hang.
   comm_.agree({.operation = "CheckpointManager: creating the checkpointer"});
   if (options_.enable_async) {
-    async_ = std::make_unique<AsyncCheckpointer>(comm_, handler_, options_.async);
+    async_ =
+        std::make_unique<AsyncCheckpointer>(comm_, handler_, options_.async, options_.checkpointer);
   } else {
-    sync_ = std::make_unique<Checkpointer>(comm_, handler_);
+    sync_ = std::make_unique<Checkpointer>(comm_, handler_, options_.checkpointer);
   }
 }
 
@@ -388,6 +389,10 @@ void CheckpointManager::delete_step(std::int64_t step) {
   });
   steps_.erase(it);
   if (deferred) {
+    // One background delete at a time: a thread that ended keeps its stack until joined, so
+    // joining the previous delete here (usually long finished) keeps a long run flat.
+    for (auto& deleter : deleters_) deleter.join();
+    deleters_.clear();
     deleters_.emplace_back([path = *deferred] {
       try {
         fault::point("manager.background_delete");

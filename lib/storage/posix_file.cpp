@@ -32,7 +32,7 @@ PosixFile::PosixFile(std::filesystem::path path, Mode mode) : path_(std::move(pa
   if (mode == Mode::write_new) flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
   if (mode == Mode::write_existing) flags = O_WRONLY | O_CLOEXEC;
   do {
-    fd_ = ::open(path_.c_str(), flags, 0644);
+    fd_ = ::open(path_.c_str(), flags, 0666);  // the umask decides
   } while (fd_ < 0 && errno == EINTR);
   if (fd_ < 0) {
     const int error = errno;
@@ -209,6 +209,33 @@ void create_directories(const std::filesystem::path& path) {
   if (ec) {
     throw IoError(path.string(),
                   fmt::format("creating directory '{}' failed: {}", path.string(), ec.message()));
+  }
+}
+
+void require_inside(const std::filesystem::path& root, const std::filesystem::path& path) {
+  std::error_code ec;
+  const auto base = std::filesystem::weakly_canonical(root, ec);
+  if (ec) return;  // the reads that follow report a root that cannot be resolved
+  const auto target = std::filesystem::weakly_canonical(path, ec);
+  if (ec) return;
+  const auto relative = target.lexically_relative(base);
+  if (!relative.empty() && *relative.begin() != "..") return;
+  throw FormatError(path.string(), "symbolic link",
+                    fmt::format("'{}' leads outside the checkpoint directory '{}' (to '{}') "
+                                "through a symbolic link: cairn does not read data from outside "
+                                "a checkpoint; put the file itself in its place",
+                                path.string(), root.string(), target.string()));
+}
+
+void require_no_link_out(const std::filesystem::path& root) {
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(root, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->is_symlink(ec)) require_inside(root, it->path());
+  }
+  if (ec) {
+    throw IoError(root.string(),
+                  fmt::format("listing '{}' failed: {}", root.string(), ec.message()));
   }
 }
 

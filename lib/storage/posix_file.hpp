@@ -63,5 +63,14 @@ std::string read_small_file(const std::filesystem::path& path,
 void sync_directory(const std::filesystem::path& path);
 /// Creates `path` and missing parents. Throws IoError naming the path.
 void create_directories(const std::filesystem::path& path);
+/// Checks that `path`, a file or directory under `root`, resolves to a place inside `root`:
+/// neither it nor a directory between `root` and it is a symbolic link that leads out of
+/// `root` (links inside `root` are allowed; `root` itself may be a link). Local. Throws
+/// FormatError naming `path` and where it leads.
+void require_inside(const std::filesystem::path& root, const std::filesystem::path& path);
+/// require_inside() for every symbolic link under `root`, at any depth (links to directories
+/// are not followed). Local. Throws FormatError naming the first link that leads out, IoError
+/// when `root` cannot be listed.
+void require_no_link_out(const std::filesystem::path& root);
 
 }  // namespace cairn::storage

@@ -38,7 +38,9 @@ storage::TreeIndex load_index(const Comm& comm, const std::filesystem::path& dir
   const auto file = dir / storage::kTreeIndexFile;
   std::string text;
   comm.run_all(fmt::format("reading '{}':", file.string()), [&] {
-    if (comm.is_primary()) text = storage::read_small_file(file);
+    if (!comm.is_primary()) return;
+    storage::require_no_link_out(dir);  // the index and the data files it names
+    text = storage::read_small_file(file);
   });
   text = comm.broadcast(text);
   return storage::parse_index(text, file);

@@ -27,6 +27,7 @@ std::optional<storage::TreeIndex> load_index(const Comm& comm, const std::filesy
   std::string read;  // "+" and the text, or "-" and why it could not be read
   if (comm.is_primary()) {
     try {
+      storage::require_no_link_out(dir);  // the index and the data files it names
       read = "+" + storage::read_small_file(file);
     } catch (const std::exception& e) {
       read = std::string("-") + e.what();

@@ -4,6 +4,8 @@
  * JSON, and the multihost restart. Exits non-zero on any failure. */
 #include <cairn/cairn.h>
 
+#include <sys/stat.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,8 +82,10 @@ static void series(const cairn_comm* comm, int rank, int size) {
   char* text = NULL;
   CHECK_OK(cairn_manager_options_init(&o, sizeof o));
   CHECK(o.save_interval_steps == 1 && o.enable_async == 1 && o.max_to_keep == 0);
+  CHECK(o.file_mode == -1 && o.file_group == NULL && o.write_timeout_s == 0);
   o.max_to_keep = 2;
   o.barrier_timeout_s = 120;
+  o.file_mode = 0640; /* the files of a shared project directory */
   CHECK_OK(cairn_manager_create(comm, capi_test_path("series"), &o, &m));
   for (step = 0; step < 5; ++step) {
     char metrics[64];
@@ -102,6 +106,14 @@ static void series(const cairn_comm* comm, int rank, int size) {
   CHECK(flag == 0);
   CHECK_OK(cairn_manager_all_steps(m, 0, &steps, &count));
   CHECK(count == 2 && steps[0] == 3 && steps[1] == 4);
+  {
+    char path[4096];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/4/cairn-step.json", capi_test_path("series"));
+    CHECK(stat(path, &st) == 0 && (st.st_mode & 07777) == 0640);
+    snprintf(path, sizeof path, "%s/4", capi_test_path("series"));
+    CHECK(stat(path, &st) == 0 && (st.st_mode & 07777) == 0750);
+  }
   cairn_free(steps);
   CHECK_OK(cairn_manager_latest_step(m, &step, &found));
   CHECK(found == 1 && step == 4);
