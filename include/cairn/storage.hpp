@@ -79,8 +79,8 @@ struct TreeSaveOptions {
 /// `$2`, ... stand for the groups of the match (Orbax's restore transforms with
 /// `original_key`). Example: {"blocks/(\\d+)/weight", "params/layer$1/w"}.
 struct LeafRename {
-  std::string target;
-  std::string saved;
+  std::string target;  ///< pattern matched against the whole target leaf path
+  std::string saved;   ///< the saved leaf's path, with $1, $2, ... for the pattern's groups
 };
 
 /// How restore_tree() reads. Aggregate: use designated initializers.

@@ -1,13 +1,15 @@
-// Restoring an array leaf into a target of another global shape (TreeRestoreOptions::
-// resize_leaves): a larger target is padded with the fill value, a smaller one truncates the
-// array, in every format, into contiguous and strided targets, at any rank count; a leaf not
-// listed, another number of dimensions or a fill value the dtype cannot hold is an error on
-// every rank.
+// Restoring into a tree of another layout than the saved one. Resized leaves
+// (TreeRestoreOptions::resize_leaves): a larger target is padded with the fill value, a smaller
+// one truncates the array, in every format, into contiguous and strided targets, at any rank
+// count; a leaf not listed, another number of dimensions or a fill value the dtype cannot hold
+// is an error on every rank. Renamed leaves (TreeRestoreOptions::renames): regular-expression
+// rules with groups, default_to_original on and off, and bad rules.
 #include <gtest/gtest.h>
 
 #include <cairn/error.hpp>
 #include <cairn/storage.hpp>
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -111,6 +113,86 @@ TEST(RestoreResize, MisuseIsAnErrorOnEveryRank) {
     ADD_FAILURE() << "0.5 was accepted as an int32 fill value";
   } catch (const InvalidArgument& e) {
     EXPECT_NE(std::string(e.what()).find("fill value of leaf 'u'"), std::string::npos) << e.what();
+  }
+}
+
+// An older program saved "params/layer<i>/w" (arrays) and "step" (a scalar); the new one
+// restores them as "blocks/<i>/weight" and "iteration", with "time" unchanged.
+TEST(RestoreRenames, RulesMapTargetLeavesToSavedOnes) {
+  const SharedTempDir tmp;
+  const Comm comm(MPI_COMM_WORLD);
+  const auto dir = tmp / "old_layout";
+  const Box box = slab_box(kSaved, comm.rank(), comm.size());
+  std::vector<std::vector<std::byte>> layers;
+  ArrayTree saved;
+  for (int i = 0; i < 3; ++i) {
+    layers.push_back(reference_box(DType::float64, kSaved, box));
+    for (auto& b : layers.back()) b ^= static_cast<std::byte>(i);
+    saved.add_array("params/layer" + std::to_string(i) + "/w", {.dtype = DType::float64,
+                                                                .global_shape = kSaved,
+                                                                .box = box,
+                                                                .data = layers.back().data()});
+  }
+  saved.add_scalar("step", Scalar(std::int64_t{42}));
+  saved.add_scalar("time", Scalar(2.5));
+  save_tree(comm, dir, saved, {});
+
+  const TreeRestoreOptions options{
+      .renames = {{R"(blocks/(\d+)/weight)", "params/layer$1/w"}, {"iteration", "step"}}};
+  ArrayTree target;
+  for (int i = 0; i < 3; ++i) {
+    target.add_owned_array("blocks/" + std::to_string(i) + "/weight", DType::float64, kSaved, box);
+  }
+  target.add_scalar("iteration", Scalar(std::int64_t{0}));
+  target.add_scalar("time", Scalar(0.0));
+  restore_tree(comm, dir, target, options);
+  for (int i = 0; i < 3; ++i) {
+    const ArrayShard& got = target.find("blocks/" + std::to_string(i) + "/weight")->as_array();
+    EXPECT_EQ(std::memcmp(got.data, layers[static_cast<std::size_t>(i)].data(),
+                          layers[static_cast<std::size_t>(i)].size()),
+              0)
+        << "layer " << i;
+  }
+  EXPECT_EQ(target.find("iteration")->as_scalar().as<std::int64_t>(), 42);
+  EXPECT_EQ(target.find("time")->as_scalar().as<double>(), 2.5);
+
+  // Without default_to_original, "time" (no rule) is not read: NotFound naming it, unless
+  // optional.
+  ArrayTree strict;
+  strict.add_scalar("iteration", Scalar(std::int64_t{0}));
+  strict.add_scalar("time", Scalar(0.0));
+  try {
+    restore_tree(comm, dir, strict, {.renames = options.renames, .default_to_original = false});
+    ADD_FAILURE() << "a leaf no rule matches was read without default_to_original";
+  } catch (const NotFound& e) {
+    EXPECT_NE(std::string(e.what()).find("'time'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("default_to_original"), std::string::npos) << e.what();
+  }
+  restore_tree(
+      comm, dir, strict,
+      {.optional_leaves = {"time"}, .renames = options.renames, .default_to_original = false});
+  EXPECT_EQ(strict.find("iteration")->as_scalar().as<std::int64_t>(), 42);
+  EXPECT_EQ(strict.find("time")->as_scalar().as<double>(), 0.0);
+}
+
+TEST(RestoreRenames, BadRulesAreInvalidArgumentAndMissingSourcesNotFound) {
+  const SharedTempDir tmp;
+  const Comm comm(MPI_COMM_WORLD);
+  const auto dir = tmp / "saved";
+  save_reference(comm, dir, StorageFormat::posix);
+  const auto attempt = [&](const TreeRestoreOptions& options) {
+    ArrayTree target;
+    target.add_owned_array("v", DType::float64, kSaved, slab_box(kSaved, comm.rank(), comm.size()));
+    restore_tree(comm, dir, target, options);
+  };
+  EXPECT_THROW(attempt({.renames = {{"(v", "u"}}}), InvalidArgument);    // not a regex
+  EXPECT_THROW(attempt({.renames = {{"v", "../u"}}}), InvalidArgument);  // not a leaf path
+  attempt({.renames = {{"v", "u"}}});                                    // the right rule
+  try {
+    attempt({.renames = {{"v", "w"}}});
+    ADD_FAILURE() << "a rule to a leaf that was not saved was accepted";
+  } catch (const NotFound& e) {
+    EXPECT_NE(std::string(e.what()).find("renamed"), std::string::npos) << e.what();
   }
 }
 
