@@ -143,9 +143,10 @@ struct CheckpointManagerOptions {
   /// Also save at these steps.
   std::set<std::int64_t> save_on_steps = {};
   /// When set, decides alone in place of save_interval_steps, save_on_steps and the initial
-  /// save (as in Orbax); preemption saves still happen. Called on the primary only; every
-  /// rank takes its answer.
-  std::function<bool(std::int64_t step)> should_save_fn = {};
+  /// save (as in Orbax); preemption saves still happen. Orbax's signature, `(step,
+  /// latest_step)` with the newest saved step (std::nullopt when none), or `(step)`. Called
+  /// on the primary only; every rank takes its answer.
+  ShouldSaveFunction should_save_fn = {};
   /// Replaces the three fields above (a preemption save is always added).
   std::shared_ptr<const SaveDecisionPolicy> save_decision_policy = {};
 
@@ -162,9 +163,10 @@ struct CheckpointManagerOptions {
   /// The metric a checkpoint is ranked by, from the metrics saved with it; std::nullopt when
   /// they do not hold it: the checkpoint then counts as saved without metrics (see
   /// keep_checkpoints_without_metrics; best_step() skips it). A save without metrics is
-  /// logged as a warning, as Orbax does. A function returning double
-  /// converts. Called by retention after each commit, on every rank: an exception from it
-  /// makes that save throw although the step is committed.
+  /// logged as a warning, as Orbax does. A function returning double converts. Called by
+  /// retention after each commit on the primary (which decides what every rank deletes), and
+  /// by best_step() on every rank: an exception from it makes that save throw (on every rank)
+  /// although the step is committed.
   std::function<std::optional<double>(const boost::json::object& metrics)> best_fn = {};
   /// Whether larger or smaller best_fn values are better.
   BestMode best_mode = BestMode::max;

@@ -55,15 +55,26 @@ void CheckpointManager::after_commit() {
 }
 
 void CheckpointManager::apply_retention() {
-  std::vector<CheckpointInfo> infos;
-  for (const auto& info : steps_) {
-    // A step whose metadata cannot be read is neither counted nor deleted: the newest step
-    // that retention always keeps is then the newest readable one, not a damaged one newer
-    // than it.
-    if (info.damaged) continue;
-    infos.push_back({.step = info.step, .time = info.time, .metric = metric_of(info)});
-  }
-  for (std::int64_t step : steps_to_delete(*keep_policy_, infos)) delete_step(step);
+  // The primary decides and every rank takes its list: a policy may read a clock
+  // (LatestDuration) and best_fn may differ between ranks; ranks that deleted different steps
+  // would leave each other waiting.
+  std::vector<std::int64_t> doomed;
+  comm_.run_all("retention:", [&] {
+    if (!comm_.is_primary()) return;
+    std::vector<CheckpointInfo> infos;
+    for (const auto& info : steps_) {
+      // A step whose metadata cannot be read is neither counted nor deleted: the newest step
+      // that retention always keeps is then the newest readable one, not a damaged one newer
+      // than it.
+      if (info.damaged) continue;
+      infos.push_back({.step = info.step, .time = info.time, .metric = metric_of(info)});
+    }
+    doomed = steps_to_delete(*keep_policy_, infos);
+  });
+  boost::json::array listed;
+  for (const auto step : doomed) listed.emplace_back(step);
+  doomed = boost::json::value_to<std::vector<std::int64_t>>(comm_.broadcast_json(listed));
+  for (const std::int64_t step : doomed) delete_step(step);
 }
 
 void CheckpointManager::delete_step(std::int64_t step) {
