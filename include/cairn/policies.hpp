@@ -31,6 +31,11 @@ namespace cairn {
 /// saved step, std::nullopt when there is none), or a function of the step alone. Empty when
 /// default-constructed or made from an empty std::function or a null function pointer.
 class ShouldSaveFunction {
+  template <class T>
+  struct IsStdFunction : std::false_type {};
+  template <class R, class... A>
+  struct IsStdFunction<std::function<R(A...)>> : std::true_type {};
+
  public:
   ShouldSaveFunction() = default;
   /// From any callable as `bool(std::int64_t step, std::optional<std::int64_t> latest_step)`
@@ -40,8 +45,8 @@ class ShouldSaveFunction {
            (std::is_invocable_r_v<bool, F&, std::int64_t, std::optional<std::int64_t>> ||
             std::is_invocable_r_v<bool, F&, std::int64_t>))
       ShouldSaveFunction(F f) {  // NOLINT(google-explicit-constructor): keyword-argument style
-    if constexpr (std::is_constructible_v<bool, F&>) {
-      if (!static_cast<bool>(f)) return;
+    if constexpr (std::is_pointer_v<F> || IsStdFunction<F>::value) {
+      if (!f) return;
     }
     if constexpr (std::is_invocable_r_v<bool, F&, std::int64_t, std::optional<std::int64_t>>) {
       fn_ = std::move(f);
