@@ -201,6 +201,11 @@ struct CheckpointManagerOptions {
   boost::json::object metadata = {};
   /// Remove temporary directories of unfinished saves and deletes at start.
   bool cleanup_tmp_directories = false;
+  /// List only the step numbers when opening the root (and at reload()); the step metadata
+  /// (times, metrics) is read at the first member that needs it: save decisions, retention,
+  /// best_step() with best_fn, metrics() (Orbax lightweight_initialize). For a job that
+  /// opens a root of many steps to restore one.
+  bool lightweight_initialize = false;
   /// Never write: save() returns false and delete_step() does nothing (both log it),
   /// should_save() answers false, no lock and no cairn-root.json are written, nothing is
   /// cleaned up or quarantined. metadata() returns what is on disk, or the metadata this
@@ -410,6 +415,7 @@ class CheckpointManager {
     std::chrono::system_clock::time_point time = {};
     boost::json::object metrics = {};
     bool damaged = false;  // its cairn-step.json could not be read
+    bool loaded = true;    // false: time and metrics not read yet (lightweight_initialize)
   };
 
   // Whether to save a step and the time of the decision, as the primary decided them.
@@ -428,6 +434,7 @@ class CheckpointManager {
   void ensure_checkpointer(std::string_view handler_type);
   void after_commit();
   void apply_retention();
+  void load_step_infos();
   [[nodiscard]] std::optional<double> metric_of(const StepInfo& info) const;
   void quarantine(std::int64_t step, std::string_view error);
   [[nodiscard]] StepInfo read_step_info(std::int64_t step);

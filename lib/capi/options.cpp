@@ -147,6 +147,7 @@ CheckpointManagerOptions manager_options(const cairn_manager_options* options) {
           std::to_string(c.step_name_format));
   }
   o.save_root_metadata = c.save_root_metadata != 0;
+  o.lightweight_initialize = c.lightweight_initialize != 0;
   o.create = c.create != 0;
   o.cleanup_tmp_directories = c.cleanup_tmp_directories != 0;
   o.read_only = c.read_only != 0;

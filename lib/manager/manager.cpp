@@ -246,7 +246,17 @@ void CheckpointManager::reload() {
                  .structure = steps.size()});
   }
   steps_.clear();
-  for (auto step : steps) steps_.push_back(read_step_info(step));
+  for (auto step : steps) {
+    steps_.push_back(options_.lightweight_initialize ? StepInfo{.step = step, .loaded = false}
+                                                     : read_step_info(step));
+  }
+}
+
+void CheckpointManager::load_step_infos() {
+  // Collective: steps_ is alike on every rank, so every rank reads the same steps.
+  for (auto& info : steps_) {
+    if (!info.loaded) info = read_step_info(info.step);
+  }
 }
 
 std::vector<std::int64_t> CheckpointManager::all_steps(bool read) {
@@ -285,6 +295,7 @@ bool CheckpointManager::should_save(std::int64_t step) {
 
 CheckpointManager::SaveDecision CheckpointManager::decide(std::int64_t step, bool force) {
   const bool preempted = reached_preemption(step);
+  load_step_infos();  // the time of the newest step
   // The primary decides and every rank takes its answer and its clock: the policies read the
   // time (and user predicates), which may differ between ranks, and ranks that answered
   // differently would leave the others waiting in save() until the barrier deadline. The

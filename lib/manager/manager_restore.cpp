@@ -200,6 +200,7 @@ std::optional<RestoredStep> CheckpointManager::restore_latest_intact(const Check
 boost::json::object CheckpointManager::metrics(std::int64_t step) {
   const std::scoped_lock lock(mutex_);
   require_active("metrics");
+  load_step_infos();
   for (const auto& info : steps_) {
     if (info.step == step) return info.metrics;
   }

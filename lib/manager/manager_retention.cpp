@@ -20,6 +20,7 @@ std::optional<std::int64_t> CheckpointManager::best_step() {
   const std::scoped_lock lock(mutex_);
   // As Orbax: without a metric to rank by, the best step is the newest.
   if (!options_.best_fn) return latest_step();
+  load_step_infos();
   std::optional<std::int64_t> best;
   std::optional<double> best_value;
   for (const auto& info : steps_) {
@@ -58,6 +59,7 @@ void CheckpointManager::apply_retention() {
   // The primary decides and every rank takes its list: a policy may read a clock
   // (LatestDuration) and best_fn may differ between ranks; ranks that deleted different steps
   // would leave each other waiting.
+  load_step_infos();
   std::vector<std::int64_t> doomed;
   comm_.run_all("retention:", [&] {
     if (!comm_.is_primary()) return;

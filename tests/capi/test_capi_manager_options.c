@@ -136,6 +136,17 @@ static void existing_steps_read_only_and_best(const cairn_comm* comm, int rank, 
     cairn_free(text);
   }
   CHECK_OK(cairn_manager_free(m));
+  /* lightweight_initialize: the steps are listed, their metadata read when needed */
+  o.lightweight_initialize = 1;
+  CHECK_OK(cairn_manager_create(comm, capi_test_path("exists"), &o, &m));
+  CHECK_OK(cairn_manager_latest_step(m, &step, &found));
+  CHECK(found == 1 && step == 1);
+  {
+    char* text = NULL;
+    CHECK_OK(cairn_manager_metrics(m, 1, &text));
+    CHECK(strcmp(text, "{}") == 0);
+    cairn_free(text);
+  }
   cairn_tree_free(tree);
 }
 

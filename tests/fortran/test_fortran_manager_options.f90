@@ -112,7 +112,8 @@ contains
     inquire (file=dir//'/exists/cairn-root.json', exist=there)
     call expect(.not. there, 'save_root_metadata=.false. writes no cairn-root.json')
 
-    call cairn_manager_create(manager, comm, dir//'/exists', read_only=.true.)
+    call cairn_manager_create(manager, comm, dir//'/exists', read_only=.true., &
+                              lightweight_initialize=.true.)
     call cairn_manager_should_save(manager, 2_c_int64_t, flag)
     call expect(.not. flag, 'a read-only manager should not save')
     call cairn_manager_save(manager, 2_c_int64_t, tree, saved)

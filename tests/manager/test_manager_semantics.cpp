@@ -198,6 +198,32 @@ TEST(ManagerSemantics, RootsWithJoinedStepNamesAreStillFound) {
   EXPECT_EQ(manager.all_steps(/*read=*/true), (Steps{5, 6}));
 }
 
+// Orbax lightweight_initialize: opening reads no step metadata, so a root of many steps opens
+// fast; the metadata is read when first needed. A step metadata file that cannot be read at
+// all (here a directory in its place) shows when it is read.
+TEST(ManagerSemantics, LightweightInitializeReadsStepMetadataOnlyWhenNeeded) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  {
+    CheckpointManager writer(comm, tmp.path());
+    for (std::int64_t step = 0; step < 2; ++step) {
+      Field field(comm, static_cast<double>(step));
+      ASSERT_TRUE(writer.save(step, ArrayTreeSave(field.tree()), {.metrics = {{"loss", 1.0}}}));
+    }
+  }
+  if (comm.is_primary()) {
+    std::filesystem::remove(tmp / "0" / "cairn-step.json");
+    std::filesystem::create_directory(tmp / "0" / "cairn-step.json");
+  }
+  comm.barrier("step 0 metadata replaced");
+  EXPECT_THROW(CheckpointManager(comm, tmp.path()), IoError);  // reads every step at open
+  CheckpointManager light(comm, tmp.path(), {.lightweight_initialize = true});
+  EXPECT_EQ(light.all_steps(), (Steps{0, 1}));
+  EXPECT_EQ(light.latest_step(), 1);
+  EXPECT_EQ(restored(light, 1), 1.0);
+  EXPECT_THROW((void)light.metrics(1), IoError);  // now every step's metadata is read
+}
+
 TEST(ManagerSemantics, APreservationPolicyWithPlainRetentionOptionsIsAnError) {
   SharedTempDir tmp;
   Comm comm(MPI_COMM_WORLD);
