@@ -438,8 +438,9 @@ typedef struct cairn_manager_options {
                                checkpoint root (no cairn-root.json, no step directory) */
   int step_name_format;     /* [CAIRN_STEP_NAME_STANDARD] how step_prefix joins the step */
   int save_root_metadata;   /* [1] write cairn-root.json when the root has none */
-  int lightweight_initialize; /* [0] list step numbers only at open; read step metadata when
-                                 first needed (save decisions, retention, metrics) */
+  /* [0] list the step numbers only at open; read the step metadata when first needed (save
+     decisions, retention, metrics) */
+  int lightweight_initialize;
 } cairn_manager_options;
 
 /* Fills *options with the defaults for a caller that knows `struct_size` bytes of it. */
