@@ -165,8 +165,10 @@ std::int64_t restart(cairn::CheckpointManager& mgr, const Options& o, heat2d::Gr
   return step;
 }
 
-void save(cairn::CheckpointManager& mgr, const Options& o, heat2d::Grid& grid,
-          const cairn::Comm& comm, std::int64_t step, double change) {
+// Saves `step` when the manager's policy says so (its interval, or preemption), or always with
+// `force`; returns whether a save started.
+bool save(cairn::CheckpointManager& mgr, const Options& o, heat2d::Grid& grid,
+          const cairn::Comm& comm, std::int64_t step, double change, bool force) {
   double residual = 0.0;
   MPI_Allreduce(&change, &residual, 1, MPI_DOUBLE, MPI_MAX, grid.comm());
   const double energy = grid.energy();
@@ -184,7 +186,8 @@ void save(cairn::CheckpointManager& mgr, const Options& o, heat2d::Grid& grid,
                                                        cairn::TreeSaveOptions{.format = format})},
       {"run", std::make_shared<cairn::JsonSave>(run_info(o, grid, step, comm.size()))}};
   // "saved" is printed by the manager's on_commit callback, once the step is committed.
-  mgr.save(step, args, {.metrics = {{"residual", residual}, {"energy", energy}}, .force = true});
+  return mgr.save(step, args,
+                  {.metrics = {{"residual", residual}, {"energy", energy}}, .force = force});
 }
 
 // Writes the field as raw row-major float64 with MPI-IO (every rank its block).
@@ -247,10 +250,18 @@ int run(const Options& o) {
   while (step < o.steps) {
     ++step;
     const double change = grid.step();
-    preempted = mgr.reached_preemption(step);
-    if (preempted || step == o.steps || mgr.should_save(step))
-      save(mgr, o, grid, comm, step, change);
-    if (preempted) break;
+    // The idiom of Orbax: save (the policy saves at a preemption too), then stop once
+    // preemption is reached, so that one notice commits exactly one step.
+    bool saved = false;
+    if (step == o.steps || mgr.should_save(step)) {
+      saved = save(mgr, o, grid, comm, step, change, step == o.steps);
+    }
+    if (mgr.reached_preemption(step)) {
+      // A notice that arrived after this step's save decision: save this step still.
+      if (!saved) save(mgr, o, grid, comm, step, change, true);
+      preempted = true;
+      break;
+    }
     if (o.step_delay_ms > 0)
       std::this_thread::sleep_for(std::chrono::milliseconds(o.step_delay_ms));
   }

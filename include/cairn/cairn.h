@@ -371,6 +371,13 @@ CAIRN_C_API void cairn_preservation_policy_free(cairn_preservation_policy* polic
 enum { CAIRN_FORMAT_POSIX = 0, CAIRN_FORMAT_HDF5 = 1 };
 /* Which metric is best (cairn_manager_options.best_mode). */
 enum { CAIRN_BEST_MAX = 0, CAIRN_BEST_MIN = 1 };
+/* cairn_manager_options.max_to_keep: keep every checkpoint (Orbax's None). */
+enum { CAIRN_KEEP_ALL = -1 };
+/* How step directories are named (cairn_manager_options.step_name_format). */
+enum {
+  CAIRN_STEP_NAME_STANDARD = 0, /* Orbax's: <prefix>_<step>, or <step> without prefix */
+  CAIRN_STEP_NAME_JOINED = 1    /* <prefix><step>, no separator (CLU's ckpt-<n>) */
+};
 
 /* Options of a manager (cairn::CheckpointManagerOptions). Defaults in brackets. */
 typedef struct cairn_manager_options {
@@ -382,7 +389,8 @@ typedef struct cairn_manager_options {
   cairn_should_save_fn should_save_fn; /* [NULL] replaces the interval when set */
   void* should_save_user_data;         /* [NULL] passed to should_save_fn */
   /* what to keep (the newest committed step is always kept) */
-  int max_to_keep;                      /* [0] keep at most this many; 0: keep all */
+  int max_to_keep;                      /* [CAIRN_KEEP_ALL] keep at most this many; 0 keeps
+                                           none but the newest, which is always kept */
   int64_t keep_period;                  /* [0] also keep multiples of this; 0: none */
   int64_t keep_time_interval_s;         /* [0] also keep one per this many seconds; 0: none */
   const char* best_metric;              /* [NULL] rank steps by this number in their metrics;
@@ -391,11 +399,13 @@ typedef struct cairn_manager_options {
   int best_mode;                        /* [CAIRN_BEST_MAX] */
   int keep_checkpoints_without_metrics; /* [1] with best_metric: keep steps without it */
   /* layout and behaviour */
-  const char* step_prefix;            /* [""] step directories are <prefix><step> */
+  const char* step_prefix;            /* [""] step directories are <prefix>_<step> (see
+                                         step_name_format); a root whose cairn-root.json has
+                                         this prefix and no step_name_format: <prefix><step> */
   int step_format_fixed_length;       /* [0] zero-pad step numbers to this many digits; 0: none */
   int create;                         /* [1] create the root when missing */
   int cleanup_tmp_directories;        /* [0] remove leftovers of unfinished saves at start */
-  int read_only;                      /* [0] never write */
+  int read_only;                      /* [0] never write (saves return *saved = 0) */
   const char* todelete_subdir;        /* [NULL] move deleted steps there instead of removing */
   int enable_background_delete;       /* [0] */
   int single_host_load_and_broadcast; /* [0] */
@@ -435,6 +445,11 @@ typedef struct cairn_manager_options {
   double write_timeout_s; /* [0] a rank's local writes of a save may take this long before the
                              save fails on every rank naming the stuck rank; 0: half of
                              barrier_timeout_s */
+  int step_name_format;     /* [CAIRN_STEP_NAME_STANDARD] how step_prefix joins the step */
+  int save_root_metadata;   /* [1] write cairn-root.json when the root has none */
+  /* [0] list the step numbers only at open; read the step metadata when first needed (save
+     decisions, retention, metrics) */
+  int lightweight_initialize;
 } cairn_manager_options;
 
 /* Fills *options with the defaults for a caller that knows `struct_size` bytes of it. */
@@ -446,7 +461,8 @@ typedef struct cairn_save_options {
   size_t struct_size;               /* sizeof(cairn_save_options) as the caller knows it */
   const char* metrics_json;         /* [NULL] JSON object stored with the step (best_metric) */
   const char* custom_metadata_json; /* [NULL] any JSON value stored in the step metadata */
-  int force;                        /* [0] save even when the policy says no; replace a step */
+  int force;                        /* [0] save even when the policy says no (never replaces
+                                       a step: an existing one is an error) */
   int format;                       /* [CAIRN_FORMAT_POSIX] format of array leaves */
   int allow_sparse;                 /* [0] boxes may leave holes (read back as zeros) */
   int fsync;                        /* [1] fsync every file written */
@@ -492,8 +508,10 @@ CAIRN_C_API cairn_status cairn_manager_create(const cairn_comm* comm, const char
 CAIRN_C_API cairn_status cairn_manager_free(cairn_manager* manager);
 
 /* Saves `tree` as `step` when the save policy (or force, or preemption) says so; *saved (when
- * not NULL) says whether a save started. Async by default: the tree's buffers may be modified
- * once this returns (unless async_zero_copy). Collective. */
+ * not NULL) says whether a save started: 0 for a step that already exists (without force) and
+ * on a read-only manager. Async by default: the tree's buffers may be modified once this
+ * returns (unless async_zero_copy). Collective. CAIRN_ERR_INVALID_ARGUMENT for a forced save
+ * of a step that exists (delete it first to replace it). */
 CAIRN_C_API cairn_status cairn_manager_save(cairn_manager* manager, int64_t step,
                                             const cairn_tree* tree,
                                             const cairn_save_options* options, int* saved);
@@ -538,8 +556,8 @@ CAIRN_C_API cairn_status cairn_manager_restore_items(cairn_manager* manager, int
 /* The newest committed step in *step with *found = 1, or *found = 0. Collective. */
 CAIRN_C_API cairn_status cairn_manager_latest_step(cairn_manager* manager, int64_t* step,
                                                    int* found);
-/* The best committed step by best_metric, or *found = 0 (no best_metric, or no step has it).
- * Collective. */
+/* The best committed step by best_metric; without best_metric the newest; *found = 0 when
+ * there is no step, or no step has best_metric. Collective. */
 CAIRN_C_API cairn_status cairn_manager_best_step(cairn_manager* manager, int64_t* step, int* found);
 /* The committed steps, ascending, in *steps (free with cairn_free; NULL when *count is 0).
  * `reload` nonzero re-lists the root first. Collective. */
@@ -595,14 +613,15 @@ typedef struct cairn_multihost cairn_multihost;
 /* Options of a multihost checkpoint. */
 typedef struct cairn_multihost_options {
   size_t struct_size;      /* sizeof(cairn_multihost_options) as the caller knows it */
-  int max_to_keep;         /* [3] checkpoints kept per process; at least 2 */
-  const char* step_prefix; /* ["ckpt-"] */
+  int max_to_keep;         /* [5] checkpoints kept per process; at least 2 (CLU's default) */
+  const char* step_prefix; /* ["ckpt-"] steps are <prefix><step> (CLU's ckpt-<n>) */
 } cairn_multihost_options;
 
 /* Fills *options with the defaults for a caller that knows `struct_size` bytes of it. */
 CAIRN_C_API cairn_status cairn_multihost_options_init(cairn_multihost_options* options,
                                                       size_t struct_size);
-/* Uses `<base>-<rank>` for this process. Collective over `comm`. */
+/* Uses `<base>-<rank>` for this process; trailing '/' of `base` are dropped first (CLU).
+ * Collective over `comm`. */
 CAIRN_C_API cairn_status cairn_multihost_create(const cairn_comm* comm, const char* base,
                                                 const cairn_multihost_options* options,
                                                 cairn_multihost** out);

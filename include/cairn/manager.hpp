@@ -9,6 +9,7 @@
 #include <cairn/preemption.hpp>
 
 #include <any>
+#include <atomic>
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 #include <chrono>
@@ -17,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -25,6 +27,62 @@
 #include <vector>
 
 namespace cairn {
+
+/// A forced save of a step that already exists (Orbax StepAlreadyExistsError). Replacing a step
+/// through the manager is delete_step() then save(). An InvalidArgument, so that code catching
+/// that (and the C status CAIRN_ERR_INVALID_ARGUMENT) sees it too.
+class StepAlreadyExists : public InvalidArgument {
+ public:
+  /// `step` is the step that exists; `message` names it and the root.
+  StepAlreadyExists(std::int64_t step, std::string message);
+  /// The step that exists. Never throws.
+  [[nodiscard]] std::int64_t step() const noexcept { return step_; }
+
+ private:
+  std::int64_t step_;
+};
+
+/// How step numbers become directory names and back (Orbax's NameFormat). Implementations
+/// must be pure functions of their arguments: every rank names and parses alike. A name that
+/// parse_name() accepts must be the one build_name() gives for that step (one spelling per
+/// step), else a step could be listed twice.
+class StepNameFormat {
+ public:
+  virtual ~StepNameFormat() = default;
+  /// The directory name of `step` (>= 0): no '/', not empty. Not collective.
+  [[nodiscard]] virtual std::string build_name(std::int64_t step) const = 0;
+  /// The step that the directory name `name` stands for, or std::nullopt when it is not a
+  /// step name of this format. Not collective; must not throw.
+  [[nodiscard]] virtual std::optional<std::int64_t> parse_name(std::string_view name) const = 0;
+  /// A short description stored in cairn-root.json, e.g. "standard(prefix='checkpoint',
+  /// fixed_length=8)". Not collective.
+  [[nodiscard]] virtual std::string describe() const = 0;
+
+ protected:
+  StepNameFormat() = default;
+  StepNameFormat(const StepNameFormat&) = default;
+  StepNameFormat& operator=(const StepNameFormat&) = default;
+};
+
+/// How step name formats are held and shared.
+using StepNameFormatPtr = std::shared_ptr<const StepNameFormat>;
+
+/// The step name formats cairn provides.
+namespace step_name_format {
+
+/// Orbax's standard format: `<prefix>_<step>`, or `<step>` without prefix, the step zero-padded
+/// to `fixed_length` digits when given. Not collective. Throws InvalidArgument when `prefix`
+/// holds '/' or `fixed_length` is not in [1, 18].
+[[nodiscard]] StepNameFormatPtr standard(std::string prefix = {},
+                                         std::optional<int> fixed_length = {});
+/// `<prefix><step>`, without separator (CLU's `ckpt-<n>` is joined("ckpt-")); also the naming
+/// of roots whose cairn-root.json records a step_prefix but no step_name_format. Not
+/// collective. Throws InvalidArgument as standard().
+[[nodiscard]] StepNameFormatPtr joined(std::string prefix, std::optional<int> fixed_length = {});
+/// CLU's checkpoint names, `ckpt-<n>`. Not collective; never throws beyond std::bad_alloc.
+[[nodiscard]] StepNameFormatPtr clu();
+
+}  // namespace step_name_format
 
 /// The state of a step directory under a checkpoint root.
 enum class StepStatus : std::uint8_t {
@@ -118,15 +176,18 @@ struct CheckpointManagerOptions {
   /// Also save at these steps.
   std::set<std::int64_t> save_on_steps = {};
   /// When set, decides alone in place of save_interval_steps, save_on_steps and the initial
-  /// save (as in Orbax); preemption saves still happen. Called on the primary only; every
-  /// rank takes its answer.
-  std::function<bool(std::int64_t step)> should_save_fn = {};
+  /// save (as in Orbax); preemption saves still happen. Orbax's signature, `(step,
+  /// latest_step)` with the newest saved step (std::nullopt when none), or `(step)`. Called
+  /// on the primary only; every rank takes its answer.
+  ShouldSaveFunction should_save_fn = {};
   /// Replaces the three fields above (a preemption save is always added).
   std::shared_ptr<const SaveDecisionPolicy> save_decision_policy = {};
 
   // ---- what to keep (the newest committed checkpoint is always kept)
-  /// Keep at most this many (the latest, or the best with best_fn). Empty: keep all; 0 keeps
-  /// only the newest. Must not be negative.
+  /// Keep at most this many (the latest, or the best with best_fn). Empty keeps all (Orbax's
+  /// None; the C and Fortran bindings spell it CAIRN_KEEP_ALL, their default). 0 keeps none
+  /// but the newest committed step, which cairn always keeps (Orbax's 0 keeps none at all).
+  /// Must not be negative.
   std::optional<int> max_to_keep = {};
   /// Also keep every step that is a multiple of this.
   std::optional<std::int64_t> keep_period = {};
@@ -134,22 +195,32 @@ struct CheckpointManagerOptions {
   std::optional<std::chrono::seconds> keep_time_interval = {};
   /// The metric a checkpoint is ranked by, from the metrics saved with it; std::nullopt when
   /// they do not hold it: the checkpoint then counts as saved without metrics (see
-  /// keep_checkpoints_without_metrics; best_step() skips it). A function returning double
-  /// converts. Called by retention after each commit, on every rank: an exception from it
-  /// makes that save throw although the step is committed.
+  /// keep_checkpoints_without_metrics; best_step() skips it). A save without metrics is
+  /// logged as a warning, as Orbax does. A function returning double converts. Called by
+  /// retention after each commit on the primary (which decides what every rank deletes), and
+  /// by best_step() on every rank: an exception from it makes that save throw (on every rank)
+  /// although the step is committed.
   std::function<std::optional<double>(const boost::json::object& metrics)> best_fn = {};
   /// Whether larger or smaller best_fn values are better.
   BestMode best_mode = BestMode::max;
   /// With best_fn: keep checkpoints saved without metrics (or whose best_fn is std::nullopt).
   bool keep_checkpoints_without_metrics = true;
-  /// Replaces the preservation fields above.
+  /// Replaces max_to_keep, keep_period, keep_time_interval and
+  /// keep_checkpoints_without_metrics (best_fn and best_mode still rank the steps for
+  /// best_step() and for a BestN in the policy). Giving it with max_to_keep, keep_period or
+  /// keep_time_interval is an InvalidArgument naming both, as in Orbax.
   std::shared_ptr<const PreservationPolicy> preservation_policy = {};
 
   // ---- layout and behaviour
-  /// Step directories are named `<step_prefix><step>`.
+  /// Step directories are named `<step_prefix>_<step>`, or `<step>` when empty (Orbax's
+  /// standard name format). A root whose cairn-root.json records this prefix but no
+  /// step_name_format was written with `<step_prefix><step>` names, which are then kept.
   std::string step_prefix = {};
-  /// Zero-pad step numbers to this many digits.
+  /// Zero-pad step numbers to this many digits (1 to 18).
   std::optional<int> step_format_fixed_length = {};
+  /// Replaces step_prefix and step_format_fixed_length (giving it with either is an
+  /// InvalidArgument): step_name_format::standard(), joined(), clu() or the caller's own.
+  StepNameFormatPtr step_name_format = {};
   /// Create the root when it does not exist (else NotFound).
   bool create = true;
   /// Let a writing manager open a non-empty directory that is not a checkpoint root (holds
@@ -163,8 +234,19 @@ struct CheckpointManagerOptions {
   boost::json::object metadata = {};
   /// Remove temporary directories of unfinished saves and deletes at start.
   bool cleanup_tmp_directories = false;
-  /// Never write: save() and delete_step() do nothing and say so; no lock is taken.
+  /// List only the step numbers when opening the root (and at reload()); the step metadata
+  /// (times, metrics) is read at the first member that needs it: save decisions, retention,
+  /// best_step() with best_fn, metrics() (Orbax lightweight_initialize). For a job that
+  /// opens a root of many steps to restore one.
+  bool lightweight_initialize = false;
+  /// Never write: save() returns false and delete_step() does nothing (both log it),
+  /// should_save() answers false, no lock and no cairn-root.json are written, nothing is
+  /// cleaned up or quarantined. metadata() returns what is on disk, or the metadata this
+  /// manager was given when the root has no cairn-root.json.
   bool read_only = false;
+  /// Write cairn-root.json when the root has none (Orbax save_root_metadata). Off: nothing is
+  /// written; metadata() returns the metadata this manager was given.
+  bool save_root_metadata = true;
   /// Move deleted steps into this sub-directory of the root instead of removing them.
   std::optional<std::string> todelete_subdir = {};
   /// Remove deleted steps on a background thread (finished by close()).
@@ -192,6 +274,13 @@ struct CheckpointManagerOptions {
   CheckpointerOptions checkpointer = {};
   /// Install preemption detection (signals, Slurm end time) when set.
   std::optional<PreemptionOptions> preemption = {};
+  /// Where "now" comes from for every time-based decision of the manager: the time of a save
+  /// decision (ContinuousCheckpointing's minimum interval, custom policies), the step times
+  /// that keep_time_interval and EveryNSeconds keep by (stored with each step, so a restarted
+  /// manager sees them too), the wait for the previous save, and preemption's deadline when
+  /// PreemptionOptions::clock is empty. Empty: std::chrono::system_clock::now. Called on the
+  /// primary only (preemption: on every rank); tests inject a fake clock here.
+  std::function<std::chrono::system_clock::time_point()> clock = {};
   /// Called with the step and its metrics once a save is committed (the step is on disk and
   /// all_steps() lists it), before retention runs: the place to report a step as saved. Runs
   /// on every active rank, on the thread that called the manager member that found the
@@ -206,7 +295,8 @@ struct CheckpointManagerOptions {
 struct ManagerSaveOptions {
   /// Stored with the step; best_fn ranks checkpoints by them.
   boost::json::object metrics = {};
-  /// Save even when the save policy says no, and replace an existing step.
+  /// Save even when the save policy says no (also a step older than the newest). A step that
+  /// already exists is never replaced: a forced save of it throws StepAlreadyExists.
   bool force = false;
   /// Stored in the step metadata.
   boost::json::value custom_metadata = nullptr;
@@ -233,6 +323,15 @@ struct RestoredStep {
 /// communicating or touching the file system: save() and should_save() return false, the
 /// step queries return nothing, delete_step(), reload(), wait_until_finished() and close() do
 /// nothing, and restore(), metrics() and the metadata() calls throw InvalidArgument.
+///
+/// Threads: wait_until_finished(), is_saving_in_progress(), root(), step_path() and
+/// is_active() may be called from several threads at once (a training thread and a logger
+/// thread), also while another thread is in a collective member. The members are serialized
+/// on each rank by one lock; wait_until_finished() communicates only while a save is in
+/// flight, so the extra calls from other threads return at once. Every other member is
+/// collective, so each rank must call it from one thread at a time and in the same order as
+/// the other ranks. From a thread other than the one that initialized MPI, a member that
+/// communicates needs MPI_THREAD_MULTIPLE (or MPI_THREAD_SERIALIZED).
 class CheckpointManager {
  public:
   /// Opens (and unless read_only, creates and locks) `root`. Collective over every rank of
@@ -253,12 +352,15 @@ class CheckpointManager {
 
   /// Saves `args` as `step` when the save policy (or force, or preemption) says so; returns
   /// whether a save started. A step not newer than the newest saved one is not saved (false)
-  /// unless `force` is set. Async by default: the step is reported by all_steps() only once
-  /// committed. Retention runs after each commit. Collective, on every call (saving or not):
-  /// the ranks agree on `step`, then take the primary's save decision. Throws InvalidArgument when
-  /// the step already exists (without force), CollectiveMismatch on every rank when ranks pass
-  /// different steps, TimeoutError when a rank does not make the call, and what the
-  /// checkpoint layer throws.
+  /// unless `force` is set; a step that already exists is not saved without force (false,
+  /// logged: a restarted loop that repeats its last step goes on). A save that must wait for
+  /// the previous one to commit logs the wait (manager.waited_for_previous_save) and records
+  /// it in the step metadata. Returns false on a read_only manager. Async by default: the
+  /// step is reported by all_steps() only once committed. Retention runs after each commit.
+  /// Collective, on every call (saving or not): the ranks agree on `step`, then take the
+  /// primary's save decision. Throws StepAlreadyExists when `force` is set and the step
+  /// exists, CollectiveMismatch on every rank when ranks pass different steps, TimeoutError
+  /// when a rank does not make the call, and what the checkpoint layer throws.
   bool save(std::int64_t step, const CheckpointArgs& args, const ManagerSaveOptions& options = {});
   /// Restores `step` (default: the latest). `args` null: every item as saved. Collective.
   /// Throws NotFound when there is no such step; FormatError (or NotFound) naming the file,
@@ -267,6 +369,14 @@ class CheckpointManager {
   /// COMMITTED marker, every data file against the checksums in the metadata).
   [[nodiscard]] std::any restore(std::optional<std::int64_t> step = std::nullopt,
                                  const CheckpointArgs* args = nullptr);
+  /// Restores `step` (default: the newest committed one there) from the checkpoint root
+  /// `directory` instead of this manager's root (Orbax restore(..., directory=)): a pretrained
+  /// checkpoint kept elsewhere. Its step directories are named with this manager's step name
+  /// format. Changes nothing in either root. Collective. Throws NotFound when `directory` has
+  /// no such committed step, and what restore() throws.
+  [[nodiscard]] std::any restore_from(const std::filesystem::path& directory,
+                                      std::optional<std::int64_t> step = std::nullopt,
+                                      const CheckpointArgs* args = nullptr);
   /// Restores the newest committed step that restores without error, as restore(step, args)
   /// would, trying the steps newest first: the restart of a run whose newest checkpoint is
   /// damaged. A step fails when restore() throws FormatError or NotFound on any rank (a
@@ -284,14 +394,15 @@ class CheckpointManager {
 
   /// The newest committed step, or std::nullopt. Collective.
   [[nodiscard]] std::optional<std::int64_t> latest_step();
-  /// The best committed step by best_fn, or std::nullopt (no best_fn, or no step has a metric).
-  /// Collective.
+  /// The best committed step by best_fn; without best_fn the newest (Orbax); std::nullopt
+  /// when there is no step, or with best_fn when no step has a metric. Collective.
   [[nodiscard]] std::optional<std::int64_t> best_step();
   /// Committed steps, ascending. `read` re-lists the root first. Collective.
   [[nodiscard]] std::vector<std::int64_t> all_steps(bool read = false);
   /// Re-reads the steps and their metadata from the root. Collective.
   void reload();
-  /// Whether save(step) would save (policy and preemption). The primary evaluates the policy
+  /// Whether save(step) would save (policy and preemption); false on a read_only manager and
+  /// for a step not newer than the newest saved one. The primary evaluates the policy
   /// (with its clock and, for should_save_fn, its predicate) and every rank returns its
   /// answer. Collective: ranks asking about different steps get CollectiveMismatch; a failed
   /// async save is rethrown as by check_for_errors().
@@ -303,15 +414,19 @@ class CheckpointManager {
   void delete_step(std::int64_t step);
   /// The metrics saved with `step` (empty when none). Collective. Throws NotFound.
   [[nodiscard]] boost::json::object metrics(std::int64_t step);
-  /// The root metadata (cairn-root.json): format, version, step_prefix, world_size, and the
-  /// caller's CheckpointManagerOptions::metadata as "user". Collective.
+  /// The root metadata (cairn-root.json): format, version, step_prefix, step_name_format,
+  /// world_size, and the caller's CheckpointManagerOptions::metadata as "user". When the root
+  /// has no cairn-root.json (read_only or save_root_metadata off), the same fields built from
+  /// this manager's options. Collective. Throws FormatError for a damaged file.
   [[nodiscard]] boost::json::object metadata();
   /// The step metadata of `step` (cairn-step.json). Collective. Throws NotFound.
   [[nodiscard]] boost::json::object metadata(std::int64_t step);
   /// The handler's description of the items of `step`. Collective. Throws NotFound.
   [[nodiscard]] boost::json::value item_metadata(std::int64_t step);
-  /// Blocks until the save in flight is committed and retention ran. Collective. Throws on
-  /// every rank when the save failed.
+  /// Blocks until the save in flight is committed and retention ran. Collective while a save
+  /// is in flight; with none, returns at once without communicating. Safe to call from
+  /// several threads at once: one lands the save, the others wait for it and return (see the
+  /// class comment). Throws on every rank when the save failed (in the thread that landed it).
   void wait_until_finished();
   /// Whether a save is in flight on this rank. Not collective; never throws.
   [[nodiscard]] bool is_saving_in_progress() const noexcept;
@@ -336,6 +451,7 @@ class CheckpointManager {
     std::chrono::system_clock::time_point time = {};
     boost::json::object metrics = {};
     bool damaged = false;  // its cairn-step.json could not be read
+    bool loaded = true;    // false: time and metrics not read yet (lightweight_initialize)
   };
 
   // Whether to save a step and the time of the decision, as the primary decided them.
@@ -345,10 +461,16 @@ class CheckpointManager {
   };
 
   [[nodiscard]] std::string step_name(std::int64_t step) const;
+  [[nodiscard]] std::chrono::system_clock::time_point now() const;
+  void open_root();
+  [[nodiscard]] bool exists(std::int64_t step) const;
   [[nodiscard]] SaveDecision decide(std::int64_t step, bool force);
+  void land();
+  [[nodiscard]] boost::json::object given_root_metadata() const;
   void ensure_checkpointer(std::string_view handler_type);
   void after_commit();
   void apply_retention();
+  void load_step_infos();
   [[nodiscard]] std::optional<double> metric_of(const StepInfo& info) const;
   void quarantine(std::int64_t step, std::string_view error);
   [[nodiscard]] StepInfo read_step_info(std::int64_t step);
@@ -356,11 +478,16 @@ class CheckpointManager {
   void check_writable(std::string_view what) const;
   void require_active(std::string_view what) const;
 
+  // Serializes the members on this rank (see the class comment); recursive because members
+  // call each other.
+  mutable std::recursive_mutex mutex_;
+  std::atomic<bool> saving_{false};  // whether in_flight_ is set, for is_saving_in_progress()
   bool active_ = true;
   Comm comm_;            // over the active processes only
   int caller_rank_ = 0;  // this rank in the communicator the manager was made with
   std::filesystem::path root_;
   CheckpointManagerOptions options_;
+  StepNameFormatPtr naming_;
   std::shared_ptr<CheckpointHandler> handler_;
   std::unique_ptr<Checkpointer> sync_;
   std::unique_ptr<AsyncCheckpointer> async_;

@@ -21,12 +21,13 @@ namespace cairn {
 [[nodiscard]] std::optional<std::int64_t> latest_common_step(
     const Comm& comm, std::span<const std::int64_t> local_steps);
 
-/// Options of a MultihostCheckpoint. Aggregate.
+/// Options of a MultihostCheckpoint (CLU's defaults). Aggregate.
 struct MultihostOptions {
   /// Checkpoints kept per process; at least 2, so that a newer step some process did not
-  /// finish never leaves a process without the common step.
-  int max_to_keep = 3;
-  /// Step directories are named `<step_prefix><step>` inside each process's directory.
+  /// finish never leaves a process without the common step. CLU's default, 5.
+  int max_to_keep = 5;
+  /// Step directories are named `<step_prefix><step>` inside each process's directory, without
+  /// separator: CLU's `ckpt-<n>` (step_name_format::joined(step_prefix)).
   std::string step_prefix = "ckpt-";
 };
 
@@ -34,8 +35,9 @@ struct MultihostOptions {
 /// Comm given at construction.
 class MultihostCheckpoint {
  public:
-  /// Uses `<base>-<rank>` for this process (created when missing). Throws InvalidArgument
-  /// when max_to_keep < 2.
+  /// Uses `<base>-<rank>` for this process (created when missing); trailing '/' of `base` are
+  /// dropped first, as CLU does ("ckpt/" and "ckpt" both give "ckpt-0"). Collective. Throws
+  /// InvalidArgument when max_to_keep < 2 or `base` is empty.
   MultihostCheckpoint(const Comm& comm, std::filesystem::path base, MultihostOptions options = {});
   ~MultihostCheckpoint();
   MultihostCheckpoint(const MultihostCheckpoint&) = delete;
@@ -50,6 +52,10 @@ class MultihostCheckpoint {
   /// Saves this process's `state` as `step` in its own directory (synchronously, with the
   /// commit protocol), after checking that every process saves the same step. Collective.
   void save(std::int64_t step, const ArrayTree& state);
+  /// Restores `step` into `state` (each process its own boxes) when every process has it (CLU
+  /// restore of a given checkpoint). Collective. Throws NotFound on every rank when some
+  /// process lacks the step, and what CheckpointManager::restore() throws.
+  void restore(std::int64_t step, ArrayTree& state);
   /// The newest step every process has. Collective.
   [[nodiscard]] std::optional<std::int64_t> latest_common_step();
   /// This process's directory. Not collective.

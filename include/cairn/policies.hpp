@@ -21,9 +21,51 @@
 #include <set>
 #include <span>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace cairn {
+
+/// A should_save_fn: Orbax's `should_save_fn(step, latest_step)` (latest_step: the newest
+/// saved step, std::nullopt when there is none), or a function of the step alone. Empty when
+/// default-constructed or made from an empty std::function or a null function pointer.
+class ShouldSaveFunction {
+  template <class T>
+  struct IsStdFunction : std::false_type {};
+  template <class R, class... A>
+  struct IsStdFunction<std::function<R(A...)>> : std::true_type {};
+
+ public:
+  ShouldSaveFunction() = default;
+  /// From any callable as `bool(std::int64_t step, std::optional<std::int64_t> latest_step)`
+  /// or `bool(std::int64_t step)`. Never throws beyond std::bad_alloc.
+  template <class F>
+  requires(!std::is_same_v<std::remove_cvref_t<F>, ShouldSaveFunction> &&
+           (std::is_invocable_r_v<bool, F&, std::int64_t, std::optional<std::int64_t>> ||
+            std::is_invocable_r_v<bool, F&, std::int64_t>))
+      ShouldSaveFunction(F f) {  // NOLINT(google-explicit-constructor): keyword-argument style
+    if constexpr (std::is_pointer_v<F> || IsStdFunction<F>::value) {
+      if (!f) return;
+    }
+    if constexpr (std::is_invocable_r_v<bool, F&, std::int64_t, std::optional<std::int64_t>>) {
+      fn_ = std::move(f);
+    } else {
+      fn_ = [g = std::move(f)](std::int64_t step, std::optional<std::int64_t>) mutable {
+        return static_cast<bool>(g(step));
+      };
+    }
+  }
+  /// Whether a function is held. Never throws.
+  explicit operator bool() const noexcept { return static_cast<bool>(fn_); }
+  /// Calls the function; throws what it throws (std::bad_function_call when empty).
+  bool operator()(std::int64_t step, std::optional<std::int64_t> latest_step) const {
+    return fn_(step, latest_step);
+  }
+
+ private:
+  std::function<bool(std::int64_t, std::optional<std::int64_t>)> fn_;
+};
 
 // --- save decision ---------------------------------------------------------------------------
 
@@ -129,18 +171,18 @@ class InitialSave final : public SaveDecisionPolicy {
   [[nodiscard]] std::string describe() const override;
 };
 
-/// Saves when a user predicate of the step says so (Orbax should_save_fn). In a
-/// CheckpointManager the predicate runs on the primary rank only.
+/// Saves when a user predicate of the step (and the newest saved step) says so (Orbax
+/// should_save_fn). In a CheckpointManager the predicate runs on the primary rank only.
 class ShouldSaveFn final : public SaveDecisionPolicy {
  public:
   /// Not collective. Throws InvalidArgument when `fn` is empty.
-  explicit ShouldSaveFn(std::function<bool(std::int64_t step)> fn);
-  /// Returns fn(context.step); throws whatever fn throws.
+  explicit ShouldSaveFn(ShouldSaveFunction fn);
+  /// Returns fn(context.step, context.last_saved_step); throws whatever fn throws.
   [[nodiscard]] bool should_save(const SaveContext& context) const override;
   [[nodiscard]] std::string describe() const override;
 
  private:
-  std::function<bool(std::int64_t)> fn_;
+  ShouldSaveFunction fn_;
 };
 
 /// Saves when any of its policies says so (Orbax AnySavePolicy). The policies are asked in
@@ -236,11 +278,15 @@ class LatestN final : public PreservationPolicy {
   std::int64_t n_;
 };
 
-/// Keeps the checkpoints whose step is a multiple of `interval` (Orbax keep_period).
+/// Keeps the checkpoints whose step is a multiple of `interval` (Orbax keep_period), or with
+/// `exact_interval` false the first checkpoint and then each first one at least `interval`
+/// steps after the one kept before it (Orbax EveryNSteps(exact_interval=False)). With
+/// `max_to_keep`, only the newest that many of those.
 class EveryNSteps final : public PreservationPolicy {
  public:
-  /// Not collective. Throws InvalidArgument when `interval` <= 0.
-  explicit EveryNSteps(std::int64_t interval);
+  /// Not collective. Throws InvalidArgument when `interval` <= 0 or `max_to_keep` < 0.
+  explicit EveryNSteps(std::int64_t interval, bool exact_interval = true,
+                       std::optional<std::int64_t> max_to_keep = {});
   [[nodiscard]] std::string describe() const override;
   /// The interval in steps. Never throws.
   [[nodiscard]] std::int64_t interval() const noexcept { return interval_; }
@@ -249,6 +295,41 @@ class EveryNSteps final : public PreservationPolicy {
   [[nodiscard]] std::set<std::int64_t> keep(
       std::span<const CheckpointInfo> checkpoints) const override;
   std::int64_t interval_;
+  bool exact_;
+  std::optional<std::int64_t> max_to_keep_;
+};
+
+/// For each multiple of `interval` up to the newest step, keeps the checkpoint closest to it
+/// (of two as close, the later one) (Orbax EveryNStepsClosest). With `max_to_keep`, only the
+/// newest that many of those.
+class EveryNStepsClosest final : public PreservationPolicy {
+ public:
+  /// Not collective. Throws InvalidArgument when `interval` <= 0 or `max_to_keep` < 0.
+  explicit EveryNStepsClosest(std::int64_t interval, std::optional<std::int64_t> max_to_keep = {});
+  [[nodiscard]] std::string describe() const override;
+
+ private:
+  [[nodiscard]] std::set<std::int64_t> keep(
+      std::span<const CheckpointInfo> checkpoints) const override;
+  std::int64_t interval_;
+  std::optional<std::int64_t> max_to_keep_;
+};
+
+/// Keeps the checkpoints saved at most `duration` before now (Orbax LatestDuration). "Now"
+/// comes from `clock` (default std::chrono::system_clock::now); a CheckpointManager evaluates
+/// its preservation policy on the primary only, so ranks never disagree about it.
+class LatestDuration final : public PreservationPolicy {
+ public:
+  /// Not collective. Throws InvalidArgument when `duration` is negative.
+  explicit LatestDuration(std::chrono::seconds duration,
+                          std::function<std::chrono::system_clock::time_point()> clock = {});
+  [[nodiscard]] std::string describe() const override;
+
+ private:
+  [[nodiscard]] std::set<std::int64_t> keep(
+      std::span<const CheckpointInfo> checkpoints) const override;
+  std::chrono::seconds duration_;
+  std::function<std::chrono::system_clock::time_point()> clock_;
 };
 
 /// Keeps one checkpoint per time window: the windows are [t0 + k*interval, t0 + (k+1)*interval)
@@ -357,7 +438,7 @@ struct PlainSaveOptions {
   std::set<std::int64_t> save_on_steps = {};
   /// When set, decides alone in place of save_interval_steps, save_on_steps and the initial
   /// save (as in Orbax); preemption saves still happen. Called on the primary rank only.
-  std::function<bool(std::int64_t step)> should_save_fn = {};
+  ShouldSaveFunction should_save_fn = {};
 };
 
 /// Which checkpoints to keep, in the terms of Orbax's CheckpointManagerOptions. Aggregate: use

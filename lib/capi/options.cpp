@@ -49,6 +49,7 @@ cairn_manager_options default_manager_options() noexcept {
   cairn_manager_options o{};
   o.struct_size = sizeof o;
   o.save_interval_steps = 1;
+  o.max_to_keep = CAIRN_KEEP_ALL;
   o.best_mode = CAIRN_BEST_MAX;
   o.keep_checkpoints_without_metrics = 1;
   o.create = 1;
@@ -58,6 +59,8 @@ cairn_manager_options default_manager_options() noexcept {
   o.preemption_use_slurm_end_time = 1;
   o.preemption_margin_s = 300.0;
   o.file_mode = -1;
+  o.step_name_format = CAIRN_STEP_NAME_STANDARD;
+  o.save_root_metadata = 1;
   return o;
 }
 
@@ -79,7 +82,7 @@ cairn_restore_options default_restore_options() noexcept {
 cairn_multihost_options default_multihost_options() noexcept {
   cairn_multihost_options o{};
   o.struct_size = sizeof o;
-  o.max_to_keep = 3;
+  o.max_to_keep = 5;
   o.step_prefix = "ckpt-";
   return o;
 }
@@ -105,11 +108,12 @@ CheckpointManagerOptions manager_options(const cairn_manager_options* options) {
       return fn(s, data) != 0;
     };
   }
-  if (c.max_to_keep < 0) {
-    throw InvalidArgument("max_to_keep must be 0 (keep all) or positive, not " +
+  // One meaning with the C++ manager: CAIRN_KEEP_ALL is its std::nullopt, 0 keeps the newest.
+  if (c.max_to_keep < CAIRN_KEEP_ALL) {
+    throw InvalidArgument("max_to_keep must be CAIRN_KEEP_ALL (-1), 0 or positive, not " +
                           std::to_string(c.max_to_keep));
   }
-  if (c.max_to_keep > 0) o.max_to_keep = c.max_to_keep;
+  if (c.max_to_keep != CAIRN_KEEP_ALL) o.max_to_keep = c.max_to_keep;
   if (c.keep_period < 0 || c.keep_time_interval_s < 0) {
     throw InvalidArgument("keep_period and keep_time_interval_s must not be negative");
   }
@@ -132,6 +136,20 @@ CheckpointManagerOptions manager_options(const cairn_manager_options* options) {
     throw InvalidArgument("step_format_fixed_length must not be negative");
   }
   if (c.step_format_fixed_length > 0) o.step_format_fixed_length = c.step_format_fixed_length;
+  switch (c.step_name_format) {
+    case CAIRN_STEP_NAME_STANDARD: break;
+    case CAIRN_STEP_NAME_JOINED:
+      o.step_name_format = step_name_format::joined(o.step_prefix, o.step_format_fixed_length);
+      o.step_prefix.clear();
+      o.step_format_fixed_length.reset();
+      break;
+    default:
+      throw InvalidArgument(
+          "step_name_format must be CAIRN_STEP_NAME_STANDARD or CAIRN_STEP_NAME_JOINED, not " +
+          std::to_string(c.step_name_format));
+  }
+  o.save_root_metadata = c.save_root_metadata != 0;
+  o.lightweight_initialize = c.lightweight_initialize != 0;
   o.create = c.create != 0;
   o.cleanup_tmp_directories = c.cleanup_tmp_directories != 0;
   o.read_only = c.read_only != 0;

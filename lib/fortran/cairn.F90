@@ -68,6 +68,10 @@ module cairn
                                 CAIRN_LEAF_STRING = 2, CAIRN_LEAF_JSON = 3
   integer, parameter, public :: CAIRN_FORMAT_POSIX = 0, CAIRN_FORMAT_HDF5 = 1
   integer, parameter, public :: CAIRN_BEST_MAX = 0, CAIRN_BEST_MIN = 1
+  ! cairn_manager_create(max_to_keep=CAIRN_KEEP_ALL) keeps every step (as an absent keyword);
+  ! step_name_format: Orbax's <prefix>_<step>, or <prefix><step> (CLU's ckpt-<n>).
+  integer, parameter, public :: CAIRN_KEEP_ALL = -1
+  integer, parameter, public :: CAIRN_STEP_NAME_STANDARD = 0, CAIRN_STEP_NAME_JOINED = 1
   integer, parameter, public :: CAIRN_MAX_DIMS = 32
   integer, parameter, public :: CAIRN_MEMORY_HOST = 0, CAIRN_MEMORY_CUDA_DEVICE = 1
   ! Flags of cairn_tree_add_array (cairn.h), set by this module.
@@ -139,9 +143,13 @@ module cairn
 
 #include "cairn_c_interfaces.inc"
 
+#include "cairn_multihost_interfaces.inc"
+
 contains
 
 #include "cairn_manager.inc"
+
+#include "cairn_multihost.inc"
 
 #include "cairn_policies.inc"
 

@@ -2,6 +2,8 @@
 #include <cairn/multihost.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "comm/log.hpp"
 
 namespace cairn {
@@ -23,15 +25,18 @@ MultihostCheckpoint::MultihostCheckpoint(const Comm& comm, std::filesystem::path
                     "common step",
                     options.max_to_keep));
   }
-  directory_ = base;
-  directory_ += fmt::format("-{}", comm.rank());
+  // CLU strips trailing '/' of the base, so that "ckpt/" and "ckpt" name the same directories.
+  std::string text = base.string();
+  while (text.size() > 1 && text.back() == '/') text.pop_back();
+  if (text.empty()) throw InvalidArgument("MultihostCheckpoint: the base directory is empty");
+  directory_ = text + fmt::format("-{}", comm.rank());
   self_ = std::make_unique<Comm>(MPI_COMM_SELF,
                                  CommOptions{.barrier_timeout = comm.options().barrier_timeout});
   comm_.run_all(fmt::format("opening '{}':", directory_.string()), [&] {
     manager_ = std::make_unique<CheckpointManager>(
         *self_, directory_,
         CheckpointManagerOptions{.max_to_keep = options.max_to_keep,
-                                 .step_prefix = options.step_prefix,
+                                 .step_name_format = step_name_format::joined(options.step_prefix),
                                  .cleanup_tmp_directories = true,
                                  .enable_async = false});
   });
@@ -49,6 +54,23 @@ void MultihostCheckpoint::save(std::int64_t step, const ArrayTree& state) {
   comm_.run_all(fmt::format("multihost save of step {}:", step), [&] {
     // Each process stores only its own boxes: sparse with respect to the global arrays.
     manager_->save(step, ArrayTreeSave(state, {.allow_sparse = true}), {.force = true});
+  });
+}
+
+void MultihostCheckpoint::restore(std::int64_t step, ArrayTree& state) {
+  comm_.agree(
+      {.operation = "multihost restore", .step = step, .structure = state.structure_hash()});
+  const auto steps = manager_->all_steps();
+  const bool have = std::find(steps.begin(), steps.end(), step) != steps.end();
+  if (!comm_.all(have)) {
+    throw NotFound(
+        directory_.string(),
+        fmt::format("multihost restore: step {} is not committed on every process{}", step,
+                    have ? "" : fmt::format(" (not in '{}')", directory_.string())));
+  }
+  comm_.run_all(fmt::format("multihost restore of step {}:", step), [&] {
+    const ArrayTreeRestore args(state);
+    state = Checkpointer::result_as<ArrayTree>(manager_->restore(step, &args));
   });
 }
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdlib>
 #include <map>
 #include <utility>
 
@@ -59,6 +60,13 @@ std::int64_t non_negative(std::int64_t value, const char* who, const char* what)
     throw InvalidArgument(fmt::format("{}: {} must not be negative, got {}", who, what, value));
   }
   return value;
+}
+
+// The newest `n` of `steps` (ascending), or all of them without n.
+std::set<std::int64_t> newest(const std::vector<std::int64_t>& steps,
+                              std::optional<std::int64_t> n) {
+  const std::size_t count = n ? std::min(steps.size(), static_cast<std::size_t>(*n)) : steps.size();
+  return {steps.end() - static_cast<std::ptrdiff_t>(count), steps.end()};
 }
 
 // Floor division for a positive divisor (times before the first checkpoint fall in negative
@@ -127,11 +135,13 @@ bool InitialSave::should_save(const SaveContext& context) const { return context
 
 std::string InitialSave::describe() const { return "InitialSave"; }
 
-ShouldSaveFn::ShouldSaveFn(std::function<bool(std::int64_t)> fn) : fn_(std::move(fn)) {
+ShouldSaveFn::ShouldSaveFn(ShouldSaveFunction fn) : fn_(std::move(fn)) {
   if (!fn_) throw InvalidArgument("cairn::save_policy::ShouldSaveFn: the function is empty");
 }
 
-bool ShouldSaveFn::should_save(const SaveContext& context) const { return fn_(context.step); }
+bool ShouldSaveFn::should_save(const SaveContext& context) const {
+  return fn_(context.step, context.last_saved_step);
+}
 
 std::string ShouldSaveFn::describe() const { return "ShouldSaveFn"; }
 
@@ -184,15 +194,77 @@ std::set<std::int64_t> LatestN::keep(std::span<const CheckpointInfo> checkpoints
   return kept;
 }
 
-EveryNSteps::EveryNSteps(std::int64_t interval)
-    : interval_(positive(interval, "cairn::preservation_policy::EveryNSteps", "the interval")) {}
+EveryNSteps::EveryNSteps(std::int64_t interval, bool exact_interval,
+                         std::optional<std::int64_t> max_to_keep)
+    : interval_(positive(interval, "cairn::preservation_policy::EveryNSteps", "the interval")),
+      exact_(exact_interval),
+      max_to_keep_(max_to_keep) {
+  if (max_to_keep_)
+    non_negative(*max_to_keep_, "cairn::preservation_policy::EveryNSteps", "max_to_keep");
+}
 
-std::string EveryNSteps::describe() const { return fmt::format("EveryNSteps({})", interval_); }
+std::string EveryNSteps::describe() const {
+  if (exact_ && !max_to_keep_) return fmt::format("EveryNSteps({})", interval_);
+  return fmt::format("EveryNSteps({}{}{})", interval_, exact_ ? "" : ", not exact",
+                     max_to_keep_ ? fmt::format(", max_to_keep {}", *max_to_keep_) : "");
+}
 
 std::set<std::int64_t> EveryNSteps::keep(std::span<const CheckpointInfo> checkpoints) const {
+  std::vector<std::int64_t> kept;
+  for (const auto& info : checkpoints) {
+    const bool due =
+        exact_ ? info.step % interval_ == 0 : kept.empty() || info.step - kept.back() >= interval_;
+    if (due) kept.push_back(info.step);
+  }
+  return newest(kept, max_to_keep_);
+}
+
+EveryNStepsClosest::EveryNStepsClosest(std::int64_t interval,
+                                       std::optional<std::int64_t> max_to_keep)
+    : interval_(
+          positive(interval, "cairn::preservation_policy::EveryNStepsClosest", "the interval")),
+      max_to_keep_(max_to_keep) {
+  if (max_to_keep_) {
+    non_negative(*max_to_keep_, "cairn::preservation_policy::EveryNStepsClosest", "max_to_keep");
+  }
+}
+
+std::string EveryNStepsClosest::describe() const {
+  return fmt::format("EveryNStepsClosest({}{})", interval_,
+                     max_to_keep_ ? fmt::format(", max_to_keep {}", *max_to_keep_) : "");
+}
+
+std::set<std::int64_t> EveryNStepsClosest::keep(std::span<const CheckpointInfo> checkpoints) const {
+  std::set<std::int64_t> closest;
+  if (checkpoints.empty()) return closest;
+  // Walk the targets 0, n, 2n, ... and the sorted steps together.
+  std::size_t i = 0;
+  const std::int64_t last = checkpoints.back().step;
+  for (std::int64_t target = 0; target - interval_ < last; target += interval_) {
+    while (i + 1 < checkpoints.size() &&
+           std::abs(checkpoints[i + 1].step - target) <= std::abs(checkpoints[i].step - target)) {
+      ++i;
+    }
+    closest.insert(checkpoints[i].step);
+  }
+  return newest(std::vector<std::int64_t>(closest.begin(), closest.end()), max_to_keep_);
+}
+
+LatestDuration::LatestDuration(std::chrono::seconds duration,
+                               std::function<std::chrono::system_clock::time_point()> clock)
+    : duration_(duration), clock_(std::move(clock)) {
+  non_negative(duration.count(), "cairn::preservation_policy::LatestDuration", "the duration (s)");
+}
+
+std::string LatestDuration::describe() const {
+  return fmt::format("LatestDuration({} s)", duration_.count());
+}
+
+std::set<std::int64_t> LatestDuration::keep(std::span<const CheckpointInfo> checkpoints) const {
+  const auto now = clock_ ? clock_() : std::chrono::system_clock::now();
   std::set<std::int64_t> kept;
   for (const auto& info : checkpoints) {
-    if (info.step % interval_ == 0) kept.insert(info.step);
+    if (info.time >= now - duration_) kept.insert(info.step);
   }
   return kept;
 }

@@ -31,13 +31,12 @@ std::int64_t integer(const boost::json::object& o, std::string_view name, std::i
 
 }  // namespace
 
-boost::json::object make_root_metadata(const std::string& step_prefix, int world_size,
+boost::json::object make_root_metadata(const std::string& step_prefix,
+                                       const std::string& step_name_format, int world_size,
                                        const boost::json::object& user) {
-  return {{"format", "cairn-root"},
-          {"version", kRootFormatVersion},
-          {"step_prefix", step_prefix},
-          {"world_size", world_size},
-          {"user", user}};
+  return {{"format", "cairn-root"},     {"version", kRootFormatVersion},
+          {"step_prefix", step_prefix}, {"step_name_format", step_name_format},
+          {"world_size", world_size},   {"user", user}};
 }
 
 boost::json::object parse_root_metadata(std::string_view text,
@@ -69,6 +68,11 @@ boost::json::object parse_root_metadata(std::string_view text,
     fail(source, "step_prefix", "is not a string without '/'");
   }
   (void)integer(root, "world_size", 1, 1 << 24, source);
+  // Absent in roots whose steps are named <step_prefix><step>.
+  if (const auto* format = root.if_contains("step_name_format");
+      format != nullptr && !format->is_string()) {
+    fail(source, "step_name_format", "is not a string");
+  }
   // Written by every manager of this version; a root of an earlier one has none.
   if (const auto* user = root.if_contains("user"); user != nullptr && !user->is_object()) {
     fail(source, "user", "is not a JSON object");

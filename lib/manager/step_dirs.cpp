@@ -74,34 +74,13 @@ std::string slurm_job_id() {
 
 }  // namespace
 
-std::string StepNaming::name(std::int64_t step) const {
-  if (step < 0) throw InvalidArgument(fmt::format("step {} is negative", step));
-  return fixed_length ? fmt::format("{}{:0{}}", prefix, step, *fixed_length)
-                      : fmt::format("{}{}", prefix, step);
-}
-
-std::optional<std::int64_t> StepNaming::parse(std::string_view name) const {
-  if (!name.starts_with(prefix)) return std::nullopt;
-  const std::string_view digits = name.substr(prefix.size());
-  if (digits.empty() || digits.size() > 18 ||
-      digits.find_first_not_of("0123456789") != std::string_view::npos) {
-    return std::nullopt;
-  }
-  if (fixed_length && static_cast<int>(digits.size()) < *fixed_length) return std::nullopt;
-  std::int64_t step = 0;
-  std::from_chars(digits.data(), digits.data() + digits.size(), step);
-  // Only the canonical spelling counts, so "step_7" and "step_007" are not both step 7.
-  if (this->name(step) != name) return std::nullopt;
-  return step;
-}
-
 std::vector<std::int64_t> list_committed_steps(const std::filesystem::path& root,
-                                               const StepNaming& naming) {
+                                               const StepNameFormat& naming) {
   std::vector<std::int64_t> steps;
   std::error_code ec;
   if (!std::filesystem::is_directory(root, ec)) return steps;
   for (const auto& entry : std::filesystem::directory_iterator(root, ec)) {
-    const auto step = naming.parse(entry.path().filename().string());
+    const auto step = naming.parse_name(entry.path().filename().string());
     if (step && is_committed(entry.path())) steps.push_back(*step);
   }
   if (ec) {

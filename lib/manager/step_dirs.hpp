@@ -1,8 +1,9 @@
 // cairn — the layout of a checkpoint root (internal): step directory names, listing committed
-// steps, the root metadata file, the root lock, and deleting steps.
+// steps (by a StepNameFormat), the root metadata file, the root lock, and deleting steps.
 #pragma once
 
 #include <boost/json/object.hpp>
+#include <cairn/manager.hpp>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -25,22 +26,10 @@ inline constexpr const char* kQuarantineInfix = ".damaged-";
 /// (when given) gets the name the step had. Not collective; never throws beyond bad_alloc.
 [[nodiscard]] bool is_quarantine_name(std::string_view name, std::string* base = nullptr);
 
-/// How step numbers become directory names: `<prefix><step>`, zero-padded to `fixed_length`
-/// digits when given.
-struct StepNaming {
-  std::string prefix = {};
-  std::optional<int> fixed_length = {};
-
-  /// The directory name of `step` (>= 0). Not collective.
-  [[nodiscard]] std::string name(std::int64_t step) const;
-  /// The step a directory name stands for, or std::nullopt when it is not a step name.
-  [[nodiscard]] std::optional<std::int64_t> parse(std::string_view name) const;
-};
-
 /// The committed steps under `root`, ascending. Not collective. Throws IoError when the root
 /// cannot be listed (a missing root has no steps).
 [[nodiscard]] std::vector<std::int64_t> list_committed_steps(const std::filesystem::path& root,
-                                                             const StepNaming& naming);
+                                                             const StepNameFormat& naming);
 
 /// Paths under `root` left by saves or deletes that did not finish (`*.cairn-tmp`,
 /// `*.cairn-deleting`, `*.cairn-old`). Not collective.

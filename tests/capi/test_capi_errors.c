@@ -180,8 +180,17 @@ static void collective(const cairn_comm* comm, int rank, int size) {
   CHECK_OK(cairn_tree_add_array(tree, "x", CAIRN_FLOAT64, 1, global, offset, extent, x,
                                 CAIRN_ARRAY_REPLICATED));
   CHECK_OK(cairn_manager_save(m, 2, tree, NULL, NULL));
-  CHECK_STATUS(cairn_manager_save(m, 2, tree, NULL, NULL), CAIRN_ERR_INVALID_ARGUMENT,
-               "already exists");
+  {
+    /* an existing step: not saved without force, an error with force */
+    cairn_save_options s;
+    int saved = 1;
+    CHECK_OK(cairn_manager_save(m, 2, tree, NULL, &saved));
+    CHECK(saved == 0);
+    CHECK_OK(cairn_save_options_init(&s, sizeof s));
+    s.force = 1;
+    CHECK_STATUS(cairn_manager_save(m, 2, tree, &s, NULL), CAIRN_ERR_INVALID_ARGUMENT,
+                 "already exists");
+  }
   {
     cairn_save_options s;
     CHECK_OK(cairn_save_options_init(&s, sizeof s));

@@ -81,7 +81,7 @@ static void series(const cairn_comm* comm, int rank, int size) {
   int flag = -1;
   char* text = NULL;
   CHECK_OK(cairn_manager_options_init(&o, sizeof o));
-  CHECK(o.save_interval_steps == 1 && o.enable_async == 1 && o.max_to_keep == 0);
+  CHECK(o.save_interval_steps == 1 && o.enable_async == 1 && o.max_to_keep == CAIRN_KEEP_ALL);
   CHECK(o.file_mode == -1 && o.file_group == NULL && o.write_timeout_s == 0);
   o.max_to_keep = 2;
   o.barrier_timeout_s = 120;
@@ -118,7 +118,7 @@ static void series(const cairn_comm* comm, int rank, int size) {
   CHECK_OK(cairn_manager_latest_step(m, &step, &found));
   CHECK(found == 1 && step == 4);
   CHECK_OK(cairn_manager_best_step(m, &step, &found));
-  CHECK(found == 0); /* no best_metric */
+  CHECK(found == 1 && step == 4); /* no best_metric: the newest, as in Orbax */
   CHECK_OK(cairn_manager_metrics(m, 4, &text));
   CHECK(strcmp(text, "{\"loss\":6}") == 0);
   cairn_free(text);
@@ -354,7 +354,7 @@ static void best(const cairn_comm* comm, int rank, int size) {
   o.best_mode = CAIRN_BEST_MIN;
   o.max_to_keep = 2;
   o.enable_async = 0;
-  o.step_prefix = "step_";
+  o.step_prefix = "step";
   o.step_format_fixed_length = 4;
   CHECK_OK(cairn_manager_create(comm, capi_test_path("best"), &o, &m));
   for (step = 0; step < 5; ++step) {
@@ -611,7 +611,7 @@ static void multihost(const cairn_comm* comm, int rank, int size) {
   int found = -1;
   int i;
   CHECK_OK(cairn_multihost_options_init(&o, sizeof o));
-  CHECK(o.max_to_keep == 3);
+  CHECK(o.max_to_keep == 5);
   for (i = 0; i < 4; ++i) x[i] = -1.0;
   CHECK_OK(cairn_tree_create(&state));
   CHECK_OK(cairn_tree_add_array(state, "x", CAIRN_FLOAT64, 1, global, offset, local, x, 0));

@@ -65,8 +65,15 @@ TEST(Comm, DifferentPrimaryRanksAreAMismatchOnEveryRank) {
 
 TEST(Comm, MatchingBarriersPass) {
   Comm comm(MPI_COMM_WORLD, {.barrier_timeout = 10s});
-  for (int i = 0; i < 50; ++i) comm.barrier("step " + std::to_string(i));
-  comm.agree({.operation = "save", .step = 7, .structure = 0xabcdef});
+  for (int i = 0; i < 50; ++i) {
+    EXPECT_NO_THROW(comm.barrier("step " + std::to_string(i))) << "barrier " << i;
+  }
+  EXPECT_NO_THROW(comm.agree({.operation = "save", .step = 7, .structure = 0xabcdef}));
+  EXPECT_FALSE(comm.broken());
+  // The communicator is still in step on every rank: the next exchange pairs correctly.
+  const auto ranks = comm.allgather(std::int64_t{world_rank()});
+  ASSERT_EQ(ranks.size(), static_cast<std::size_t>(world_size()));
+  for (int r = 0; r < world_size(); ++r) EXPECT_EQ(ranks[static_cast<std::size_t>(r)], r);
 }
 
 TEST(Comm, MismatchedBarrierNamesThrowOnEveryRankWithinTheDeadline) {
@@ -151,7 +158,17 @@ TEST(Comm, CollectiveExchangeTimesOutWhenARankSkipsIt) {
 
 TEST(Comm, AllOkPassesWhenEveryRankSucceeds) {
   Comm comm(MPI_COMM_WORLD);
-  EXPECT_NO_THROW(comm.all_ok(true, ""));
+  // A message given with success is not an error.
+  EXPECT_NO_THROW(comm.all_ok(true, "rank " + std::to_string(world_rank()) + " is fine"));
+  EXPECT_FALSE(comm.broken());
+  // Every rank took part: a failure on the last rank right after is still seen everywhere.
+  const bool ok = world_rank() != world_size() - 1;
+  try {
+    comm.all_ok(ok, ok ? "" : "the last rank failed");
+    ADD_FAILURE() << "all_ok passed although the last rank failed";
+  } catch (const cairn::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the last rank failed"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Comm, AllOkThrowsEveryFailingRanksMessageOnEveryRank) {

@@ -36,8 +36,7 @@ TEST(StepDirectories, ListsEveryStateAndSortsBySteps) {
   const auto root = tmp / "root";
   save_steps(
       comm, root,
-      {.max_to_keep = 2, .step_prefix = "s_", .todelete_subdir = "trash", .enable_async = false},
-      3);
+      {.max_to_keep = 2, .step_prefix = "s", .todelete_subdir = "trash", .enable_async = false}, 3);
   // Leftovers of a save and a delete that did not finish, and a step without its marker.
   std::filesystem::create_directories(root / "s_4.cairn-tmp");
   std::filesystem::create_directories(root / "s_9.cairn-deleting");

@@ -1,0 +1,117 @@
+// CheckpointManager members called from several threads at once: wait_until_finished() from a
+// training thread and logger threads while an async save is in flight (run under
+// ThreadSanitizer by scripts/test.sh), and the wait of a save for the previous one.
+#include <cairn/manager.hpp>
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <exception>
+#include <thread>
+#include <vector>
+
+#include "manager/gated_handler.hpp"
+#include "support/test_support.hpp"
+
+using namespace cairn;
+using cairn::testing::Gate;
+using cairn::testing::GatedJsonHandler;
+using cairn::testing::SharedTempDir;
+
+namespace {
+
+Composite item(std::int64_t step) {
+  return Composite{{"state", std::make_shared<JsonSave>(boost::json::value{{"step", step}})}};
+}
+
+std::int64_t restored_step(CheckpointManager& manager, std::int64_t step) {
+  const Composite args{{"state", std::make_shared<JsonRestore>()}};
+  const auto result = Checkpointer::result_as<CompositeResult>(manager.restore(step, &args));
+  return result.get<boost::json::value>("state").at("step").as_int64();
+}
+
+}  // namespace
+
+// Orbax test_save_restore_with_concurrent_wait_until_finished: ten waiters and the main
+// thread wait for one save in flight; none hangs or fails, the step is committed once.
+TEST(ManagerThreads, WaitUntilFinishedFromSeveralThreadsAtOnce) {
+  int level = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&level);
+  if (level < MPI_THREAD_MULTIPLE) GTEST_SKIP() << "needs MPI_THREAD_MULTIPLE";
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  auto gate = std::make_shared<Gate>();
+  int commits = 0;
+  CheckpointManager manager(
+      comm, tmp.path(), {.on_commit = [&](std::int64_t, const boost::json::object&) { ++commits; }},
+      {{"state", std::make_shared<GatedJsonHandler>(gate)}});
+  gate->close();
+  ASSERT_TRUE(manager.save(1, item(1)));
+  EXPECT_TRUE(manager.is_saving_in_progress());  // its write waits at the gate
+  constexpr int kWaiters = 10;
+  std::vector<std::exception_ptr> failures(kWaiters + 1);
+  std::vector<std::thread> waiters;
+  for (int i = 0; i < kWaiters; ++i) {
+    waiters.emplace_back([&, i] {
+      try {
+        manager.wait_until_finished();
+        (void)manager.is_saving_in_progress();
+      } catch (...) {
+        failures[static_cast<std::size_t>(i)] = std::current_exception();
+      }
+    });
+  }
+  gate->open();
+  try {
+    manager.wait_until_finished();
+  } catch (...) {
+    failures.back() = std::current_exception();
+  }
+  for (auto& t : waiters) t.join();
+  for (const auto& failure : failures) {
+    if (failure) {
+      try {
+        std::rethrow_exception(failure);
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << "wait_until_finished threw: " << e.what();
+      }
+    }
+  }
+  EXPECT_FALSE(manager.is_saving_in_progress());
+  EXPECT_EQ(commits, 1);
+  EXPECT_EQ(manager.all_steps(), (std::vector<std::int64_t>{1}));
+  EXPECT_EQ(restored_step(manager, 1), 1);
+}
+
+// A save that must wait for the previous one records the wait in its step metadata (Orbax
+// logs it). The manager's clock advances one second per call; the gate opens when the saving
+// thread reads the clock to time its wait, so that the previous save is still in flight then.
+TEST(ManagerThreads, ASaveThatWaitsForThePreviousOneRecordsTheWait) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  auto gate = std::make_shared<Gate>();
+  auto now = std::make_shared<std::chrono::system_clock::time_point>(std::chrono::hours(480000));
+  // Clock calls, counted once the gate closed: the primary reads the clock to decide on step 2
+  // (1) and step 3 (2), then to start timing the wait (3); the other ranks only for that (1).
+  auto calls = std::make_shared<int>(-1);
+  const int opening_call = comm.is_primary() ? 3 : 1;
+  const auto clock = [=] {
+    if (*calls >= 0 && ++*calls == opening_call) gate->open();
+    *now += std::chrono::seconds(1);
+    return *now;
+  };
+  CheckpointManager manager(comm, tmp.path(), {.clock = clock},
+                            {{"state", std::make_shared<GatedJsonHandler>(gate)}});
+  ASSERT_TRUE(manager.save(1, item(1)));
+  manager.wait_until_finished();
+  gate->close();
+  *calls = 0;
+  ASSERT_TRUE(manager.save(2, item(2)));
+  ASSERT_TRUE(manager.save(3, item(3)));  // waits for step 2, whose write waits at the gate
+  manager.wait_until_finished();
+  EXPECT_EQ(manager.all_steps(), (std::vector<std::int64_t>{1, 2, 3}));
+  const auto custom = manager.metadata(3).at("custom").as_object();
+  ASSERT_TRUE(custom.contains("waited_for_previous_save_s")) << boost::json::serialize(custom);
+  EXPECT_EQ(custom.at("waited_for_previous_save_s").to_number<double>(), 1.0);
+  // Step 2 did not wait: nothing was in flight when it started.
+  EXPECT_FALSE(manager.metadata(2).at("custom").as_object().contains("waited_for_previous_save_s"));
+}
