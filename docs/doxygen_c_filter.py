@@ -23,7 +23,7 @@ def main(path):
     for line in lines:
         stripped = line.lstrip()
         if in_comment:
-            out.append(line)
+            out.append(re.sub(r"<(\w+)>", r"\\<\1\\>", line))
             if "*/" in line:
                 in_comment = False
             continue

@@ -438,18 +438,18 @@ typedef struct cairn_manager_options {
   int allow_non_empty_root; /* [0] a writing manager may open a non-empty directory that is not a
                                checkpoint root (no cairn-root.json, no step directory) */
   /* files of a step (cairn::CheckpointerOptions) */
-  int file_mode;          /* [-1] permission bits of every file and directory of a committed
-                             step, e.g. 0640 (directories also get x where r is granted);
-                             -1: what the umask leaves of 0666 / 0777 */
-  const char* file_group; /* [NULL] group of those files, by name or number */
-  double write_timeout_s; /* [0] a rank's local writes of a save may take this long before the
-                             save fails on every rank naming the stuck rank; 0: half of
-                             barrier_timeout_s */
-  int step_name_format;     /* [CAIRN_STEP_NAME_STANDARD] how step_prefix joins the step */
-  int save_root_metadata;   /* [1] write cairn-root.json when the root has none */
-  /* [0] list the step numbers only at open; read the step metadata when first needed (save
-     decisions, retention, metrics) */
-  int lightweight_initialize;
+  int file_mode;              /* [-1] permission bits of every file and directory of a committed
+                                 step, e.g. 0640 (directories also get x where r is granted);
+                                 -1: what the umask leaves of 0666 / 0777 */
+  const char* file_group;     /* [NULL] group of those files, by name or number */
+  double write_timeout_s;     /* [0] a rank's local writes of a save may take this long before the
+                                 save fails on every rank naming the stuck rank; 0: half of
+                                 barrier_timeout_s */
+  int step_name_format;       /* [CAIRN_STEP_NAME_STANDARD] how step_prefix joins the step */
+  int save_root_metadata;     /* [1] write cairn-root.json when the root has none */
+  int lightweight_initialize; /* [0] list the step numbers only at open; read the step
+                                 metadata when first needed (save decisions, retention,
+                                 metrics) */
 } cairn_manager_options;
 
 /* Fills *options with the defaults for a caller that knows `struct_size` bytes of it. */

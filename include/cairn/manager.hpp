@@ -59,8 +59,11 @@ class StepNameFormat {
   [[nodiscard]] virtual std::string describe() const = 0;
 
  protected:
+  /// For derived formats. Never throws.
   StepNameFormat() = default;
+  /// Copies, for derived formats. Never throws.
   StepNameFormat(const StepNameFormat&) = default;
+  /// Assigns, for derived formats. Never throws.
   StepNameFormat& operator=(const StepNameFormat&) = default;
 };
 
