@@ -50,7 +50,8 @@ struct TreeSaveOptions {
   StorageFormat format = StorageFormat::posix;
   /// Per-leaf format overrides (leaf path -> format).
   std::map<std::string, StorageFormat> leaf_formats = {};
-  /// Leaves whose shards may leave parts of the global array unwritten (read back as zero).
+  /// Leaves whose shards may leave parts of the global array unwritten: restore_tree() leaves
+  /// those elements of a target as they were, restore_tree_as_saved() returns zeros there.
   /// An empty set plus allow_sparse = true allows it for every leaf.
   bool allow_sparse = false;
   /// The leaves that may be sparse (see allow_sparse).
