@@ -8,11 +8,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <array>
 #include <cstring>
 #include <map>
 #include <optional>
-#include <regex>
 #include <utility>
 
 #include "comm/log.hpp"
@@ -22,6 +20,7 @@
 #include "storage/checksum.hpp"
 #include "storage/index.hpp"
 #include "storage/posix_file.hpp"
+#include "storage/restore_transforms.hpp"
 #include "storage/shard_source.hpp"
 #include "storage/shard_stream.hpp"
 
@@ -349,81 +348,6 @@ void check_compatible(const LeafRecord& saved, const Leaf& target,
   }
 }
 
-// Sets every element of the box of `target` to `fill`: a resized leaf's target reaches beyond
-// the saved shape, and the saved elements are read over it afterwards.
-void pad_target(const ArrayShard& target, MemoryKind memory, const Scalar& fill,
-                const std::string& path) {
-  if (target.local_bytes() == 0) return;
-  if (memory == MemoryKind::cuda_device) {
-    throw Unsupported(fmt::format(
-        "leaf '{}': padding a resized leaf in device memory is not supported; restore it into "
-        "host memory or into a target inside the saved shape",
-        path));
-  }
-  const std::size_t elem = dtype_size(target.dtype);
-  std::array<std::byte, 16> value{};
-  convert(fill.dtype(), fill.data(), target.dtype, value.data(), 1,
-          fmt::format("fill value of leaf '{}'", path));
-  const auto count = static_cast<std::size_t>(target.local_volume());
-  const auto fill_buffer = [&](std::byte* out) {
-    for (std::size_t i = 0; i < count; ++i) std::memcpy(out + i * elem, value.data(), elem);
-  };
-  if (target.contiguous()) {
-    fill_buffer(static_cast<std::byte*>(target.data));
-    return;
-  }
-  std::vector<std::byte> filled(count * elem);
-  fill_buffer(filled.data());
-  unpack_strided(elem, filled.data(), target.box.extent, target.strides, target.data);
-}
-
-// Whether `box` reaches beyond `shape` (a resized leaf's target that needs padding).
-bool beyond(const Box& box, const std::vector<std::int64_t>& shape) {
-  for (std::size_t d = 0; d < box.rank(); ++d) {
-    if (box.extent[d] > 0 && box.offset[d] + box.extent[d] > shape[d]) return true;
-  }
-  return false;
-}
-
-// The saved path of each target path under TreeRestoreOptions::renames; the same on every
-// rank (every rank has the same target structure and options).
-class SavedPaths {
- public:
-  explicit SavedPaths(const TreeRestoreOptions& options)
-      : default_to_original_(options.default_to_original) {
-    for (const LeafRename& rule : options.renames) {
-      try {
-        rules_.emplace_back(std::regex(rule.target, std::regex::ECMAScript), rule.saved);
-      } catch (const std::regex_error& e) {
-        throw InvalidArgument(fmt::format("renames: '{}' is not a valid regular expression: {}",
-                                          rule.target, e.what()));
-      }
-    }
-  }
-
-  // The saved path of `target`, or std::nullopt when no rule matches and
-  // default_to_original is off. Throws InvalidArgument when a rule makes an invalid path.
-  [[nodiscard]] std::optional<std::string> of(const std::string& target) const {
-    for (const auto& [pattern, format] : rules_) {
-      std::smatch match;
-      if (!std::regex_match(target, match, pattern)) continue;
-      std::string saved = match.format(format);
-      if (auto problem = leaf_path_problem(saved)) {
-        throw InvalidArgument(
-            fmt::format("renames: target leaf '{}' maps to '{}', which is not a leaf path: {}",
-                        target, saved, *problem));
-      }
-      return saved;
-    }
-    if (default_to_original_) return target;
-    return std::nullopt;
-  }
-
- private:
-  std::vector<std::pair<std::regex, std::string>> rules_;
-  bool default_to_original_ = true;
-};
-
 void restore_from_index(const Comm& comm, const std::filesystem::path& dir,
                         const storage::TreeIndex& index, ArrayTree& target,
                         const TreeRestoreOptions& options) {
@@ -432,7 +356,7 @@ void restore_from_index(const Comm& comm, const std::filesystem::path& dir,
   const std::vector<const Leaf*> wanted = target.leaves_under("");
 
   // Pair target leaves with saved leaves; the outcome is identical on every rank.
-  const SavedPaths saved_paths(options);
+  const storage::SavedPaths saved_paths(options);
   std::vector<std::pair<const Leaf*, const LeafRecord*>> pairs;
   std::map<std::string, const LeafRecord*, std::less<>> saved_of;  // target path -> saved leaf
   for (const Leaf* leaf : wanted) {
@@ -460,9 +384,9 @@ void restore_from_index(const Comm& comm, const std::filesystem::path& dir,
           saved->kind == LeafKind::array
               ? cuda::resolve_memory(leaf->as_array(), options.detect_device_memory, leaf->path())
               : MemoryKind::host);
-      if (saved->kind == LeafKind::array && beyond(leaf->as_array().box, saved->shape)) {
-        pad_target(leaf->as_array(), memory.back(), options.resize_leaves.at(leaf->path()),
-                   leaf->path());
+      if (saved->kind == LeafKind::array && storage::beyond(leaf->as_array().box, saved->shape)) {
+        storage::pad_target(leaf->as_array(), memory.back(), options.resize_leaves.at(leaf->path()),
+                            leaf->path());
       }
     }
   });
