@@ -32,11 +32,15 @@
 #   CAIRN_TEST_FUZZ=0           skip step 6
 #   CAIRN_FUZZ_SECONDS          seconds per fuzz target in step 6 (default: 20)
 #   CAIRN_SANITIZER_CTEST_ARGS  extra ctest arguments for step 4, e.g. "-L mpi -LE slow"
-#                               (default: "-LE kill|np4|np64|demo|install": the kill trials,
-#                               the demo and the install checks test crash consistency,
-#                               behaviour and packaging, not memory use, and the 4- and 64-rank
-#                               runs repeat the code paths of the 2-rank ones; all run in step
-#                               3. Set it empty to run every test)
+#                               (default: "-LE kill|np4|np64|demo|install|apps|examples|xlang|
+#                               orbax_parity|slurm": the kill trials, the demo, the install checks,
+#                               the command-line and example programs, the cross-language and
+#                               Orbax-parity scenarios and the Slurm jobs test crash consistency,
+#                               behaviour and packaging, not memory use (the library code they
+#                               run is covered by the GoogleTest suites, the tools' parsing by
+#                               the fuzzers), and the 4- and 64-rank runs repeat the code paths
+#                               of the 2-rank ones; all run in step 3. Set it empty to run every
+#                               test)
 #   CAIRN_CTEST_ARGS            extra ctest arguments for step 3 (default: none)
 #   CAIRN_CMAKE_ARGS            extra configure arguments for steps 3, 3b and 4
 #   JOBS                        build and ctest parallelism (default: nproc)
@@ -218,7 +222,7 @@ if [ "${CAIRN_TEST_SANITIZERS:-1}" != "0" ]; then
   export ASAN_OPTIONS="detect_leaks=0:protect_shadow_gap=0:${ASAN_OPTIONS:-}"
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
   configure_build_test "sanitizers" "$ASAN_BUILD_DIR" \
-    "${CAIRN_SANITIZER_CTEST_ARGS--LE kill|np4|np64|demo|install}" "" \
+    "${CAIRN_SANITIZER_CTEST_ARGS--LE kill|np4|np64|demo|install|apps|examples|xlang|orbax_parity|slurm}" "" \
     -DCMAKE_BUILD_TYPE=Debug "-DCAIRN_SANITIZE=address,undefined" -DCAIRN_FAULT_INJECTION=ON
 else
   summary+=("sanitizers: skipped (CAIRN_TEST_SANITIZERS=0)")

@@ -290,7 +290,9 @@ struct CheckpointManagerOptions {
   /// commit: save() for a synchronous save; for an async one the first should_save(), save(),
   /// check_for_errors(), wait_until_finished(), restore() or close() after every rank
   /// finished it. An exception from it on any rank is thrown on every rank from that member;
-  /// the step stays committed.
+  /// the step stays committed. It runs while the manager holds its lock: it may call the
+  /// manager's non-collective members, but a lock it takes must not be held by a thread that
+  /// calls the manager (a lock-order inversion).
   std::function<void(std::int64_t step, const boost::json::object& metrics)> on_commit = {};
 };
 
