@@ -25,14 +25,6 @@ std::int64_t world_max(std::int64_t value) {
   return value;
 }
 
-cairn::StorageFormat format_named(const std::string& name) {
-  auto format = cairn::storage_format_from_name(name);
-  if (!format || !cairn::storage_format_available(*format)) {
-    throw std::runtime_error("cairn format '" + name + "' is not available in this build");
-  }
-  return *format;
-}
-
 cairn::ArrayTree big_tree(const Shape& shape, std::vector<std::vector<double>>& blocks,
                           const cairn::Box& box) {
   cairn::ArrayTree tree;
@@ -272,22 +264,11 @@ void run_cairn_meta(const Run& run, const std::string& format_name) {
   const cairn::StorageFormat format = format_named(format_name);
   const std::string prefix = "cairn." + format_name + ".";
   cairn::Comm world(MPI_COMM_WORLD);
-  const cairn::Box range = range_of(shape.meta_elems, world.rank(), world.size());
-  const auto count = static_cast<std::size_t>(range.extent[0]);
-  std::vector<double> data(count * static_cast<std::size_t>(shape.meta_leaves));
-  for (std::size_t k = 0; k < data.size(); ++k) {
-    data[k] = static_cast<double>(k % count) + 1e6 * static_cast<double>(k / count);
-  }
-  std::vector<double> back(data.size(), -1.0);
-  cairn::ArrayTree tree;
-  cairn::ArrayTree target;
-  for (int leaf = 0; leaf < shape.meta_leaves; ++leaf) {
-    const std::size_t at = static_cast<std::size_t>(leaf) * count;
-    tree.add_array(meta_path(leaf),
-                   cairn::ArrayShard::host(data.data() + at, {shape.meta_elems}, range));
-    target.add_array(meta_path(leaf),
-                     cairn::ArrayShard::host(back.data() + at, {shape.meta_elems}, range));
-  }
+  MetaTrees trees = make_meta_trees(shape);
+  const cairn::ArrayTree& tree = trees.tree;
+  cairn::ArrayTree& target = trees.target;
+  const std::vector<double>& data = trees.data;
+  std::vector<double>& back = trees.back;
   const auto base = run.dir / ("cairn-meta-" + format_name);
   remove_tree(base);
   if (world.is_primary()) std::filesystem::create_directories(base);

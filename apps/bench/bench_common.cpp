@@ -106,6 +106,37 @@ std::string meta_path(int leaf) {
   return "params/block" + std::to_string(leaf / 100) + "/p" + std::to_string(leaf % 100);
 }
 
+cairn::StorageFormat format_named(const std::string& name) {
+  auto format = cairn::storage_format_from_name(name);
+  if (!format || !cairn::storage_format_available(*format)) {
+    throw std::runtime_error("cairn format '" + name + "' is not available in this build");
+  }
+  return *format;
+}
+
+MetaTrees make_meta_trees(const Shape& shape) {
+  int rank = 0;
+  int size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const cairn::Box range = range_of(shape.meta_elems, rank, size);
+  const auto count = static_cast<std::size_t>(range.extent[0]);
+  MetaTrees out;
+  out.data.resize(count * static_cast<std::size_t>(shape.meta_leaves));
+  for (std::size_t k = 0; k < out.data.size(); ++k) {
+    out.data[k] = static_cast<double>(k % count) + 1e6 * static_cast<double>(k / count);
+  }
+  out.back.assign(out.data.size(), -1.0);
+  for (int leaf = 0; leaf < shape.meta_leaves; ++leaf) {
+    const std::size_t at = static_cast<std::size_t>(leaf) * count;
+    out.tree.add_array(meta_path(leaf),
+                       cairn::ArrayShard::host(out.data.data() + at, {shape.meta_elems}, range));
+    out.target.add_array(meta_path(leaf),
+                         cairn::ArrayShard::host(out.back.data() + at, {shape.meta_elems}, range));
+  }
+  return out;
+}
+
 double timed(const std::function<void()>& body) {
   MPI_Barrier(MPI_COMM_WORLD);
   const double start = MPI_Wtime();

@@ -5,6 +5,7 @@
 
 #include <mpi.h>
 
+#include <cairn/storage.hpp>
 #include <cairn/tree.hpp>
 
 #include <boost/json/object.hpp>
@@ -61,6 +62,22 @@ std::vector<std::vector<double>> empty_like(const std::vector<std::vector<double
 /// Path of large leaf `leaf` and of small leaf `leaf` in the trees.
 std::string leaf_path(int leaf);
 std::string meta_path(int leaf);
+
+/// The storage format `name` ("posix", "hdf5"). Throws std::runtime_error when this build
+/// lacks it.
+cairn::StorageFormat format_named(const std::string& name);
+
+/// The many-leaves tree of the metadata cases: shape.meta_leaves float64 leaves of
+/// shape.meta_elems elements, this rank holding range_of() of each; `tree` views `data`
+/// (distinct values per leaf), `target` views `back` (filled with -1) in the same boxes.
+struct MetaTrees {
+  std::vector<double> data;
+  std::vector<double> back;
+  cairn::ArrayTree tree;
+  cairn::ArrayTree target;
+};
+/// Builds the MetaTrees of this rank (MPI_COMM_WORLD's rank and size).
+MetaTrees make_meta_trees(const Shape& shape);
 
 /// Seconds between two barriers on MPI_COMM_WORLD around `body` (so: the slowest rank).
 double timed(const std::function<void()>& body);

@@ -81,28 +81,14 @@ std::pair<std::int64_t, std::int64_t> primary_peak(Body&& body) {
 
 void run_cairn_scaling(const Run& run, const std::string& format_name) {
   const Shape& shape = run.shape;
-  auto format = cairn::storage_format_from_name(format_name);
-  if (!format || !cairn::storage_format_available(*format)) {
-    throw std::runtime_error("cairn format '" + format_name + "' is not available in this build");
-  }
+  const cairn::StorageFormat format = format_named(format_name);
   const std::string prefix = "cairn." + format_name + ".scaling_";
   cairn::Comm world(MPI_COMM_WORLD);
-  const cairn::Box range = range_of(shape.meta_elems, world.rank(), world.size());
-  const auto count = static_cast<std::size_t>(range.extent[0]);
-  std::vector<double> data(count * static_cast<std::size_t>(shape.meta_leaves));
-  for (std::size_t k = 0; k < data.size(); ++k) {
-    data[k] = static_cast<double>(k % count) + 1e6 * static_cast<double>(k / count);
-  }
-  std::vector<double> back(data.size(), -1.0);
-  cairn::ArrayTree tree;
-  cairn::ArrayTree target;
-  for (int leaf = 0; leaf < shape.meta_leaves; ++leaf) {
-    const std::size_t at = static_cast<std::size_t>(leaf) * count;
-    tree.add_array(meta_path(leaf),
-                   cairn::ArrayShard::host(data.data() + at, {shape.meta_elems}, range));
-    target.add_array(meta_path(leaf),
-                     cairn::ArrayShard::host(back.data() + at, {shape.meta_elems}, range));
-  }
+  MetaTrees trees = make_meta_trees(shape);
+  const cairn::ArrayTree& tree = trees.tree;
+  cairn::ArrayTree& target = trees.target;
+  const std::vector<double>& data = trees.data;
+  std::vector<double>& back = trees.back;
   const auto dir = run.dir / ("cairn-scaling-" + format_name);
   remove_tree(dir);
   const boost::json::object common{
@@ -114,7 +100,7 @@ void run_cairn_scaling(const Run& run, const std::string& format_name) {
     const auto [save_peak, save_growth] = primary_peak([&] {
       seconds = timed([&] {
         MPI_Pcontrol(1, (format_name + ".save").c_str());
-        ckpt.save(dir, cairn::ArrayTreeSave(tree, {.format = *format}));
+        ckpt.save(dir, cairn::ArrayTreeSave(tree, {.format = format}));
         MPI_Pcontrol(0);
       });
     });
