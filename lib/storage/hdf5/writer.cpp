@@ -323,9 +323,12 @@ Hdf5Writer::Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
       const h5::Datatype type =
           scalar ? make_type(v.leaf->as_scalar().dtype(), where) : text_type(texts[k], where);
       const h5::Dataspace space(check(H5Screate(H5S_SCALAR), where, "creating a dataspace"));
-      h5::Dataset dataset(check(H5Dcreate2(w.handle.get(), v.path.c_str(), type.get(), space.get(),
-                                           lcpl.get(), dcpl.get(), H5P_DEFAULT),
-                                where, "creating the dataset", kHintCreate));
+      // HDF5 stores a variable-length string only in a dataset with a fill value: the
+      // default creation properties.
+      h5::Dataset dataset(
+          check(H5Dcreate2(w.handle.get(), v.path.c_str(), type.get(), space.get(), lcpl.get(),
+                           scalar ? dcpl.get() : H5P_DEFAULT, H5P_DEFAULT),
+                where, "creating the dataset", kHintCreate));
       write_string_attribute(dataset.get(), "cairn_kind", leaf_kind_name(v.leaf->kind()), where);
       if (scalar) {
         write_string_attribute(dataset.get(), "cairn_dtype",
