@@ -2,13 +2,14 @@
 # A data.h5 explains itself to h5py: heat2d saves on 3 ranks (format hdf5), and h5py, with no
 # other file of the checkpoint, finds the step, the metrics (a JSON text), the cairn and format
 # versions, the number of ranks, the write time and each dataset's decomposition, every string
-# a str; the values agree with cairn-step.json. Skipped (77) without Debian's h5py.
+# a str; the values agree with cairn-step.json. `cairn convert` of the step on 2 ranks keeps
+# the metrics and records its own ranks and decomposition. Skipped (77) without Debian's h5py.
 #
-#   h5py_context_test.sh HEAT2D MPIEXEC "MPIEXEC FLAGS" WORKDIR CAIRN_VERSION
+#   h5py_context_test.sh HEAT2D CAIRN MPIEXEC "MPIEXEC FLAGS" WORKDIR CAIRN_VERSION
 set -uo pipefail
-heat2d="$1" mpiexec="$2"
-read -r -a flags <<<"$3"
-work="$4" version="$5"
+heat2d="$1" cairn="$2" mpiexec="$3"
+read -r -a flags <<<"$4"
+work="$5" version="$6"
 python=/usr/bin/python3  # Debian's, with h5py
 "$python" -c "import h5py" 2>/dev/null || { echo "h5py is not installed: skipped"; exit 77; }
 rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 2
@@ -16,6 +17,8 @@ rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 2
 "$mpiexec" -n 3 "${flags[@]}" "$heat2d" --nx 50 --ny 41 --px 1 --py 3 --steps 20 \
   --save-every 10 --format hdf5 --checkpoint-dir root --quiet >heat2d.log 2>&1 ||
   { cat heat2d.log; exit 2; }
+"$mpiexec" -n 2 "${flags[@]}" "$cairn" convert --format hdf5 --quiet root/20 converted \
+  >convert.log 2>&1 || { cat convert.log; exit 2; }
 
 "$python" - root/20 "$version" <<'PY'
 import json, pathlib, re, sys
@@ -58,6 +61,15 @@ with h5py.File(step_dir / "field" / "data.h5", "r") as f:
 step = json.loads((step_dir / "cairn-step.json").read_text())
 check("metrics equal cairn-step.json's", metrics == step["custom"]["metrics"], step["custom"])
 check("written before the commit", a["cairn_write_time"] <= step["commit_time"], step["commit_time"])
+
+with h5py.File("converted/field/data.h5", "r") as f:
+    c = dict(f.attrs)
+    check("converted: metrics kept", json.loads(c.get("cairn_metrics", "null")) == metrics, c)
+    check("converted: its own world size", c.get("cairn_world_size") == 2, c)
+    check("converted: no step (not saved by a manager)", "cairn_step" not in c, c)
+    d = json.loads(f["u"].attrs.get("cairn_decomposition", "null")) or {}
+    check("converted: u in 2 parts", len(d.get("shards", [])) == 2 or
+          (d.get("grid") and d["grid"][0] * d["grid"][1] == 2), d)
 sys.exit(1 if failures else 0)
 PY
 status=$?

@@ -11,7 +11,9 @@
 #include <ctime>
 #include <fmt/chrono.h>
 #include <fmt/format.h>
+#include <optional>
 #include <set>
+#include <span>
 #include <vector>
 
 #include "storage/hdf5/settings.hpp"

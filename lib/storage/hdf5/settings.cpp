@@ -91,19 +91,32 @@ Datatype text_type(std::string_view text, const Where& where) {
   return type;
 }
 
-void write_text(hid_t object, hid_t type, std::string_view text, const Where& where,
-                std::string_view what, bool attribute) {
-  // A variable-length string is written as a pointer to a NUL-terminated string; a
-  // fixed-length one as its bytes (at least one).
-  const std::string copy(text);
-  const char* pointer = copy.c_str();
-  const bool variable = H5Tis_variable_str(type) > 0;
-  const void* data = variable ? static_cast<const void*>(&pointer) : pointer;
-  if (attribute) {
-    check(H5Awrite(object, type, data), where, what);
-  } else {
-    check(H5Dwrite(object, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), where, what);
+namespace {
+
+/// What H5Dwrite or H5Awrite takes for `text` in `type`: a pointer to a NUL-terminated copy
+/// for a variable-length string, the bytes themselves (at least one) for a fixed-length one.
+class TextData {
+ public:
+  TextData(std::string_view text, hid_t type)
+      : copy_(text), pointer_(copy_.c_str()), variable_(H5Tis_variable_str(type) > 0) {}
+  TextData(const TextData&) = delete;
+  TextData& operator=(const TextData&) = delete;
+  [[nodiscard]] const void* get() const {
+    return variable_ ? static_cast<const void*>(&pointer_) : static_cast<const void*>(pointer_);
   }
+
+ private:
+  std::string copy_;
+  const char* pointer_;
+  bool variable_;
+};
+
+}  // namespace
+
+void write_text(hid_t dataset, hid_t type, std::string_view text, const Where& where,
+                std::string_view what) {
+  const TextData data(text, type);
+  check(H5Dwrite(dataset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.get()), where, what);
 }
 
 // ------------------------------------------------------------------ dataspaces, attributes
@@ -126,7 +139,8 @@ void write_string_attribute(hid_t object, const char* name, std::string_view val
   const Dataspace space(check(H5Screate(H5S_SCALAR), where, what));
   Attribute attribute(check(
       H5Acreate2(object, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), where, what));
-  write_text(attribute.get(), type.get(), value, where, what, true);
+  const TextData data(value, type.get());
+  check(H5Awrite(attribute.get(), type.get(), data.get()), where, what);
   attribute.close(where);
 }
 

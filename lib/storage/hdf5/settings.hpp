@@ -49,10 +49,10 @@ namespace cairn::storage::h5 {
 /// string would end. Throws IoError naming `where`.
 [[nodiscard]] Datatype text_type(std::string_view text, const Where& where);
 
-/// Writes `text` into the open attribute (`attribute`) or scalar dataset `object` of the type
-/// `type` that text_type(text) made. Not collective. Throws IoError naming `where` and `what`.
-void write_text(hid_t object, hid_t type, std::string_view text, const Where& where,
-                std::string_view what, bool attribute);
+/// Writes `text` into the open scalar dataset `dataset` of the type `type` that
+/// text_type(text) made. Not collective. Throws IoError naming `where`, saying `what` failed.
+void write_text(hid_t dataset, hid_t type, std::string_view text, const Where& where,
+                std::string_view what);
 
 /// The dataspace of an array of `shape`: scalar for 0-d, else simple (zero extents
 /// allowed). Throws IoError naming `where`.

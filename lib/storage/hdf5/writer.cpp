@@ -339,7 +339,7 @@ Hdf5Writer::Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
                        v.leaf->as_scalar().data()),
               where, "writing the data", kHintStorage);
       } else {
-        write_text(dataset.get(), type.get(), texts[k], where, "writing the data", false);
+        write_text(dataset.get(), type.get(), texts[k], where, "writing the data");
       }
       dataset.close(where);
     }
