@@ -159,6 +159,34 @@ std::vector<std::vector<std::int64_t>> plan_chunks(const Comm& comm,
   return chunks;
 }
 
+/// Creates the dataset of the value `leaf` (a scalar, string or JSON leaf; `text` is the
+/// string or JSON text) at `where.leaf` in `file` and writes it, with the attribute
+/// cairn_kind (and cairn_dtype for a scalar). Throws IoError naming `where`.
+void create_value(hid_t file, const Where& where, const Leaf& leaf, const std::string& text,
+                  hid_t lcpl, hid_t dcpl) {
+  const bool scalar = leaf.kind() == LeafKind::scalar;
+  const h5::Datatype type =
+      scalar ? make_type(leaf.as_scalar().dtype(), where) : text_type(text, where);
+  const h5::Dataspace space(check(H5Screate(H5S_SCALAR), where, "creating a dataspace"));
+  const std::string path(where.leaf);
+  // HDF5 stores a variable-length string only in a dataset with a fill value: the default
+  // creation properties.
+  h5::Dataset dataset(check(H5Dcreate2(file, path.c_str(), type.get(), space.get(), lcpl,
+                                       scalar ? dcpl : H5P_DEFAULT, H5P_DEFAULT),
+                            where, "creating the dataset", kHintCreate));
+  write_string_attribute(dataset.get(), "cairn_kind", leaf_kind_name(leaf.kind()), where);
+  if (scalar) {
+    write_string_attribute(dataset.get(), "cairn_dtype", dtype_name(leaf.as_scalar().dtype()),
+                           where);
+    check(
+        H5Dwrite(dataset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, leaf.as_scalar().data()),
+        where, "writing the data", kHintStorage);
+  } else {
+    write_text(dataset.get(), type.get(), text, where, "writing the data");
+  }
+  dataset.close(where);
+}
+
 std::uint64_t structure_hash(std::span<const ArrayToWrite> arrays,
                              std::span<const ValueToWrite> values) {
   StructureHash hash;
@@ -317,31 +345,8 @@ Hdf5Writer::Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
     }
     // Values: small datasets, written at once.
     for (std::size_t k = 0; k < values.size(); ++k) {
-      const ValueToWrite& v = values[k];
-      const Where where{w.file_name, v.path};
-      const bool scalar = v.leaf->kind() == LeafKind::scalar;
-      const h5::Datatype type =
-          scalar ? make_type(v.leaf->as_scalar().dtype(), where) : text_type(texts[k], where);
-      const h5::Dataspace space(check(H5Screate(H5S_SCALAR), where, "creating a dataspace"));
-      // HDF5 stores a variable-length string only in a dataset with a fill value: the
-      // default creation properties.
-      h5::Dataset dataset(
-          check(H5Dcreate2(w.handle.get(), v.path.c_str(), type.get(), space.get(), lcpl.get(),
-                           scalar ? dcpl.get() : H5P_DEFAULT, H5P_DEFAULT),
-                where, "creating the dataset", kHintCreate));
-      write_string_attribute(dataset.get(), "cairn_kind", leaf_kind_name(v.leaf->kind()), where);
-      if (scalar) {
-        write_string_attribute(dataset.get(), "cairn_dtype",
-                               dtype_name(v.leaf->as_scalar().dtype()), where);
-      }
-      if (scalar) {
-        check(H5Dwrite(dataset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                       v.leaf->as_scalar().data()),
-              where, "writing the data", kHintStorage);
-      } else {
-        write_text(dataset.get(), type.get(), texts[k], where, "writing the data");
-      }
-      dataset.close(where);
+      create_value(w.handle.get(), {w.file_name, values[k].path}, *values[k].leaf, texts[k],
+                   lcpl.get(), dcpl.get());
     }
   });
 
