@@ -150,8 +150,17 @@ int run_convert(const cairn::Comm& comm, const ConvertOptions& options) {
   std::size_t leaves = 0;
   auto items = read_items(comm, src, format, progress, leaves);
   const auto* custom = src.field("custom");
+  // A manager's step keeps its metrics in the files that record them (hdf5's cairn_metrics).
+  cairn::SaveProvenance provenance;
+  if (custom && custom->is_object()) {
+    if (const auto* metrics = custom->get_object().if_contains("metrics");
+        metrics && metrics->is_object()) {
+      provenance.metrics = metrics->get_object();
+    }
+  }
   const cairn::CheckpointSaveOptions save{.force = options.force,
-                                          .custom_metadata = custom ? *custom : nullptr};
+                                          .custom_metadata = custom ? *custom : nullptr,
+                                          .provenance = std::move(provenance)};
   progress.update("writing " + options.destination, 0, 1, "checkpoint");
   const bool single = src.items.size() == 1 && src.items.front().name.empty();
   if (single) {

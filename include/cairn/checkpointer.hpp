@@ -39,6 +39,10 @@ struct CheckpointSaveOptions {
   bool force = false;
   /// Stored in cairn-step.json under "custom" (any JSON value).
   boost::json::value custom_metadata = nullptr;
+  /// The step and metrics of the save, handed to the handler (AsyncContext::provenance) so
+  /// that files that describe themselves record them (hdf5: root attributes of data.h5).
+  /// CheckpointManager sets them.
+  SaveProvenance provenance = {};
 };
 
 /// How the files and directories of a checkpoint are created (Orbax's FileOptions). By

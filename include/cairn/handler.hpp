@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cairn/comm.hpp>
+#include <cairn/storage.hpp>
 
 #include <any>
 #include <boost/json/object.hpp>
@@ -111,6 +112,9 @@ struct AsyncContext {
   /// Snapshot device arrays with a device-to-device copy when the device has room
   /// (AsyncOptions::device_staging).
   bool device_staging = false;
+  /// The step and metrics of the save (CheckpointSaveOptions::provenance), for handlers whose
+  /// files describe themselves (ArrayTreeHandler passes them to the storage format).
+  SaveProvenance provenance = {};
 };
 
 /// The part of an async save that remains after the arguments were taken. The checkpointer

@@ -13,6 +13,7 @@
 #include <cairn/comm.hpp>
 #include <cairn/tree.hpp>
 
+#include <boost/json/object.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -44,6 +45,19 @@ enum class StorageFormat : std::uint8_t {
 /// std::bad_alloc.
 [[nodiscard]] std::string storage_format_unavailable(StorageFormat format);
 
+/// What a save belongs to, for people handed its files without cairn: formats that describe
+/// themselves record it next to the data (hdf5: the root attributes "cairn_step" and
+/// "cairn_metrics" of data.h5, see docs/architecture.md). CheckpointManager fills it for each
+/// step and hands it down through CheckpointSaveOptions and AsyncContext to the handlers.
+/// Aggregate: use designated initializers.
+struct SaveProvenance {
+  /// The step the save is, when it is one of a series (CheckpointManager's step); std::nullopt
+  /// otherwise.
+  std::optional<std::int64_t> step = {};
+  /// The metrics given to the save (ManagerSaveOptions::metrics); empty when none.
+  boost::json::object metrics = {};
+};
+
 /// How save_tree() writes. Aggregate: use designated initializers.
 struct TreeSaveOptions {
   /// Format of every array leaf not listed in leaf_formats.
@@ -73,6 +87,10 @@ struct TreeSaveOptions {
   /// may be shorter), each with its own XXH3-64 in the index, so that a restore reading part
   /// of a shard reads and verifies only the chunks that cover it. Must be at least 1.
   std::size_t checksum_chunk_bytes = std::size_t{1} << 20;
+  /// The step and metrics the tree is saved with, recorded by formats that describe
+  /// themselves (hdf5). A handler given an AsyncContext whose provenance has a step or metrics
+  /// replaces this with it.
+  SaveProvenance provenance = {};
 };
 
 /// A rule of TreeRestoreOptions::renames: target leaves whose whole path matches `target`

@@ -186,7 +186,8 @@ void AsyncCheckpointer::save(const std::filesystem::path& dir, const CheckpointA
                                             {.staging = m.options.zero_copy ? nullptr : &m.staging,
                                              .zero_copy = m.options.zero_copy,
                                              .background_mpi = m.background_mpi,
-                                             .device_staging = m.options.device_staging});
+                                             .device_staging = m.options.device_staging,
+                                             .provenance = options.provenance});
   } catch (...) {
     checkpoint::discard(m.comm, flight->tmp);
     throw;

@@ -33,7 +33,8 @@ void Checkpointer::save(const std::filesystem::path& dir, const CheckpointArgs& 
   const auto tmp = checkpoint::begin_save(comm_, dir, options.force, handler_->type_name());
   try {
     auto start = std::chrono::steady_clock::now();
-    auto pending = handler_->async_save(comm_, tmp, args, {.zero_copy = true});
+    auto pending = handler_->async_save(comm_, tmp, args,
+                                        {.zero_copy = true, .provenance = options.provenance});
     try {
       pending->stage();
     } catch (const std::exception& e) {

@@ -22,11 +22,20 @@ const Args& args_as(const CheckpointArgs& args, std::string_view handler) {
                                     handler, args.handler_type()));
 }
 
+/// `options` with the step and metrics of the save's context, when it has any (a
+/// CheckpointManager's step); else as the caller gave them.
+TreeSaveOptions with_provenance(TreeSaveOptions options, const SaveProvenance& provenance) {
+  if (provenance.step || !provenance.metrics.empty()) options.provenance = provenance;
+  return options;
+}
+
 class ArrayTreePendingSave final : public PendingSave {
  public:
   ArrayTreePendingSave(const Comm& comm, const std::filesystem::path& dir,
                        const ArrayTreeSave& args, const AsyncContext& context)
-      : tree_(args.tree_to_save()), context_(context), writer_(comm, dir, tree_, args.options) {}
+      : tree_(args.tree_to_save()),
+        context_(context),
+        writer_(comm, dir, tree_, with_provenance(args.options, context.provenance)) {}
 
   void stage() override {
     const auto& arrays = writer_.arrays();

@@ -377,7 +377,8 @@ bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
   }
   ensure_checkpointer(args.handler_type());
   const auto dir = step_path(step);
-  const CheckpointSaveOptions save_options{.custom_metadata = custom};
+  const CheckpointSaveOptions save_options{
+      .custom_metadata = custom, .provenance = {.step = step, .metrics = options.metrics}};
   if (async_) {
     async_->save(dir, args, save_options);
     in_flight_ = StepInfo{.step = step, .time = decision.time, .metrics = options.metrics};

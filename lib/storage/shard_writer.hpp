@@ -24,6 +24,12 @@
 
 namespace cairn::storage {
 
+/// The shard of one rank.
+struct RankBox {
+  int rank = 0;
+  Box box;
+};
+
 /// One array leaf of a format: the same list, in the same (sorted path) order, on every rank.
 struct ArrayToWrite {
   std::string path;
@@ -35,6 +41,10 @@ struct ArrayToWrite {
   /// This rank's shard, or std::nullopt when this rank writes none of the leaf (no shard, or
   /// a replicated leaf written by another rank).
   std::optional<Box> box;
+  /// Every writing rank's shard of the leaf, in rank order: the decomposition, which a format
+  /// may record for external readers (hdf5's cairn_decomposition attribute). Filled on the
+  /// primary only, the rank that writes a format's shared metadata; empty on the others.
+  std::vector<RankBox> shards = {};
 };
 
 /// One non-array leaf that a format may store for external readers (hdf5 does when it is the
@@ -75,14 +85,16 @@ class ShardWriter {
 };
 
 /// Opens the writer of `format` for the item directory `dir` (which exists), for `arrays` (the
-/// leaves stored in this format) and `values`. Collective over `comm`, which must outlive the
-/// writer. Throws, on every rank alike, CollectiveMismatch when the ranks' lists differ,
-/// InvalidArgument for a bad path or a box outside its shape, Unsupported when this build
+/// leaves stored in this format) and `values`; a format that describes itself to external
+/// readers records `provenance` (hdf5: root attributes of data.h5). Collective over `comm`, which
+/// must outlive the writer. Throws, on every rank alike, CollectiveMismatch when the ranks' lists
+/// differ, InvalidArgument for a bad path or a box outside its shape, Unsupported when this build
 /// lacks the format, IoError naming the file when it cannot be created.
 [[nodiscard]] std::unique_ptr<ShardWriter> open_shard_writer(StorageFormat format, const Comm& comm,
                                                              const std::filesystem::path& dir,
                                                              std::span<const ArrayToWrite> arrays,
-                                                             std::span<const ValueToWrite> values);
+                                                             std::span<const ValueToWrite> values,
+                                                             const SaveProvenance& provenance);
 
 /// The writers of each format, defined by the formats' folders (a build without a format
 /// defines its function as throwing Unsupported); open_shard_writer() picks one.
@@ -92,6 +104,7 @@ class ShardWriter {
 [[nodiscard]] std::unique_ptr<ShardWriter> open_hdf5_writer(const Comm& comm,
                                                             const std::filesystem::path& dir,
                                                             std::span<const ArrayToWrite> arrays,
-                                                            std::span<const ValueToWrite> values);
+                                                            std::span<const ValueToWrite> values,
+                                                            const SaveProvenance& provenance);
 
 }  // namespace cairn::storage

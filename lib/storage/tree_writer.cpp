@@ -131,11 +131,18 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
       box = shard.box.offset.empty() && shard.box.extent.empty() ? whole_box(shard.global_shape)
                                                                  : shard.box;
     }
+    // The decomposition, for formats that record it: the primary writes their metadata.
+    std::vector<RankBox> shards;
+    if (comm.is_primary()) {
+      shards.reserve(writers.size());
+      for (const int r : writers) shards.push_back({r, *per_rank[static_cast<std::size_t>(r)].box});
+    }
     of_format.push_back({.path = path,
                          .dtype = shard.dtype,
                          .shape = shard.global_shape,
                          .fortran_order = shard.fortran_order,
-                         .box = std::move(box)});
+                         .box = std::move(box),
+                         .shards = std::move(shards)});
     if (job.memory == MemoryKind::cuda_device && device_ < 0) device_ = cuda::current_device();
   }
 
@@ -154,7 +161,8 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
     const std::span<const ValueToWrite> stored = format == options_.format
                                                      ? std::span<const ValueToWrite>(values)
                                                      : std::span<const ValueToWrite>();
-    writers_.emplace_back(format, open_shard_writer(format, comm, dir_, arrays, stored));
+    writers_.emplace_back(
+        format, open_shard_writer(format, comm, dir_, arrays, stored, options_.provenance));
   }
 }
 

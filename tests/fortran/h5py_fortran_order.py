@@ -29,7 +29,7 @@ with h5py.File(root / "1" / "data.h5", "r") as f:
     assert list(f["z"][...]) == [1 - 1j, 2 + 0.5j], "z"
     for name in ("fields/u", "n", "z"):
         order = f[name].attrs.get("cairn_order")
-        assert order in ("F", b"F"), f"{name} has cairn_order {order!r}, not 'F'"
+        assert order == "F", f"{name} has cairn_order {order!r}, not 'F'"
 
 saved = orders(root / "1")
 assert saved == {"fields/u": "F", "n": "F", "z": "F"}, f"cairn-tree.json orders: {saved}"

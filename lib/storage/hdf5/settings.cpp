@@ -81,6 +81,44 @@ Datatype string_type(std::size_t size, const Where& where) {
   return type;
 }
 
+Datatype text_type(std::string_view text, const Where& where) {
+  // A variable-length string ends at its first NUL: a text holding one keeps every byte in a
+  // fixed-length string.
+  if (text.find('\0') != std::string_view::npos) return string_type(text.size(), where);
+  Datatype type = copy_type(H5T_C_S1, where);
+  check(H5Tset_size(type.get(), H5T_VARIABLE), where, "defining a string type");
+  check(H5Tset_cset(type.get(), H5T_CSET_UTF8), where, "defining a string type");
+  return type;
+}
+
+namespace {
+
+/// What H5Dwrite or H5Awrite takes for `text` in `type`: a pointer to a NUL-terminated copy
+/// for a variable-length string, the bytes themselves (at least one) for a fixed-length one.
+class TextData {
+ public:
+  TextData(std::string_view text, hid_t type)
+      : copy_(text), pointer_(copy_.c_str()), variable_(H5Tis_variable_str(type) > 0) {}
+  TextData(const TextData&) = delete;
+  TextData& operator=(const TextData&) = delete;
+  [[nodiscard]] const void* get() const {
+    return variable_ ? static_cast<const void*>(&pointer_) : static_cast<const void*>(pointer_);
+  }
+
+ private:
+  std::string copy_;
+  const char* pointer_;
+  bool variable_;
+};
+
+}  // namespace
+
+void write_text(hid_t dataset, hid_t type, std::string_view text, const Where& where,
+                std::string_view what) {
+  const TextData data(text, type);
+  check(H5Dwrite(dataset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.get()), where, what);
+}
+
 // ------------------------------------------------------------------ dataspaces, attributes
 
 Dataspace make_space(std::span<const std::int64_t> shape, const Where& where) {
@@ -97,12 +135,21 @@ std::vector<hsize_t> to_hsize(std::span<const std::int64_t> values) {
 void write_string_attribute(hid_t object, const char* name, std::string_view value,
                             const Where& where) {
   const std::string what = fmt::format("writing the attribute '{}'", name);
-  const Datatype type = string_type(value.size(), where);
+  const Datatype type = text_type(value, where);
   const Dataspace space(check(H5Screate(H5S_SCALAR), where, what));
   Attribute attribute(check(
       H5Acreate2(object, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), where, what));
-  // Attributes are metadata: every rank writes the same value.
-  check(H5Awrite(attribute.get(), type.get(), value.data()), where, what);
+  const TextData data(value, type.get());
+  check(H5Awrite(attribute.get(), type.get(), data.get()), where, what);
+  attribute.close(where);
+}
+
+void write_int_attribute(hid_t object, const char* name, std::int64_t value, const Where& where) {
+  const std::string what = fmt::format("writing the attribute '{}'", name);
+  const Dataspace space(check(H5Screate(H5S_SCALAR), where, what));
+  Attribute attribute(check(
+      H5Acreate2(object, name, H5T_STD_I64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT), where, what));
+  check(H5Awrite(attribute.get(), H5T_NATIVE_INT64, &value), where, what);
   attribute.close(where);
 }
 

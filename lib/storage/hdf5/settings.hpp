@@ -9,7 +9,10 @@
 //   bfloat16        sign bit 15, exponent 7..14, mantissa 0..6, bias 127    (h5py: a float)
 //   float32/64      H5T_IEEE_F32LE / H5T_IEEE_F64LE
 //   complex64/128   compound {"r": f32, "i": f32} / {"r": f64, "i": f64}     (h5py: complex)
-//   strings         fixed-length, null-padded UTF-8                          (h5py: bytes)
+//   strings         variable-length UTF-8 (h5py: str for an attribute, .asstr() for a
+//                   dataset); a text holding a NUL byte: fixed-length, null-padded UTF-8,
+//                   as older files stored every string (cairn's readers take values from
+//                   the index and never read strings from data.h5)
 // Writes use the same type in memory and in the file, so HDF5 converts nothing (cairn casts
 // itself); reads accept either byte order and let HDF5 swap.
 //
@@ -41,6 +44,16 @@ namespace cairn::storage::h5 {
 /// IoError naming `where`.
 [[nodiscard]] Datatype string_type(std::size_t size, const Where& where);
 
+/// The type cairn stores `text` in: variable-length UTF-8 (h5py reads such an attribute as
+/// str), or string_type(text.size()) when `text` holds a NUL byte, where a variable-length
+/// string would end. Throws IoError naming `where`.
+[[nodiscard]] Datatype text_type(std::string_view text, const Where& where);
+
+/// Writes `text` into the open scalar dataset `dataset` of the type `type` that
+/// text_type(text) made. Not collective. Throws IoError naming `where`, saying `what` failed.
+void write_text(hid_t dataset, hid_t type, std::string_view text, const Where& where,
+                std::string_view what);
+
 /// The dataspace of an array of `shape`: scalar for 0-d, else simple (zero extents
 /// allowed). Throws IoError naming `where`.
 [[nodiscard]] Dataspace make_space(std::span<const std::int64_t> shape, const Where& where);
@@ -49,10 +62,14 @@ namespace cairn::storage::h5 {
 /// std::bad_alloc.
 [[nodiscard]] std::vector<hsize_t> to_hsize(std::span<const std::int64_t> values);
 
-/// Attaches the string attribute `name` = `value` (string_type(), scalar) to `object`. Not
+/// Attaches the string attribute `name` = `value` (text_type(), scalar) to `object`. Not
 /// collective. Throws IoError naming `where`.
 void write_string_attribute(hid_t object, const char* name, std::string_view value,
                             const Where& where);
+
+/// Attaches the 64-bit integer attribute `name` = `value` (scalar) to `object`. Not
+/// collective. Throws IoError naming `where`.
+void write_int_attribute(hid_t object, const char* name, std::int64_t value, const Where& where);
 
 /// Whether the file type `type` holds values of `dtype`: same class and size, same sign for
 /// integers, same exponent and mantissa widths for floats, exactly the members "r" and "i"

@@ -26,6 +26,7 @@
 #include "comm/first_error.hpp"
 #include "comm/log.hpp"
 #include "storage/checksum.hpp"
+#include "storage/hdf5/context.hpp"
 #include "storage/hdf5/handle.hpp"
 #include "storage/hdf5/settings.hpp"
 #include "storage/hdf5/verdict.hpp"
@@ -42,9 +43,10 @@ using h5::dataset_creation;
 using h5::link_creation;
 using h5::make_space;
 using h5::make_type;
-using h5::string_type;
+using h5::text_type;
 using h5::Where;
 using h5::write_string_attribute;
+using h5::write_text;
 
 constexpr std::string_view kHintStorage =
     "Check that the directory exists and is writable and that the file system has space";
@@ -157,6 +159,34 @@ std::vector<std::vector<std::int64_t>> plan_chunks(const Comm& comm,
   return chunks;
 }
 
+/// Creates the dataset of the value `leaf` (a scalar, string or JSON leaf; `text` is the
+/// string or JSON text) at `where.leaf` in `file` and writes it, with the attribute
+/// cairn_kind (and cairn_dtype for a scalar). Throws IoError naming `where`.
+void create_value(hid_t file, const Where& where, const Leaf& leaf, const std::string& text,
+                  hid_t lcpl, hid_t dcpl) {
+  const bool scalar = leaf.kind() == LeafKind::scalar;
+  const h5::Datatype type =
+      scalar ? make_type(leaf.as_scalar().dtype(), where) : text_type(text, where);
+  const h5::Dataspace space(check(H5Screate(H5S_SCALAR), where, "creating a dataspace"));
+  const std::string path(where.leaf);
+  // HDF5 stores a variable-length string only in a dataset with a fill value: the default
+  // creation properties.
+  h5::Dataset dataset(check(H5Dcreate2(file, path.c_str(), type.get(), space.get(), lcpl,
+                                       scalar ? dcpl : H5P_DEFAULT, H5P_DEFAULT),
+                            where, "creating the dataset", kHintCreate));
+  write_string_attribute(dataset.get(), "cairn_kind", leaf_kind_name(leaf.kind()), where);
+  if (scalar) {
+    write_string_attribute(dataset.get(), "cairn_dtype", dtype_name(leaf.as_scalar().dtype()),
+                           where);
+    check(
+        H5Dwrite(dataset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, leaf.as_scalar().data()),
+        where, "writing the data", kHintStorage);
+  } else {
+    write_text(dataset.get(), type.get(), text, where, "writing the data");
+  }
+  dataset.close(where);
+}
+
 std::uint64_t structure_hash(std::span<const ArrayToWrite> arrays,
                              std::span<const ValueToWrite> values) {
   StructureHash hash;
@@ -223,7 +253,8 @@ struct Hdf5Writer::Impl {
 };
 
 Hdf5Writer::Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
-                       std::span<const ArrayToWrite> arrays, std::span<const ValueToWrite> values)
+                       std::span<const ArrayToWrite> arrays, std::span<const ValueToWrite> values,
+                       const SaveProvenance& provenance)
     : impl_(std::make_unique<Impl>()) {
   Impl& w = *impl_;
   w.file = file;
@@ -273,9 +304,11 @@ Hdf5Writer::Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
     w.handle =
         h5::File(check(H5Fcreate(w.file_name.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()),
                        file_where, "creating the file", kHintStorage));
+    h5::write_save_attributes(w.handle.get(), provenance, comm.size(), file_where);
     const h5::PropertyList dcpl = dataset_creation(file_where);
     const h5::PropertyList lcpl = link_creation(file_where);
-    for (const Impl::Array& a : w.arrays) {
+    for (std::size_t i = 0; i < w.arrays.size(); ++i) {
+      const Impl::Array& a = w.arrays[i];
       const Where where{w.file_name, a.path};
       const h5::Datatype type = make_type(a.dtype, where);
       const h5::Dataspace space = make_space(a.shape, where);
@@ -290,6 +323,9 @@ Hdf5Writer::Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
       // Whether the writer saw the array with its dimensions reversed (Fortran); h5py shows
       // the C-order shape either way.
       write_string_attribute(dataset.get(), "cairn_order", a.fortran_order ? "F" : "C", where);
+      // Which rank wrote which part: the primary was given every writer's box.
+      write_string_attribute(dataset.get(), "cairn_decomposition",
+                             h5::decomposition_text(a.shape, arrays[i].shards), where);
       // A dataset without elements has no storage; every other one has its address now (it
       // was allocated at creation).
       if (volume(a.shape) == 0) {
@@ -309,27 +345,8 @@ Hdf5Writer::Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
     }
     // Values: small datasets, written at once.
     for (std::size_t k = 0; k < values.size(); ++k) {
-      const ValueToWrite& v = values[k];
-      const Where where{w.file_name, v.path};
-      const bool scalar = v.leaf->kind() == LeafKind::scalar;
-      const h5::Datatype type = scalar ? make_type(v.leaf->as_scalar().dtype(), where)
-                                       : string_type(texts[k].size(), where);
-      const h5::Dataspace space(check(H5Screate(H5S_SCALAR), where, "creating a dataspace"));
-      h5::Dataset dataset(check(H5Dcreate2(w.handle.get(), v.path.c_str(), type.get(), space.get(),
-                                           lcpl.get(), dcpl.get(), H5P_DEFAULT),
-                                where, "creating the dataset", kHintCreate));
-      write_string_attribute(dataset.get(), "cairn_kind", leaf_kind_name(v.leaf->kind()), where);
-      if (scalar) {
-        write_string_attribute(dataset.get(), "cairn_dtype",
-                               dtype_name(v.leaf->as_scalar().dtype()), where);
-      }
-      static const char empty_text[1] = {'\0'};
-      const void* data = scalar             ? v.leaf->as_scalar().data()
-                         : texts[k].empty() ? static_cast<const void*>(empty_text)
-                                            : static_cast<const void*>(texts[k].data());
-      check(H5Dwrite(dataset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data), where,
-            "writing the data", kHintStorage);
-      dataset.close(where);
+      create_value(w.handle.get(), {w.file_name, values[k].path}, *values[k].leaf, texts[k],
+                   lcpl.get(), dcpl.get());
     }
   });
 
@@ -444,7 +461,9 @@ void Hdf5Writer::close(const Comm& comm, bool fsync) {
   (void)h5::primary_verdict(comm, [&](h5::Packed&) {
     const std::lock_guard lock(hdf5_mutex());
     const h5::QuietErrors quiet;
-    w.handle.close({w.file_name, {}});
+    const Where where{w.file_name, {}};
+    if (w.handle.valid()) h5::write_time_attribute(w.handle.get(), where);
+    w.handle.close(where);
   });
   // Every rank fsyncs: an fsync flushes only the calling node's cached pages of the file, and
   // each rank wrote its shards from its own node.
@@ -463,8 +482,9 @@ void Hdf5Writer::close(const Comm& comm, bool fsync) {
 
 std::unique_ptr<ShardWriter> open_hdf5_writer(const Comm& comm, const std::filesystem::path& dir,
                                               std::span<const ArrayToWrite> arrays,
-                                              std::span<const ValueToWrite> values) {
-  return std::make_unique<Hdf5Writer>(comm, dir / kHdf5File, arrays, values);
+                                              std::span<const ValueToWrite> values,
+                                              const SaveProvenance& provenance) {
+  return std::make_unique<Hdf5Writer>(comm, dir / kHdf5File, arrays, values, provenance);
 }
 
 }  // namespace cairn::storage

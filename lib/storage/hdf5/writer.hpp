@@ -5,8 +5,10 @@
 // scalars, strings and JSON leaves (when the item's default format is hdf5) as small
 // datasets at their paths, with an attribute "cairn_kind" = "scalar" | "string" | "json".
 // Array datasets carry "cairn_dtype" (the dtype name) and "cairn_order" ("C", or "F" for a
-// Fortran array stored with its dimensions reversed). Files are readable with h5dump and h5py
-// without cairn.
+// Fortran array stored with its dimensions reversed) and "cairn_decomposition" (the writers'
+// shards); the root group carries the save's step, metrics, versions, world size and write
+// time (hdf5/context.hpp). Strings are variable-length UTF-8. Files are readable with h5dump
+// and h5py without cairn.
 //
 // How it is written. The primary creates the file and every dataset alone, through HDF5's
 // POSIX driver, and one broadcast tells every rank where each dataset's data lies: the number
@@ -40,8 +42,9 @@ namespace cairn::storage {
 /// hdf5/handle.hpp); write() makes none. One writer is used by one thread at a time.
 class Hdf5Writer final : public ShardWriter {
  public:
-  /// Creates `file` (replacing it) and every dataset of `arrays` (agreeing on their chunks
-  /// first), and creates and writes every value of `values`, all on the primary.
+  /// Creates `file` (replacing it) with the root attributes naming the save (`provenance`, the
+  /// versions, the number of ranks), every dataset of `arrays` (agreeing on their chunks
+  /// first) and creates and writes every value of `values`, all on the primary.
   /// Collective over `comm`, which must outlive the writer; `arrays` and `values` (and the
   /// leaves they point to) need not. Every rank passes the same arrays and values (paths,
   /// dtypes, shapes, value kinds), checked first.
@@ -51,7 +54,8 @@ class Hdf5Writer final : public ShardWriter {
   /// the leaf with the HDF5 error stack's message for a failed HDF5 call, or when the file
   /// system has too little free space for the datasets.
   Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
-             std::span<const ArrayToWrite> arrays, std::span<const ValueToWrite> values);
+             std::span<const ArrayToWrite> arrays, std::span<const ValueToWrite> values,
+             const SaveProvenance& provenance = {});
   /// When close() was not called (or threw before closing), closes the primary's handle of
   /// the file without throwing and logs that the file is incomplete. Local. Never throws.
   ~Hdf5Writer() override;
@@ -71,12 +75,12 @@ class Hdf5Writer final : public ShardWriter {
   /// is shared and an fsync would write back the other ranks' pages while they still write;
   /// close() fsyncs once all are done. Throws IoError naming the file.
   void flush(bool fsync) override;
-  /// Agrees with every rank of `comm` that all are done writing, closes the file on the
-  /// primary (HDF5 writes its metadata) and, when `fsync`, fsyncs the file on every rank (each
-  /// wrote its shards from its own node; an fsync flushes the calling node only). Collective.
-  /// Throws CollectiveMismatch on every rank when some rank does not close, IoError naming the
-  /// file on every rank when the primary could not close it and on the ranks where flushing or
-  /// fsyncing failed, InvalidArgument when called twice.
+  /// Agrees with every rank of `comm` that all are done writing, records the time
+  /// (cairn_write_time) and closes the file on the primary (HDF5 writes its metadata) and, when
+  /// `fsync`, fsyncs the file on every rank (each wrote its shards from its own node; an fsync
+  /// flushes the calling node only). Collective. Throws CollectiveMismatch on every rank when some
+  /// rank does not close, IoError naming the file on every rank when the primary could not close it
+  /// and on the ranks where flushing or fsyncing failed, InvalidArgument when called twice.
   void close(const Comm& comm, bool fsync) override;
 
  private:
