@@ -1,0 +1,94 @@
+/* cairn C ABI — save decision and preservation policy objects. Part of <cairn/cairn.h>, which
+ * includes every part and states the conventions of the ABI (status codes, option structs,
+ * collective calls). */
+#ifndef CAIRN_C_POLICIES_H
+#define CAIRN_C_POLICIES_H
+
+#include <cairn/c/common.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- policies */
+
+/* Composable policy objects (cairn/policies.hpp) for cairn_manager_options: a save decision
+ * policy (when to save) and a preservation policy (which committed steps to keep). A policy is
+ * an immutable value: the constructors below make a new handle, cairn_*_policy_any_of combines
+ * handles (it keeps its own references, so the handles given to it may be freed at once), and
+ * a manager keeps a reference to the policies of its options. None of these functions is
+ * collective. Every constructor fails with CAIRN_ERR_INVALID_ARGUMENT for a NULL `out` or an
+ * argument out of range (named in cairn_last_error()). */
+typedef struct cairn_save_policy cairn_save_policy;
+typedef struct cairn_preservation_policy cairn_preservation_policy; /* which steps to keep */
+
+/* Saves every step that is a multiple of `interval` (> 0). */
+CAIRN_C_API cairn_status cairn_save_policy_fixed_interval(int64_t interval,
+                                                          cairn_save_policy** out);
+/* Saves exactly the `count` steps at `steps` (NULL with count 0: none). */
+CAIRN_C_API cairn_status cairn_save_policy_specific_steps(const int64_t* steps, size_t count,
+                                                          cairn_save_policy** out);
+/* Saves whenever no save is in flight and the last save is at least `minimum_interval_s`
+ * seconds old (0: no minimum; must not be negative). The primary rank's clock decides. */
+CAIRN_C_API cairn_status cairn_save_policy_continuous(int64_t minimum_interval_s,
+                                                      cairn_save_policy** out);
+/* Saves when a preemption notice has been reached. */
+CAIRN_C_API cairn_status cairn_save_policy_preemption(cairn_save_policy** out);
+/* Saves when the root holds no checkpoint yet, whatever the step. */
+CAIRN_C_API cairn_status cairn_save_policy_initial(cairn_save_policy** out);
+/* Decides whether to save `step` (cairn_manager_options.should_save_fn): nonzero for yes. The
+ * manager calls it on its primary rank only and gives every rank that answer. */
+typedef int (*cairn_should_save_fn)(int64_t step, void* user_data);
+/* Saves when fn(step, user_data) returns nonzero (fn must not be NULL). */
+CAIRN_C_API cairn_status cairn_save_policy_fn(cairn_should_save_fn fn, void* user_data,
+                                              cairn_save_policy** out);
+/* Saves when any of the `count` policies at `policies` says so, asked in order (count 0:
+ * never saves). CAIRN_ERR_INVALID_ARGUMENT for a NULL list with count > 0 or a NULL element. */
+CAIRN_C_API cairn_status cairn_save_policy_any_of(const cairn_save_policy* const* policies,
+                                                  size_t count, cairn_save_policy** out);
+/* A short description such as "AnyOf(FixedInterval(10), PreemptionCheckpointing)" in *text,
+ * to be freed with cairn_free(). */
+CAIRN_C_API cairn_status cairn_save_policy_describe(const cairn_save_policy* policy, char** text);
+/* Frees the handle (NULL is ignored); managers and combinations using it keep their own
+ * reference. */
+CAIRN_C_API void cairn_save_policy_free(cairn_save_policy* policy);
+
+/* Keeps every checkpoint. */
+CAIRN_C_API cairn_status cairn_preservation_policy_preserve_all(cairn_preservation_policy** out);
+/* Keeps the `n` (>= 0) checkpoints with the highest steps. */
+CAIRN_C_API cairn_status cairn_preservation_policy_latest_n(int64_t n,
+                                                            cairn_preservation_policy** out);
+/* Keeps the checkpoints whose step is a multiple of `interval` (> 0). */
+CAIRN_C_API cairn_status cairn_preservation_policy_every_n_steps(int64_t interval,
+                                                                 cairn_preservation_policy** out);
+/* Keeps one checkpoint per window of `interval_s` (> 0) seconds (see
+ * cairn::preservation_policy::EveryNSeconds). */
+CAIRN_C_API cairn_status cairn_preservation_policy_every_n_seconds(int64_t interval_s,
+                                                                   cairn_preservation_policy** out);
+/* Keeps the `n` (>= 0) checkpoints with the best metric (the manager's best_metric; best_mode
+ * CAIRN_BEST_MAX or CAIRN_BEST_MIN), and, when keep_without_metrics is nonzero, those saved
+ * without it. */
+CAIRN_C_API cairn_status cairn_preservation_policy_best_n(int64_t n, int best_mode,
+                                                          int keep_without_metrics,
+                                                          cairn_preservation_policy** out);
+/* Keeps the checkpoints whose step is one of the `count` steps at `steps`. */
+CAIRN_C_API cairn_status cairn_preservation_policy_custom_steps(const int64_t* steps, size_t count,
+                                                                cairn_preservation_policy** out);
+/* Keeps what any of the `count` policies keeps (count 0: keeps nothing but the newest step,
+ * which a manager always keeps). CAIRN_ERR_INVALID_ARGUMENT for a NULL list with count > 0 or
+ * a NULL element. */
+CAIRN_C_API cairn_status
+cairn_preservation_policy_any_of(const cairn_preservation_policy* const* policies, size_t count,
+                                 cairn_preservation_policy** out);
+/* A short description such as "AnyOf(LatestN(3), EveryNSteps(100))" in *text (free with
+ * cairn_free()). */
+CAIRN_C_API cairn_status cairn_preservation_policy_describe(const cairn_preservation_policy* policy,
+                                                            char** text);
+/* Frees the handle (NULL is ignored). */
+CAIRN_C_API void cairn_preservation_policy_free(cairn_preservation_policy* policy);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CAIRN_C_POLICIES_H */
