@@ -25,6 +25,7 @@
 #define CAIRN_CAIRN_H
 
 /* The ABI by area; each part includes what it needs. */
+#include <cairn/c/checkpointer.h>
 #include <cairn/c/comm.h>
 #include <cairn/c/common.h>
 #include <cairn/c/items.h>

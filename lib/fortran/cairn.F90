@@ -3,7 +3,8 @@
 !
 ! Conventions
 ! - One derived type per handle (cairn_comm, cairn_tree, cairn_items, cairn_manager,
-!   cairn_multihost, cairn_save_policy, cairn_preservation_policy). Create with cairn_<type>_create, release with cairn_<type>_free.
+!   cairn_multihost, cairn_save_policy, cairn_preservation_policy, cairn_checkpointer). Create
+!   with cairn_<type>_create, release with cairn_<type>_free.
 ! - Every procedure takes a trailing optional `ierr`. Present: it receives the status
 !   (CAIRN_OK or a CAIRN_ERR_* code) and cairn_last_error() the message. Absent: an error
 !   prints the message to error_unit and stops the program (error stop), as MPI's default
@@ -71,7 +72,8 @@ module cairn
   ! cairn_manager_create(max_to_keep=CAIRN_KEEP_ALL) keeps every step (as an absent keyword);
   ! step_name_format: Orbax's <prefix>_<step>, or <prefix><step> (CLU's ckpt-<n>).
   integer, parameter, public :: CAIRN_KEEP_ALL = -1
-  integer, parameter, public :: CAIRN_STEP_NAME_STANDARD = 0, CAIRN_STEP_NAME_JOINED = 1
+  integer, parameter, public :: CAIRN_STEP_NAME_STANDARD = 0, CAIRN_STEP_NAME_JOINED = 1, &
+                                CAIRN_STEP_NAME_CLU = 2, CAIRN_STEP_NAME_CUSTOM = 3
   integer, parameter, public :: CAIRN_MAX_DIMS = 32
   integer, parameter, public :: CAIRN_MEMORY_HOST = 0, CAIRN_MEMORY_CUDA_DEVICE = 1
   ! Flags of cairn_tree_add_array (cairn.h), set by this module.
@@ -98,6 +100,9 @@ module cairn
   type, public :: cairn_preservation_policy
     type(c_ptr) :: ptr = c_null_ptr
   end type cairn_preservation_policy
+  type, public :: cairn_checkpointer
+    type(c_ptr) :: ptr = c_null_ptr
+  end type cairn_checkpointer
 
   interface cairn_comm_create
     module procedure comm_create_integer
@@ -134,6 +139,13 @@ module cairn
   public :: cairn_preservation_policy_best_n, cairn_preservation_policy_custom_steps
   public :: cairn_preservation_policy_any_of, cairn_preservation_policy_describe
   public :: cairn_preservation_policy_free
+  public :: cairn_manager_restore_from, cairn_multihost_restore, cairn_save_policy_fn_latest
+  public :: cairn_preservation_policy_every_n_steps_ex
+  public :: cairn_preservation_policy_every_n_steps_closest
+  public :: cairn_preservation_policy_latest_duration, cairn_preservation_policy_fn
+  public :: cairn_checkpointer_create, cairn_checkpointer_free, cairn_checkpointer_save
+  public :: cairn_checkpointer_restore, cairn_checkpointer_metadata
+  public :: cairn_checkpointer_wait_until_finished, cairn_checkpointer_is_saving_in_progress
 
   ! The message of the last failure found by this module itself (not by a C call), if that
   ! was the last failure.
@@ -147,9 +159,15 @@ module cairn
 
 #include "cairn_multihost_interfaces.inc"
 
+#include "cairn_checkpointer_interfaces.inc"
+
 contains
 
+#include "cairn_manager_create.inc"
+
 #include "cairn_manager.inc"
+
+#include "cairn_checkpointer.inc"
 
 #include "cairn_multihost.inc"
 

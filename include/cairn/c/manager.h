@@ -53,6 +53,14 @@ CAIRN_C_API cairn_status cairn_manager_save_items(cairn_manager* manager, int64_
 CAIRN_C_API cairn_status cairn_manager_restore(cairn_manager* manager, int64_t step,
                                                cairn_tree* target,
                                                const cairn_restore_options* options);
+/* Restores `step` (or CAIRN_STEP_LATEST: the newest committed one there) of the checkpoint root
+ * `directory` instead of the manager's root into `target`, as cairn_manager_restore does
+ * (Orbax's restore(..., directory=)): a pretrained checkpoint kept elsewhere. Its step
+ * directories are named with the manager's step name format. Changes nothing in either root.
+ * Collective. CAIRN_ERR_NOT_FOUND when `directory` has no such committed step. */
+CAIRN_C_API cairn_status cairn_manager_restore_from(cairn_manager* manager, const char* directory,
+                                                    int64_t step, cairn_tree* target,
+                                                    const cairn_restore_options* options);
 /* Restores the newest committed step that restores without error into `target`, as
  * cairn_manager_restore does, trying the steps newest first: the restart of a run whose newest
  * checkpoint is damaged. A step fails when any rank finds a damaged, truncated or missing file

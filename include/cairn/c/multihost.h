@@ -41,6 +41,11 @@ CAIRN_C_API cairn_status cairn_multihost_restore_or_initialize(cairn_multihost* 
 /* Saves this process's `state` as `step` (synchronously). Collective. */
 CAIRN_C_API cairn_status cairn_multihost_save(cairn_multihost* multihost, int64_t step,
                                               const cairn_tree* state);
+/* Restores `step` into `state` (each process its own boxes) when every process has it (CLU's
+ * restore of a given checkpoint). Collective. CAIRN_ERR_NOT_FOUND on every rank when some
+ * process lacks the step. */
+CAIRN_C_API cairn_status cairn_multihost_restore(cairn_multihost* multihost, int64_t step,
+                                                 cairn_tree* state);
 /* The newest step every process has, or *found = 0. Collective. */
 CAIRN_C_API cairn_status cairn_multihost_latest_common_step(cairn_multihost* multihost,
                                                             int64_t* step, int* found);

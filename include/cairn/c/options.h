@@ -21,8 +21,20 @@ enum { CAIRN_KEEP_ALL = -1 };
 /* How step directories are named (cairn_manager_options.step_name_format). */
 enum {
   CAIRN_STEP_NAME_STANDARD = 0, /* Orbax's: <prefix>_<step>, or <step> without prefix */
-  CAIRN_STEP_NAME_JOINED = 1    /* <prefix><step>, no separator (CLU's ckpt-<n>) */
+  CAIRN_STEP_NAME_JOINED = 1,   /* <prefix><step>, no separator (CLU's ckpt-<n>) */
+  CAIRN_STEP_NAME_CLU = 2,      /* CLU's ckpt-<n> (step_prefix must be empty) */
+  CAIRN_STEP_NAME_CUSTOM = 3    /* the caller's step_name_build and step_name_parse */
 };
+
+/* A custom step name format (CAIRN_STEP_NAME_CUSTOM): writes the directory name of `step`
+ * (>= 0; not empty, no '/') NUL-terminated into `name`, which holds `capacity` bytes; returns 0,
+ * or nonzero when it cannot (the save or listing then fails naming the step). Must give every
+ * rank the same name. */
+typedef int (*cairn_step_name_build_fn)(int64_t step, char* name, size_t capacity, void* user_data);
+/* The step that the directory name `name` stands for, in *step, with a nonzero return; 0 when
+ * `name` is not a step name of this format. A name it accepts must be the one the build
+ * function gives for that step. */
+typedef int (*cairn_step_name_parse_fn)(const char* name, int64_t* step, void* user_data);
 
 /* Options of a manager (cairn::CheckpointManagerOptions). Defaults in brackets. */
 typedef struct cairn_manager_options {
@@ -95,6 +107,24 @@ typedef struct cairn_manager_options {
   int lightweight_initialize; /* [0] list the step numbers only at open; read the step
                                  metadata when first needed (save decisions, retention,
                                  metrics) */
+  /* fields appended in 0.1: the rest of Orbax's and CLU's options */
+  cairn_clock_fn clock;  /* [NULL: the system clock] "now" of every time-based decision:
+                            save policies, keep_time_interval_s, the time stored with a step */
+  void* clock_user_data; /* [NULL] passed to clock */
+  cairn_should_save_latest_fn should_save_latest_fn; /* [NULL] as should_save_fn, told the
+                                                        newest saved step (user data:
+                                                        should_save_user_data); not with
+                                                        should_save_fn */
+  cairn_should_keep_fn should_keep_fn;               /* [NULL] also keep what it keeps (Orbax) */
+  void* should_keep_user_data;                       /* [NULL] passed to should_keep_fn */
+  cairn_step_name_build_fn step_name_build;          /* [NULL] with CAIRN_STEP_NAME_CUSTOM */
+  cairn_step_name_parse_fn step_name_parse;          /* [NULL] with CAIRN_STEP_NAME_CUSTOM */
+  void* step_name_user_data;                         /* [NULL] passed to both */
+  const char* step_name_description; /* [NULL: "custom"] stored in cairn-root.json */
+  int prevent_write_metrics; /* [0] the metrics of a save are not written with the step: this
+                                manager ranks by them until reload, later ones see none */
+  const char* metadata_json; /* [NULL] JSON object: the caller's metadata of the series, stored
+                                as "user" in cairn-root.json by the manager that creates it */
 } cairn_manager_options;
 
 /* Fills *options with the defaults for a caller that knows `struct_size` bytes of it. */

@@ -42,6 +42,15 @@ typedef int (*cairn_should_save_fn)(int64_t step, void* user_data);
 /* Saves when fn(step, user_data) returns nonzero (fn must not be NULL). */
 CAIRN_C_API cairn_status cairn_save_policy_fn(cairn_should_save_fn fn, void* user_data,
                                               cairn_save_policy** out);
+/* Decides whether to save `step` knowing the newest saved step (Orbax's should_save_fn(step,
+ * latest_step)): `latest_step` is that step when `has_latest` is nonzero (0 when there is
+ * none). Nonzero for yes. Called on the primary rank only. */
+typedef int (*cairn_should_save_latest_fn)(int64_t step, int64_t latest_step, int has_latest,
+                                           void* user_data);
+/* Saves when fn(step, latest_step, has_latest, user_data) returns nonzero (fn must not be
+ * NULL). */
+CAIRN_C_API cairn_status cairn_save_policy_fn_latest(cairn_should_save_latest_fn fn,
+                                                     void* user_data, cairn_save_policy** out);
 /* Saves when any of the `count` policies at `policies` says so, asked in order (count 0:
  * never saves). CAIRN_ERR_INVALID_ARGUMENT for a NULL list with count > 0 or a NULL element. */
 CAIRN_C_API cairn_status cairn_save_policy_any_of(const cairn_save_policy* const* policies,
@@ -65,6 +74,32 @@ CAIRN_C_API cairn_status cairn_preservation_policy_every_n_steps(int64_t interva
  * cairn::preservation_policy::EveryNSeconds). */
 CAIRN_C_API cairn_status cairn_preservation_policy_every_n_seconds(int64_t interval_s,
                                                                    cairn_preservation_policy** out);
+/* Keeps, with `exact_interval` nonzero, the checkpoints whose step is a multiple of `interval`
+ * (> 0); with `exact_interval` 0, the first checkpoint and then each first one at least
+ * `interval` steps after the one kept before it (Orbax EveryNSteps(exact_interval=False)).
+ * `max_to_keep` >= 0 keeps only the newest that many of those; CAIRN_KEEP_ALL (-1): all. */
+CAIRN_C_API cairn_status cairn_preservation_policy_every_n_steps_ex(
+    int64_t interval, int exact_interval, int64_t max_to_keep, cairn_preservation_policy** out);
+/* For each multiple of `interval` (> 0) up to the newest step, keeps the checkpoint closest to
+ * it (of two as close, the later one) (Orbax EveryNStepsClosest); `max_to_keep` as above. */
+CAIRN_C_API cairn_status cairn_preservation_policy_every_n_steps_closest(
+    int64_t interval, int64_t max_to_keep, cairn_preservation_policy** out);
+/* The time now in nanoseconds since the Unix epoch (1970-01-01 UTC), for a manager's clock
+ * (cairn_manager_options.clock) or a policy's: a test's fake clock. */
+typedef int64_t (*cairn_clock_fn)(void* user_data);
+/* Keeps the checkpoints saved at most `duration_s` (>= 0) seconds before now (Orbax
+ * LatestDuration); now is clock(clock_user_data), or the system clock when `clock` is NULL. A
+ * manager evaluates it on its primary rank only. */
+CAIRN_C_API cairn_status cairn_preservation_policy_latest_duration(int64_t duration_s,
+                                                                   cairn_clock_fn clock,
+                                                                   void* clock_user_data,
+                                                                   cairn_preservation_policy** out);
+/* Whether to keep the committed checkpoint `step` (Orbax's should_keep_fn): nonzero keeps it.
+ * Called by the manager's primary rank only, when retention runs. */
+typedef int (*cairn_should_keep_fn)(int64_t step, void* user_data);
+/* Keeps the checkpoints for which fn(step, user_data) returns nonzero (fn must not be NULL). */
+CAIRN_C_API cairn_status cairn_preservation_policy_fn(cairn_should_keep_fn fn, void* user_data,
+                                                      cairn_preservation_policy** out);
 /* Keeps the `n` (>= 0) checkpoints with the best metric (the manager's best_metric; best_mode
  * CAIRN_BEST_MAX or CAIRN_BEST_MIN), and, when keep_without_metrics is nonzero, those saved
  * without it. */
