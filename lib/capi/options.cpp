@@ -44,6 +44,45 @@ std::function<std::optional<double>(const boost::json::object&)> metric_reader(s
   };
 }
 
+// The files of a step (file_mode, file_group, write_timeout_s) of `c`.
+CheckpointerOptions checkpointer_options(const cairn_manager_options& c) {
+  CheckpointerOptions o;
+  if (c.file_mode < -1 || c.file_mode > 07777) {
+    throw InvalidArgument("file_mode must be -1 (the umask decides) or a mode up to 07777, not " +
+                          std::to_string(c.file_mode));
+  }
+  if (c.file_mode >= 0) {
+    o.file_options.path_permission_mode = std::filesystem::perms(c.file_mode);
+  }
+  if (c.file_group != nullptr) o.file_options.group = c.file_group;
+  if (c.write_timeout_s != 0) {
+    o.write_timeout = milliseconds_of(c.write_timeout_s, "write_timeout_s");
+  }
+  return o;
+}
+
+// The preemption options of `c` (enable_preemption set).
+PreemptionOptions preemption_options(const cairn_manager_options& c) {
+  PreemptionOptions p;
+  if (c.preemption_signals != nullptr) {
+    p.signals.assign(c.preemption_signals, c.preemption_signals + c.preemption_signals_count);
+  }
+  if (c.preemption_deadline < 0 || !std::isfinite(c.preemption_deadline)) {
+    throw InvalidArgument("preemption_deadline must be a Unix time or 0");
+  }
+  if (c.preemption_deadline > 0) {
+    p.deadline = std::chrono::system_clock::time_point(
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(
+            std::chrono::duration<double>(c.preemption_deadline)));
+  }
+  p.use_slurm_end_time = c.preemption_use_slurm_end_time != 0;
+  if (c.preemption_margin_s < 0 || !std::isfinite(c.preemption_margin_s)) {
+    throw InvalidArgument("preemption_margin_s must not be negative");
+  }
+  p.margin = std::chrono::seconds(static_cast<std::int64_t>(c.preemption_margin_s));
+  return p;
+}
+
 // step_prefix, step_format_fixed_length and step_name_format of `c` into `o`.
 void set_step_naming(const cairn_manager_options& c, CheckpointManagerOptions& o) {
   if (c.step_prefix != nullptr) o.step_prefix = c.step_prefix;
@@ -224,38 +263,9 @@ CheckpointManagerOptions manager_options(const cairn_manager_options* options) {
   o.enable_async = c.enable_async != 0;
   o.async.staging_bytes = c.async_staging_bytes;
   o.async.zero_copy = c.async_zero_copy != 0;
-  if (c.file_mode < -1 || c.file_mode > 07777) {
-    throw InvalidArgument("file_mode must be -1 (the umask decides) or a mode up to 07777, not " +
-                          std::to_string(c.file_mode));
-  }
-  if (c.file_mode >= 0) {
-    o.checkpointer.file_options.path_permission_mode = std::filesystem::perms(c.file_mode);
-  }
-  if (c.file_group != nullptr) o.checkpointer.file_options.group = c.file_group;
-  if (c.write_timeout_s != 0) {
-    o.checkpointer.write_timeout = milliseconds_of(c.write_timeout_s, "write_timeout_s");
-  }
+  o.checkpointer = checkpointer_options(c);
   if (c.should_keep_fn != nullptr) add_should_keep(c, o);
-  if (c.enable_preemption != 0) {
-    PreemptionOptions p;
-    if (c.preemption_signals != nullptr) {
-      p.signals.assign(c.preemption_signals, c.preemption_signals + c.preemption_signals_count);
-    }
-    if (c.preemption_deadline < 0 || !std::isfinite(c.preemption_deadline)) {
-      throw InvalidArgument("preemption_deadline must be a Unix time or 0");
-    }
-    if (c.preemption_deadline > 0) {
-      p.deadline = std::chrono::system_clock::time_point(
-          std::chrono::duration_cast<std::chrono::system_clock::duration>(
-              std::chrono::duration<double>(c.preemption_deadline)));
-    }
-    p.use_slurm_end_time = c.preemption_use_slurm_end_time != 0;
-    if (c.preemption_margin_s < 0 || !std::isfinite(c.preemption_margin_s)) {
-      throw InvalidArgument("preemption_margin_s must not be negative");
-    }
-    p.margin = std::chrono::seconds(static_cast<std::int64_t>(c.preemption_margin_s));
-    o.preemption = std::move(p);
-  }
+  if (c.enable_preemption != 0) o.preemption = preemption_options(c);
   return o;
 }
 
