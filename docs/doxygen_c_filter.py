@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
-"""Doxygen input filter for cairn.h, whose comments are plain C comments (/* ... */).
+"""Doxygen input filter for the C headers (cairn.h, cairn/c/*.h), whose comments are plain C comments (/* ... */).
 
 Turns them into Doxygen comments without moving a line, so warnings keep their line numbers:
   - the comment that opens the file becomes the file's documentation (\\file);
   - a comment on its own line documents the declaration after it (/** ... */), except the
     section rules (/* ---- name */) and, inside a struct, the headings of groups of fields;
   - a comment after code on the same line documents that code (/**< ... */);
-  - <word> is escaped (\\<word\\>): in cairn.h it is text ("<prefix><step>"), not HTML.
+  - <word> is escaped (\\<word\\>): in the C headers it is text ("<prefix><step>"), not HTML.
 Usage (Doxyfile): FILTER_PATTERNS = *.h=<this script>; Doxygen passes the file name.
 """
 
+import os
 import re
 import sys
 
@@ -33,7 +34,7 @@ def main(path):
             in_struct = False
         if stripped.startswith("/*"):
             if first_comment:
-                line = line.replace("/*", "/** \\file cairn.h", 1)
+                line = line.replace("/*", "/** \\file " + os.path.basename(path), 1)
             elif not stripped.startswith("/* ---") and not in_struct:
                 line = line.replace("/*", "/**", 1)
             first_comment = False

@@ -250,6 +250,11 @@ struct CheckpointManagerOptions {
   /// Write cairn-root.json when the root has none (Orbax save_root_metadata). Off: nothing is
   /// written; metadata() returns the metadata this manager was given.
   bool save_root_metadata = true;
+  /// Do not write the metrics given to save() into the step metadata (Orbax
+  /// prevent_write_metrics). This manager still holds them in memory for the steps it saved,
+  /// so best_fn, retention and metrics() use them until reload(); a manager opened later, or
+  /// reload(), finds those steps saved without metrics (best_step() with best_fn skips them).
+  bool prevent_write_metrics = false;
   /// Move deleted steps into this sub-directory of the root instead of removing them.
   std::optional<std::string> todelete_subdir = {};
   /// Remove deleted steps on a background thread (finished by close()).

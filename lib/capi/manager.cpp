@@ -145,6 +145,22 @@ cairn_status cairn_manager_restore(cairn_manager* manager, int64_t step, cairn_t
   });
 }
 
+cairn_status cairn_manager_restore_from(cairn_manager* manager, const char* directory, int64_t step,
+                                        cairn_tree* target, const cairn_restore_options* options) {
+  return guarded(__func__, [&] {
+    auto& m = manager_of(manager);
+    const std::string dir(text(directory, "directory"));
+    auto& t = deref(target, "target");
+    const auto o =
+        cairn::capi::read_options(options, cairn::capi::default_restore_options(), "options");
+    t.before_restore();
+    const cairn::ArrayTreeRestore args(t.tree, cairn::capi::tree_restore_options(o));
+    t.tree = cairn::Checkpointer::result_as<cairn::ArrayTree>(
+        m.restore_from(dir, step_or_latest(step), &args));
+    t.after_restore();
+  });
+}
+
 cairn_status cairn_manager_restore_latest_intact(cairn_manager* manager, cairn_tree* target,
                                                  const cairn_restore_options* options,
                                                  int64_t* step, int* found) {

@@ -60,6 +60,16 @@ cairn_status cairn_multihost_save(cairn_multihost* multihost, int64_t step,
                  [&] { multihost_of(multihost).save(step, deref(state, "state").to_save()); });
 }
 
+cairn_status cairn_multihost_restore(cairn_multihost* multihost, int64_t step, cairn_tree* state) {
+  return guarded(__func__, [&] {
+    auto& m = multihost_of(multihost);
+    auto& t = deref(state, "state");
+    t.before_restore();
+    m.restore(step, t.tree);
+    t.after_restore();
+  });
+}
+
 cairn_status cairn_multihost_latest_common_step(cairn_multihost* multihost, int64_t* step,
                                                 int* found) {
   return guarded(__func__, [&] {

@@ -8,6 +8,7 @@
 #include <limits>
 #include <optional>
 
+#include "capi/callbacks.hpp"
 #include "capi/handles.hpp"
 #include "capi/options.hpp"
 
@@ -41,6 +42,103 @@ std::function<std::optional<double>(const boost::json::object&)> metric_reader(s
     if (value == nullptr || !value->is_number()) return std::nullopt;
     return value->to_number<double>();
   };
+}
+
+// The files of a step (file_mode, file_group, write_timeout_s) of `c`.
+CheckpointerOptions checkpointer_options(const cairn_manager_options& c) {
+  CheckpointerOptions o;
+  if (c.file_mode < -1 || c.file_mode > 07777) {
+    throw InvalidArgument("file_mode must be -1 (the umask decides) or a mode up to 07777, not " +
+                          std::to_string(c.file_mode));
+  }
+  if (c.file_mode >= 0) {
+    o.file_options.path_permission_mode = std::filesystem::perms(c.file_mode);
+  }
+  if (c.file_group != nullptr) o.file_options.group = c.file_group;
+  if (c.write_timeout_s != 0) {
+    o.write_timeout = milliseconds_of(c.write_timeout_s, "write_timeout_s");
+  }
+  return o;
+}
+
+// The preemption options of `c` (enable_preemption set).
+PreemptionOptions preemption_options(const cairn_manager_options& c) {
+  PreemptionOptions p;
+  if (c.preemption_signals != nullptr) {
+    p.signals.assign(c.preemption_signals, c.preemption_signals + c.preemption_signals_count);
+  }
+  if (c.preemption_deadline < 0 || !std::isfinite(c.preemption_deadline)) {
+    throw InvalidArgument("preemption_deadline must be a Unix time or 0");
+  }
+  if (c.preemption_deadline > 0) {
+    p.deadline = std::chrono::system_clock::time_point(
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(
+            std::chrono::duration<double>(c.preemption_deadline)));
+  }
+  p.use_slurm_end_time = c.preemption_use_slurm_end_time != 0;
+  if (c.preemption_margin_s < 0 || !std::isfinite(c.preemption_margin_s)) {
+    throw InvalidArgument("preemption_margin_s must not be negative");
+  }
+  p.margin = std::chrono::seconds(static_cast<std::int64_t>(c.preemption_margin_s));
+  return p;
+}
+
+// step_prefix, step_format_fixed_length and step_name_format of `c` into `o`.
+void set_step_naming(const cairn_manager_options& c, CheckpointManagerOptions& o) {
+  if (c.step_prefix != nullptr) o.step_prefix = c.step_prefix;
+  if (c.step_format_fixed_length < 0) {
+    throw InvalidArgument("step_format_fixed_length must not be negative");
+  }
+  if (c.step_format_fixed_length > 0) o.step_format_fixed_length = c.step_format_fixed_length;
+  switch (c.step_name_format) {
+    case CAIRN_STEP_NAME_STANDARD: break;
+    case CAIRN_STEP_NAME_JOINED:
+      o.step_name_format = step_name_format::joined(o.step_prefix, o.step_format_fixed_length);
+      o.step_prefix.clear();
+      o.step_format_fixed_length.reset();
+      break;
+    case CAIRN_STEP_NAME_CLU:
+    case CAIRN_STEP_NAME_CUSTOM:
+      if (!o.step_prefix.empty() || o.step_format_fixed_length) {
+        throw InvalidArgument(
+            "step_prefix and step_format_fixed_length belong to CAIRN_STEP_NAME_STANDARD and "
+            "CAIRN_STEP_NAME_JOINED; CAIRN_STEP_NAME_CLU and CAIRN_STEP_NAME_CUSTOM name steps "
+            "alone");
+      }
+      o.step_name_format =
+          c.step_name_format == CAIRN_STEP_NAME_CLU
+              ? step_name_format::clu()
+              : step_name_format_from_c(c.step_name_build, c.step_name_parse, c.step_name_user_data,
+                                        c.step_name_description);
+      break;
+    default:
+      throw InvalidArgument(
+          "step_name_format must be one of CAIRN_STEP_NAME_STANDARD, _JOINED, "
+          "_CLU and _CUSTOM, not " +
+          std::to_string(c.step_name_format));
+  }
+}
+
+// should_keep_fn: keeps what it keeps besides what the preservation policy keeps, as Orbax's
+// should_keep_fn does besides max_to_keep. The plain fields become their policy here, so that
+// the union can be formed; a policy object given with them is still refused by the manager.
+void add_should_keep(const cairn_manager_options& c, CheckpointManagerOptions& o) {
+  PreservationPolicyPtr base = o.preservation_policy;
+  if (!base) {
+    base = make_preservation_policy(
+        {.max_to_keep = o.max_to_keep,
+         .keep_period = o.keep_period,
+         .keep_time_interval = o.keep_time_interval,
+         .has_best_fn = static_cast<bool>(o.best_fn),
+         .best_mode = o.best_mode,
+         .keep_checkpoints_without_metrics = o.keep_checkpoints_without_metrics});
+    o.max_to_keep.reset();
+    o.keep_period.reset();
+    o.keep_time_interval.reset();
+  }
+  o.preservation_policy =
+      std::make_shared<preservation_policy::AnyOf>(std::vector<PreservationPolicyPtr>{
+          base, should_keep_policy(c.should_keep_fn, c.should_keep_user_data)});
 }
 
 }  // namespace
@@ -103,10 +201,16 @@ CheckpointManagerOptions manager_options(const cairn_manager_options* options) {
     if (c.save_on_steps == nullptr) throw InvalidArgument("save_on_steps is NULL");
     o.save_on_steps.insert(c.save_on_steps, c.save_on_steps + c.save_on_steps_count);
   }
+  if (c.should_save_fn != nullptr && c.should_save_latest_fn != nullptr) {
+    throw InvalidArgument("give should_save_fn or should_save_latest_fn, not both");
+  }
   if (c.should_save_fn != nullptr) {
     o.should_save_fn = [fn = c.should_save_fn, data = c.should_save_user_data](std::int64_t s) {
       return fn(s, data) != 0;
     };
+  }
+  if (c.should_save_latest_fn != nullptr) {
+    o.should_save_fn = should_save_from_c(c.should_save_latest_fn, c.should_save_user_data);
   }
   // One meaning with the C++ manager: CAIRN_KEEP_ALL is its std::nullopt, 0 keeps the newest.
   if (c.max_to_keep < CAIRN_KEEP_ALL) {
@@ -131,25 +235,18 @@ CheckpointManagerOptions manager_options(const cairn_manager_options* options) {
   o.keep_checkpoints_without_metrics = c.keep_checkpoints_without_metrics != 0;
   if (c.save_decision_policy != nullptr) o.save_decision_policy = c.save_decision_policy->policy;
   if (c.preservation_policy != nullptr) o.preservation_policy = c.preservation_policy->policy;
-  if (c.step_prefix != nullptr) o.step_prefix = c.step_prefix;
-  if (c.step_format_fixed_length < 0) {
-    throw InvalidArgument("step_format_fixed_length must not be negative");
-  }
-  if (c.step_format_fixed_length > 0) o.step_format_fixed_length = c.step_format_fixed_length;
-  switch (c.step_name_format) {
-    case CAIRN_STEP_NAME_STANDARD: break;
-    case CAIRN_STEP_NAME_JOINED:
-      o.step_name_format = step_name_format::joined(o.step_prefix, o.step_format_fixed_length);
-      o.step_prefix.clear();
-      o.step_format_fixed_length.reset();
-      break;
-    default:
-      throw InvalidArgument(
-          "step_name_format must be CAIRN_STEP_NAME_STANDARD or CAIRN_STEP_NAME_JOINED, not " +
-          std::to_string(c.step_name_format));
-  }
+  set_step_naming(c, o);
   o.save_root_metadata = c.save_root_metadata != 0;
   o.lightweight_initialize = c.lightweight_initialize != 0;
+  o.prevent_write_metrics = c.prevent_write_metrics != 0;
+  o.clock = clock_from_c(c.clock, c.clock_user_data);
+  if (c.metadata_json != nullptr) {
+    auto metadata = parse_json(c.metadata_json, "metadata_json");
+    if (!metadata.is_object()) {
+      throw InvalidArgument("metadata_json must be a JSON object such as {\"run\": \"a\"}");
+    }
+    o.metadata = std::move(metadata.as_object());
+  }
   o.create = c.create != 0;
   o.cleanup_tmp_directories = c.cleanup_tmp_directories != 0;
   o.read_only = c.read_only != 0;
@@ -166,37 +263,9 @@ CheckpointManagerOptions manager_options(const cairn_manager_options* options) {
   o.enable_async = c.enable_async != 0;
   o.async.staging_bytes = c.async_staging_bytes;
   o.async.zero_copy = c.async_zero_copy != 0;
-  if (c.file_mode < -1 || c.file_mode > 07777) {
-    throw InvalidArgument("file_mode must be -1 (the umask decides) or a mode up to 07777, not " +
-                          std::to_string(c.file_mode));
-  }
-  if (c.file_mode >= 0) {
-    o.checkpointer.file_options.path_permission_mode = std::filesystem::perms(c.file_mode);
-  }
-  if (c.file_group != nullptr) o.checkpointer.file_options.group = c.file_group;
-  if (c.write_timeout_s != 0) {
-    o.checkpointer.write_timeout = milliseconds_of(c.write_timeout_s, "write_timeout_s");
-  }
-  if (c.enable_preemption != 0) {
-    PreemptionOptions p;
-    if (c.preemption_signals != nullptr) {
-      p.signals.assign(c.preemption_signals, c.preemption_signals + c.preemption_signals_count);
-    }
-    if (c.preemption_deadline < 0 || !std::isfinite(c.preemption_deadline)) {
-      throw InvalidArgument("preemption_deadline must be a Unix time or 0");
-    }
-    if (c.preemption_deadline > 0) {
-      p.deadline = std::chrono::system_clock::time_point(
-          std::chrono::duration_cast<std::chrono::system_clock::duration>(
-              std::chrono::duration<double>(c.preemption_deadline)));
-    }
-    p.use_slurm_end_time = c.preemption_use_slurm_end_time != 0;
-    if (c.preemption_margin_s < 0 || !std::isfinite(c.preemption_margin_s)) {
-      throw InvalidArgument("preemption_margin_s must not be negative");
-    }
-    p.margin = std::chrono::seconds(static_cast<std::int64_t>(c.preemption_margin_s));
-    o.preemption = std::move(p);
-  }
+  o.checkpointer = checkpointer_options(c);
+  if (c.should_keep_fn != nullptr) add_should_keep(c, o);
+  if (c.enable_preemption != 0) o.preemption = preemption_options(c);
   return o;
 }
 

@@ -2,9 +2,11 @@
 #include <cairn/policies.hpp>
 
 #include <memory>
+#include <optional>
 #include <set>
 #include <vector>
 
+#include "capi/callbacks.hpp"
 #include "capi/handles.hpp"
 #include "capi/status.hpp"
 
@@ -48,6 +50,16 @@ cairn::BestMode best_mode_from_c(int mode) {
       throw cairn::InvalidArgument("best_mode must be CAIRN_BEST_MAX or CAIRN_BEST_MIN, not " +
                                    std::to_string(mode));
   }
+}
+
+// max_to_keep of the EveryNSteps policies: CAIRN_KEEP_ALL is none.
+std::optional<std::int64_t> keep_count(std::int64_t max_to_keep) {
+  if (max_to_keep == CAIRN_KEEP_ALL) return std::nullopt;
+  if (max_to_keep < 0) {
+    throw cairn::InvalidArgument("max_to_keep must be CAIRN_KEEP_ALL (-1), 0 or positive, not " +
+                                 std::to_string(max_to_keep));
+  }
+  return max_to_keep;
 }
 
 }  // namespace
@@ -99,6 +111,15 @@ cairn_status cairn_save_policy_fn(cairn_should_save_fn fn, void* user_data,
   });
 }
 
+cairn_status cairn_save_policy_fn_latest(cairn_should_save_latest_fn fn, void* user_data,
+                                         cairn_save_policy** out) {
+  return guarded(__func__, [&] {
+    if (fn == nullptr) throw cairn::InvalidArgument("fn is NULL");
+    make(out, cairn::SaveDecisionPolicyPtr(std::make_shared<cairn::save_policy::ShouldSaveFn>(
+                  cairn::capi::should_save_from_c(fn, user_data))));
+  });
+}
+
 cairn_status cairn_save_policy_any_of(const cairn_save_policy* const* policies, size_t count,
                                       cairn_save_policy** out) {
   return guarded(__func__, [&] {
@@ -145,6 +166,40 @@ cairn_status cairn_preservation_policy_every_n_seconds(int64_t interval_s,
          cairn::PreservationPolicyPtr(std::make_shared<cairn::preservation_policy::EveryNSeconds>(
              std::chrono::seconds(interval_s))));
   });
+}
+
+cairn_status cairn_preservation_policy_every_n_steps_ex(int64_t interval, int exact_interval,
+                                                        int64_t max_to_keep,
+                                                        cairn_preservation_policy** out) {
+  return guarded(__func__, [&] {
+    make(out,
+         cairn::PreservationPolicyPtr(std::make_shared<cairn::preservation_policy::EveryNSteps>(
+             interval, exact_interval != 0, keep_count(max_to_keep))));
+  });
+}
+
+cairn_status cairn_preservation_policy_every_n_steps_closest(int64_t interval, int64_t max_to_keep,
+                                                             cairn_preservation_policy** out) {
+  return guarded(__func__, [&] {
+    make(out, cairn::PreservationPolicyPtr(
+                  std::make_shared<cairn::preservation_policy::EveryNStepsClosest>(
+                      interval, keep_count(max_to_keep))));
+  });
+}
+
+cairn_status cairn_preservation_policy_latest_duration(int64_t duration_s, cairn_clock_fn clock,
+                                                       void* clock_user_data,
+                                                       cairn_preservation_policy** out) {
+  return guarded(__func__, [&] {
+    make(out,
+         cairn::PreservationPolicyPtr(std::make_shared<cairn::preservation_policy::LatestDuration>(
+             std::chrono::seconds(duration_s), cairn::capi::clock_from_c(clock, clock_user_data))));
+  });
+}
+
+cairn_status cairn_preservation_policy_fn(cairn_should_keep_fn fn, void* user_data,
+                                          cairn_preservation_policy** out) {
+  return guarded(__func__, [&] { make(out, cairn::capi::should_keep_policy(fn, user_data)); });
 }
 
 cairn_status cairn_preservation_policy_best_n(int64_t n, int best_mode, int keep_without_metrics,

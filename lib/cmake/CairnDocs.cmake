@@ -9,7 +9,7 @@ if(DOXYGEN_FOUND AND Python3_Interpreter_FOUND)
   set(CAIRN_HAVE_DOCS 1)
 elseif(CAIRN_BUILD_DOCS)
   message(FATAL_ERROR "CAIRN_BUILD_DOCS=ON needs Doxygen and a Python 3 interpreter (its "
-                      "input filter for cairn.h); install them (Debian: doxygen python3) or "
+                      "input filter for the C headers); install them (Debian: doxygen python3) or "
                       "set CAIRN_BUILD_DOCS=OFF.")
 endif()
 
@@ -23,7 +23,7 @@ if(CAIRN_HAVE_DOCS)
   configure_file("${PROJECT_SOURCE_DIR}/docs/Doxyfile.in" "${CAIRN_DOCS_OUTPUT_DIR}/Doxyfile"
                  @ONLY)
   file(GLOB _cairn_doc_inputs CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/include/cairn/*.hpp"
-       "${PROJECT_SOURCE_DIR}/include/cairn/*.h")
+       "${PROJECT_SOURCE_DIR}/include/cairn/*.h" "${PROJECT_SOURCE_DIR}/include/cairn/c/*.h")
   set(_cairn_docs_all "")
   if(CAIRN_BUILD_DOCS)
     set(_cairn_docs_all ALL)

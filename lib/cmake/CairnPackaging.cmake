@@ -2,7 +2,7 @@
 #   CMake:      find_package(cairn 0.1 REQUIRED) + target_link_libraries(app PRIVATE cairn::cairn)
 #               (cairn::cairn_c for C, cairn::cairn_fortran for Fortran)
 #   pkg-config: pkg-config --cflags --libs cairn (C++), cairn-c (C), cairn-fortran (Fortran)
-# Layout under the prefix: lib/libcairn{,_c,_fortran}.so*, include/cairn/*.hpp and cairn.h
+# Layout under the prefix: lib/libcairn{,_c,_fortran}.so*, include/cairn/*.hpp, cairn.h and cairn/c/*.h
 # (with the generated config.hpp), include/cairn/fortran/cairn.mod,
 # lib/cmake/cairn/{cairnConfig,cairnConfigVersion,cairnTargets}.cmake,
 # lib/pkgconfig/cairn{,-c,-fortran}.pc, share/doc/cairn (README.md, LICENSE, html/),

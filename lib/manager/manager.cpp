@@ -358,9 +358,11 @@ bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
               "metrics; it counts as saved without metrics",
               root_.string(), step);
   }
-  boost::json::object custom = {{"metrics", options.metrics},
-                                {"user", options.custom_metadata},
-                                {"time_ns", to_ns(decision.time)}};
+  // With prevent_write_metrics the metrics stay in memory (in_flight_ below) only.
+  boost::json::object custom = {
+      {"metrics", options_.prevent_write_metrics ? boost::json::object{} : options.metrics},
+      {"user", options.custom_metadata},
+      {"time_ns", to_ns(decision.time)}};
   if (in_flight_) {
     // The previous save commits (and its retention runs) before the next one starts.
     const std::int64_t previous = in_flight_->step;

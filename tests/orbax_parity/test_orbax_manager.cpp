@@ -673,3 +673,34 @@ TEST(OrbaxCheckpointManager, test_metadata_save_skipped_when_always_read_only) {
     EXPECT_EQ(reader.metadata().at("user").as_object(), newer);  // nothing was saved
   }
 }
+
+// Orbax's checkpoint_manager_test.py has no case for prevent_write_metrics; this one checks the
+// option's documented semantics (CheckpointManagerOptions.prevent_write_metrics: the metrics
+// given to save are not written with the step): the manager that saved still ranks by them,
+// a manager opened later finds the steps saved without metrics.
+TEST(OrbaxCheckpointManager, prevent_write_metrics) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  const CheckpointManagerOptions options{.max_to_keep = 2,
+                                         .best_fn = metric("loss"),
+                                         .best_mode = BestMode::min,
+                                         .prevent_write_metrics = true};
+  {
+    CheckpointManager manager(comm, tmp.path(), options);
+    const std::vector<double> loss = {3, 1, 2};
+    for (std::int64_t step = 0; step < 3; ++step) {
+      EXPECT_TRUE(
+          save(manager, comm, step, {.metrics = {{"loss", loss[static_cast<std::size_t>(step)]}}}));
+    }
+    manager.wait_until_finished();
+    EXPECT_EQ(manager.all_steps(), (Steps{1, 2}));  // ranked by the metrics held in memory
+    EXPECT_EQ(manager.best_step(), 1);
+    EXPECT_EQ(manager.metrics(1).at("loss").to_number<double>(), 1.0);
+    const auto custom = manager.metadata(1).at("custom").as_object();
+    EXPECT_TRUE(custom.at("metrics").as_object().empty()) << custom;
+  }
+  CheckpointManager reopened(comm, tmp.path(), options);
+  EXPECT_EQ(reopened.all_steps(), (Steps{1, 2}));
+  EXPECT_TRUE(reopened.metrics(1).empty());
+  EXPECT_EQ(reopened.best_step(), std::nullopt);  // best_fn finds no metric on disk
+}

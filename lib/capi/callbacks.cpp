@@ -1,0 +1,108 @@
+// cairn C ABI — C callbacks as the manager's clocks, predicates and step name formats.
+#include "capi/callbacks.hpp"
+
+#include <array>
+#include <memory>
+#include <optional>
+#include <set>
+#include <span>
+#include <string_view>
+#include <utility>
+
+namespace cairn::capi {
+namespace {
+
+// Keeps the checkpoints a C predicate keeps (Orbax's should_keep_fn).
+class ShouldKeepFn final : public PreservationPolicy {
+ public:
+  ShouldKeepFn(cairn_should_keep_fn fn, void* user_data) : fn_(fn), user_data_(user_data) {}
+  [[nodiscard]] std::string describe() const override { return "ShouldKeepFn"; }
+
+ private:
+  [[nodiscard]] std::set<std::int64_t> keep(
+      std::span<const CheckpointInfo> checkpoints) const override {
+    std::set<std::int64_t> kept;
+    for (const auto& info : checkpoints) {
+      if (fn_(info.step, user_data_) != 0) kept.insert(info.step);
+    }
+    return kept;
+  }
+
+  cairn_should_keep_fn fn_;
+  void* user_data_;
+};
+
+// Step names from a C build function and parse function.
+class CStepNameFormat final : public StepNameFormat {
+ public:
+  CStepNameFormat(cairn_step_name_build_fn build, cairn_step_name_parse_fn parse, void* user_data,
+                  std::string description)
+      : build_(build), parse_(parse), user_data_(user_data), description_(std::move(description)) {}
+
+  [[nodiscard]] std::string build_name(std::int64_t step) const override {
+    std::array<char, 4096> name{};
+    if (build_(step, name.data(), name.size(), user_data_) != 0) {
+      throw InvalidArgument("step_name_build failed for step " + std::to_string(step));
+    }
+    name.back() = '\0';
+    const std::string_view built(name.data());
+    if (built.empty() || built.find('/') != std::string_view::npos || built == "." ||
+        built == "..") {
+      throw InvalidArgument("step_name_build gave '" + std::string(built) + "' for step " +
+                            std::to_string(step) +
+                            ": a step name is one non-empty path "
+                            "component");
+    }
+    return std::string(built);
+  }
+
+  [[nodiscard]] std::optional<std::int64_t> parse_name(std::string_view name) const override {
+    const std::string copy(name);
+    std::int64_t step = -1;
+    if (parse_(copy.c_str(), &step, user_data_) == 0 || step < 0) return std::nullopt;
+    return step;
+  }
+
+  [[nodiscard]] std::string describe() const override { return description_; }
+
+ private:
+  cairn_step_name_build_fn build_;
+  cairn_step_name_parse_fn parse_;
+  void* user_data_;
+  std::string description_;
+};
+
+}  // namespace
+
+std::function<std::chrono::system_clock::time_point()> clock_from_c(cairn_clock_fn fn,
+                                                                    void* user_data) {
+  if (fn == nullptr) return {};
+  return [fn, user_data] {
+    return std::chrono::system_clock::time_point(
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(
+            std::chrono::nanoseconds(fn(user_data))));
+  };
+}
+
+ShouldSaveFunction should_save_from_c(cairn_should_save_latest_fn fn, void* user_data) {
+  return [fn, user_data](std::int64_t step, std::optional<std::int64_t> latest) {
+    return fn(step, latest.value_or(0), latest ? 1 : 0, user_data) != 0;
+  };
+}
+
+PreservationPolicyPtr should_keep_policy(cairn_should_keep_fn fn, void* user_data) {
+  if (fn == nullptr) throw InvalidArgument("should_keep_fn is NULL");
+  return std::make_shared<ShouldKeepFn>(fn, user_data);
+}
+
+StepNameFormatPtr step_name_format_from_c(cairn_step_name_build_fn build,
+                                          cairn_step_name_parse_fn parse, void* user_data,
+                                          const char* description) {
+  if (build == nullptr || parse == nullptr) {
+    throw InvalidArgument("CAIRN_STEP_NAME_CUSTOM needs both step_name_build and step_name_parse");
+  }
+  return std::make_shared<CStepNameFormat>(build, parse, user_data,
+                                           description != nullptr ? description : "custom");
+}
+
+}  // namespace cairn::capi

@@ -1,0 +1,121 @@
+// cairn C ABI — plain checkpointers of array trees (Checkpointer, AsyncCheckpointer).
+#include <boost/json/serialize.hpp>
+#include <cairn/checkpointer.hpp>
+#include <cairn/handlers.hpp>
+
+#include <memory>
+#include <string>
+
+#include "capi/handles.hpp"
+#include "capi/options.hpp"
+#include "capi/status.hpp"
+
+/// cairn_checkpointer: a Checkpointer or an AsyncCheckpointer of array trees.
+struct cairn_checkpointer {
+  std::unique_ptr<cairn::Checkpointer> sync;
+  std::unique_ptr<cairn::AsyncCheckpointer> async;
+};
+
+using cairn::capi::deref;
+using cairn::capi::guarded;
+using cairn::capi::out_param;
+using cairn::capi::text;
+
+namespace {
+
+cairn::CheckpointSaveOptions checkpoint_save_options(const cairn_save_options& c) {
+  cairn::CheckpointSaveOptions o;
+  o.force = c.force != 0;
+  if (c.custom_metadata_json != nullptr) {
+    o.custom_metadata = cairn::capi::parse_json(c.custom_metadata_json, "custom_metadata_json");
+  }
+  return o;
+}
+
+}  // namespace
+
+extern "C" {
+
+cairn_status cairn_checkpointer_create(const cairn_comm* comm, int async,
+                                       cairn_checkpointer** out) {
+  return guarded(__func__, [&] {
+    out_param(out, "out");
+    *out = nullptr;
+    const auto& c = deref(comm, "comm");
+    auto handler = std::make_shared<cairn::ArrayTreeHandler>();
+    auto handle = std::make_unique<cairn_checkpointer>();
+    if (async != 0) {
+      handle->async = std::make_unique<cairn::AsyncCheckpointer>(*c.comm, std::move(handler));
+    } else {
+      handle->sync = std::make_unique<cairn::Checkpointer>(*c.comm, std::move(handler));
+    }
+    *out = handle.release();
+  });
+}
+
+void cairn_checkpointer_free(cairn_checkpointer* checkpointer) { delete checkpointer; }
+
+cairn_status cairn_checkpointer_save(cairn_checkpointer* checkpointer, const char* dir,
+                                     const cairn_tree* tree, const cairn_save_options* options) {
+  return guarded(__func__, [&] {
+    auto& handle = deref(checkpointer, "checkpointer");
+    const std::string path(text(dir, "dir"));
+    const auto& t = deref(tree, "tree");
+    const auto o =
+        cairn::capi::read_options(options, cairn::capi::default_save_options(), "options");
+    const cairn::ArrayTreeSave args(t.to_save(), cairn::capi::tree_save_options(o));
+    const auto save_options = checkpoint_save_options(o);
+    if (handle.async) {
+      handle.async->save(path, args, save_options);
+    } else {
+      handle.sync->save(path, args, save_options);
+    }
+  });
+}
+
+cairn_status cairn_checkpointer_restore(cairn_checkpointer* checkpointer, const char* dir,
+                                        cairn_tree* target, const cairn_restore_options* options) {
+  return guarded(__func__, [&] {
+    auto& handle = deref(checkpointer, "checkpointer");
+    const std::string path(text(dir, "dir"));
+    auto& t = deref(target, "target");
+    const auto o =
+        cairn::capi::read_options(options, cairn::capi::default_restore_options(), "options");
+    t.before_restore();
+    const cairn::ArrayTreeRestore args(t.tree, cairn::capi::tree_restore_options(o));
+    auto result =
+        handle.async ? handle.async->restore(path, &args) : handle.sync->restore(path, &args);
+    t.tree = cairn::Checkpointer::result_as<cairn::ArrayTree>(std::move(result));
+    t.after_restore();
+  });
+}
+
+cairn_status cairn_checkpointer_metadata(cairn_checkpointer* checkpointer, const char* dir,
+                                         char** json_text) {
+  return guarded(__func__, [&] {
+    out_param(json_text, "json_text");
+    *json_text = nullptr;
+    auto& handle = deref(checkpointer, "checkpointer");
+    const std::string path(text(dir, "dir"));
+    const auto meta = handle.async ? handle.async->metadata(path) : handle.sync->metadata(path);
+    *json_text = cairn::capi::copy_out(boost::json::serialize(meta));
+  });
+}
+
+cairn_status cairn_checkpointer_wait_until_finished(cairn_checkpointer* checkpointer) {
+  return guarded(__func__, [&] {
+    auto& handle = deref(checkpointer, "checkpointer");
+    if (handle.async) handle.async->wait_until_finished();
+  });
+}
+
+cairn_status cairn_checkpointer_is_saving_in_progress(const cairn_checkpointer* checkpointer,
+                                                      int* result) {
+  return guarded(__func__, [&] {
+    const auto& handle = deref(checkpointer, "checkpointer");
+    out_param(result, "result");
+    *result = handle.async && handle.async->is_saving_in_progress() ? 1 : 0;
+  });
+}
+
+}  // extern "C"

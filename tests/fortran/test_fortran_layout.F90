@@ -1,0 +1,242 @@
+! The bind(C) types of the Fortran module match the option structs of cairn.h field for
+! field: the offset and size of every field, and the size of every struct, equal C's
+! (layout_c.c). A field appended to a C struct
+! and not to its Fortran type (or in another order or kind) fails here. Exits non-zero on
+! failure. Not an MPI program.
+program test_fortran_layout
+  use, intrinsic :: iso_c_binding
+  implicit none
+
+#include "cairn_c_types.inc"
+
+  interface
+    integer(c_size_t) function layout_c_offsets(which, offsets, capacity, size) &
+        bind(C, name='layout_c_offsets')
+      import :: c_int, c_size_t
+      integer(c_int), value :: which
+      integer(c_size_t), intent(out) :: offsets(*)
+      integer(c_size_t), value :: capacity
+      integer(c_size_t), intent(out) :: size
+    end function layout_c_offsets
+  end interface
+
+  type(manager_options_c), target :: v_manager_options
+  type(save_options_c), target :: v_save_options
+  type(restore_options_c), target :: v_restore_options
+  type(array_desc_c), target :: v_array_desc
+  type(multihost_options_c), target :: v_multihost_options
+  integer :: failures
+
+  failures = 0
+  call compare(0, 'manager_options_c', c_sizeof(v_manager_options), [ &
+      field(c_loc(v_manager_options%struct_size), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%struct_size), &
+      field(c_loc(v_manager_options%save_interval_steps), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%save_interval_steps), &
+      field(c_loc(v_manager_options%save_on_steps), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%save_on_steps), &
+      field(c_loc(v_manager_options%save_on_steps_count), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%save_on_steps_count), &
+      field(c_loc(v_manager_options%should_save_fn), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%should_save_fn), &
+      field(c_loc(v_manager_options%should_save_user_data), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%should_save_user_data), &
+      field(c_loc(v_manager_options%max_to_keep), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%max_to_keep), &
+      field(c_loc(v_manager_options%keep_period), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%keep_period), &
+      field(c_loc(v_manager_options%keep_time_interval_s), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%keep_time_interval_s), &
+      field(c_loc(v_manager_options%best_metric), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%best_metric), &
+      field(c_loc(v_manager_options%best_mode), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%best_mode), &
+      field(c_loc(v_manager_options%keep_checkpoints_without_metrics), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%keep_checkpoints_without_metrics), &
+      field(c_loc(v_manager_options%step_prefix), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%step_prefix), &
+      field(c_loc(v_manager_options%step_format_fixed_length), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%step_format_fixed_length), &
+      field(c_loc(v_manager_options%create), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%create), &
+      field(c_loc(v_manager_options%cleanup_tmp_directories), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%cleanup_tmp_directories), &
+      field(c_loc(v_manager_options%read_only), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%read_only), &
+      field(c_loc(v_manager_options%todelete_subdir), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%todelete_subdir), &
+      field(c_loc(v_manager_options%enable_background_delete), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%enable_background_delete), &
+      field(c_loc(v_manager_options%single_host_load_and_broadcast), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%single_host_load_and_broadcast), &
+      field(c_loc(v_manager_options%primary_host), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%primary_host), &
+      field(c_loc(v_manager_options%active_processes), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%active_processes), &
+      field(c_loc(v_manager_options%active_processes_count), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%active_processes_count), &
+      field(c_loc(v_manager_options%barrier_timeout_s), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%barrier_timeout_s), &
+      field(c_loc(v_manager_options%enable_async), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%enable_async), &
+      field(c_loc(v_manager_options%async_staging_bytes), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%async_staging_bytes), &
+      field(c_loc(v_manager_options%async_zero_copy), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%async_zero_copy), &
+      field(c_loc(v_manager_options%enable_preemption), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%enable_preemption), &
+      field(c_loc(v_manager_options%preemption_signals), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%preemption_signals), &
+      field(c_loc(v_manager_options%preemption_signals_count), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%preemption_signals_count), &
+      field(c_loc(v_manager_options%preemption_deadline), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%preemption_deadline), &
+      field(c_loc(v_manager_options%preemption_use_slurm_end_time), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%preemption_use_slurm_end_time), &
+      field(c_loc(v_manager_options%preemption_margin_s), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%preemption_margin_s), &
+      field(c_loc(v_manager_options%item_names), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%item_names), &
+      field(c_loc(v_manager_options%item_names_count), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%item_names_count), &
+      field(c_loc(v_manager_options%save_decision_policy), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%save_decision_policy), &
+      field(c_loc(v_manager_options%preservation_policy), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%preservation_policy), &
+      field(c_loc(v_manager_options%allow_non_empty_root), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%allow_non_empty_root), &
+      field(c_loc(v_manager_options%file_mode), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%file_mode), &
+      field(c_loc(v_manager_options%file_group), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%file_group), &
+      field(c_loc(v_manager_options%write_timeout_s), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%write_timeout_s), &
+      field(c_loc(v_manager_options%step_name_format), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%step_name_format), &
+      field(c_loc(v_manager_options%save_root_metadata), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%save_root_metadata), &
+      field(c_loc(v_manager_options%lightweight_initialize), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%lightweight_initialize), &
+      field(c_loc(v_manager_options%clock), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%clock), &
+      field(c_loc(v_manager_options%clock_user_data), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%clock_user_data), &
+      field(c_loc(v_manager_options%should_save_latest_fn), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%should_save_latest_fn), &
+      field(c_loc(v_manager_options%should_keep_fn), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%should_keep_fn), &
+      field(c_loc(v_manager_options%should_keep_user_data), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%should_keep_user_data), &
+      field(c_loc(v_manager_options%step_name_build), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%step_name_build), &
+      field(c_loc(v_manager_options%step_name_parse), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%step_name_parse), &
+      field(c_loc(v_manager_options%step_name_user_data), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%step_name_user_data), &
+      field(c_loc(v_manager_options%step_name_description), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%step_name_description), &
+      field(c_loc(v_manager_options%prevent_write_metrics), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%prevent_write_metrics), &
+      field(c_loc(v_manager_options%metadata_json), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%metadata_json)])
+  call compare(1, 'save_options_c', c_sizeof(v_save_options), [ &
+      field(c_loc(v_save_options%struct_size), c_loc(v_save_options)), &
+      c_sizeof(v_save_options%struct_size), &
+      field(c_loc(v_save_options%metrics_json), c_loc(v_save_options)), &
+      c_sizeof(v_save_options%metrics_json), &
+      field(c_loc(v_save_options%custom_metadata_json), c_loc(v_save_options)), &
+      c_sizeof(v_save_options%custom_metadata_json), &
+      field(c_loc(v_save_options%force), c_loc(v_save_options)), &
+      c_sizeof(v_save_options%force), &
+      field(c_loc(v_save_options%format), c_loc(v_save_options)), &
+      c_sizeof(v_save_options%format), &
+      field(c_loc(v_save_options%allow_sparse), c_loc(v_save_options)), &
+      c_sizeof(v_save_options%allow_sparse), &
+      field(c_loc(v_save_options%fsync), c_loc(v_save_options)), &
+      c_sizeof(v_save_options%fsync)])
+  call compare(2, 'restore_options_c', c_sizeof(v_restore_options), [ &
+      field(c_loc(v_restore_options%struct_size), c_loc(v_restore_options)), &
+      c_sizeof(v_restore_options%struct_size), &
+      field(c_loc(v_restore_options%verify_checksums), c_loc(v_restore_options)), &
+      c_sizeof(v_restore_options%verify_checksums), &
+      field(c_loc(v_restore_options%allow_cast), c_loc(v_restore_options)), &
+      c_sizeof(v_restore_options%allow_cast), &
+      field(c_loc(v_restore_options%optional_leaves), c_loc(v_restore_options)), &
+      c_sizeof(v_restore_options%optional_leaves), &
+      field(c_loc(v_restore_options%optional_leaves_count), c_loc(v_restore_options)), &
+      c_sizeof(v_restore_options%optional_leaves_count), &
+      field(c_loc(v_restore_options%whole_arrays), c_loc(v_restore_options)), &
+      c_sizeof(v_restore_options%whole_arrays), &
+      field(c_loc(v_restore_options%select), c_loc(v_restore_options)), &
+      c_sizeof(v_restore_options%select), &
+      field(c_loc(v_restore_options%select_count), c_loc(v_restore_options)), &
+      c_sizeof(v_restore_options%select_count)])
+  call compare(3, 'array_desc_c', c_sizeof(v_array_desc), [ &
+      field(c_loc(v_array_desc%struct_size), c_loc(v_array_desc)), &
+      c_sizeof(v_array_desc%struct_size), &
+      field(c_loc(v_array_desc%dtype), c_loc(v_array_desc)), &
+      c_sizeof(v_array_desc%dtype), &
+      field(c_loc(v_array_desc%ndim), c_loc(v_array_desc)), &
+      c_sizeof(v_array_desc%ndim), &
+      field(c_loc(v_array_desc%global_dims), c_loc(v_array_desc)), &
+      c_sizeof(v_array_desc%global_dims), &
+      field(c_loc(v_array_desc%offset), c_loc(v_array_desc)), &
+      c_sizeof(v_array_desc%offset), &
+      field(c_loc(v_array_desc%local_dims), c_loc(v_array_desc)), &
+      c_sizeof(v_array_desc%local_dims), &
+      field(c_loc(v_array_desc%strides), c_loc(v_array_desc)), &
+      c_sizeof(v_array_desc%strides), &
+      field(c_loc(v_array_desc%data), c_loc(v_array_desc)), &
+      c_sizeof(v_array_desc%data), &
+      field(c_loc(v_array_desc%memory), c_loc(v_array_desc)), &
+      c_sizeof(v_array_desc%memory), &
+      field(c_loc(v_array_desc%replicated), c_loc(v_array_desc)), &
+      c_sizeof(v_array_desc%replicated), &
+      field(c_loc(v_array_desc%fortran_order), c_loc(v_array_desc)), &
+      c_sizeof(v_array_desc%fortran_order)])
+  call compare(4, 'multihost_options_c', c_sizeof(v_multihost_options), [ &
+      field(c_loc(v_multihost_options%struct_size), c_loc(v_multihost_options)), &
+      c_sizeof(v_multihost_options%struct_size), &
+      field(c_loc(v_multihost_options%max_to_keep), c_loc(v_multihost_options)), &
+      c_sizeof(v_multihost_options%max_to_keep), &
+      field(c_loc(v_multihost_options%step_prefix), c_loc(v_multihost_options)), &
+      c_sizeof(v_multihost_options%step_prefix)])
+  if (failures > 0) error stop 1
+  print '(a)', 'test_fortran_layout: passed'
+
+contains
+
+  ! The offset of a field from the start of its struct.
+  integer(c_size_t) function field(p, base)
+    type(c_ptr), intent(in) :: p, base
+    field = int(transfer(p, 0_c_intptr_t) - transfer(base, 0_c_intptr_t), c_size_t)
+  end function field
+
+  ! Counts a failure when the Fortran offsets or sizes differ from C's.
+  subroutine compare(which, name, f_size, offsets)
+    integer, intent(in) :: which
+    character(len=*), intent(in) :: name
+    integer(c_size_t), intent(in) :: f_size, offsets(:)
+    integer(c_size_t) :: c_offsets(256), c_size, n
+    integer(c_size_t) :: i
+    n = layout_c_offsets(int(which, c_int), c_offsets, 256_c_size_t, c_size)
+    if (n /= size(offsets, kind=c_size_t)) then
+      print '(a,a,i0,a,i0)', name, ': C has ', n / 2, ' fields, Fortran ', size(offsets) / 2
+      failures = failures + 1
+      return
+    end if
+    do i = 1, size(offsets, kind=c_size_t)
+      if (offsets(i) /= c_offsets(i)) then
+        print '(a,a,i0,a,i0,a,i0)', name, ': field ', (i + 1) / 2, &
+            merge(' offset ', ' size   ', mod(i, 2_c_size_t) == 1), offsets(i), ' in Fortran, C ', &
+            c_offsets(i)
+        failures = failures + 1
+      end if
+    end do
+    if (f_size /= c_size) then
+      print '(a,a,i0,a,i0)', name, ': size ', f_size, ' in Fortran, C ', c_size
+      failures = failures + 1
+    end if
+  end subroutine compare
+
+end program test_fortran_layout
