@@ -202,6 +202,8 @@ struct SavedLeafInfo {
 struct SavedTreeInfo {
   int world_size = 0;                 ///< ranks of the save
   std::vector<SavedLeafInfo> leaves;  ///< sorted by path
+  /// The empty groups and lists of the saved tree (ArrayTree::add_empty), by path.
+  std::map<std::string, EmptyNode, std::less<>> empty_nodes = {};
 };
 
 /// Writes `tree` into the item directory `dir` (created by the primary rank; existing files of
@@ -236,7 +238,8 @@ void restore_tree(const Comm& comm, const std::filesystem::path& dir, ArrayTree&
 
 /// Restores the tree as it was saved into tree-owned buffers: each rank gets the boxes that
 /// the rank of the same number wrote (nothing when the save had fewer ranks), or every array
-/// whole (options.whole_arrays). Replicated leaves come back whole on every rank.
+/// whole (options.whole_arrays). Replicated leaves come back whole on every rank, and so do
+/// the tree's empty groups and lists (those under options.select).
 /// Collective. Throws as restore_tree(), and InvalidArgument on every rank, naming the leaf
 /// and its size, when a rank cannot allocate a buffer (out of memory).
 [[nodiscard]] ArrayTree restore_tree_as_saved(const Comm& comm, const std::filesystem::path& dir,

@@ -490,6 +490,7 @@ void restore_from_index(const Comm& comm, const std::filesystem::path& dir,
         break;
     }
   }
+  for (const auto& [path, kind] : target.empty_nodes()) updated.add_empty(path, kind);
   target = std::move(updated);
 }
 
@@ -509,6 +510,7 @@ SavedTreeInfo read_tree_info(const Comm& comm, const std::filesystem::path& dir)
   const auto index = load_index(comm, dir);
   SavedTreeInfo info;
   info.world_size = index.world_size;
+  info.empty_nodes = index.empty_nodes;
   for (const auto& leaf : index.leaves) {
     SavedLeafInfo out;
     out.path = leaf.path;
@@ -573,6 +575,9 @@ ArrayTree restore_tree_as_saved(const Comm& comm, const std::filesystem::path& d
         break;
       case LeafKind::json: target.add_json(leaf.path, leaf.value); break;
     }
+  }
+  for (const auto& [path, kind] : index.empty_nodes) {
+    if (selected(options.select, path)) target.add_empty(path, kind);
   }
   comm.all_ok(allocation_failure.empty(),
               fmt::format("restoring '{}' as saved: {}", dir.string(), allocation_failure),

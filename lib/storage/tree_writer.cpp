@@ -101,17 +101,7 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
   json::array layouts;
   for (const Leaf* leaf : leaves) {
     if (leaf->kind() != LeafKind::array) continue;
-    const DType dtype = leaf->as_array().dtype;
-    const LeafSaveArgs args = save_args_of(options_, leaf->path());
-    const DType stored = args.dtype.value_or(dtype);
-    arrays_.push_back(
-        {.leaf = leaf,
-         .format = format_of(options_, leaf->path()),
-         .stored_dtype = stored,
-         .cast = stored != dtype,
-         .memory = memory.at(arrays_.size()),
-         .chunk_bytes = chunk_bytes_for(
-             stored, args.chunk_bytes > 0 ? args.chunk_bytes : options_.checksum_chunk_bytes)});
+    arrays_.push_back(plan_job(leaf, memory.at(arrays_.size())));
     layouts.push_back(leaf->as_array().layout().to_json());
   }
   // The formats decide which collective steps follow (a writer's open and close): ranks that
@@ -178,6 +168,20 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
 }
 
 TreeWriter::~TreeWriter() = default;
+
+ArrayJob TreeWriter::plan_job(const Leaf* leaf, MemoryKind memory) const {
+  const DType dtype = leaf->as_array().dtype;
+  const LeafSaveArgs args = save_args_of(options_, leaf->path());
+  const DType stored = args.dtype.value_or(dtype);
+  const std::uint64_t chunk =
+      args.chunk_bytes > 0 ? args.chunk_bytes : options_.checksum_chunk_bytes;
+  return {.leaf = leaf,
+          .format = format_of(options_, leaf->path()),
+          .stored_dtype = stored,
+          .cast = stored != dtype,
+          .memory = memory,
+          .chunk_bytes = chunk_bytes_for(stored, chunk)};
+}
 
 void TreeWriter::check_save_args() const {
   for (const auto& [path, args] : options_.save_args) {
@@ -366,6 +370,7 @@ void TreeWriter::finish(const Comm& comm) {
     if (!comm.is_primary()) return;
     TreeIndex index;
     index.world_size = comm.size();
+    index.empty_nodes = tree_.empty_nodes();
     std::vector<std::size_t> slot_of_array;
     for (const Leaf* leaf : tree_.leaves_under("")) {
       LeafRecord record;

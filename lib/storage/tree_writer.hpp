@@ -122,6 +122,8 @@ class TreeWriter {
   // block by block through `buffer` (at most run_bytes_), handing each block to `store`.
   void cast_piece(const ArrayJob& job, std::span<const std::byte> piece,
                   std::vector<std::byte>& buffer, const RunSink& store) const;
+  // The job of array leaf `leaf` before the layouts are agreed: format, stored dtype, chunk.
+  [[nodiscard]] ArrayJob plan_job(const Leaf* leaf, MemoryKind memory) const;
   // Throws InvalidArgument for save_args naming no array leaf or asking for a forbidden cast.
   void check_save_args() const;
 

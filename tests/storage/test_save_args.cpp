@@ -5,13 +5,16 @@
 // stored dtype cannot hold fail the save on every rank.
 #include <gtest/gtest.h>
 
+#include <cairn/checkpointer.hpp>
 #include <cairn/error.hpp>
+#include <cairn/handlers.hpp>
 #include <cairn/storage.hpp>
 
 #include <complex>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -145,6 +148,38 @@ TEST(SaveArgs, PerLeafChecksumChunks) {
     EXPECT_TRUE(verify_tree(comm, dir).problems.empty());
     for (int m = 1; m <= comm.size(); ++m) {
       if (auto sub = first_ranks(m)) expect_restored(*sub, dir, DType::float32);
+    }
+  }
+}
+
+// The async checkpointer casts while its background thread writes, from a staged copy (a
+// large budget) or from the caller's memory (a budget smaller than the shard).
+TEST(SaveArgs, AsyncSavesCastInTheBackground) {
+  const SharedTempDir tmp;
+  const Comm comm(MPI_COMM_WORLD);
+  const Box box = slab_box(kShape, comm.rank(), comm.size());
+  std::vector<double> data = values_of(box);
+  ArrayTree tree;
+  tree.add_array("u", ArrayShard::host(data.data(), kShape, box));
+  for (StorageFormat format : available_formats()) {
+    for (std::size_t staging : {std::size_t{1} << 20, std::size_t{8}}) {
+      const std::string name = fmt_name(format, DType::float32) + std::to_string(staging);
+      SCOPED_TRACE(name);
+      const auto dir = tmp / name;
+      AsyncCheckpointer ck(comm, std::make_shared<ArrayTreeHandler>(), {.staging_bytes = staging});
+      ck.save(dir, ArrayTreeSave(
+                       tree, {.format = format, .save_args = {{"u", {.dtype = DType::float32}}}}));
+      ck.wait_until_finished();
+      const Box mine = block_box(kShape, comm.rank(), comm.size());
+      std::vector<double> got(static_cast<std::size_t>(volume(mine)), -1.0);
+      ArrayTree target;
+      target.add_array("u", ArrayShard::host(got.data(), kShape, mine));
+      const ArrayTreeRestore args(target, {.allow_cast = true});
+      (void)ck.restore(dir, &args);
+      const std::vector<double> want = values_of(mine);
+      for (std::size_t i = 0; i < want.size(); ++i) {
+        ASSERT_EQ(got[i], rounded(want[i], DType::float32)) << "element " << i;
+      }
     }
   }
 }
