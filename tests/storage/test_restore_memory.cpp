@@ -1,8 +1,9 @@
 // TreeRestoreOptions::restore_concurrent_bytes (Orbax's restore_concurrent_gb) bounds what a
 // restore holds in flight: counting every byte allocated with operator new while restore_tree()
 // runs, the peak stays below the option plus two checksum chunks and a small constant, for
-// N->M restores into contiguous and strided targets and for a restore that casts bfloat16 into
-// float64, in every format, whatever the size of the leaves (several times the bound).
+// restores on the same decomposition and N->M, into contiguous and strided targets, and for
+// restores that cast bfloat16 into float64, in every format, whatever the size of the leaves
+// (several times the bound).
 #include <gtest/gtest.h>
 #include <malloc.h>
 
@@ -114,34 +115,39 @@ TEST(RestoreMemory, RestoreConcurrentBytesBoundsWhatARestoreAllocates) {
               {.format = format,
                .checksum_chunk_bytes = kChunk,
                .save_args = {{"w", {.dtype = DType::bfloat16}}}});
-    // Into another decomposition (blocks), contiguous and strided (every other element).
-    const Box box = block_box(shape, comm.rank(), comm.size());
-    const auto ny = box.extent[0];
-    const auto nx = box.extent[1];
-    for (const char* leaf : {"u", "w"}) {
-      for (bool strided : {false, true}) {
-        const std::string what = std::string(leaf) + (strided ? " strided" : " contiguous");
-        SCOPED_TRACE(what);
-        std::vector<double> got(static_cast<std::size_t>(ny * nx * (strided ? 2 : 1)), -1.0);
-        ArrayShard shard = ArrayShard::host(got.data(), shape, box);
-        if (strided) shard.strides = {2 * nx, 2};
-        ArrayTree target;
-        target.add_array(leaf, shard);
-        const std::int64_t peak = restore_peak(comm, dir, target, options);
-        EXPECT_LT(peak, allowed) << "a restore of " << (ny * nx * 8) / 1024
-                                 << " KiB on this rank allocated " << peak / 1024
-                                 << " KiB with restore_concurrent_bytes of " << kConcurrent / 1024
-                                 << " KiB";
-        std::fprintf(stderr, "[rank %d] %s %s: peak %lld KiB of %lld KiB allowed\n", comm.rank(),
-                     name.c_str(), what.c_str(), static_cast<long long>(peak >> 10),
-                     static_cast<long long>(allowed >> 10));
-        const std::int64_t step = strided ? 2 : 1;
-        for (std::int64_t y = 0; y < ny; y += 97) {
-          for (std::int64_t x = 0; x < nx; ++x) {
-            const double saved = value_at((box.offset[0] + y) * kCols + box.offset[1] + x);
-            const double want =
-                leaf[0] == 'w' ? bfloat16_to_double(bfloat16_from_double(saved)) : saved;
-            ASSERT_EQ(got[static_cast<std::size_t>((y * nx + x) * step)], want);
+    // Into the same decomposition (row slabs: one long run of each shard) and another one
+    // (blocks: a run per row), contiguous and strided (every other element).
+    for (bool blocks : {false, true}) {
+      const Box box = blocks ? block_box(shape, comm.rank(), comm.size())
+                             : slab_box(shape, comm.rank(), comm.size());
+      const auto ny = box.extent[0];
+      const auto nx = box.extent[1];
+      for (const char* leaf : {"u", "w"}) {
+        for (bool strided : {false, true}) {
+          const std::string what = std::string(leaf) + (strided ? " strided" : " contiguous") +
+                                   (blocks ? " blocks" : " slabs");
+          SCOPED_TRACE(what);
+          std::vector<double> got(static_cast<std::size_t>(ny * nx * (strided ? 2 : 1)), -1.0);
+          ArrayShard shard = ArrayShard::host(got.data(), shape, box);
+          if (strided) shard.strides = {2 * nx, 2};
+          ArrayTree target;
+          target.add_array(leaf, shard);
+          const std::int64_t peak = restore_peak(comm, dir, target, options);
+          EXPECT_LT(peak, allowed)
+              << "a restore of " << (ny * nx * 8) / 1024 << " KiB on this rank allocated "
+              << peak / 1024 << " KiB with restore_concurrent_bytes of " << kConcurrent / 1024
+              << " KiB";
+          std::fprintf(stderr, "[rank %d] %s %s: peak %lld KiB of %lld KiB allowed\n", comm.rank(),
+                       name.c_str(), what.c_str(), static_cast<long long>(peak >> 10),
+                       static_cast<long long>(allowed >> 10));
+          const std::int64_t step = strided ? 2 : 1;
+          for (std::int64_t y = 0; y < ny; y += 97) {
+            for (std::int64_t x = 0; x < nx; ++x) {
+              const double saved = value_at((box.offset[0] + y) * kCols + box.offset[1] + x);
+              const double want =
+                  leaf[0] == 'w' ? bfloat16_to_double(bfloat16_from_double(saved)) : saved;
+              ASSERT_EQ(got[static_cast<std::size_t>((y * nx + x) * step)], want);
+            }
           }
         }
       }
