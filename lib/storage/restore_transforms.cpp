@@ -1,4 +1,5 @@
-// Restore transforms: target leaves renamed from saved ones, resized leaves padded.
+// Restore transforms: target leaves renamed from saved ones, resized leaves padded, leaves
+// derived from several saved ones.
 #include "storage/restore_transforms.hpp"
 
 #include <fmt/format.h>
@@ -70,9 +71,6 @@ bool beyond(const Box& box, const std::vector<std::int64_t>& shape) noexcept {
   return false;
 }
 
-}  // namespace cairn::storage
-
-namespace cairn::storage {
 namespace {
 
 // The saved records of the sources of the derived leaf `path`, checked against its target

@@ -1,11 +1,13 @@
 // Empty nodes (ArrayTree::add_empty): an empty group and an empty list survive a save and come
-// back from restore_tree_as_saved() and read_tree_info(), in every format, at any rank count and
-// across rank counts; restore_tree() keeps a target's own; the tree refuses conflicting paths,
-// a leaf added under one makes it an ordinary group, and the index refuses damaged entries.
+// back from restore_tree_as_saved(), read_tree_info() and the handler's metadata, in every format,
+// at any rank count and across rank counts; restore_tree() keeps a target's own; the tree refuses
+// conflicting paths, a leaf added under one makes it an ordinary group, and the index refuses
+// damaged entries.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cairn/error.hpp>
+#include <cairn/handlers.hpp>
 #include <cairn/storage.hpp>
 
 #include <boost/json.hpp>
@@ -45,6 +47,9 @@ TEST(EmptyNodes, SurviveSaveAndRestoreNToM) {
     const auto dir = tmp / std::string(storage_format_name(format));
     save_tree(comm, dir, tree, {.format = format});
     EXPECT_EQ(read_tree_info(comm, dir).empty_nodes, kNodes);
+    EXPECT_EQ(ArrayTreeHandler().metadata(comm, dir).at("empty_nodes"),
+              boost::json::parse(R"([{"path": "history", "kind": "list"},
+                                     {"path": "optimizer/state", "kind": "group"}])"));
     for (int m = 1; m <= comm.size(); ++m) {
       auto sub = first_ranks(m);
       if (!sub) continue;
