@@ -124,7 +124,7 @@ void restore_case(const Run& run, const std::filesystem::path& dir, const Restor
   const std::int64_t growth = peak_growth([&] {
     seconds = timed([&] {
       if (!comm) return;
-      cairn::ArrayTreeRestore args(target, {.io_buffer_bytes = run.io_buffer_bytes});
+      cairn::ArrayTreeRestore args(target, {.restore_concurrent_bytes = run.io_buffer_bytes});
       (void)ckpt->restore(dir, &args);
     });
   });

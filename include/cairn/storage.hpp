@@ -21,6 +21,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,6 +59,20 @@ struct SaveProvenance {
   boost::json::object metrics = {};
 };
 
+/// How one array leaf is saved (Orbax's SaveArgs). Aggregate: use designated initializers.
+struct LeafSaveArgs {
+  /// The dtype stored on disk, when it differs from the leaf's own: the shard is cast while
+  /// it is written (float64 state saved as float32 or bfloat16), with the rules of convert()
+  /// (rounding allowed; a finite value that overflows the stored dtype, or a value an integer
+  /// dtype cannot hold, fails the save naming the leaf). The index, data.h5 and the checksums
+  /// hold the stored dtype and its bytes; restoring into the leaf's original dtype is a
+  /// restore-time cast (TreeRestoreOptions::allow_cast). std::nullopt: stored as it is.
+  std::optional<DType> dtype = std::nullopt;
+  /// Bytes of this leaf's checksum chunks (rounded down to whole stored elements, at least
+  /// one); 0: TreeSaveOptions::checksum_chunk_bytes.
+  std::size_t chunk_bytes = 0;
+};
+
 /// How save_tree() writes. Aggregate: use designated initializers.
 struct TreeSaveOptions {
   /// Format of every array leaf not listed in leaf_formats.
@@ -91,6 +106,11 @@ struct TreeSaveOptions {
   /// themselves (hdf5). A handler given an AsyncContext whose provenance has a step or metrics
   /// replaces this with it.
   SaveProvenance provenance = {};
+  /// Per-leaf save arguments (array leaf path -> arguments): a stored dtype, a checksum chunk
+  /// size. A path that is not an array leaf of the tree, or a cast convert() does not allow
+  /// (complex to real), is InvalidArgument on every rank. Leaves not listed are written as
+  /// they are, with no extra copy.
+  std::map<std::string, LeafSaveArgs> save_args = {};
 };
 
 /// A rule of TreeRestoreOptions::renames: target leaves whose whole path matches `target`
@@ -102,6 +122,21 @@ struct LeafRename {
   std::string saved;   ///< the saved leaf's path, with $1, $2, ... for the pattern's groups
 };
 
+/// A target array leaf computed from several saved leaves (Orbax's restore transforms with a
+/// value function of several saved leaves): converting a checkpoint of an older layout, e.g.
+/// a velocity saved as two components into their magnitude. Aggregate.
+struct DerivedLeaf {
+  /// The saved array leaves the target is computed from (saved paths; renames do not apply).
+  /// Each must have the target's global shape.
+  std::vector<std::string> sources = {};
+  /// Fills this rank's box of `target` (the target leaf's shard, host memory, maybe strided)
+  /// from `sources`: the saved leaves in the order of `sources`, each restored (any N->M,
+  /// verified as any read) into a contiguous host buffer of the same box, in its saved dtype.
+  /// Called on every rank, also one whose box is empty; an exception thrown on any rank is
+  /// thrown by restore_tree() on every rank.
+  std::function<void(std::span<const ArrayShard> sources, const ArrayShard& target)> fill = {};
+};
+
 /// How restore_tree() reads. Aggregate: use designated initializers.
 struct TreeRestoreOptions {
   /// Verify the XXH3-64 checksums of what is read. A rank reads the checksum chunks that
@@ -109,11 +144,15 @@ struct TreeRestoreOptions {
   /// format version 1, which have one checksum per shard) and verifies each one; without
   /// verification it reads only the bytes of the intersection.
   bool verify_checksums = true;
-  /// Bytes of the read buffer: a rank reads at most this many bytes at a time (rounded up to
-  /// one checksum chunk when a chunk is larger), and a restore never allocates more than this
-  /// plus a small constant beyond the caller's buffers, also into device memory and strided
-  /// views. At least 4 KiB is used.
-  std::size_t io_buffer_bytes = std::size_t{16} << 20;
+  /// The bytes a restore holds in flight on each rank (Orbax's restore_concurrent_gb, in
+  /// bytes): a rank reads at most half of this at a time into its read window (rounded up to
+  /// one checksum chunk when a chunk is larger), the other half stages device and strided
+  /// targets run by run, and a cast goes through a 64 KiB block. A restore never allocates
+  /// more than this beyond the caller's buffers, whatever the size of the tree, the N->M
+  /// decomposition or the cast, plus two checksum chunks at the edges of a direct read, a small
+  /// constant and its plan (about 100 bytes per row of the intersection of a target box with
+  /// a saved shard). At least 8 KiB is used.
+  std::size_t restore_concurrent_bytes = std::size_t{16} << 20;
   /// Allow a target dtype that differs from the saved one (value-checked, see convert()).
   bool allow_cast = false;
   /// Target leaves that may be missing on disk: they are left untouched instead of raising
@@ -142,6 +181,15 @@ struct TreeRestoreOptions {
   /// only and broadcast: with NCCL when every rank's buffer is device memory and the build has
   /// NCCL, with MPI otherwise. Other leaves are read by each rank as usual.
   bool load_and_broadcast = false;
+  /// Target array leaves computed from several saved leaves (target path -> rule). A derived
+  /// leaf is not read itself (renames and default_to_original do not apply to it); its sources
+  /// are. A source missing on disk is NotFound naming it and the target, unless the target is
+  /// in optional_leaves (then it is left untouched). A target path that is not an array leaf
+  /// of the target, a rule without sources or fill, a source that is not an array or has
+  /// another global shape is InvalidArgument; a device target is Unsupported. The sources of
+  /// one derived leaf (this rank's box of each) are held together while `fill` runs, beyond
+  /// restore_concurrent_bytes.
+  std::map<std::string, DerivedLeaf> derived_leaves = {};
 };
 
 /// How restore_tree_as_saved() lays out what it returns. Aggregate.
@@ -172,6 +220,8 @@ struct SavedLeafInfo {
 struct SavedTreeInfo {
   int world_size = 0;                 ///< ranks of the save
   std::vector<SavedLeafInfo> leaves;  ///< sorted by path
+  /// The empty groups and lists of the saved tree (ArrayTree::add_empty), by path.
+  std::map<std::string, EmptyNode, std::less<>> empty_nodes = {};
 };
 
 /// Writes `tree` into the item directory `dir` (created by the primary rank; existing files of
@@ -206,7 +256,8 @@ void restore_tree(const Comm& comm, const std::filesystem::path& dir, ArrayTree&
 
 /// Restores the tree as it was saved into tree-owned buffers: each rank gets the boxes that
 /// the rank of the same number wrote (nothing when the save had fewer ranks), or every array
-/// whole (options.whole_arrays). Replicated leaves come back whole on every rank.
+/// whole (options.whole_arrays). Replicated leaves come back whole on every rank, and so do
+/// the tree's empty groups and lists (those under options.select).
 /// Collective. Throws as restore_tree(), and InvalidArgument on every rank, naming the leaf
 /// and its size, when a rank cannot allocate a buffer (out of memory).
 [[nodiscard]] ArrayTree restore_tree_as_saved(const Comm& comm, const std::filesystem::path& dir,

@@ -69,6 +69,16 @@ enum class LeafKind : std::uint8_t {
 /// Stable name of a leaf kind ("array", "scalar", "string", "json"). Never throws.
 [[nodiscard]] std::string_view leaf_kind_name(LeafKind kind) noexcept;
 
+/// What an empty node of a tree stands for: a nested structure with nothing in it, which a
+/// save keeps (Orbax keeps the empty dicts and lists of a PyTree).
+enum class EmptyNode : std::uint8_t {
+  group,  ///< a group without leaves (an empty dict)
+  list,   ///< an empty list
+};
+
+/// Stable name of an empty node's kind ("group", "list"). Never throws.
+[[nodiscard]] std::string_view empty_node_name(EmptyNode kind) noexcept;
+
 /// One number of any dtype, stored by value.
 class Scalar {
  public:
@@ -236,6 +246,16 @@ class ArrayTree {
   /// Adds a JSON leaf. Throws as add_scalar().
   void add_json(std::string_view path, boost::json::value value);
 
+  /// Adds an empty node (an empty group or list) at `path`, kept by a save and given back by
+  /// restore_tree_as_saved(); a leaf added under it later makes it an ordinary group. Throws
+  /// InvalidArgument for an invalid path, a path that is a leaf, a group of leaves or an empty
+  /// node already, or that lies under a leaf.
+  void add_empty(std::string_view path, EmptyNode kind = EmptyNode::group);
+  /// The empty nodes, sorted by path. Never throws.
+  [[nodiscard]] const std::map<std::string, EmptyNode, std::less<>>& empty_nodes() const noexcept {
+    return empty_nodes_;
+  }
+
   /// Adds `value` through TypeHandler<T>::to_leaves: a scalar, string, vector, JSON value or
   /// user type becomes one or more leaves at or under `path`. Throws what the handler throws
   /// (InvalidArgument for bad paths); leaves added before an error stay in the tree.
@@ -298,10 +318,11 @@ class ArrayTree {
   [[nodiscard]] std::vector<std::string> sorted_paths() const;
 
   /// 64-bit FNV-1a hash of every leaf's (path, kind, dtype of arrays and scalars, global
-  /// shape, replicated flag), in sorted path order. Boxes, pointers, strides, memory kinds,
-  /// the fortran_order flag (checked by the layout validation of a save instead, and
-  /// meaningless in a restore target) and values are not included, so ranks that describe the
-  /// same global tree get the same hash on any platform. Never throws.
+  /// shape, replicated flag), in sorted path order, then of every empty node (path, kind).
+  /// Boxes, pointers, strides, memory kinds, the fortran_order flag (checked by the layout
+  /// validation of a save instead, and meaningless in a restore target) and values are not
+  /// included, so ranks that describe the same global tree get the same hash on any platform.
+  /// Never throws.
   [[nodiscard]] std::uint64_t structure_hash() const noexcept;
 
  private:
@@ -310,6 +331,8 @@ class ArrayTree {
   std::vector<Leaf> leaves_;
   std::map<std::string, std::size_t, std::less<>> index_;  // path -> position in leaves_
   std::set<std::string, std::less<>> groups_;              // every proper prefix of a path
+  // Groups and lists without leaves.
+  std::map<std::string, EmptyNode, std::less<>> empty_nodes_;
 };
 
 }  // namespace cairn

@@ -200,10 +200,18 @@ boost::json::value ArrayTreeHandler::metadata(const Comm& comm, const std::files
     }
     leaves.push_back(std::move(o));
   }
-  return {{"handler", type_name()},
-          {"world_size", info.world_size},
-          {"bytes", bytes},
-          {"leaves", std::move(leaves)}};
+  boost::json::object out{{"handler", type_name()},
+                          {"world_size", info.world_size},
+                          {"bytes", bytes},
+                          {"leaves", std::move(leaves)}};
+  if (!info.empty_nodes.empty()) {
+    boost::json::array empty;
+    for (const auto& [path, kind] : info.empty_nodes) {
+      empty.push_back(boost::json::object{{"path", path}, {"kind", empty_node_name(kind)}});
+    }
+    out["empty_nodes"] = std::move(empty);
+  }
+  return out;
 }
 
 }  // namespace cairn

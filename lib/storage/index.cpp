@@ -119,6 +119,35 @@ bool valid_data_file(std::string_view file, StorageFormat format) {
   return digits.size() <= 9 && digits.find_first_not_of("0123456789") == std::string_view::npos;
 }
 
+// The optional "empty_nodes" of the index (files without it have none): each a valid path
+// that is neither a leaf nor above one, listed once, of kind "group" or "list".
+void read_empty_nodes(const Reader& top, const json::object& root, TreeIndex& index) {
+  const json::value* nodes = root.if_contains("empty_nodes");
+  if (nodes == nullptr) return;
+  if (!nodes->is_array()) top.fail("empty_nodes", "is not an array");
+  std::size_t i = 0;
+  for (const auto& nv : nodes->get_array()) {
+    const Reader r = top.at("empty_nodes", i++);
+    const auto& o = r.object(nv);
+    std::string path(r.string(o, "path"));
+    if (auto problem = leaf_path_problem(path)) r.fail("path", *problem);
+    const std::string_view kind = r.string(o, "kind");
+    if (kind != "group" && kind != "list") r.fail("kind", "is not \"group\" or \"list\"");
+    const std::string below = path + "/";
+    const auto after =
+        std::lower_bound(index.leaves.begin(), index.leaves.end(), below,
+                         [](const LeafRecord& l, const std::string& p) { return l.path < p; });
+    if (index.find(path) != nullptr ||
+        (after != index.leaves.end() && after->path.starts_with(below))) {
+      r.fail("path", "is a leaf or holds leaves, so it is not empty");
+    }
+    const EmptyNode node = kind == "list" ? EmptyNode::list : EmptyNode::group;
+    if (!index.empty_nodes.emplace(std::move(path), node).second) {
+      r.fail("path", "is listed twice");
+    }
+  }
+}
+
 }  // namespace
 
 const LeafRecord* TreeIndex::find(std::string_view path) const {
@@ -177,6 +206,13 @@ json::value to_json(const TreeIndex& index) {
   root["version"] = index.version;
   root["world_size"] = index.world_size;
   root["leaves"] = std::move(leaves);
+  if (!index.empty_nodes.empty()) {
+    json::array empty;
+    for (const auto& [path, kind] : index.empty_nodes) {
+      empty.push_back(json::object{{"path", path}, {"kind", empty_node_name(kind)}});
+    }
+    root["empty_nodes"] = std::move(empty);
+  }
   return root;
 }
 
@@ -292,6 +328,7 @@ TreeIndex index_from_json(const json::value& value, const std::filesystem::path&
     }
     index.leaves.push_back(std::move(leaf));
   }
+  read_empty_nodes(top, root, index);
   return index;
 }
 

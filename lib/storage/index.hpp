@@ -10,6 +10,7 @@
 #include <boost/json/value.hpp>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,8 @@ struct TreeIndex {
   std::int64_t version = kTreeFormatVersion;
   int world_size = 0;
   std::vector<LeafRecord> leaves;  ///< sorted by path
+  /// Empty groups and lists ("empty_nodes", written only when there are some), by path.
+  std::map<std::string, EmptyNode, std::less<>> empty_nodes;
 
   /// The leaf at `path`, or nullptr.
   [[nodiscard]] const LeafRecord* find(std::string_view path) const;

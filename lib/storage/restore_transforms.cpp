@@ -1,4 +1,5 @@
-// Restore transforms: target leaves renamed from saved ones, resized leaves padded.
+// Restore transforms: target leaves renamed from saved ones, resized leaves padded, leaves
+// derived from several saved ones.
 #include "storage/restore_transforms.hpp"
 
 #include <fmt/format.h>
@@ -68,6 +69,86 @@ bool beyond(const Box& box, const std::vector<std::int64_t>& shape) noexcept {
     if (box.extent[d] > 0 && box.offset[d] + box.extent[d] > shape[d]) return true;
   }
   return false;
+}
+
+namespace {
+
+// The saved records of the sources of the derived leaf `path`, checked against its target
+// `leaf`; empty when a source is missing and the target is optional. The same outcome on every
+// rank (the index and the target's structure are).
+std::vector<const LeafRecord*> sources_of(const std::filesystem::path& dir, const TreeIndex& index,
+                                          const ArrayTree& target,
+                                          const TreeRestoreOptions& options,
+                                          const std::string& path, const DerivedLeaf& rule) {
+  const Leaf* leaf = target.find(path);
+  if (leaf == nullptr || leaf->kind() != LeafKind::array) {
+    throw InvalidArgument(fmt::format(
+        "derived_leaves names '{}', which is not an array leaf of the restore target", path));
+  }
+  if (rule.sources.empty() || !rule.fill) {
+    throw InvalidArgument(
+        fmt::format("derived leaf '{}': give its sources and a fill function", path));
+  }
+  const ArrayShard& shard = leaf->as_array();
+  std::vector<const LeafRecord*> records;
+  for (const std::string& source : rule.sources) {
+    const LeafRecord* record = index.find(source);
+    if (record == nullptr) {
+      if (options.optional_leaves.contains(path)) return {};
+      throw NotFound(source, fmt::format("leaf '{}', a source of the derived leaf '{}', is not in "
+                                         "the checkpoint '{}'; mark '{}' optional to skip it",
+                                         source, path, dir.string(), path));
+    }
+    if (record->kind != LeafKind::array || record->shape != shard.global_shape) {
+      throw InvalidArgument(
+          fmt::format("derived leaf '{}' has global shape {}, but its source '{}' in '{}' {}", path,
+                      shape_to_string(shard.global_shape), source, dir.string(),
+                      record->kind != LeafKind::array
+                          ? fmt::format("is a {}, not an array", leaf_kind_name(record->kind))
+                          : fmt::format("has {}", shape_to_string(record->shape))));
+    }
+    records.push_back(record);
+  }
+  return records;
+}
+
+}  // namespace
+
+void check_derived(const std::filesystem::path& dir, const TreeIndex& index,
+                   const ArrayTree& target, const TreeRestoreOptions& options) {
+  for (const auto& [path, rule] : options.derived_leaves) {
+    (void)sources_of(dir, index, target, options, path, rule);
+  }
+}
+
+void restore_derived(const Comm& comm, const std::filesystem::path& dir, const TreeIndex& index,
+                     const ArrayTree& target, const TreeRestoreOptions& options,
+                     const RestoreSources& restore) {
+  const TreeRestoreOptions plain{.verify_checksums = options.verify_checksums,
+                                 .restore_concurrent_bytes = options.restore_concurrent_bytes};
+  for (const auto& [path, rule] : options.derived_leaves) {
+    const std::vector<const LeafRecord*> records =
+        sources_of(dir, index, target, options, path, rule);
+    if (records.empty()) continue;
+    const ArrayShard& shard = target.at(path).as_array();
+    ArrayTree sources;
+    comm.run_all(fmt::format("restore_tree '{}': derived leaf '{}':", dir.string(), path), [&] {
+      if (shard.memory == MemoryKind::cuda_device) {
+        throw Unsupported(fmt::format(
+            "derived leaf '{}': its target is device memory; derive it into host memory", path));
+      }
+      for (const LeafRecord* record : records) {
+        sources.add_owned_array(record->path, record->dtype, record->shape, shard.box);
+      }
+    });
+    restore(sources, plain);
+    comm.run_all(fmt::format("restore_tree '{}': deriving leaf '{}':", dir.string(), path), [&] {
+      std::vector<ArrayShard> in;
+      in.reserve(records.size());
+      for (const std::string& source : rule.sources) in.push_back(sources.at(source).as_array());
+      rule.fill(in, shard);
+    });
+  }
 }
 
 }  // namespace cairn::storage

@@ -1,8 +1,8 @@
 // restore_tree() and friends: read the index once, then each rank reads the parts of the saved
 // shards that intersect its boxes (N->M): the runs of each intersection in the shard's stream,
 // widened to whole checksum chunks when verifying, straight into the target where the pieces
-// allow it, through a window of at most half of io_buffer_bytes otherwise; device and strided
-// targets are assembled run by run in the other half.
+// allow it, through a window of at most half of restore_concurrent_bytes otherwise; device
+// and strided targets are assembled run by run in the other half.
 #include <boost/json.hpp>
 #include <cairn/storage.hpp>
 #include <fmt/format.h>
@@ -63,25 +63,34 @@ storage::TreeIndex load_index(const Comm& comm, const std::filesystem::path& dir
   }
 }
 
-// Places `region` of a row-major buffer `src` (dtype `from`, holding `src_box`) into the
-// host target `target`, casting when the dtypes differ.
-void place(DType from, const std::byte* src, const Box& src_box, const ArrayShard& target,
-           const Box& region, const std::string& path, std::vector<std::byte>& scratch) {
+// Elements cast at a time when a restore converts dtypes: the cast's scratch stays small,
+// whatever the window, so that a cast restore keeps to restore_concurrent_bytes.
+constexpr std::size_t kCastBlockBytes = std::size_t{64} << 10;
+
+// Places `region` of a row-major buffer `src` (dtype `from`, holding exactly `region`) into
+// the host target `target`, casting block by block through `scratch` when the dtypes differ.
+void place(DType from, const std::byte* src, const ArrayShard& target, const Box& region,
+           const std::string& path, std::vector<std::byte>& scratch) {
   if (from == target.dtype) {
-    copy_region(dtype_size(from), src, src_box, target.data, target.box, region);
+    copy_region(dtype_size(from), src, region, target.data, target.box, region);
     return;
   }
-  const auto n = static_cast<std::size_t>(volume(region));
-  const std::byte* narrow = src;
-  std::vector<std::byte> gathered;
-  if (!(region == src_box)) {
-    gathered.resize(n * dtype_size(from));
-    copy_region(dtype_size(from), src, src_box, gathered.data(), region, region);
-    narrow = gathered.data();
+  const std::size_t from_size = dtype_size(from);
+  const std::size_t to_size = dtype_size(target.dtype);
+  const auto n = volume(region);
+  const auto block = static_cast<std::int64_t>(
+      std::max<std::size_t>(kCastBlockBytes / std::max(from_size, to_size), 1));
+  scratch.resize(static_cast<std::size_t>(std::min(block, n)) * to_size);
+  for (std::int64_t first = 0; first < n; first += block) {
+    const std::int64_t count = std::min(block, n - first);
+    convert(from, src + static_cast<std::size_t>(first) * from_size, target.dtype, scratch.data(),
+            static_cast<std::size_t>(count), path);
+    const std::byte* at = scratch.data();
+    for (const Box& piece : storage::split_stream_range(region, first, count)) {
+      copy_region(to_size, at, piece, target.data, target.box, piece);
+      at += static_cast<std::size_t>(volume(piece)) * to_size;
+    }
   }
-  scratch.resize(n * dtype_size(target.dtype));
-  convert(from, narrow, target.dtype, scratch.data(), n, path);
-  copy_region(dtype_size(target.dtype), scratch.data(), region, target.data, target.box, region);
 }
 
 // Windows closer than this are read as one: reading the gap costs less than another request.
@@ -177,11 +186,11 @@ void restore_region(const LeafRecord& leaf, const ShardRecord& shard, const Box&
     if (lo >= hi) return;
     const std::byte* at = data.data() + static_cast<std::size_t>(lo - window_begin) * elem;
     if (lo == r.begin && hi == r.end) {
-      place(leaf.dtype, at, r.part, target, r.part, leaf.path, scratch);
+      place(leaf.dtype, at, target, r.part, leaf.path, scratch);
       return;
     }
     for (const Box& piece : storage::split_stream_range(shard.box, lo, hi - lo)) {
-      place(leaf.dtype, at, piece, target, piece, leaf.path, scratch);
+      place(leaf.dtype, at, target, piece, leaf.path, scratch);
       at += static_cast<std::size_t>(volume(piece)) * elem;
     }
   };
@@ -360,6 +369,7 @@ void restore_from_index(const Comm& comm, const std::filesystem::path& dir,
   std::vector<std::pair<const Leaf*, const LeafRecord*>> pairs;
   std::map<std::string, const LeafRecord*, std::less<>> saved_of;  // target path -> saved leaf
   for (const Leaf* leaf : wanted) {
+    if (options.derived_leaves.contains(leaf->path())) continue;  // restore_derived()'s
     const auto saved_path = saved_paths.of(leaf->path());
     const LeafRecord* saved = saved_path ? index.find(*saved_path) : nullptr;
     if (saved == nullptr) {
@@ -406,7 +416,7 @@ void restore_from_index(const Comm& comm, const std::filesystem::path& dir,
   for (const auto& [leaf, saved] : pairs) {
     if (saved->kind == LeafKind::array) arrays.push_back(saved);
   }
-  const std::size_t buffer_bytes = std::max<std::size_t>(options.io_buffer_bytes, 8192);
+  const std::size_t buffer_bytes = std::max<std::size_t>(options.restore_concurrent_bytes, 8192);
   // Half of the buffer is the read window, half the staging of device and strided targets.
   storage::ShardSource source(comm, dir, options.verify_checksums, buffer_bytes / 2);
   if (!arrays.empty()) {
@@ -480,6 +490,7 @@ void restore_from_index(const Comm& comm, const std::filesystem::path& dir,
         break;
     }
   }
+  for (const auto& [path, kind] : target.empty_nodes()) updated.add_empty(path, kind);
   target = std::move(updated);
 }
 
@@ -499,6 +510,7 @@ SavedTreeInfo read_tree_info(const Comm& comm, const std::filesystem::path& dir)
   const auto index = load_index(comm, dir);
   SavedTreeInfo info;
   info.world_size = index.world_size;
+  info.empty_nodes = index.empty_nodes;
   for (const auto& leaf : index.leaves) {
     SavedLeafInfo out;
     out.path = leaf.path;
@@ -517,7 +529,14 @@ SavedTreeInfo read_tree_info(const Comm& comm, const std::filesystem::path& dir)
 
 void restore_tree(const Comm& comm, const std::filesystem::path& dir, ArrayTree& target,
                   const TreeRestoreOptions& options) {
-  restore_from_index(comm, dir, load_index(comm, dir), target, options);
+  const storage::TreeIndex index = load_index(comm, dir);
+  storage::check_derived(dir, index, target, options);
+  restore_from_index(comm, dir, index, target, options);
+  if (options.derived_leaves.empty()) return;
+  storage::restore_derived(comm, dir, index, target, options,
+                           [&](ArrayTree& sources, const TreeRestoreOptions& plain) {
+                             restore_from_index(comm, dir, index, sources, plain);
+                           });
 }
 
 ArrayTree restore_tree_as_saved(const Comm& comm, const std::filesystem::path& dir,
@@ -556,6 +575,9 @@ ArrayTree restore_tree_as_saved(const Comm& comm, const std::filesystem::path& d
         break;
       case LeafKind::json: target.add_json(leaf.path, leaf.value); break;
     }
+  }
+  for (const auto& [path, kind] : index.empty_nodes) {
+    if (selected(options.select, path)) target.add_empty(path, kind);
   }
   comm.all_ok(allocation_failure.empty(),
               fmt::format("restoring '{}' as saved: {}", dir.string(), allocation_failure),

@@ -25,6 +25,12 @@ StorageFormat format_of(const TreeSaveOptions& options, const std::string& path)
   return it == options.leaf_formats.end() ? options.format : it->second;
 }
 
+// The leaf's save arguments, or the defaults.
+LeafSaveArgs save_args_of(const TreeSaveOptions& options, const std::string& path) {
+  auto it = options.save_args.find(path);
+  return it == options.save_args.end() ? LeafSaveArgs{} : it->second;
+}
+
 json::value record_to_json(std::size_t array_index, const ShardRecord& s) {
   json::object o;
   o["array"] = array_index;
@@ -79,6 +85,7 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
         throw InvalidArgument(fmt::format("leaf_formats names '{}', which is not a leaf", path));
       }
     }
+    check_save_args();
     for (const Leaf* leaf : leaves) {
       if (leaf->kind() != LeafKind::array) continue;
       const StorageFormat format = format_of(options_, leaf->path());
@@ -94,17 +101,18 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
   json::array layouts;
   for (const Leaf* leaf : leaves) {
     if (leaf->kind() != LeafKind::array) continue;
-    arrays_.push_back(
-        {.leaf = leaf,
-         .format = format_of(options_, leaf->path()),
-         .memory = memory.at(arrays_.size()),
-         .chunk_bytes = chunk_bytes_for(leaf->as_array().dtype, options_.checksum_chunk_bytes)});
+    arrays_.push_back(plan_job(leaf, memory.at(arrays_.size())));
     layouts.push_back(leaf->as_array().layout().to_json());
   }
   // The formats decide which collective steps follow (a writer's open and close): ranks that
-  // chose differently (leaf_formats or format differing between ranks) fail here, together.
+  // chose differently (leaf_formats, format or save_args differing between ranks) fail here,
+  // together.
   StructureHash formats;
-  for (const ArrayJob& job : arrays_) formats.add(static_cast<std::int64_t>(job.format));
+  for (const ArrayJob& job : arrays_) {
+    formats.add(static_cast<std::int64_t>(job.format))
+        .add(static_cast<std::int64_t>(job.stored_dtype))
+        .add(static_cast<std::int64_t>(job.chunk_bytes));
+  }
   comm.agree({.operation = "save_tree leaf formats " + dir_.filename().string(),
               .structure = formats.value()});
   const std::vector<json::value> all = comm.allgather_json(layouts);
@@ -124,6 +132,7 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
     job.writes = std::binary_search(writers.begin(), writers.end(), comm.rank());
     const ArrayShard& shard = job.leaf->as_array();
     job.bytes = job.writes ? static_cast<std::uint64_t>(shard.local_bytes()) : 0;
+    job.stored_bytes = job.bytes / dtype_size(shard.dtype) * dtype_size(job.stored_dtype);
     std::vector<ArrayToWrite>& of_format = by_format[job.format];
     job.format_index = of_format.size();
     std::optional<Box> box;
@@ -138,7 +147,7 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
       for (const int r : writers) shards.push_back({r, *per_rank[static_cast<std::size_t>(r)].box});
     }
     of_format.push_back({.path = path,
-                         .dtype = shard.dtype,
+                         .dtype = job.stored_dtype,
                          .shape = shard.global_shape,
                          .fortran_order = shard.fortran_order,
                          .box = std::move(box),
@@ -167,6 +176,52 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
 }
 
 TreeWriter::~TreeWriter() = default;
+
+ArrayJob TreeWriter::plan_job(const Leaf* leaf, MemoryKind memory) const {
+  const DType dtype = leaf->as_array().dtype;
+  const LeafSaveArgs args = save_args_of(options_, leaf->path());
+  const DType stored = args.dtype.value_or(dtype);
+  const std::uint64_t chunk =
+      args.chunk_bytes > 0 ? args.chunk_bytes : options_.checksum_chunk_bytes;
+  return {.leaf = leaf,
+          .format = format_of(options_, leaf->path()),
+          .stored_dtype = stored,
+          .cast = stored != dtype,
+          .memory = memory,
+          .chunk_bytes = chunk_bytes_for(stored, chunk)};
+}
+
+void TreeWriter::check_save_args() const {
+  for (const auto& [path, args] : options_.save_args) {
+    const Leaf* leaf = tree_.find(path);
+    if (leaf == nullptr || leaf->kind() != LeafKind::array) {
+      throw InvalidArgument(
+          fmt::format("save_args names '{}', which is not an array leaf of the tree", path));
+    }
+    const DType dtype = leaf->as_array().dtype;
+    if (args.dtype && !cast_allowed(dtype, *args.dtype)) {
+      throw InvalidArgument(fmt::format("save_args of leaf '{}': {} cannot be stored as {}", path,
+                                        dtype_name(dtype), dtype_name(*args.dtype)));
+    }
+  }
+}
+
+void TreeWriter::cast_piece(const ArrayJob& job, std::span<const std::byte> piece,
+                            std::vector<std::byte>& buffer, const RunSink& store) const {
+  const DType from = job.leaf->as_array().dtype;
+  const std::size_t from_size = dtype_size(from);
+  const std::size_t to_size = dtype_size(job.stored_dtype);
+  const std::size_t block = std::max<std::size_t>(run_bytes_ / std::max(from_size, to_size), 1);
+  const std::size_t count = piece.size() / from_size;
+  buffer.resize(std::min(block, count) * to_size);
+  const std::string what =
+      fmt::format("leaf '{}' (saved as {})", job.leaf->path(), dtype_name(job.stored_dtype));
+  for (std::size_t first = 0; first < count; first += block) {
+    const std::size_t n = std::min(block, count - first);
+    convert(from, piece.data() + first * from_size, job.stored_dtype, buffer.data(), n, what);
+    store(std::span<const std::byte>(buffer).first(n * to_size));
+  }
+}
 
 void TreeWriter::fail(const std::exception& error) noexcept {
   std::lock_guard lock(mutex_);
@@ -225,29 +280,39 @@ void TreeWriter::write_stream(std::size_t index,
     ShardWriter& writer = *std::find_if(writers_.begin(), writers_.end(), [&](const auto& w) {
                              return w.first == job.format;
                            })->second;
-    const ShardPlacement placement = writer.place(job.format_index, job.bytes);
+    const ShardPlacement placement = writer.place(job.format_index, job.stored_bytes);
     ChunkedChecksum checksum(job.chunk_bytes);
+    const RunSink store = [&](std::span<const std::byte> stored) {
+      writer.write(job.format_index, checksum.bytes(), stored);
+      checksum.update(stored);
+    };
+    std::uint64_t delivered = 0;
+    std::vector<std::byte> cast_buffer;  // used only by a leaf with a save-time cast
     produce([&](std::span<const std::byte> piece) {
-      if (checksum.bytes() + piece.size() > job.bytes) {
+      if (delivered + piece.size() > job.bytes) {
         throw InvalidArgument(fmt::format("leaf '{}': pieces exceed this rank's shard of {} bytes",
                                           job.leaf->path(), job.bytes));
       }
-      writer.write(job.format_index, checksum.bytes(), piece);
-      checksum.update(piece);
+      delivered += piece.size();
+      if (job.cast) {
+        cast_piece(job, piece, cast_buffer, store);
+      } else {
+        store(piece);
+      }
     });
-    if (checksum.bytes() != job.bytes) {
+    if (delivered != job.bytes) {
       throw InvalidArgument(fmt::format("leaf '{}': {} of this rank's {} bytes were delivered",
-                                        job.leaf->path(), checksum.bytes(), job.bytes));
+                                        job.leaf->path(), delivered, job.bytes));
     }
     ShardRecord record{.rank = rank_,
                        .box = job.leaf->as_array().box,
                        .file = placement.file,
                        .byte_offset = placement.byte_offset,
-                       .bytes = job.bytes,
+                       .bytes = job.stored_bytes,
                        .checksums = checksum.digests()};
     std::lock_guard lock(mutex_);
     records_.emplace_back(index, std::move(record));
-    bytes_written_ += job.bytes;
+    bytes_written_ += job.stored_bytes;
   } catch (const std::exception& e) {
     fail(e);
   }
@@ -313,6 +378,7 @@ void TreeWriter::finish(const Comm& comm) {
     if (!comm.is_primary()) return;
     TreeIndex index;
     index.world_size = comm.size();
+    index.empty_nodes = tree_.empty_nodes();
     std::vector<std::size_t> slot_of_array;
     for (const Leaf* leaf : tree_.leaves_under("")) {
       LeafRecord record;
@@ -321,12 +387,13 @@ void TreeWriter::finish(const Comm& comm) {
       switch (leaf->kind()) {
         case LeafKind::array: {
           const ArrayShard& shard = leaf->as_array();
-          record.format = format_of(options_, leaf->path());
-          record.dtype = shard.dtype;
+          const ArrayJob& job = arrays_.at(slot_of_array.size());
+          record.format = job.format;
+          record.dtype = job.stored_dtype;
           record.shape = shard.global_shape;
           record.replicated = shard.replicated;
           record.fortran_order = shard.fortran_order;
-          record.chunk_bytes = chunk_bytes_for(shard.dtype, options_.checksum_chunk_bytes);
+          record.chunk_bytes = job.chunk_bytes;
           slot_of_array.push_back(index.leaves.size());
           break;
         }

@@ -32,11 +32,16 @@ struct ArrayJob {
   const Leaf* leaf = nullptr;
   StorageFormat format = StorageFormat::posix;
   bool writes = false;      ///< this rank writes a shard of it
-  std::uint64_t bytes = 0;  ///< bytes of this rank's shard (0 when it writes none)
+  std::uint64_t bytes = 0;  ///< bytes of this rank's shard in memory (0 when it writes none)
+  /// The dtype stored on disk (LeafSaveArgs::dtype, else the leaf's) and the bytes of this
+  /// rank's shard in it; `cast` when it differs from the leaf's dtype.
+  DType stored_dtype = DType::float64;
+  std::uint64_t stored_bytes = 0;
+  bool cast = false;
   /// Where this rank's shard lives: declared, or detected when asked (TreeSaveOptions).
   MemoryKind memory = MemoryKind::host;
-  /// Bytes of a checksum chunk of the leaf (TreeSaveOptions::checksum_chunk_bytes in whole
-  /// elements).
+  /// Bytes of a checksum chunk of the leaf (LeafSaveArgs::chunk_bytes, else
+  /// TreeSaveOptions::checksum_chunk_bytes, in whole stored elements).
   std::uint64_t chunk_bytes = 1;
   /// The position among the array leaves of its format: its index in that format's writer.
   std::size_t format_index = 0;
@@ -113,6 +118,14 @@ class TreeWriter {
   // to the sink in consecutive pieces (each written and checksummed), and records it.
   // Remembers failures.
   void write_stream(std::size_t index, const std::function<void(const RunSink&)>& produce);
+  // Casts `piece` (whole elements of the leaf's dtype) to the stored dtype of array `index`
+  // block by block through `buffer` (at most run_bytes_), handing each block to `store`.
+  void cast_piece(const ArrayJob& job, std::span<const std::byte> piece,
+                  std::vector<std::byte>& buffer, const RunSink& store) const;
+  // The job of array leaf `leaf` before the layouts are agreed: format, stored dtype, chunk.
+  [[nodiscard]] ArrayJob plan_job(const Leaf* leaf, MemoryKind memory) const;
+  // Throws InvalidArgument for save_args naming no array leaf or asking for a forbidden cast.
+  void check_save_args() const;
 
   std::filesystem::path dir_;
   const ArrayTree& tree_;

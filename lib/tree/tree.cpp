@@ -203,6 +203,10 @@ const boost::json::value& Leaf::as_json() const {
   wrong_kind(LeafKind::json);
 }
 
+std::string_view empty_node_name(EmptyNode kind) noexcept {
+  return kind == EmptyNode::list ? "list" : "group";
+}
+
 // ---- ArrayTree ---------------------------------------------------------------------------------
 
 void ArrayTree::insert(std::string_view path, Leaf::Value value, std::shared_ptr<void> owner) {
@@ -211,6 +215,16 @@ void ArrayTree::insert(std::string_view path, Leaf::Value value, std::shared_ptr
     throw InvalidArgument("cannot add " + leaf_name(path) +
                           ": the tree already has a leaf with this path; give each leaf a "
                           "unique path");
+  }
+  if (empty_nodes_.contains(path)) {
+    throw InvalidArgument("cannot add " + leaf_name(path) + ": it is already an empty " +
+                          std::string(empty_node_name(empty_nodes_.find(path)->second)));
+  }
+  if (const auto below = empty_nodes_.lower_bound(join_path(path, ""));
+      below != empty_nodes_.end() && below->first.starts_with(join_path(path, ""))) {
+    throw InvalidArgument("cannot add " + leaf_name(path) + ": the empty node " +
+                          quote(below->first, 200) +
+                          " is under it, and a leaf cannot also be a group");
   }
   if (groups_.contains(path)) {
     const std::string child = index_.lower_bound(join_path(path, ""))->first;
@@ -246,6 +260,30 @@ void ArrayTree::insert(std::string_view path, Leaf::Value value, std::shared_ptr
     for (const auto& it : new_groups) groups_.erase(it);
     throw;
   }
+  // An empty node that the new leaf lies under is a group of leaves now.
+  for (const auto& it : new_groups) empty_nodes_.erase(*it);
+}
+
+void ArrayTree::add_empty(std::string_view path, EmptyNode kind) {
+  validate_leaf_path(path);
+  const std::string what = "cannot add an empty node at " + leaf_name(path);
+  if (index_.contains(path)) throw InvalidArgument(what + ": it is a leaf");
+  if (groups_.contains(path)) throw InvalidArgument(what + ": leaves lie under it");
+  if (empty_nodes_.contains(path)) throw InvalidArgument(what + ": it is one already");
+  for (std::size_t slash = path.find('/'); slash != std::string_view::npos;
+       slash = path.find('/', slash + 1)) {
+    if (index_.contains(path.substr(0, slash))) {
+      throw InvalidArgument(what + ": " + quote(path.substr(0, slash), 200) + " is a leaf");
+    }
+  }
+  // Empty nodes above it are no longer empty: they hold it.
+  for (std::size_t slash = path.find('/'); slash != std::string_view::npos;
+       slash = path.find('/', slash + 1)) {
+    if (const auto it = empty_nodes_.find(path.substr(0, slash)); it != empty_nodes_.end()) {
+      empty_nodes_.erase(it);
+    }
+  }
+  empty_nodes_.emplace(std::string(path), kind);
 }
 
 void ArrayTree::add_array(std::string_view path, ArrayShard shard, std::shared_ptr<void> owner) {
@@ -415,6 +453,11 @@ std::uint64_t ArrayTree::structure_hash() const noexcept {
     } else if (const auto* s = std::get_if<Scalar>(&leaf.value_)) {
       h.str(dtype_name(s->dtype()));
     }
+  }
+  // Trees without empty nodes hash as before empty nodes existed.
+  for (const auto& [path, kind] : empty_nodes_) {
+    h.str(path);
+    h.str(empty_node_name(kind));
   }
   return h.value();
 }

@@ -175,11 +175,11 @@ struct Variant {
 std::vector<Variant> variants() {
   return {
       {"defaults", {}, {}},
-      {"chunk64_buffer4096", {.checksum_chunk_bytes = 64}, {.io_buffer_bytes = 4096}},
-      {"chunk1000_buffer4096", {.checksum_chunk_bytes = 1000}, {.io_buffer_bytes = 4096}},
+      {"chunk64_buffer4096", {.checksum_chunk_bytes = 64}, {.restore_concurrent_bytes = 4096}},
+      {"chunk1000_buffer4096", {.checksum_chunk_bytes = 1000}, {.restore_concurrent_bytes = 4096}},
       {"chunk1000_unverified",
        {.checksum_chunk_bytes = 1000},
-       {.verify_checksums = false, .io_buffer_bytes = 4096}},
+       {.verify_checksums = false, .restore_concurrent_bytes = 4096}},
   };
 }
 
@@ -443,7 +443,7 @@ TEST_P(Conformance, CastsWhenAllowed) {
     ArrayTree target2;
     target2.add_array("i16", ArrayShard::host(as_f64.data(), shape, box));
     target2.add_array("f32", ArrayShard::host(f32_as_f64.data(), shape, box));
-    restore_tree(comm, dir, target2, {.io_buffer_bytes = 4096, .allow_cast = true});
+    restore_tree(comm, dir, target2, {.restore_concurrent_bytes = 4096, .allow_cast = true});
     for (std::size_t k = 0; k < n; ++k) {
       EXPECT_EQ(as_i32[k], i16[k]) << "int16 -> int32, element " << k << " of " << to_string(box);
       EXPECT_EQ(as_f64[k], i16[k]) << "int16 -> float64, element " << k << " of " << to_string(box);

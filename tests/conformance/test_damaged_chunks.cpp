@@ -343,12 +343,12 @@ TEST_P(DamagedChunks, RestoresAvoidingTheChunkReadTheSavedValues) {
     ASSERT_FALSE(touches_chunk(box)) << to_string(box) << " touches the damaged chunk";
   }
   for (const TreeRestoreOptions& options :
-       {TreeRestoreOptions{}, TreeRestoreOptions{.io_buffer_bytes = 4096}}) {
+       {TreeRestoreOptions{}, TreeRestoreOptions{.restore_concurrent_bytes = 4096}}) {
     // Round t: rank r restores boxes[(r + t) % size], so every rank restores every box.
     for (std::size_t t = 0; t < boxes.size(); ++t) {
       const Box& box = boxes[(static_cast<std::size_t>(comm_.rank()) + t) % boxes.size()];
       SCOPED_TRACE("rank " + std::to_string(comm_.rank()) + " target " + to_string(box) +
-                   " io_buffer_bytes " + std::to_string(options.io_buffer_bytes));
+                   " restore_concurrent_bytes " + std::to_string(options.restore_concurrent_bytes));
       std::vector<double> got;
       try {
         got = restore_box(box, options);

@@ -146,7 +146,8 @@ TEST_P(FormatV1, RestoresIntoTheDecompositionOfThisWorld) {
     target.add_array("mesh/weights", ArrayShard::host(weights.data(), kWeightsShape, {}, true));
     target.add_scalar("step", Scalar(std::int64_t{0}));
     target.add_string("run/name", "");
-    restore_tree(comm, dir_, target, {.verify_checksums = verify, .io_buffer_bytes = 4096});
+    restore_tree(comm, dir_, target,
+                 {.verify_checksums = verify, .restore_concurrent_bytes = 4096});
     EXPECT_EQ(t, temperature_box(t_box)) << "rank " << comm.rank() << " " << to_string(t_box);
     EXPECT_EQ(ids, ids_box(i_box)) << "rank " << comm.rank() << " " << to_string(i_box);
     EXPECT_EQ(weights, all_weights());

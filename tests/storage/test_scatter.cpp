@@ -206,7 +206,7 @@ TEST(Scatter, RestoresWideRowsStraightIntoTheTarget) {
               ArrayShard{
                   .dtype = DType::float64, .global_shape = shape, .box = box, .data = got.data()});
           restore_tree(world, dir, target,
-                       {.verify_checksums = verify, .io_buffer_bytes = 1 << 16});
+                       {.verify_checksums = verify, .restore_concurrent_bytes = 1 << 16});
           EXPECT_TRUE(got == reference_box(DType::float64, shape, box));
         }
       }
