@@ -12,8 +12,8 @@
 #include <set>
 #include <thread>
 
-#include "comm/combined_error.hpp"
-#include "comm/log.hpp"
+#include "base/combined_error.hpp"
+#include "base/log.hpp"
 #include "comm/mpi_check.hpp"
 
 namespace cairn {
@@ -213,12 +213,12 @@ void Comm::release() noexcept {
     // MPI_Comm_free is collective in spirit but local in effect: it marks the duplicate
     // for deallocation once pending operations complete.
     if (MPI_Comm_free(&comm_) != MPI_SUCCESS) {
-      log::warn("comm.free", "result=failed");
+      base::log::warn("comm.free", "result=failed");
     }
   } else if (broken_) {
     // Operations abandoned by a timeout may still be pending on it; leaving it allocated
     // is safer than freeing it under them.
-    log::debug("comm.free", "result=kept_after_timeout");
+    base::log::debug("comm.free", "result=kept_after_timeout");
   }
   comm_ = MPI_COMM_NULL;
 }
@@ -505,7 +505,7 @@ void Comm::agree_impl(const Agreement& what, std::string_view kind,
     abandon(co);
     broken_ = true;
     std::string message(verdict->message, strnlen(verdict->message, kVerdictBytes));
-    log::warn("comm.timeout", "what=\"{}\" missing=[{}]", label, fmt::join(missing, ","));
+    base::log::warn("comm.timeout", "what=\"{}\" missing=[{}]", label, fmt::join(missing, ","));
     throw TimeoutError(std::move(missing), std::move(message));
   }
   const auto send_deadline = Clock::now() + timeout;
@@ -538,8 +538,8 @@ void Comm::all_ok(bool local_ok, std::string_view message, ErrorCode code) const
   check_usable("all_ok");
   // The full message goes to this rank's log; the exchanged one is cut so that one rank
   // cannot flood the others. A combined error from an inner collective was logged there.
-  if (!local_ok && !detail::is_combined_error(message, size_)) {
-    log::warn("collective.failure", "code=\"{}\" message=\"{}\"", to_string(code), message);
+  if (!local_ok && !base::is_combined_error(message, size_)) {
+    base::log::warn("collective.failure", "code=\"{}\" message=\"{}\"", to_string(code), message);
   }
   struct Buffers {
     std::array<std::int32_t, 3> mine{};
@@ -550,7 +550,7 @@ void Comm::all_ok(bool local_ok, std::string_view message, ErrorCode code) const
     std::vector<char> texts;
   };
   auto b = std::make_shared<Buffers>();
-  b->text = detail::cut_message(message, detail::kCombinedErrorMaxBytes);
+  b->text = base::cut_message(message, base::kCombinedErrorMaxBytes);
   b->mine = {local_ok ? 1 : 0, static_cast<std::int32_t>(code),
              static_cast<std::int32_t>(local_ok ? 0 : b->text.size())};
   b->all.resize(3 * static_cast<std::size_t>(size_));
@@ -595,13 +595,13 @@ void Comm::all_ok(bool local_ok, std::string_view message, ErrorCode code) const
   }
   std::string combined;
   if (rank_ == primary) {
-    std::vector<detail::RankFailure> failures;
+    std::vector<base::RankFailure> failures;
     for (int r = 0; r < size_; ++r) {
       if (b->all[3 * r] == 1) continue;
       failures.push_back({r, std::string_view(b->texts.data() + b->displacements[r],
                                               static_cast<std::size_t>(b->counts[r]))});
     }
-    combined = detail::combine_rank_errors(failures, size_);
+    combined = base::combine_rank_errors(failures, size_);
   }
   throw_error(first_code, broadcast(combined, primary));
 }

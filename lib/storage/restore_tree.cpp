@@ -13,7 +13,8 @@
 #include <optional>
 #include <utility>
 
-#include "comm/log.hpp"
+#include "base/durable_file.hpp"
+#include "base/log.hpp"
 #include "cuda/device_leaf.hpp"
 #include "cuda/staged_copy.hpp"
 #include "storage/broadcast_leaves.hpp"
@@ -39,7 +40,7 @@ storage::TreeIndex load_index(const Comm& comm, const std::filesystem::path& dir
   comm.run_all(fmt::format("reading '{}':", file.string()), [&] {
     if (!comm.is_primary()) return;
     storage::require_no_link_out(dir);  // the index and the data files it names
-    text = storage::read_small_file(file);
+    text = base::read_small_file(file);
   });
   text = comm.broadcast(text);
   return storage::parse_index(text, file);

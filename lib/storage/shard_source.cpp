@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "comm/log.hpp"
+#include "base/log.hpp"
 #include "storage/checksum.hpp"
 
 namespace cairn::storage {
@@ -77,7 +77,7 @@ ShardSource::~ShardSource() {
   try {
     close();
   } catch (const std::exception& e) {
-    log::warn("storage.close", "dir=\"{}\" error=\"{}\"", dir_.string(), e.what());
+    base::log::warn("storage.close", "dir=\"{}\" error=\"{}\"", dir_.string(), e.what());
   }
 }
 

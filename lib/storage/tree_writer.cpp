@@ -7,13 +7,13 @@
 #include <algorithm>
 #include <map>
 
-#include "comm/fault.hpp"
-#include "comm/log.hpp"
+#include "base/durable_file.hpp"
+#include "base/fault.hpp"
+#include "base/log.hpp"
 #include "cuda/device_leaf.hpp"
 #include "cuda/device_memory.hpp"
 #include "cuda/staged_copy.hpp"
 #include "storage/checksum.hpp"
-#include "storage/posix_file.hpp"
 
 namespace cairn::storage {
 namespace json = boost::json;
@@ -141,7 +141,7 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
 
   // The primary creates the directories; the verdict doubles as the barrier.
   comm.run_all(fmt::format("save_tree: creating '{}':", dir_.string()), [&] {
-    if (comm.is_primary()) storage::create_directories(dir_);
+    if (comm.is_primary()) base::create_directories(dir_);
   });
 
   // The formats' writers, in StorageFormat order on every rank. Values go to a format that
@@ -336,12 +336,12 @@ void TreeWriter::finish(const Comm& comm) {
       }
     }
     const std::string text = json::serialize(to_json(index));
-    write_file_durably(dir_ / kTreeIndexFile, text);
+    base::write_file_durably(dir_ / kTreeIndexFile, text);
     if (options_.fsync) {
-      sync_directory(dir_);
+      base::sync_directory(dir_);
     }
-    log::info("storage.save", "dir=\"{}\" leaves={} index_bytes={}", dir_.string(),
-              index.leaves.size(), text.size());
+    base::log::info("storage.save", "dir=\"{}\" leaves={} index_bytes={}", dir_.string(),
+                    index.leaves.size(), text.size());
   });
 }
 

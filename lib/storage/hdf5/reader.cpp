@@ -14,7 +14,7 @@
 #include <set>
 #include <string_view>
 
-#include "comm/log.hpp"
+#include "base/log.hpp"
 #include "storage/checksum.hpp"
 #include "storage/hdf5/handle.hpp"
 #include "storage/hdf5/settings.hpp"

@@ -3,16 +3,16 @@
 // remember it here and share it with Comm::all_ok() at the end.
 #pragma once
 
-#include <cairn/comm.hpp>
 #include <cairn/error.hpp>
 
 #include <exception>
 #include <new>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
-namespace cairn::detail {
+namespace cairn::base {
 
 class FirstError {
  public:
@@ -35,9 +35,11 @@ class FirstError {
     if (!error_) throw std::bad_alloc();
     throw Error(error_->first, error_->second);
   }
-  /// Shares the verdict: throws on every rank of `comm` when any rank remembered a failure.
+  /// Shares the verdict: throws on every rank of `comm` (a cairn::Comm; any type with its
+  /// all_ok()) when any rank remembered a failure, its message prefixed by `prefix`.
   /// Collective.
-  void report(const Comm& comm, std::string_view prefix = {}) const {
+  template <class Communicator>
+  void report(const Communicator& comm, std::string_view prefix = {}) const {
     const std::string message =
         error_ ? std::string(prefix) + error_->second : std::string("out of memory");
     comm.all_ok(!failed_, failed_ ? message : std::string(),
@@ -49,4 +51,4 @@ class FirstError {
   bool failed_ = false;
 };
 
-}  // namespace cairn::detail
+}  // namespace cairn::base
