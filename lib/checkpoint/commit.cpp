@@ -55,7 +55,7 @@ std::filesystem::path begin_save(const Comm& comm, const std::filesystem::path& 
                     dir.string()));
   }
   comm.agree({.operation = "checkpoint save",
-              .step = force ? 1 : 0,
+              .options = force ? 1u : 0u,
               .structure = fnv(dir.string()) ^ fnv(handler_type)});
   const auto tmp = with_suffix(dir, kTmpSuffix);
   comm.run_all(fmt::format("saving checkpoint '{}':", dir.string()), [&] {

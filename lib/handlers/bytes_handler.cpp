@@ -153,8 +153,8 @@ std::unique_ptr<PendingSave> BytesHandler::async_save(const Comm& comm,
                     "handler '{}'",
                     args.handler_type()));
   }
-  comm.agree(
-      {.operation = "bytes save " + dir.filename().string(), .step = typed->replicated ? 1 : 0});
+  comm.agree({.operation = "bytes save " + dir.filename().string(),
+              .options = typed->replicated ? 1u : 0u});
   return std::make_unique<BytesPendingSave>(comm, dir, *typed);
 }
 
