@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "base/durable_file.hpp"
+#include "base/first_error.hpp"
 #include "base/log.hpp"
 #include "cuda/device_leaf.hpp"
 #include "cuda/staged_copy.hpp"
@@ -422,15 +423,7 @@ void restore_from_index(const Comm& comm, const std::filesystem::path& dir,
         fmt::format("restore_tree '{}': opening the data of leaves {}:", dir.string(), leaves),
         [&] { source.open(arrays); });
   }
-  bool ok = true;
-  std::string message;
-  ErrorCode code = ErrorCode::internal;
-  auto record_failure = [&](const std::exception& e) {
-    if (!ok) return;
-    ok = false;
-    message = e.what();
-    code = error_code_of(e);
-  };
+  base::FirstError failure;
   try {
     std::unique_ptr<cuda::StagedCopier> copier;
     std::vector<std::byte> scratch;
@@ -446,14 +439,14 @@ void restore_from_index(const Comm& comm, const std::filesystem::path& dir,
       }
     }
   } catch (const std::exception& e) {
-    record_failure(e);
+    failure.record(e);
   }
   try {
     source.close();
   } catch (const std::exception& e) {
-    record_failure(e);
+    failure.record(e);
   }
-  comm.all_ok(ok, fmt::format("restore_tree '{}': {}", dir.string(), message), code);
+  failure.report(comm, fmt::format("restore_tree '{}': ", dir.string()));
   storage::broadcast_leaves(comm, broadcasts);
 
   // Values: rebuild the tree with the saved scalars, strings and JSON in place.

@@ -160,15 +160,7 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
 
 TreeWriter::~TreeWriter() = default;
 
-void TreeWriter::fail(const std::exception& error) noexcept {
-  std::lock_guard lock(mutex_);
-  if (error_) return;
-  try {
-    error_.emplace(error_code_of(error), error.what());
-  } catch (...) {
-    // Out of memory while recording: finish() still reports a failure below.
-  }
-}
+void TreeWriter::fail(const std::exception& error) noexcept { error_.record(error); }
 
 void TreeWriter::copy_to_host(std::size_t index, const void* device, void* dst) {
   const ArrayJob& job = arrays_.at(index);
@@ -276,10 +268,7 @@ void TreeWriter::flush() {
   }
 }
 
-bool TreeWriter::failed() const {
-  std::lock_guard lock(mutex_);
-  return error_.has_value();
-}
+bool TreeWriter::failed() const { return error_.failed(); }
 
 void TreeWriter::finish(const Comm& comm) {
   // Every rank closes every writer, in the same order, even after a local failure.
@@ -292,10 +281,7 @@ void TreeWriter::finish(const Comm& comm) {
   }
   std::sort(records_.begin(), records_.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
-  comm.all_ok(
-      !error_,
-      error_ ? fmt::format("save_tree '{}': {}", dir_.string(), error_->second) : std::string(),
-      error_ ? error_->first : ErrorCode::internal);
+  error_.report(comm, fmt::format("save_tree '{}': ", dir_.string()));
 
   // The index: the primary gathers every rank's shard records and writes cairn-tree.json.
   json::array my_records;
