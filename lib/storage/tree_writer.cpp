@@ -55,6 +55,34 @@ ShardRecord record_from_json(const json::object& o) {
   return s;
 }
 
+// The local checks of a save, which can differ between ranks: every rank learns of any
+// failure. Returns the memory kind of each array leaf, in order. Collective.
+std::vector<MemoryKind> check_leaves(const Comm& comm, const std::filesystem::path& dir,
+                                     const ArrayTree& tree, const std::vector<const Leaf*>& leaves,
+                                     const TreeSaveOptions& options) {
+  std::vector<MemoryKind> memory;
+  comm.run_all(fmt::format("save_tree '{}':", dir.string()), [&] {
+    if (options.checksum_chunk_bytes == 0) {
+      throw InvalidArgument("checksum_chunk_bytes is 0; give the size of a checksum chunk");
+    }
+    for (const auto& [path, format] : options.leaf_formats) {
+      if (!tree.contains(path)) {
+        throw InvalidArgument(fmt::format("leaf_formats names '{}', which is not a leaf", path));
+      }
+    }
+    for (const Leaf* leaf : leaves) {
+      if (leaf->kind() != LeafKind::array) continue;
+      const StorageFormat format = format_of(options, leaf->path());
+      if (const std::string why = storage_format_unavailable(format); !why.empty()) {
+        throw Unsupported(fmt::format("leaf '{}': {}", leaf->path(), why));
+      }
+      const ArrayShard& shard = leaf->as_array();
+      memory.push_back(cuda::resolve_memory(shard, options.detect_device_memory, leaf->path()));
+    }
+  });
+  return memory;
+}
+
 }  // namespace
 
 TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayTree& tree,
@@ -68,27 +96,7 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
       {.operation = "save_tree " + dir_.filename().string(), .structure = tree.structure_hash()});
   const std::vector<const Leaf*> leaves = tree.leaves_under("");
 
-  // Local checks that can differ between ranks: every rank learns of any failure.
-  std::vector<MemoryKind> memory;  // of each array leaf, in order
-  comm.run_all(fmt::format("save_tree '{}':", dir_.string()), [&] {
-    if (options_.checksum_chunk_bytes == 0) {
-      throw InvalidArgument("checksum_chunk_bytes is 0; give the size of a checksum chunk");
-    }
-    for (const auto& [path, format] : options_.leaf_formats) {
-      if (!tree.contains(path)) {
-        throw InvalidArgument(fmt::format("leaf_formats names '{}', which is not a leaf", path));
-      }
-    }
-    for (const Leaf* leaf : leaves) {
-      if (leaf->kind() != LeafKind::array) continue;
-      const StorageFormat format = format_of(options_, leaf->path());
-      if (const std::string why = storage_format_unavailable(format); !why.empty()) {
-        throw Unsupported(fmt::format("leaf '{}': {}", leaf->path(), why));
-      }
-      const ArrayShard& shard = leaf->as_array();
-      memory.push_back(cuda::resolve_memory(shard, options_.detect_device_memory, leaf->path()));
-    }
-  });
+  const std::vector<MemoryKind> memory = check_leaves(comm, dir_, tree, leaves, options_);
 
   // Every rank's layout of every array leaf, validated identically on every rank.
   json::array layouts;
