@@ -1,4 +1,4 @@
-#include <cairn/manager.hpp>
+#include <cairn/cairn.hpp>
 
 #include <algorithm>
 

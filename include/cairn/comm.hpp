@@ -35,6 +35,8 @@ struct CommOptions {
 struct Agreement {
   std::string operation;        ///< e.g. "save", "restore", or a barrier name
   std::int64_t step = -1;       ///< checkpoint step, or -1 when not applicable
+  std::uint64_t options = 0;    ///< options every rank must pass alike (flags such as
+                                ///< force, or their hash), or 0
   std::uint64_t structure = 0;  ///< hash of the item names / tree structure, or 0
 };
 
@@ -171,6 +173,14 @@ class Comm {
   std::int64_t reduce(std::int64_t local, MPI_Op op, std::string_view what) const;
   void wait(MPI_Request& request, std::string_view what, std::chrono::milliseconds timeout) const;
   void wait(MPI_Request& request, std::string_view what) const;
+  // Starts a nonblocking operation (`start` returns its MPI error code) and waits for it;
+  // when the wait fails, `buffers` (which the operation reads or writes) are abandoned.
+  void start_and_wait(const std::shared_ptr<void>& buffers, std::string_view what,
+                      const std::function<int(MPI_Request*)>& start) const;
+  // gather_bytes() at `root`, or allgather_bytes() without one: sizes first, then the bytes.
+  std::vector<std::vector<std::byte>> collect_bytes(std::span<const std::byte> data,
+                                                    std::optional<int> root,
+                                                    std::string_view what) const;
   void agree_impl(const Agreement& what, std::string_view kind,
                   std::chrono::milliseconds timeout) const;
   void release() noexcept;

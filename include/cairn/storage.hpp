@@ -45,6 +45,9 @@ enum class StorageFormat : std::uint8_t {
 /// message for a tool's option check or an Unsupported error. Never throws beyond
 /// std::bad_alloc.
 [[nodiscard]] std::string storage_format_unavailable(StorageFormat format);
+/// The version of cairn-tree.json (the on-disk format of array trees) this build writes, the
+/// newest it reads. Not collective; never throws.
+[[nodiscard]] std::int64_t tree_format_version() noexcept;
 
 /// What a save belongs to, for people handed its files without cairn: formats that describe
 /// themselves record it next to the data (hdf5: the root attributes "cairn_step" and

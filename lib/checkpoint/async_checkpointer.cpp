@@ -5,11 +5,11 @@
 #include <future>
 #include <thread>
 
+#include "base/fault.hpp"
+#include "base/log.hpp"
 #include "checkpoint/bounded_write.hpp"
 #include "checkpoint/commit.hpp"
 #include "checkpoint/file_options.hpp"
-#include "comm/fault.hpp"
-#include "comm/log.hpp"
 
 namespace cairn {
 
@@ -66,7 +66,7 @@ struct AsyncCheckpointer::Impl {
       PendingSave& pending = *flight.pending;
       flight.writing = std::make_unique<checkpoint::BoundedWrite>([&pending] {
         pending.write(nullptr);
-        fault::point("checkpoint.async_drain");
+        base::fault::point("checkpoint.async_drain");
       });
       flight.writes_returned = flight.writing->wait_for(write_deadline());
       if (flight.writes_returned) flight.writing->join();
@@ -166,7 +166,7 @@ AsyncCheckpointer::~AsyncCheckpointer() {
   try {
     impl_->land();
   } catch (const std::exception& e) {
-    log::error("checkpoint.async_failed", "error=\"{}\"", e.what());
+    base::log::error("checkpoint.async_failed", "error=\"{}\"", e.what());
   }
 }
 

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "comm/log.hpp"
+#include "base/log.hpp"
 
 namespace cairn::checkpoint {
 
@@ -20,7 +20,7 @@ BoundedWrite::BoundedWrite(std::function<void()> work) : result_(returned_.get_f
 BoundedWrite::~BoundedWrite() {
   if (!thread_.joinable()) return;
   if (result_.valid() && result_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
-    log::warn("checkpoint.stuck_write_wait", "waiting for writes that missed their deadline");
+    base::log::warn("checkpoint.stuck_write_wait", "waiting for writes that missed their deadline");
   }
   thread_.join();
 }

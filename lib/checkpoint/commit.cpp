@@ -7,11 +7,12 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include "base/durable_file.hpp"
+#include "base/fault.hpp"
+#include "base/log.hpp"
 #include "checkpoint/file_options.hpp"
 #include "checkpoint/manifest.hpp"
 #include "checkpoint/step_metadata.hpp"
-#include "comm/fault.hpp"
-#include "comm/log.hpp"
 #include "storage/posix_file.hpp"
 
 namespace cairn::checkpoint {
@@ -54,7 +55,7 @@ std::filesystem::path begin_save(const Comm& comm, const std::filesystem::path& 
                     dir.string()));
   }
   comm.agree({.operation = "checkpoint save",
-              .step = force ? 1 : 0,
+              .options = force ? 1u : 0u,
               .structure = fnv(dir.string()) ^ fnv(handler_type)});
   const auto tmp = with_suffix(dir, kTmpSuffix);
   comm.run_all(fmt::format("saving checkpoint '{}':", dir.string()), [&] {
@@ -66,23 +67,23 @@ std::filesystem::path begin_save(const Comm& comm, const std::filesystem::path& 
                       dir.string(), is_committed(dir) ? "" : " (incomplete)"));
     }
     if (std::filesystem::exists(tmp, ec)) {
-      log::info("checkpoint.stale_tmp", "path=\"{}\"", tmp.string());
+      base::log::info("checkpoint.stale_tmp", "path=\"{}\"", tmp.string());
       std::filesystem::remove_all(tmp, ec);
       if (ec) {
         throw IoError(tmp.string(), fmt::format("removing the stale '{}' failed: {}", tmp.string(),
                                                 ec.message()));
       }
     }
-    storage::create_directories(tmp);
+    base::create_directories(tmp);
   });
-  fault::point("checkpoint.before_data");
+  base::fault::point("checkpoint.before_data");
   return tmp;
 }
 
 void commit(const Comm& comm, const std::filesystem::path& tmp, const std::filesystem::path& dir,
             StepRecord record, bool force, const FileOptions& files) {
   const auto start = std::chrono::steady_clock::now();
-  fault::point("checkpoint.before_metadata");
+  base::fault::point("checkpoint.before_metadata");
   comm.run_all(fmt::format("committing checkpoint '{}':", dir.string()), [&] {
     if (!comm.is_primary()) return;
     const auto committed_at = std::chrono::system_clock::now();
@@ -97,13 +98,12 @@ void commit(const Comm& comm, const std::filesystem::path& tmp, const std::files
                                 {"timings", record.timings},
                                 {"custom", record.custom}};
     for (const auto& [key, value] : record.item_metadata) step[key] = value;
-    storage::write_file_durably(tmp / kStepMetadataFile, boost::json::serialize(step));
-    storage::write_file_durably(tmp / kCommitMarker,
-                                make_commit_marker(tmp, iso_time(committed_at)));
-    storage::sync_directory(tmp);
+    base::write_file_durably(tmp / kStepMetadataFile, boost::json::serialize(step));
+    base::write_file_durably(tmp / kCommitMarker, make_commit_marker(tmp, iso_time(committed_at)));
+    base::sync_directory(tmp);
     apply_file_options(tmp, files);
 
-    fault::point("checkpoint.before_rename");
+    base::fault::point("checkpoint.before_rename");
     std::error_code ec;
     const auto old = with_suffix(dir, ".cairn-old");
     const bool replacing = force && std::filesystem::exists(dir, ec);
@@ -120,10 +120,10 @@ void commit(const Comm& comm, const std::filesystem::path& tmp, const std::files
       throw IoError(dir.string(), fmt::format("renaming '{}' to '{}' failed: {}", tmp.string(),
                                               dir.string(), ec.message()));
     }
-    storage::sync_directory(parent_of(dir));
-    fault::point("checkpoint.after_rename");
+    base::sync_directory(parent_of(dir));
+    base::fault::point("checkpoint.after_rename");
     if (replacing) std::filesystem::remove_all(old, ec);
-    log::info("checkpoint.commit", "path=\"{}\" bytes={}", dir.string(), record.bytes);
+    base::log::info("checkpoint.commit", "path=\"{}\" bytes={}", dir.string(), record.bytes);
   });
 }
 
@@ -131,7 +131,8 @@ void discard(const Comm& comm, const std::filesystem::path& tmp) noexcept {
   if (!comm.is_primary()) return;
   std::error_code ec;
   std::filesystem::remove_all(tmp, ec);
-  if (ec) log::warn("checkpoint.discard", "path=\"{}\" error=\"{}\"", tmp.string(), ec.message());
+  if (ec)
+    base::log::warn("checkpoint.discard", "path=\"{}\" error=\"{}\"", tmp.string(), ec.message());
 }
 
 boost::json::object open_committed(const Comm& comm, const std::filesystem::path& dir,
@@ -157,7 +158,7 @@ boost::json::object open_committed(const Comm& comm, const std::filesystem::path
     }
     storage::require_no_link_out(dir);  // item directories, data and metadata files
     verify_commit_marker(dir, only_items);
-    text = storage::read_small_file(file);
+    text = base::read_small_file(file);
   });
   return parse_step_metadata(comm.broadcast(text), file);
 }

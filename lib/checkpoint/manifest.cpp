@@ -5,8 +5,8 @@
 #include <cairn/error.hpp>
 #include <fmt/format.h>
 
+#include "base/durable_file.hpp"
 #include "storage/checksum.hpp"
-#include "storage/posix_file.hpp"
 
 namespace cairn::checkpoint {
 namespace {
@@ -53,7 +53,7 @@ std::string make_commit_marker(const std::filesystem::path& tmp, std::string_vie
   std::sort(files.begin(), files.end());
   std::string text = fmt::format("{}{}\n", kHeader, committed_at);
   for (const auto& file : files) {
-    const auto sum = checksum_of_text(storage::read_small_file(tmp / file));
+    const auto sum = checksum_of_text(base::read_small_file(tmp / file));
     text += fmt::format("xxh3 {} {}\n", storage::checksum_to_hex(sum), file);
   }
   text += "end\n";
@@ -111,7 +111,7 @@ std::vector<ManifestEntry> parse_commit_marker(std::string_view text,
 void verify_commit_marker(const std::filesystem::path& dir,
                           const std::optional<std::set<std::string>>& only_items) {
   const auto marker = dir / kCommitMarker;
-  for (const auto& entry : parse_commit_marker(storage::read_small_file(marker, 1 << 24), marker)) {
+  for (const auto& entry : parse_commit_marker(base::read_small_file(marker, 1 << 24), marker)) {
     const auto slash = entry.path.find('/');
     if (only_items && slash != std::string::npos &&
         !only_items->contains(entry.path.substr(0, slash))) {
@@ -126,7 +126,7 @@ void verify_commit_marker(const std::filesystem::path& dir,
                                     "checkpoint",
                                     file.string(), marker.string()));
     }
-    const auto sum = checksum_of_text(storage::read_small_file(file));
+    const auto sum = checksum_of_text(base::read_small_file(file));
     if (sum != entry.checksum) {
       throw FormatError(file.string(), "xxh3",
                         fmt::format("'{}' does not match the checksum recorded in '{}' ({} "

@@ -5,7 +5,7 @@
 #include <cairn/error.hpp>
 #include <fmt/format.h>
 
-#include "storage/posix_file.hpp"
+#include "base/durable_file.hpp"
 
 namespace cairn::checkpoint {
 namespace {
@@ -93,7 +93,7 @@ namespace cairn {
 
 boost::json::object read_step_metadata(const std::filesystem::path& dir) {
   const auto file = dir / kStepMetadataFile;
-  return checkpoint::parse_step_metadata(storage::read_small_file(file), file);
+  return checkpoint::parse_step_metadata(base::read_small_file(file), file);
 }
 
 }  // namespace cairn

@@ -5,7 +5,7 @@
 
 #include <utility>
 
-#include "comm/log.hpp"
+#include "base/log.hpp"
 #include "cuda/device_memory.hpp"
 
 namespace cairn::cuda {
@@ -21,7 +21,7 @@ void check(cudaError_t status, std::string_view call, std::string_view what) {
 // Logs a failed CUDA call in a destructor, which must not throw.
 void log_failure(cudaError_t status, std::string_view call) noexcept {
   if (status == cudaSuccess) return;
-  log::error("cuda.release", "call={} error=\"{}\"", call, cudaGetErrorString(status));
+  base::log::error("cuda.release", "call={} error=\"{}\"", call, cudaGetErrorString(status));
 }
 
 DeviceStatus query_status() noexcept {
@@ -36,8 +36,8 @@ DeviceStatus query_status() noexcept {
   } else {
     status.usable = true;
   }
-  log::debug("cuda.status", "usable={} devices={} reason=\"{}\"", status.usable, count,
-             status.reason);
+  base::log::debug("cuda.status", "usable={} devices={} reason=\"{}\"", status.usable, count,
+                   status.reason);
   return status;
 }
 

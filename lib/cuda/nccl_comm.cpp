@@ -8,7 +8,7 @@
 #include <cstring>
 #include <utility>
 
-#include "comm/log.hpp"
+#include "base/log.hpp"
 
 namespace cairn::cuda {
 namespace {
@@ -41,7 +41,7 @@ NcclComm::~NcclComm() {
   if (!comm_) return;
   const ncclResult_t rc = ncclCommDestroy(static_cast<ncclComm_t>(comm_));
   if (rc != ncclSuccess) {
-    log::error("cuda.release", "call=ncclCommDestroy error=\"{}\"", ncclGetErrorString(rc));
+    base::log::error("cuda.release", "call=ncclCommDestroy error=\"{}\"", ncclGetErrorString(rc));
   }
 }
 

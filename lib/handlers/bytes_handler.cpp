@@ -4,8 +4,9 @@
 #include <fmt/format.h>
 #include <new>
 
-#include "comm/fault.hpp"
-#include "comm/first_error.hpp"
+#include "base/durable_file.hpp"
+#include "base/fault.hpp"
+#include "base/first_error.hpp"
 #include "storage/checksum.hpp"
 #include "storage/posix_file.hpp"
 
@@ -32,7 +33,7 @@ class BytesPendingSave final : public PendingSave {
   void write(const Comm*) override {
     if (!writes_ || error_.failed()) return;
     try {
-      fault::point("handler.bytes_write");
+      base::fault::point("handler.bytes_write");
       checksum_ = storage::checksum_of(bytes_);
       storage::PosixFile file(dir_ / blob_name(replicated_ ? std::nullopt : std::optional(rank_)),
                               storage::PosixFile::Mode::write_new);
@@ -64,8 +65,8 @@ class BytesPendingSave final : public PendingSave {
                                         {"replicated", replicated_},
                                         {"world_size", comm.size()},
                                         {"blobs", std::move(blobs)}};
-      storage::write_file_durably(dir_ / kIndexFile, boost::json::serialize(index));
-      storage::sync_directory(dir_);
+      base::write_file_durably(dir_ / kIndexFile, boost::json::serialize(index));
+      base::sync_directory(dir_);
     });
   }
 
@@ -81,7 +82,7 @@ class BytesPendingSave final : public PendingSave {
   std::vector<std::byte> bytes_;
   std::uint64_t checksum_ = 0;
   std::uint64_t written_ = 0;
-  detail::FirstError error_;
+  base::FirstError error_;
 };
 
 // The index, read by the primary and broadcast; validated identically on every rank.
@@ -95,7 +96,7 @@ BytesIndex read_index(const Comm& comm, const std::filesystem::path& dir) {
   const auto file = dir / kIndexFile;
   std::string text;
   comm.run_all(fmt::format("reading '{}':", file.string()), [&] {
-    if (comm.is_primary()) text = storage::read_small_file(file);
+    if (comm.is_primary()) text = base::read_small_file(file);
   });
   text = comm.broadcast(text);
   auto bad = [&](std::string_view field) -> FormatError {
@@ -152,8 +153,8 @@ std::unique_ptr<PendingSave> BytesHandler::async_save(const Comm& comm,
                     "handler '{}'",
                     args.handler_type()));
   }
-  comm.agree(
-      {.operation = "bytes save " + dir.filename().string(), .step = typed->replicated ? 1 : 0});
+  comm.agree({.operation = "bytes save " + dir.filename().string(),
+              .options = typed->replicated ? 1u : 0u});
   return std::make_unique<BytesPendingSave>(comm, dir, *typed);
 }
 

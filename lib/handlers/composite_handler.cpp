@@ -3,8 +3,8 @@
 #include <cairn/handlers.hpp>
 #include <fmt/format.h>
 
-#include "comm/log.hpp"
-#include "storage/posix_file.hpp"
+#include "base/durable_file.hpp"
+#include "base/log.hpp"
 
 namespace cairn {
 namespace {
@@ -160,7 +160,7 @@ std::unique_ptr<PendingSave> CompositeHandler::async_save(const Comm& comm,
       handlers.push_back(resolve(name, item->handler_type()));
     }
     if (comm.is_primary()) {
-      for (const auto& name : names) storage::create_directories(dir / name);
+      for (const auto& name : names) base::create_directories(dir / name);
     }
   });
 
@@ -204,7 +204,7 @@ OnDisk look_at(const Comm& comm, const std::filesystem::path& dir) {
     const auto step_file = dir / kStepMetadataFile;
     if (std::filesystem::exists(step_file)) {
       boost::system::error_code jec;
-      const auto meta = boost::json::parse(storage::read_small_file(step_file), jec);
+      const auto meta = boost::json::parse(base::read_small_file(step_file), jec);
       if (!jec && meta.is_object()) {
         for (const char* key : {kItemsKey, kCustomMetadataKey}) {
           if (const auto* value = meta.get_object().if_contains(key); value && value->is_object())
@@ -253,7 +253,7 @@ std::any CompositeHandler::restore(const Comm& comm, const std::filesystem::path
   if (composite) {
     for (const auto& [name, item] : composite->items()) {
       if (!disk.present.contains(name)) {
-        log::info("composite.item_absent", "item=\"{}\" path=\"{}\"", name, dir.string());
+        base::log::info("composite.item_absent", "item=\"{}\" path=\"{}\"", name, dir.string());
         continue;
       }
       if (auto it = disk.types.find(name);

@@ -3,9 +3,9 @@
 #include <cairn/handlers.hpp>
 #include <fmt/format.h>
 
-#include "comm/fault.hpp"
-#include "comm/first_error.hpp"
-#include "storage/posix_file.hpp"
+#include "base/durable_file.hpp"
+#include "base/fault.hpp"
+#include "base/first_error.hpp"
 
 namespace cairn {
 namespace {
@@ -22,9 +22,9 @@ class JsonPendingSave final : public PendingSave {
   void write(const Comm*) override {
     if (!primary_ || error_.failed()) return;
     try {
-      fault::point("handler.json_write");
+      base::fault::point("handler.json_write");
       const std::string text = boost::json::serialize(value_);
-      storage::write_file_durably(dir_ / kValueFile, text);
+      base::write_file_durably(dir_ / kValueFile, text);
       bytes_ = text.size();
     } catch (const std::exception& e) {
       fail(e);
@@ -42,7 +42,7 @@ class JsonPendingSave final : public PendingSave {
   std::filesystem::path dir_;
   boost::json::value value_;
   std::uint64_t bytes_ = 0;
-  detail::FirstError error_;
+  base::FirstError error_;
 };
 
 }  // namespace
@@ -73,7 +73,7 @@ std::any JsonHandler::restore(const Comm& comm, const std::filesystem::path& dir
   const auto file = dir / kValueFile;
   std::string text;
   comm.run_all(fmt::format("reading '{}':", file.string()), [&] {
-    if (comm.is_primary()) text = storage::read_small_file(file);
+    if (comm.is_primary()) text = base::read_small_file(file);
   });
   text = comm.broadcast(text);
   boost::system::error_code ec;

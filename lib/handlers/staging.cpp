@@ -9,7 +9,7 @@
 #include <iterator>
 #include <new>
 
-#include "comm/log.hpp"
+#include "base/log.hpp"
 
 namespace cairn {
 namespace {
@@ -18,7 +18,8 @@ constexpr std::size_t kHugePage = std::size_t{2} << 20;
 
 void unmap(std::byte* region, std::size_t length) noexcept {
   if (munmap(region, length) != 0) {
-    log::error("staging.munmap_failed", "bytes={} error=\"{}\"", length, std::strerror(errno));
+    base::log::error("staging.munmap_failed", "bytes={} error=\"{}\"", length,
+                     std::strerror(errno));
   }
 }
 

@@ -9,13 +9,13 @@
 #include <exception>
 #include <span>
 
+#include "base/durable_file.hpp"
+#include "base/fault.hpp"
+#include "base/log.hpp"
 #include "checkpoint/step_metadata.hpp"
-#include "comm/fault.hpp"
-#include "comm/log.hpp"
 #include "manager/manager_options.hpp"
 #include "manager/root_metadata.hpp"
 #include "manager/step_dirs.hpp"
-#include "storage/posix_file.hpp"
 
 namespace cairn {
 namespace {
@@ -94,18 +94,18 @@ void CheckpointManager::open_root() {
         throw NotFound(root_.string(),
                        fmt::format("checkpoint root '{}' does not exist", root_.string()));
       }
-      storage::create_directories(root_);
+      base::create_directories(root_);
     }
     const auto file = root_ / manager::kRootMetadataFile;
     const bool has_root_file = std::filesystem::exists(file, ec);
     if (has_root_file) {
       try {
         joined = manager::uses_joined_names(
-            manager::parse_root_metadata(storage::read_small_file(file), file), options_);
+            manager::parse_root_metadata(base::read_small_file(file), file), options_);
       } catch (const Error& e) {
         // Names then follow the options; metadata() reports the damage.
-        log::warn("manager.root_metadata_unreadable", "path=\"{}\" error=\"{}\"", file.string(),
-                  e.what());
+        base::log::warn("manager.root_metadata_unreadable", "path=\"{}\" error=\"{}\"",
+                        file.string(), e.what());
       }
     }
     if (options_.read_only) return;
@@ -113,11 +113,11 @@ void CheckpointManager::open_root() {
     locked_ = true;
     if (!has_root_file && options_.save_root_metadata) {
       // Written once: a later manager on the same root keeps it.
-      storage::write_file_durably(file, boost::json::serialize(given_root_metadata()));
+      base::write_file_durably(file, boost::json::serialize(given_root_metadata()));
     }
     if (options_.cleanup_tmp_directories) {
       for (const auto& path : manager::leftover_paths(root_)) {
-        log::info("manager.cleanup", "path=\"{}\"", path.string());
+        base::log::info("manager.cleanup", "path=\"{}\"", path.string());
         std::filesystem::remove_all(path, ec);
       }
     }
@@ -126,8 +126,8 @@ void CheckpointManager::open_root() {
     // A root written when step_prefix was joined to the step without a separator keeps its
     // names, so that its steps are still found.
     naming_ = manager::naming_of(options_, true);
-    log::info("manager.joined_step_names", "root=\"{}\" step_prefix=\"{}\"", root_.string(),
-              options_.step_prefix);
+    base::log::info("manager.joined_step_names", "root=\"{}\" step_prefix=\"{}\"", root_.string(),
+                    options_.step_prefix);
   }
 }
 
@@ -140,7 +140,7 @@ CheckpointManager::~CheckpointManager() {
   try {
     close();
   } catch (const std::exception& e) {
-    log::error("manager.close_failed", "root=\"{}\" error=\"{}\"", root_.string(), e.what());
+    base::log::error("manager.close_failed", "root=\"{}\" error=\"{}\"", root_.string(), e.what());
   }
 }
 
@@ -193,7 +193,7 @@ boost::json::object CheckpointManager::read_step_metadata(std::int64_t step) {
   std::string text;
   const bool one_reader = options_.single_host_load_and_broadcast;
   comm_.run_all(fmt::format("reading '{}':", file.string()), [&] {
-    if (!one_reader || comm_.is_primary()) text = storage::read_small_file(file);
+    if (!one_reader || comm_.is_primary()) text = base::read_small_file(file);
   });
   if (one_reader) text = comm_.broadcast(text);
   return checkpoint::parse_step_metadata(text, file);
@@ -207,10 +207,10 @@ CheckpointManager::StepInfo CheckpointManager::read_step_info(std::int64_t step)
     // A damaged step stays listed (restoring it reports the damage) and does not stop the
     // root from opening, so that the steps before it remain restorable. Every rank saw the
     // same text, so every rank gets here.
-    log::warn("manager.damaged_step", "step={} error=\"{}\"", step, e.what());
+    base::log::warn("manager.damaged_step", "step={} error=\"{}\"", step, e.what());
     return StepInfo{.step = step, .damaged = true};
   } catch (const NotFound& e) {
-    log::warn("manager.damaged_step", "step={} error=\"{}\"", step, e.what());
+    base::log::warn("manager.damaged_step", "step={} error=\"{}\"", step, e.what());
     return StepInfo{.step = step, .damaged = true};
   }
   StepInfo info{.step = step, .time = parse_time(meta)};
@@ -329,7 +329,7 @@ bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
   if (!active_) return false;
   check_writable("save");
   if (options_.read_only) {
-    log::warn("manager.read_only", "root=\"{}\" step={} saved=false", root_.string(), step);
+    base::log::warn("manager.read_only", "root=\"{}\" step={} saved=false", root_.string(), step);
     return false;
   }
   // A rank that saves another step, or skipped this call, fails every rank here, with the
@@ -343,7 +343,7 @@ bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
                             step, root_.string(), step_name(step), step));
     }
     // As Orbax: a restarted loop that repeats its last step goes on.
-    log::info("manager.step_exists", "root=\"{}\" step={} saved=false", root_.string(), step);
+    base::log::info("manager.step_exists", "root=\"{}\" step={} saved=false", root_.string(), step);
     if (in_flight_) check_for_errors();
     return false;
   }
@@ -353,10 +353,10 @@ bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
     return false;
   }
   if (options_.best_fn && options.metrics.empty()) {
-    log::warn("manager.no_metrics",
-              "root=\"{}\" step={}: best_fn is set but the save has no "
-              "metrics; it counts as saved without metrics",
-              root_.string(), step);
+    base::log::warn("manager.no_metrics",
+                    "root=\"{}\" step={}: best_fn is set but the save has no "
+                    "metrics; it counts as saved without metrics",
+                    root_.string(), step);
   }
   // With prevent_write_metrics the metrics stay in memory (in_flight_ below) only.
   boost::json::object custom = {
@@ -371,9 +371,9 @@ bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
     land();
     const double waited = std::chrono::duration<double>(now() - start).count();
     if (busy) {
-      log::warn("manager.waited_for_previous_save",
-                "root=\"{}\" step={} previous_step={} waited_s={:.3f}", root_.string(), step,
-                previous, waited);
+      base::log::warn("manager.waited_for_previous_save",
+                      "root=\"{}\" step={} previous_step={} waited_s={:.3f}", root_.string(), step,
+                      previous, waited);
       custom["waited_for_previous_save_s"] = waited;
     }
   }

@@ -7,11 +7,11 @@
 #include <algorithm>
 #include <exception>
 
+#include "base/durable_file.hpp"
+#include "base/log.hpp"
 #include "checkpoint/step_metadata.hpp"
-#include "comm/log.hpp"
 #include "manager/root_metadata.hpp"
 #include "manager/step_dirs.hpp"
-#include "storage/posix_file.hpp"
 
 namespace cairn {
 
@@ -98,7 +98,7 @@ std::any CheckpointManager::restore_from(const std::filesystem::path& directory,
     const auto file = dir / kStepMetadataFile;
     std::string text;
     comm_.run_all(fmt::format("reading '{}':", file.string()), [&] {
-      if (comm_.is_primary()) text = storage::read_small_file(file);
+      if (comm_.is_primary()) text = base::read_small_file(file);
     });
     const auto meta = checkpoint::parse_step_metadata(comm_.broadcast(text), file);
     const auto* type = meta.if_contains("handler");
@@ -113,15 +113,15 @@ std::any CheckpointManager::restore_from(const std::filesystem::path& directory,
 void CheckpointManager::quarantine(std::int64_t step, std::string_view error) {
   const std::string name = step_name(step);
   if (options_.read_only) {
-    log::warn("manager.damaged_step",
-              "root=\"{}\" step={} quarantined=false (read_only) error=\"{}\"", root_.string(),
-              step, error);
+    base::log::warn("manager.damaged_step",
+                    "root=\"{}\" step={} quarantined=false (read_only) error=\"{}\"",
+                    root_.string(), step, error);
   } else {
     comm_.run_all(fmt::format("quarantining step {}:", step), [&] {
       if (!comm_.is_primary()) return;
       const auto moved = manager::quarantine_step_dir(root_, name);
-      log::warn("manager.quarantined", "root=\"{}\" step={} path=\"{}\" error=\"{}\"",
-                root_.string(), step, moved.string(), error);
+      base::log::warn("manager.quarantined", "root=\"{}\" step={} path=\"{}\" error=\"{}\"",
+                      root_.string(), step, moved.string(), error);
     });
   }
   std::erase_if(steps_, [&](const StepInfo& s) { return s.step == step; });
@@ -172,8 +172,8 @@ std::optional<RestoredStep> CheckpointManager::restore_latest_intact(const Check
     }
     if (agreed_kind == kDamaged) {
       if (kind == 0) message = fmt::format("step {} failed to restore on another rank", step);
-      log::warn("manager.restore_failed", "root=\"{}\" step={} error=\"{}\"", root_.string(), step,
-                message);
+      base::log::warn("manager.restore_failed", "root=\"{}\" step={} error=\"{}\"", root_.string(),
+                      step, message);
       if (failed.empty()) newest_code = agreed_code;
       failed.emplace_back(step, std::move(message));
       continue;
@@ -184,8 +184,8 @@ std::optional<RestoredStep> CheckpointManager::restore_latest_intact(const Check
       restored.quarantined.push_back(bad);
     }
     if (!failed.empty()) {
-      log::warn("manager.restored_older_step", "root=\"{}\" step={} quarantined={}", root_.string(),
-                step, failed.size());
+      base::log::warn("manager.restored_older_step", "root=\"{}\" step={} quarantined={}",
+                      root_.string(), step, failed.size());
     }
     return restored;
   }
@@ -218,7 +218,7 @@ boost::json::object CheckpointManager::metadata() {
     if (!comm_.is_primary()) return;
     std::error_code ec;
     found = std::filesystem::exists(file, ec);
-    if (found) text = storage::read_small_file(file);
+    if (found) text = base::read_small_file(file);
   });
   // A read_only manager, or one that does not save root metadata, on a root without the file.
   if (!comm_.any(found)) return given_root_metadata();

@@ -5,8 +5,8 @@
 
 #include <algorithm>
 
-#include "comm/fault.hpp"
-#include "comm/log.hpp"
+#include "base/fault.hpp"
+#include "base/log.hpp"
 #include "manager/step_dirs.hpp"
 
 namespace cairn {
@@ -45,7 +45,7 @@ void CheckpointManager::after_commit() {
   steps_.push_back(info);
   std::sort(steps_.begin(), steps_.end(),
             [](const StepInfo& a, const StepInfo& b) { return a.step < b.step; });
-  log::info("manager.committed", "root=\"{}\" step={}", root_.string(), info.step);
+  base::log::info("manager.committed", "root=\"{}\" step={}", root_.string(), info.step);
   if (options_.on_commit) {
     // Every rank throws, or none: a rank that threw alone would leave the others waiting in
     // their next collective call.
@@ -84,7 +84,7 @@ void CheckpointManager::delete_step(std::int64_t step) {
   if (!active_) return;
   check_writable("delete_step");
   if (options_.read_only) {
-    log::warn("manager.read_only", "root=\"{}\" step={} deleted=false", root_.string(), step);
+    base::log::warn("manager.read_only", "root=\"{}\" step={} deleted=false", root_.string(), step);
     return;
   }
   auto it =
@@ -107,16 +107,17 @@ void CheckpointManager::delete_step(std::int64_t step) {
     deleters_.clear();
     deleters_.emplace_back([path = *deferred] {
       try {
-        fault::point("manager.background_delete");
+        base::fault::point("manager.background_delete");
       } catch (const std::exception& e) {
-        log::warn("manager.background_delete", "path=\"{}\" error=\"{}\"", path.string(), e.what());
+        base::log::warn("manager.background_delete", "path=\"{}\" error=\"{}\"", path.string(),
+                        e.what());
         return;
       }
       std::error_code ec;
       std::filesystem::remove_all(path, ec);
       if (ec)
-        log::warn("manager.background_delete", "path=\"{}\" error=\"{}\"", path.string(),
-                  ec.message());
+        base::log::warn("manager.background_delete", "path=\"{}\" error=\"{}\"", path.string(),
+                        ec.message());
     });
   }
 }

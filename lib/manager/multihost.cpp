@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "comm/log.hpp"
+#include "base/log.hpp"
 
 namespace cairn {
 
@@ -85,7 +85,8 @@ std::int64_t MultihostCheckpoint::restore_or_initialize(ArrayTree& state,
   comm_.run_all("multihost: dropping the steps that not every process has:", [&] {
     for (std::int64_t step : manager_->all_steps()) {
       if (common && step <= *common) continue;
-      log::info("multihost.drop_future_step", "dir=\"{}\" step={}", directory_.string(), step);
+      base::log::info("multihost.drop_future_step", "dir=\"{}\" step={}", directory_.string(),
+                      step);
       manager_->delete_step(step);
     }
   });

@@ -19,7 +19,7 @@
 #include <string_view>
 #include <utility>
 
-#include "comm/log.hpp"
+#include "base/log.hpp"
 
 namespace cairn {
 namespace {
@@ -136,10 +136,11 @@ void join_signal(int signo) {
   struct sigaction current {};
   if (entry.watchers > 0) {
     if (sigaction(signo, nullptr, &current) == 0 && !is_cairn_handler(current)) {
-      log::warn("preemption.handler_replaced",
-                "signal={}: another handler replaced cairn's; this watcher sees the signal only "
-                "if that handler calls the one it replaced",
-                signal_name(signo));
+      base::log::warn(
+          "preemption.handler_replaced",
+          "signal={}: another handler replaced cairn's; this watcher sees the signal only "
+          "if that handler calls the one it replaced",
+          signal_name(signo));
     }
     ++entry.watchers;
     return;
@@ -179,14 +180,14 @@ void leave_signal(int signo) noexcept {
   if (sigaction(signo, nullptr, &current) == 0 && !is_cairn_handler(current)) {
     // Restoring would throw away whoever replaced us. Our handler, if they chain to it,
     // keeps chaining to the original disposition.
-    log::warn("preemption.handler_replaced",
-              "signal={}: another handler replaced cairn's; leaving it in place",
-              signal_name(signo));
+    base::log::warn("preemption.handler_replaced",
+                    "signal={}: another handler replaced cairn's; leaving it in place",
+                    signal_name(signo));
     return;
   }
   if (sigaction(signo, &entry.previous, nullptr) != 0) {
-    log::error("preemption.restore_failed", "signal={} error='{}'", signal_name(signo),
-               std::strerror(errno));
+    base::log::error("preemption.restore_failed", "signal={} error='{}'", signal_name(signo),
+                     std::strerror(errno));
   }
 }
 
@@ -206,10 +207,11 @@ std::optional<Clock::time_point> slurm_end_time() {
          seconds <= max_seconds;
   }
   if (!ok) {
-    log::warn("preemption.bad_end_time",
-              "SLURM_JOB_END_TIME='{}' is not a Unix time in whole seconds; ignored (the job's "
-              "time limit will not trigger preemption)",
-              text);
+    base::log::warn(
+        "preemption.bad_end_time",
+        "SLURM_JOB_END_TIME='{}' is not a Unix time in whole seconds; ignored (the job's "
+        "time limit will not trigger preemption)",
+        text);
     return std::nullopt;
   }
   return Clock::time_point(std::chrono::seconds(seconds));
@@ -240,8 +242,8 @@ PreemptionWatcher::PreemptionWatcher(PreemptionOptions options) : options_(std::
   }
   std::vector<std::string> names;
   for (int signo : signals) names.push_back(signal_name(signo));
-  log::debug("preemption.watch", "signals=[{}] deadline={} margin_seconds={}",
-             fmt::join(names, ","), deadline_text, options_.margin.count());
+  base::log::debug("preemption.watch", "signals=[{}] deadline={} margin_seconds={}",
+                   fmt::join(names, ","), deadline_text, options_.margin.count());
 
   if (!signals.empty()) {
     std::lock_guard lock(registry_mutex);
@@ -353,8 +355,8 @@ bool PreemptionWatcher::reached_preemption(const Comm& comm, std::int64_t step) 
   if (verdict == 0) return false;
   preemption_step_ = step;
   const std::optional<int> received = signal();
-  log::info("preemption.reached", "step={} local_signal={} local_deadline_near={}", step,
-            received ? signal_name(*received) : "none", near);
+  base::log::info("preemption.reached", "step={} local_signal={} local_deadline_near={}", step,
+                  received ? signal_name(*received) : "none", near);
   return true;
 }
 

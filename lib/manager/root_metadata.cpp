@@ -5,8 +5,8 @@
 #include <cairn/manager.hpp>
 #include <fmt/format.h>
 
+#include "base/durable_file.hpp"
 #include "manager/step_dirs.hpp"
-#include "storage/posix_file.hpp"
 
 namespace cairn::manager {
 namespace {
@@ -86,7 +86,7 @@ namespace cairn {
 
 boost::json::object read_root_metadata(const std::filesystem::path& root) {
   const auto file = root / manager::kRootMetadataFile;
-  return manager::parse_root_metadata(storage::read_small_file(file), file);
+  return manager::parse_root_metadata(base::read_small_file(file), file);
 }
 
 }  // namespace cairn

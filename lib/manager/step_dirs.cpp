@@ -7,6 +7,7 @@
 #include <cairn/checkpointer.hpp>
 #include <cairn/error.hpp>
 #include <cairn/manager.hpp>
+#include <cairn/storage.hpp>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
@@ -14,11 +15,10 @@
 #include <fmt/format.h>
 #include <fstream>
 
+#include "base/durable_file.hpp"
+#include "base/log.hpp"
 #include "checkpoint/step_metadata.hpp"
-#include "comm/log.hpp"
 #include "manager/root_metadata.hpp"
-#include "storage/index.hpp"
-#include "storage/posix_file.hpp"
 
 namespace cairn::manager {
 namespace {
@@ -118,7 +118,7 @@ void acquire_lock(const std::filesystem::path& root) {
                                     {"start_time", self ? self->start_time : std::string()},
                                     {"slurm_job_id", job}};
   const auto mine_file = root / fmt::format("{}.{}-{}.new", kLockFile, host, ::getpid());
-  storage::write_file_durably(mine_file, boost::json::serialize(lock));
+  base::write_file_durably(mine_file, boost::json::serialize(lock));
   std::error_code ec;
   struct RemoveMine {
     const std::filesystem::path& path;
@@ -137,7 +137,7 @@ void acquire_lock(const std::filesystem::path& root) {
   }
   if (std::filesystem::exists(file, ec)) {
     boost::system::error_code jec;
-    const auto held = boost::json::parse(storage::read_small_file(file, 1 << 16), jec);
+    const auto held = boost::json::parse(base::read_small_file(file, 1 << 16), jec);
     const auto* o = held.if_object();
     const auto field = [&](const char* key) -> std::string {
       const auto* v = o ? o->if_contains(key) : nullptr;
@@ -160,8 +160,8 @@ void acquire_lock(const std::filesystem::path& root) {
           root.string(), held_host, held_pid,
           held_job.empty() ? std::string() : ", Slurm job " + held_job, file.string()));
     }
-    log::info("manager.lock_taken_over", "path=\"{}\" host={} pid={}", file.string(), held_host,
-              held_pid);
+    base::log::info("manager.lock_taken_over", "path=\"{}\" host={} pid={}", file.string(),
+                    held_host, held_pid);
   }
   std::filesystem::rename(mine_file, file);
 }
@@ -170,7 +170,7 @@ void release_lock(const std::filesystem::path& root) noexcept {
   try {
     const auto file = root / kLockFile;
     boost::system::error_code jec;
-    const auto held = boost::json::parse(storage::read_small_file(file, 1 << 16), jec);
+    const auto held = boost::json::parse(base::read_small_file(file, 1 << 16), jec);
     const auto* o = held.if_object();
     const auto* pid = o ? o->if_contains("pid") : nullptr;
     if (pid && pid->is_int64() && pid->get_int64() == ::getpid()) {
@@ -189,7 +189,7 @@ std::optional<std::filesystem::path> delete_step_dir(
   std::error_code ec;
   if (todelete_subdir) {
     const auto target_dir = root / *todelete_subdir;
-    storage::create_directories(target_dir);
+    base::create_directories(target_dir);
     std::filesystem::rename(dir, target_dir / name, ec);
     if (ec) {
       throw IoError(dir.string(), fmt::format("moving '{}' into '{}' failed: {}", dir.string(),
@@ -205,7 +205,7 @@ std::optional<std::filesystem::path> delete_step_dir(
     throw IoError(dir.string(),
                   fmt::format("deleting '{}' failed: {}", dir.string(), ec.message()));
   }
-  storage::sync_directory(root);
+  base::sync_directory(root);
   if (defer) return doomed;
   std::filesystem::remove_all(doomed, ec);
   if (ec) {
@@ -239,7 +239,7 @@ std::filesystem::path quarantine_step_dir(const std::filesystem::path& root,
                     fmt::format("moving the damaged step '{}' aside to '{}' failed: {}",
                                 dir.string(), target.string(), ec.message()));
     }
-    storage::sync_directory(root);
+    base::sync_directory(root);
     return target;
   }
 }
@@ -408,7 +408,7 @@ std::optional<RootLock> read_root_lock(const std::filesystem::path& root) {
   std::error_code ec;
   if (!std::filesystem::exists(lock.file, ec)) return std::nullopt;
   try {
-    lock.text = storage::read_small_file(lock.file, 1 << 16);
+    lock.text = base::read_small_file(lock.file, 1 << 16);
   } catch (const std::exception& e) {
     lock.problem = fmt::format("unreadable lock file '{}': {}", lock.file.string(), e.what());
     return lock;
@@ -446,7 +446,7 @@ std::optional<std::string> root_lock_holder(const std::filesystem::path& root) {
 
 FormatVersions format_versions() noexcept {
   return {.step = checkpoint::kStepFormatVersion,
-          .tree = storage::kTreeFormatVersion,
+          .tree = tree_format_version(),
           .root = manager::kRootFormatVersion};
 }
 

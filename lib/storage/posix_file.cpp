@@ -14,42 +14,32 @@
 #include <utility>
 #include <vector>
 
-#include "comm/fault.hpp"
-#include "comm/log.hpp"
+#include "base/durable_file.hpp"
+#include "base/log.hpp"
 
 namespace cairn::storage {
+
+using base::throw_errno;
+
 namespace {
 
-[[noreturn]] void throw_errno(const std::filesystem::path& path, std::string_view what, int error) {
-  throw IoError(path.string(),
-                fmt::format("{} '{}' failed: {}", what, path.string(), std::strerror(error)));
+int open_flags(PosixFile::Mode mode) noexcept {
+  switch (mode) {
+    case PosixFile::Mode::read: return O_RDONLY;
+    case PosixFile::Mode::write_new: return O_WRONLY | O_CREAT | O_TRUNC;
+    case PosixFile::Mode::write_existing: return O_WRONLY;
+  }
+  return O_RDONLY;
 }
 
 }  // namespace
 
-PosixFile::PosixFile(std::filesystem::path path, Mode mode) : path_(std::move(path)) {
-  int flags = O_RDONLY | O_CLOEXEC;
-  if (mode == Mode::write_new) flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
-  if (mode == Mode::write_existing) flags = O_WRONLY | O_CLOEXEC;
-  do {
-    fd_ = ::open(path_.c_str(), flags, 0666);  // the umask decides
-  } while (fd_ < 0 && errno == EINTR);
-  if (fd_ < 0) {
-    const int error = errno;
-    if (mode != Mode::write_new && error == ENOENT) {
-      throw NotFound(path_.string(), fmt::format("file '{}' does not exist", path_.string()));
-    }
-    throw_errno(path_,
-                mode == Mode::read             ? "opening for reading"
-                : mode == Mode::write_existing ? "opening for writing"
-                                               : "creating",
-                error);
-  }
-}
+PosixFile::PosixFile(std::filesystem::path path, Mode mode)
+    : path_(std::move(path)), fd_(base::open_file(path_, open_flags(mode))) {}
 
 PosixFile::~PosixFile() {
   if (fd_ >= 0 && ::close(fd_) != 0) {
-    log::warn("file.close", "path=\"{}\" error=\"{}\"", path_.string(), std::strerror(errno));
+    base::log::warn("file.close", "path=\"{}\" error=\"{}\"", path_.string(), std::strerror(errno));
   }
 }
 
@@ -66,41 +56,11 @@ PosixFile& PosixFile::operator=(PosixFile&& other) noexcept {
 }
 
 void PosixFile::write_at(std::uint64_t offset, std::span<const std::byte> data) {
-  while (!data.empty()) {
-    // Linux writes at most 0x7ffff000 bytes per call.
-    const std::size_t chunk = std::min<std::size_t>(data.size(), 1ULL << 30);
-    if (const int injected = fault::error_at("storage.pwrite")) {
-      throw_errno(path_, fmt::format("writing {} bytes at offset {} of", chunk, offset), injected);
-    }
-    const ssize_t written = ::pwrite(fd_, data.data(), chunk, static_cast<off_t>(offset));
-    if (written < 0) {
-      if (errno == EINTR) continue;
-      throw_errno(path_, fmt::format("writing {} bytes at offset {} of", chunk, offset), errno);
-    }
-    if (written == 0) throw_errno(path_, "writing", EIO);
-    data = data.subspan(static_cast<std::size_t>(written));
-    offset += static_cast<std::uint64_t>(written);
-  }
+  base::write_all_at(fd_, path_, offset, data);
 }
 
 void PosixFile::read_at(std::uint64_t offset, std::span<std::byte> data) const {
-  const std::uint64_t wanted_end = offset + data.size();
-  while (!data.empty()) {
-    const std::size_t chunk = std::min<std::size_t>(data.size(), 1ULL << 30);
-    const ssize_t got = ::pread(fd_, data.data(), chunk, static_cast<off_t>(offset));
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      throw_errno(path_, fmt::format("reading {} bytes at offset {} of", chunk, offset), errno);
-    }
-    if (got == 0) {
-      throw FormatError(path_.string(), fmt::format("bytes [{}, {})", offset, wanted_end),
-                        fmt::format("file '{}' is truncated: it ends at byte {} but bytes up "
-                                    "to {} are expected",
-                                    path_.string(), offset, wanted_end));
-    }
-    data = data.subspan(static_cast<std::size_t>(got));
-    offset += static_cast<std::uint64_t>(got);
-  }
+  base::read_all_at(fd_, path_, offset, data);
 }
 
 void PosixFile::read_at(std::uint64_t offset, std::span<const std::span<std::byte>> pieces) const {
@@ -168,48 +128,6 @@ void PosixFile::close() {
   if (fd_ < 0) return;
   const int fd = std::exchange(fd_, -1);
   if (::close(fd) != 0) throw_errno(path_, "closing", errno);
-}
-
-void write_file_durably(const std::filesystem::path& path, std::string_view text) {
-  PosixFile file(path, PosixFile::Mode::write_new);
-  file.write_at(0, std::as_bytes(std::span(text.data(), text.size())));
-  file.sync();
-  file.close();
-}
-
-std::string read_small_file(const std::filesystem::path& path, std::uint64_t max_bytes) {
-  const PosixFile file(path, PosixFile::Mode::read);
-  const std::uint64_t size = file.size();
-  if (size > max_bytes) {
-    throw FormatError(path.string(), "size",
-                      fmt::format("file '{}' is {} bytes, more than the {} bytes cairn "
-                                  "accepts for a metadata file",
-                                  path.string(), size, max_bytes));
-  }
-  std::string text(static_cast<std::size_t>(size), '\0');
-  file.read_at(0, std::as_writable_bytes(std::span(text.data(), text.size())));
-  return text;
-}
-
-void sync_directory(const std::filesystem::path& path) {
-  int fd = -1;
-  do {
-    fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  } while (fd < 0 && errno == EINTR);
-  if (fd < 0) throw_errno(path, "opening directory", errno);
-  const int result = ::fsync(fd);
-  const int error = errno;
-  ::close(fd);
-  if (result != 0) throw_errno(path, "fsync of directory", error);
-}
-
-void create_directories(const std::filesystem::path& path) {
-  std::error_code ec;
-  std::filesystem::create_directories(path, ec);
-  if (ec) {
-    throw IoError(path.string(),
-                  fmt::format("creating directory '{}' failed: {}", path.string(), ec.message()));
-  }
 }
 
 void require_inside(const std::filesystem::path& root, const std::filesystem::path& path) {

@@ -1,7 +1,8 @@
-// cairn — checked POSIX file access for the storage layer (internal).
+// cairn — checked POSIX file access for the storage layer (internal): the shard files of the
+// formats, and the checks that a checkpoint's files stay inside its directory.
 //
-// Every call that can fail is checked where it is made and turned into an IoError naming the
-// path and the errno text.
+// Every call that can fail is checked where it is made (base/durable_file.hpp) and turned into
+// an IoError naming the path and the errno text.
 #pragma once
 
 #include <cstddef>
@@ -53,16 +54,6 @@ class PosixFile {
   int fd_ = -1;
 };
 
-/// Writes `text` to `path` (create or truncate) and fsyncs it. Throws IoError.
-void write_file_durably(const std::filesystem::path& path, std::string_view text);
-/// Reads a whole (small) file. Throws NotFound or IoError; FormatError when larger than
-/// `max_bytes` (protects against hostile files).
-std::string read_small_file(const std::filesystem::path& path,
-                            std::uint64_t max_bytes = 1ULL << 30);
-/// Fsyncs a directory so that entries created or renamed in it are durable. Throws IoError.
-void sync_directory(const std::filesystem::path& path);
-/// Creates `path` and missing parents. Throws IoError naming the path.
-void create_directories(const std::filesystem::path& path);
 /// Checks that `path`, a file or directory under `root`, resolves to a place inside `root`:
 /// neither it nor a directory between `root` and it is a symbolic link that leads out of
 /// `root` (links inside `root` are allowed; `root` itself may be a link). Local. Throws

@@ -13,7 +13,9 @@
 #include <optional>
 #include <utility>
 
-#include "comm/log.hpp"
+#include "base/durable_file.hpp"
+#include "base/first_error.hpp"
+#include "base/log.hpp"
 #include "cuda/device_leaf.hpp"
 #include "cuda/staged_copy.hpp"
 #include "storage/broadcast_leaves.hpp"
@@ -39,7 +41,7 @@ storage::TreeIndex load_index(const Comm& comm, const std::filesystem::path& dir
   comm.run_all(fmt::format("reading '{}':", file.string()), [&] {
     if (!comm.is_primary()) return;
     storage::require_no_link_out(dir);  // the index and the data files it names
-    text = storage::read_small_file(file);
+    text = base::read_small_file(file);
   });
   text = comm.broadcast(text);
   return storage::parse_index(text, file);
@@ -431,15 +433,7 @@ void restore_from_index(const Comm& comm, const std::filesystem::path& dir,
         fmt::format("restore_tree '{}': opening the data of leaves {}:", dir.string(), leaves),
         [&] { source.open(arrays); });
   }
-  bool ok = true;
-  std::string message;
-  ErrorCode code = ErrorCode::internal;
-  auto record_failure = [&](const std::exception& e) {
-    if (!ok) return;
-    ok = false;
-    message = e.what();
-    code = error_code_of(e);
-  };
+  base::FirstError failure;
   try {
     std::unique_ptr<cuda::StagedCopier> copier;
     std::vector<std::byte> scratch;
@@ -455,14 +449,14 @@ void restore_from_index(const Comm& comm, const std::filesystem::path& dir,
       }
     }
   } catch (const std::exception& e) {
-    record_failure(e);
+    failure.record(e);
   }
   try {
     source.close();
   } catch (const std::exception& e) {
-    record_failure(e);
+    failure.record(e);
   }
-  comm.all_ok(ok, fmt::format("restore_tree '{}': {}", dir.string(), message), code);
+  failure.report(comm, fmt::format("restore_tree '{}': ", dir.string()));
   storage::broadcast_leaves(comm, broadcasts);
 
   // Values: rebuild the tree with the saved scalars, strings and JSON in place.

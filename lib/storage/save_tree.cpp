@@ -4,7 +4,7 @@
 #include <cairn/storage.hpp>
 #include <fmt/format.h>
 
-#include "comm/log.hpp"
+#include "base/log.hpp"
 #include "storage/checksum.hpp"
 #include "storage/index.hpp"
 #include "storage/tree_writer.hpp"
@@ -19,6 +19,8 @@ std::string_view storage_format_name(StorageFormat format) noexcept {
   }
   return "invalid";
 }
+
+std::int64_t tree_format_version() noexcept { return storage::kTreeFormatVersion; }
 
 std::optional<StorageFormat> storage_format_from_name(std::string_view name) noexcept {
   if (name == "hdf5") return StorageFormat::hdf5;

@@ -5,7 +5,8 @@
 
 #include <algorithm>
 
-#include "comm/log.hpp"
+#include "base/first_error.hpp"
+#include "base/log.hpp"
 #include "storage/checksum.hpp"
 
 namespace cairn::storage {
@@ -77,7 +78,7 @@ ShardSource::~ShardSource() {
   try {
     close();
   } catch (const std::exception& e) {
-    log::warn("storage.close", "dir=\"{}\" error=\"{}\"", dir_.string(), e.what());
+    base::log::warn("storage.close", "dir=\"{}\" error=\"{}\"", dir_.string(), e.what());
   }
 }
 
@@ -104,17 +105,18 @@ void ShardSource::open_reader(StorageFormat format) {
 }
 
 void ShardSource::close() {
-  std::optional<IoError> first;
+  // Every reader is closed (a collective step) even after one failed.
+  base::FirstError failure;
   for (auto& [format, reader] : readers_) {
     try {
       reader->close();
-    } catch (const IoError& e) {
-      if (!first) first = e;
+    } catch (const std::exception& e) {
+      failure.record(e);
     }
   }
   readers_.clear();
   buffer_ = {};
-  if (first) throw *first;
+  failure.throw_if_failed();
 }
 
 std::string ShardSource::describe(const LeafRecord& leaf, const ShardRecord& shard,

@@ -7,13 +7,13 @@
 #include <algorithm>
 #include <map>
 
-#include "comm/fault.hpp"
-#include "comm/log.hpp"
+#include "base/durable_file.hpp"
+#include "base/fault.hpp"
+#include "base/log.hpp"
 #include "cuda/device_leaf.hpp"
 #include "cuda/device_memory.hpp"
 #include "cuda/staged_copy.hpp"
 #include "storage/checksum.hpp"
-#include "storage/posix_file.hpp"
 
 namespace cairn::storage {
 namespace json = boost::json;
@@ -61,6 +61,51 @@ ShardRecord record_from_json(const json::object& o) {
   return s;
 }
 
+// Every save_args entry names an array leaf and a cast convert() allows.
+void check_save_args(const ArrayTree& tree, const TreeSaveOptions& options) {
+  for (const auto& [path, args] : options.save_args) {
+    const Leaf* leaf = tree.find(path);
+    if (leaf == nullptr || leaf->kind() != LeafKind::array) {
+      throw InvalidArgument(
+          fmt::format("save_args names '{}', which is not an array leaf of the tree", path));
+    }
+    const DType dtype = leaf->as_array().dtype;
+    if (args.dtype && !cast_allowed(dtype, *args.dtype)) {
+      throw InvalidArgument(fmt::format("save_args of leaf '{}': {} cannot be stored as {}", path,
+                                        dtype_name(dtype), dtype_name(*args.dtype)));
+    }
+  }
+}
+
+// The local checks of a save, which can differ between ranks: every rank learns of any
+// failure. Returns the memory kind of each array leaf, in order. Collective.
+std::vector<MemoryKind> check_leaves(const Comm& comm, const std::filesystem::path& dir,
+                                     const ArrayTree& tree, const std::vector<const Leaf*>& leaves,
+                                     const TreeSaveOptions& options) {
+  std::vector<MemoryKind> memory;
+  comm.run_all(fmt::format("save_tree '{}':", dir.string()), [&] {
+    if (options.checksum_chunk_bytes == 0) {
+      throw InvalidArgument("checksum_chunk_bytes is 0; give the size of a checksum chunk");
+    }
+    for (const auto& [path, format] : options.leaf_formats) {
+      if (!tree.contains(path)) {
+        throw InvalidArgument(fmt::format("leaf_formats names '{}', which is not a leaf", path));
+      }
+    }
+    check_save_args(tree, options);
+    for (const Leaf* leaf : leaves) {
+      if (leaf->kind() != LeafKind::array) continue;
+      const StorageFormat format = format_of(options, leaf->path());
+      if (const std::string why = storage_format_unavailable(format); !why.empty()) {
+        throw Unsupported(fmt::format("leaf '{}': {}", leaf->path(), why));
+      }
+      const ArrayShard& shard = leaf->as_array();
+      memory.push_back(cuda::resolve_memory(shard, options.detect_device_memory, leaf->path()));
+    }
+  });
+  return memory;
+}
+
 }  // namespace
 
 TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayTree& tree,
@@ -74,28 +119,7 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
       {.operation = "save_tree " + dir_.filename().string(), .structure = tree.structure_hash()});
   const std::vector<const Leaf*> leaves = tree.leaves_under("");
 
-  // Local checks that can differ between ranks: every rank learns of any failure.
-  std::vector<MemoryKind> memory;  // of each array leaf, in order
-  comm.run_all(fmt::format("save_tree '{}':", dir_.string()), [&] {
-    if (options_.checksum_chunk_bytes == 0) {
-      throw InvalidArgument("checksum_chunk_bytes is 0; give the size of a checksum chunk");
-    }
-    for (const auto& [path, format] : options_.leaf_formats) {
-      if (!tree.contains(path)) {
-        throw InvalidArgument(fmt::format("leaf_formats names '{}', which is not a leaf", path));
-      }
-    }
-    check_save_args();
-    for (const Leaf* leaf : leaves) {
-      if (leaf->kind() != LeafKind::array) continue;
-      const StorageFormat format = format_of(options_, leaf->path());
-      if (const std::string why = storage_format_unavailable(format); !why.empty()) {
-        throw Unsupported(fmt::format("leaf '{}': {}", leaf->path(), why));
-      }
-      const ArrayShard& shard = leaf->as_array();
-      memory.push_back(cuda::resolve_memory(shard, options_.detect_device_memory, leaf->path()));
-    }
-  });
+  const std::vector<MemoryKind> memory = check_leaves(comm, dir_, tree, leaves, options_);
 
   // Every rank's layout of every array leaf, validated identically on every rank.
   json::array layouts;
@@ -157,7 +181,7 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
 
   // The primary creates the directories; the verdict doubles as the barrier.
   comm.run_all(fmt::format("save_tree: creating '{}':", dir_.string()), [&] {
-    if (comm.is_primary()) storage::create_directories(dir_);
+    if (comm.is_primary()) base::create_directories(dir_);
   });
 
   // The formats' writers, in StorageFormat order on every rank. Values go to a format that
@@ -191,21 +215,6 @@ ArrayJob TreeWriter::plan_job(const Leaf* leaf, MemoryKind memory) const {
           .chunk_bytes = chunk_bytes_for(stored, chunk)};
 }
 
-void TreeWriter::check_save_args() const {
-  for (const auto& [path, args] : options_.save_args) {
-    const Leaf* leaf = tree_.find(path);
-    if (leaf == nullptr || leaf->kind() != LeafKind::array) {
-      throw InvalidArgument(
-          fmt::format("save_args names '{}', which is not an array leaf of the tree", path));
-    }
-    const DType dtype = leaf->as_array().dtype;
-    if (args.dtype && !cast_allowed(dtype, *args.dtype)) {
-      throw InvalidArgument(fmt::format("save_args of leaf '{}': {} cannot be stored as {}", path,
-                                        dtype_name(dtype), dtype_name(*args.dtype)));
-    }
-  }
-}
-
 void TreeWriter::cast_piece(const ArrayJob& job, std::span<const std::byte> piece,
                             std::vector<std::byte>& buffer, const RunSink& store) const {
   const DType from = job.leaf->as_array().dtype;
@@ -223,15 +232,7 @@ void TreeWriter::cast_piece(const ArrayJob& job, std::span<const std::byte> piec
   }
 }
 
-void TreeWriter::fail(const std::exception& error) noexcept {
-  std::lock_guard lock(mutex_);
-  if (error_) return;
-  try {
-    error_.emplace(error_code_of(error), error.what());
-  } catch (...) {
-    // Out of memory while recording: finish() still reports a failure below.
-  }
-}
+void TreeWriter::fail(const std::exception& error) noexcept { error_.record(error); }
 
 void TreeWriter::copy_to_host(std::size_t index, const void* device, void* dst) {
   const ArrayJob& job = arrays_.at(index);
@@ -349,10 +350,7 @@ void TreeWriter::flush() {
   }
 }
 
-bool TreeWriter::failed() const {
-  std::lock_guard lock(mutex_);
-  return error_.has_value();
-}
+bool TreeWriter::failed() const { return error_.failed(); }
 
 void TreeWriter::finish(const Comm& comm) {
   // Every rank closes every writer, in the same order, even after a local failure.
@@ -365,10 +363,7 @@ void TreeWriter::finish(const Comm& comm) {
   }
   std::sort(records_.begin(), records_.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
-  comm.all_ok(
-      !error_,
-      error_ ? fmt::format("save_tree '{}': {}", dir_.string(), error_->second) : std::string(),
-      error_ ? error_->first : ErrorCode::internal);
+  error_.report(comm, fmt::format("save_tree '{}': ", dir_.string()));
 
   // The index: the primary gathers every rank's shard records and writes cairn-tree.json.
   json::array my_records;
@@ -411,12 +406,12 @@ void TreeWriter::finish(const Comm& comm) {
       }
     }
     const std::string text = json::serialize(to_json(index));
-    write_file_durably(dir_ / kTreeIndexFile, text);
+    base::write_file_durably(dir_ / kTreeIndexFile, text);
     if (options_.fsync) {
-      sync_directory(dir_);
+      base::sync_directory(dir_);
     }
-    log::info("storage.save", "dir=\"{}\" leaves={} index_bytes={}", dir_.string(),
-              index.leaves.size(), text.size());
+    base::log::info("storage.save", "dir=\"{}\" leaves={} index_bytes={}", dir_.string(),
+                    index.leaves.size(), text.size());
   });
 }
 

@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/first_error.hpp"
 #include "storage/index.hpp"
 #include "storage/shard_writer.hpp"
 
@@ -125,7 +126,6 @@ class TreeWriter {
   // The job of array leaf `leaf` before the layouts are agreed: format, stored dtype, chunk.
   [[nodiscard]] ArrayJob plan_job(const Leaf* leaf, MemoryKind memory) const;
   // Throws InvalidArgument for save_args naming no array leaf or asking for a forbidden cast.
-  void check_save_args() const;
 
   std::filesystem::path dir_;
   const ArrayTree& tree_;
@@ -141,11 +141,11 @@ class TreeWriter {
   // The CUDA device of the thread that planned the save (-1: no device leaves); writes from a
   // background thread use it too.
   int device_ = -1;
-  // Guards what writes (maybe from a background thread) and fail() update.
+  // Guards what writes (maybe from a background thread) update.
   mutable std::mutex mutex_;
   std::vector<std::pair<std::size_t, ShardRecord>> records_;  // (array index, record)
-  std::optional<std::pair<ErrorCode, std::string>> error_;
   std::uint64_t bytes_written_ = 0;
+  base::FirstError error_;  // the first local failure, from any thread
 };
 
 }  // namespace cairn::storage

@@ -8,6 +8,7 @@
 #include <iterator>
 #include <set>
 
+#include "base/durable_file.hpp"
 #include "storage/index.hpp"
 #include "storage/posix_file.hpp"
 #include "storage/shard_source.hpp"
@@ -28,7 +29,7 @@ std::optional<storage::TreeIndex> load_index(const Comm& comm, const std::filesy
   if (comm.is_primary()) {
     try {
       storage::require_no_link_out(dir);  // the index and the data files it names
-      read = "+" + storage::read_small_file(file);
+      read = "+" + base::read_small_file(file);
     } catch (const std::exception& e) {
       read = std::string("-") + e.what();
     }

@@ -1,4 +1,4 @@
-// Tests of the message of an error that failed on many ranks (detail::combine_rank_errors):
+// Tests of the message of an error that failed on many ranks (base::combine_rank_errors):
 // grouping, rank ranges, the bound on its size, and no nesting, with synthetic inputs of up to
 // 10,000 ranks. Pure functions: run on one rank.
 #include <gtest/gtest.h>
@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
-#include "comm/combined_error.hpp"
+#include "base/combined_error.hpp"
 
-using cairn::detail::combine_rank_errors;
-using cairn::detail::format_rank_ranges;
-using cairn::detail::kCombinedErrorMaxBytes;
-using cairn::detail::RankFailure;
+using cairn::base::combine_rank_errors;
+using cairn::base::format_rank_ranges;
+using cairn::base::kCombinedErrorMaxBytes;
+using cairn::base::RankFailure;
 
 namespace {
 
@@ -124,7 +124,7 @@ TEST(CombinedError, ACombinedErrorIsNotNestedAgain) {
 
 TEST(CombinedError, CutMessagesEndAtACharacterBoundary) {
   const std::string text = "caf\xc3\xa9 " + std::string(100, 'x');
-  const auto cut = cairn::detail::cut_message(text, 12);
+  const auto cut = cairn::base::cut_message(text, 12);
   EXPECT_EQ(cut, "caf...[cut]");
-  EXPECT_EQ(cairn::detail::cut_message("short", 12), "short");
+  EXPECT_EQ(cairn::base::cut_message("short", 12), "short");
 }

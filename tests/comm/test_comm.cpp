@@ -118,6 +118,13 @@ TEST(Comm, AgreementNamesTheFirstDifferingField) {
     EXPECT_EQ(e.rank(), 1);
     EXPECT_EQ(e.field(), "structure");
   }
+  try {
+    comm.agree({.operation = "save", .step = 10, .options = odd ? 1u : 0u, .structure = 5});
+    FAIL() << "expected CollectiveMismatch";
+  } catch (const cairn::CollectiveMismatch& e) {
+    EXPECT_EQ(e.rank(), 1);
+    EXPECT_EQ(e.field(), "options");
+  }
 }
 
 TEST(Comm, MissingRankTimesOutNamingIt) {

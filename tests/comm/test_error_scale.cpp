@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "comm/combined_error.hpp"
+#include "base/combined_error.hpp"
 #include "support/test_support.hpp"
 
 using cairn::Comm;
@@ -61,7 +61,7 @@ TEST(CollectiveErrors, AFailedCollectiveReportedByTheNextIsNotNested) {
     FAIL() << "expected IoError";
   } catch (const cairn::IoError& e) {
     const std::string message = e.what();
-    EXPECT_LE(message.size(), cairn::detail::kCombinedErrorMaxBytes + 20) << message.size();
+    EXPECT_LE(message.size(), cairn::base::kCombinedErrorMaxBytes + 20) << message.size();
     EXPECT_EQ(count(message, "failed on"), 1u) << message.substr(0, 2000);
     EXPECT_TRUE(message.starts_with("save step 10: failed on " + std::to_string(n) + " of " +
                                     std::to_string(n) + " " + ranks_text(n) +

@@ -78,7 +78,7 @@ prefix="$work/prefix"
 step "installing $build into $prefix"
 quiet "$cmake" --install "$build" --prefix "$prefix" || fail "cmake --install"
 for f in include/cairn/comm.hpp include/cairn/error.hpp include/cairn/config.hpp \
-         include/cairn/cairn.h include/cairn/c/common.h include/cairn/c/manager.h; do
+         include/cairn/cairn.hpp include/cairn/cairn.h include/cairn/c/common.h include/cairn/c/manager.h; do
   [ -f "$prefix/$f" ] || fail "$f is not installed"
 done
 config="$(find "$prefix" -name cairnConfig.cmake -print -quit)"

@@ -22,8 +22,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/durable_file.hpp"
 #include "storage/index.hpp"
-#include "storage/posix_file.hpp"
 #include "storage/shard_reader.hpp"
 #include "storage/shard_stream.hpp"
 #include "storage/storage_test_util.hpp"
@@ -115,7 +115,7 @@ void check_prefetch(const Comm& alone, StorageFormat format, const std::vector<s
                     const std::filesystem::path& dir) {
   const auto index_file = dir / storage::kTreeIndexFile;
   const storage::TreeIndex index =
-      storage::parse_index(storage::read_small_file(index_file), index_file);
+      storage::parse_index(base::read_small_file(index_file), index_file);
   const LeafRecord* leaf = index.find("params/w");
   ASSERT_NE(leaf, nullptr);
   const std::vector<const LeafRecord*> leaves = {leaf};

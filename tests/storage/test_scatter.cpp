@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "base/durable_file.hpp"
 #include "storage/index.hpp"
 #include "storage/posix_file.hpp"
 #include "storage/shard_reader.hpp"
@@ -137,7 +138,7 @@ TEST(Scatter, ReadersScatterWhatTheyRead) {
       save_tree(world, dir, tree, {.format = format});
       const auto index_file = dir / storage::kTreeIndexFile;
       const storage::TreeIndex index =
-          storage::parse_index(storage::read_small_file(index_file), index_file);
+          storage::parse_index(base::read_small_file(index_file), index_file);
       const LeafRecord* leaf = index.find("params/w");
       ASSERT_NE(leaf, nullptr);
       const std::vector<const LeafRecord*> leaves = {leaf};

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 #include <vector>
 
-#include "comm/log.hpp"
+#include "base/log.hpp"
 
 namespace cairn::storage {
 
@@ -148,8 +148,8 @@ std::string_view kind_name(Kind kind) noexcept {
 
 void log_close_failure(Kind kind, hid_t id) noexcept {
   try {
-    log::warn("hdf5.close_failed", "kind=\"{}\" id={} error=\"{}\"", kind_name(kind), id,
-              error_stack_text());
+    base::log::warn("hdf5.close_failed", "kind=\"{}\" id={} error=\"{}\"", kind_name(kind), id,
+                    error_stack_text());
   } catch (...) {
     // Logging must not turn a destructor into a failure.
   }

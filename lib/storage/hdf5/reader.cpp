@@ -14,7 +14,8 @@
 #include <set>
 #include <string_view>
 
-#include "comm/log.hpp"
+#include "base/first_error.hpp"
+#include "base/log.hpp"
 #include "storage/checksum.hpp"
 #include "storage/hdf5/handle.hpp"
 #include "storage/hdf5/settings.hpp"
@@ -521,17 +522,17 @@ void Hdf5Reader::close() {
   impl_->comm = nullptr;
   const std::lock_guard lock(hdf5_mutex());
   const h5::QuietErrors quiet;
-  std::optional<IoError> first;
+  base::FirstError failure;
   for (auto& [path, open] : impl_->datasets) {
     try {
       open.dataset.close({impl_->file, path});
-    } catch (const IoError& e) {
-      if (!first) first = e;
+    } catch (const std::exception& e) {
+      failure.record(e);
     }
   }
   impl_->datasets.clear();
   if (impl_->handle.valid()) impl_->handle.close({impl_->file, {}});
-  if (first) throw *first;
+  failure.throw_if_failed();
 }
 
 }  // namespace cairn::storage

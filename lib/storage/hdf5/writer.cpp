@@ -22,9 +22,9 @@
 #include <optional>
 #include <string_view>
 
-#include "comm/fault.hpp"
-#include "comm/first_error.hpp"
-#include "comm/log.hpp"
+#include "base/fault.hpp"
+#include "base/first_error.hpp"
+#include "base/log.hpp"
 #include "storage/checksum.hpp"
 #include "storage/hdf5/context.hpp"
 #include "storage/hdf5/handle.hpp"
@@ -352,7 +352,7 @@ Hdf5Writer::Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
 
   // Step 4: each rank finds its shards in what the primary sent.
   h5::Unpacked in(found);
-  detail::FirstError failure;
+  base::FirstError failure;
   for (Impl::Array& a : w.arrays) {
     const std::uint8_t kind = in.take_byte();
     std::optional<std::uint64_t> address;
@@ -380,14 +380,15 @@ Hdf5Writer::Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
     }
   }
   failure.report(comm);
-  log::debug("hdf5.create", "file=\"{}\" arrays={} values={}", w.file_name, arrays.size(),
-             values.size());
+  base::log::debug("hdf5.create", "file=\"{}\" arrays={} values={}", w.file_name, arrays.size(),
+                   values.size());
 }
 
 Hdf5Writer::~Hdf5Writer() {
   if (!impl_) return;
   if (!impl_->closed) {
-    log::warn("hdf5.unfinished", "file=\"{}\" arrays={}", impl_->file_name, impl_->arrays.size());
+    base::log::warn("hdf5.unfinished", "file=\"{}\" arrays={}", impl_->file_name,
+                    impl_->arrays.size());
   }
   impl_.reset();  // ~Impl closes what is open, holding the lock
 }
@@ -419,7 +420,7 @@ void Hdf5Writer::write(std::size_t index, std::uint64_t first, std::span<const s
         a.path, w.file_name, first, first + data.size(), dtype_name(a.dtype)));
   }
   if (data.empty()) return;
-  fault::point("storage.hdf5_write");
+  base::fault::point("storage.hdf5_write");
   if (!w.raw) w.raw.emplace(w.file, PosixFile::Mode::write_existing);
   const auto first_elem = static_cast<std::int64_t>(first / elem);
   const h5::RawRegion& region = *a.where;  // a shard with data has one
@@ -451,7 +452,7 @@ void Hdf5Writer::close(const Comm& comm, bool fsync) {
   // writes raw data: agree first.
   comm.agree({.operation = "Hdf5Writer::close " + w.file.filename().string(), .step = -1});
   w.closed = true;
-  detail::FirstError failure;
+  base::FirstError failure;
   try {
     flush(false);
   } catch (const std::exception& e) {
@@ -477,7 +478,7 @@ void Hdf5Writer::close(const Comm& comm, bool fsync) {
     }
   }
   failure.throw_if_failed();
-  log::debug("hdf5.write", "file=\"{}\" arrays={}", w.file_name, w.arrays.size());
+  base::log::debug("hdf5.write", "file=\"{}\" arrays={}", w.file_name, w.arrays.size());
 }
 
 std::unique_ptr<ShardWriter> open_hdf5_writer(const Comm& comm, const std::filesystem::path& dir,

@@ -3,7 +3,8 @@
 #include <cairn/error.hpp>
 #include <fmt/format.h>
 
-#include "comm/fault.hpp"
+#include "base/durable_file.hpp"
+#include "base/fault.hpp"
 
 namespace cairn::storage {
 
@@ -23,7 +24,7 @@ ShardPlacement PosixShardWriter::place(std::size_t index, std::uint64_t bytes) {
         "shard of array {} in '{}': placed twice, unknown, or {} bytes where its box holds {}",
         index, (dir_ / name_).string(), bytes, index < box_bytes_.size() ? box_bytes_[index] : 0));
   }
-  fault::point("storage.posix_write");
+  base::fault::point("storage.posix_write");
   if (!file_) file_.emplace(dir_ / name_, PosixFile::Mode::write_new);
   placed_[index] = Placed{.offset = end_, .bytes = bytes};
   end_ += (bytes + kShardAlignment - 1) / kShardAlignment * kShardAlignment;
@@ -55,14 +56,14 @@ void PosixShardWriter::close(const Comm& comm, bool fsync) {
   // Once every rank has created and closed its file (flush()), the primary makes their names
   // durable.
   comm.agree({.operation = "posix writer close", .step = -1});
-  if (comm.is_primary()) sync_directory(dir_ / "shards");
+  if (comm.is_primary()) base::sync_directory(dir_ / "shards");
 }
 
 std::unique_ptr<ShardWriter> open_posix_writer(const Comm& comm, const std::filesystem::path& dir,
                                                std::span<const ArrayToWrite> arrays) {
   // The primary creates shards/; the verdict doubles as the barrier before any rank's file.
   comm.run_all(fmt::format("posix writer: creating '{}':", (dir / "shards").string()), [&] {
-    if (comm.is_primary()) storage::create_directories(dir / "shards");
+    if (comm.is_primary()) base::create_directories(dir / "shards");
   });
   return std::make_unique<PosixShardWriter>(dir, comm.rank(), arrays);
 }

@@ -1,4 +1,4 @@
-// cairn — the internal logger used by every layer (not installed).
+// cairn — the internal logger used by every layer (internal).
 //
 //   log::info("barrier.done", "name={} seconds={:.3f}", name, seconds);
 // prints "cairn rank=0 level=info event=barrier.done name=... seconds=..." to stderr.
@@ -10,7 +10,7 @@
 #include <string_view>
 #include <utility>
 
-namespace cairn::log {
+namespace cairn::base::log {
 
 /// Whether a line at `level` would be printed by this process. Never throws.
 [[nodiscard]] bool enabled(LogLevel level) noexcept;
@@ -45,4 +45,4 @@ void error(std::string_view event, fmt::format_string<Args...> format, Args&&...
   at(LogLevel::error, event, format, std::forward<Args>(args)...);
 }
 
-}  // namespace cairn::log
+}  // namespace cairn::base::log

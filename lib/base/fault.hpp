@@ -41,7 +41,7 @@
 
 #include <string_view>
 
-namespace cairn::fault {
+namespace cairn::base::fault {
 
 #if CAIRN_HAVE_FAULT_INJECTION
 /// Fires the fault configured for `name` on this rank, if any. Not collective. Throws
@@ -55,4 +55,4 @@ inline void point(std::string_view) {}
 inline int error_at(std::string_view) noexcept { return 0; }
 #endif
 
-}  // namespace cairn::fault
+}  // namespace cairn::base::fault

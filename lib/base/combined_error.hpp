@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-namespace cairn::detail {
+namespace cairn::base {
 
 /// Most bytes of a combined error message, whatever the number of ranks and their messages.
 /// Also the most bytes of one rank's message that all_ok() exchanges.
@@ -50,4 +50,4 @@ struct RankFailure {
 /// "...[cut]" when it was longer. Not collective; throws only std::bad_alloc.
 [[nodiscard]] std::string cut_message(std::string_view text, std::size_t max_bytes);
 
-}  // namespace cairn::detail
+}  // namespace cairn::base

@@ -1,4 +1,4 @@
-#include "comm/fault.hpp"
+#include "base/fault.hpp"
 
 #if CAIRN_HAVE_FAULT_INJECTION
 #include <mpi.h>
@@ -17,9 +17,9 @@
 #include <thread>
 #include <vector>
 
-#include "comm/log.hpp"
+#include "base/log.hpp"
 
-namespace cairn::fault {
+namespace cairn::base::fault {
 namespace {
 
 enum class Action { raise, kill, error_number, stall };
@@ -140,5 +140,5 @@ int error_at(std::string_view name) noexcept {
   return 0;
 }
 
-}  // namespace cairn::fault
+}  // namespace cairn::base::fault
 #endif

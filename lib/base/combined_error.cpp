@@ -1,4 +1,4 @@
-#include "comm/combined_error.hpp"
+#include "base/combined_error.hpp"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace cairn::detail {
+namespace cairn::base {
 namespace {
 
 constexpr std::string_view kCutMarker = "...[cut]";
@@ -124,4 +124,4 @@ std::string combine_rank_errors(std::span<const RankFailure> failures, int size)
   return cut_message(out, kCombinedErrorMaxBytes);
 }
 
-}  // namespace cairn::detail
+}  // namespace cairn::base

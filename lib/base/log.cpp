@@ -1,4 +1,4 @@
-#include "comm/log.hpp"
+#include "base/log.hpp"
 
 #include <mpi.h>
 #include <spdlog/sinks/stdout_sinks.h>
@@ -89,7 +89,7 @@ std::optional<LogLevel> parse_log_level(std::string_view name) noexcept {
   return std::nullopt;
 }
 
-namespace log {
+namespace base::log {
 
 bool enabled(LogLevel level) noexcept {
   if (level == LogLevel::off || level < current_level().load()) return false;
@@ -108,5 +108,5 @@ void write(LogLevel level, std::string_view event, std::string_view fields) noex
   }
 }
 
-}  // namespace log
+}  // namespace base::log
 }  // namespace cairn

@@ -1,0 +1,18 @@
+# cmake -DINCLUDE_DIR=<dir> -P umbrella_check.cmake: fails when <cairn/cairn.hpp> does not
+# include every other C++ header under INCLUDE_DIR/cairn (a header added without it).
+file(READ "${INCLUDE_DIR}/cairn/cairn.hpp" umbrella)
+file(GLOB_RECURSE headers RELATIVE "${INCLUDE_DIR}" "${INCLUDE_DIR}/cairn/*.hpp")
+set(missing "")
+foreach(header IN LISTS headers)
+  if(header STREQUAL "cairn/cairn.hpp" OR header MATCHES "_internal\\.hpp$")
+    continue()
+  endif()
+  string(FIND "${umbrella}" "#include <${header}>" at)
+  if(at EQUAL -1)
+    list(APPEND missing "${header}")
+  endif()
+endforeach()
+if(missing)
+  message(FATAL_ERROR "cairn/cairn.hpp does not include: ${missing}")
+endif()
+message(STATUS "cairn/cairn.hpp includes every other public C++ header")
