@@ -22,7 +22,7 @@ struct AsyncCheckpointer::Impl {
            const CheckpointSaveOptions& options, const AsyncContext& context)
         : save(comm, std::move(handler), dir, args, options, context) {}
 
-    // Goes last: waits for writes that missed their deadline, then removes the temporary
+    // Destroyed last: waits for writes that missed their deadline, then removes the temporary
     // directory of a save that was not committed.
     checkpoint::SaveFlight save;
     std::thread thread;
