@@ -34,15 +34,10 @@ JsonFile read_json_file(const fs::path& path) {
   return {std::move(value), {}};
 }
 
-const boost::json::value* Checkpoint::field(const char* key) const {
-  if (!step.value || !step.value->is_object()) return nullptr;
-  return step.value->get_object().if_contains(key);
-}
-
 boost::json::object Checkpoint::metrics() const {
-  const auto* custom = field("custom");
-  if (custom == nullptr || !custom->is_object()) return {};
-  const auto* metrics = custom->get_object().if_contains("metrics");
+  const auto* custom = step ? step->custom.if_object() : nullptr;
+  if (custom == nullptr) return {};
+  const auto* metrics = custom->if_contains("metrics");
   return metrics && metrics->is_object() ? metrics->get_object() : boost::json::object{};
 }
 
@@ -51,9 +46,9 @@ namespace {
 // The handler type of an item directory, from the files it holds.
 std::string guess_type(const fs::path& dir) {
   std::error_code ec;
-  if (fs::exists(dir / "cairn-tree.json", ec)) return kArrayTree;
-  if (fs::exists(dir / "value.json", ec)) return kJson;
-  if (fs::exists(dir / "cairn-bytes.json", ec)) return kBytes;
+  if (fs::exists(dir / "cairn-tree.json", ec)) return std::string(kArrayTree);
+  if (fs::exists(dir / "value.json", ec)) return std::string(kJson);
+  if (fs::exists(dir / "cairn-bytes.json", ec)) return std::string(kBytes);
   return {};
 }
 
@@ -67,17 +62,13 @@ Checkpoint read_checkpoint(const fs::path& path) {
   // The library's validating reader: what the tools print or follow from the step metadata
   // (numbers, the handler, item names) is then what restore would accept.
   try {
-    out.step.value = cairn::read_step_metadata(path);
+    out.step = cairn::StepMetadata::read(path);
   } catch (const cairn::Error& e) {
-    out.step.error = e.what();
-    out.problems.push_back(out.step.error);
+    out.problems.push_back(e.what());
   }
-  const auto* handler = out.field("handler");
-  const std::string type =
-      handler && handler->is_string() ? std::string(handler->get_string()) : "";
-  const auto* items = out.field("items");
-  if (type == kComposite && items && items->is_object()) {
-    for (const auto& [name, item_type] : items->get_object()) {
+  const std::string type = out.step ? out.step->handler : std::string();
+  if (type == kComposite && !out.step->items.empty()) {
+    for (const auto& [name, item_type] : out.step->items) {
       // The name becomes a path under the checkpoint: one that is not a plain item name
       // ("../x", "/etc", ".") would make the tool read outside it.
       try {
@@ -87,8 +78,7 @@ Checkpoint read_checkpoint(const fs::path& path) {
                                            (path / cairn::kStepMetadataFile).string(), e.what()));
         continue;
       }
-      Item item{std::string(name), path / std::string(name),
-                item_type.is_string() ? std::string(item_type.get_string()) : ""};
+      Item item{name, path / name, item_type};
       if (!fs::is_directory(item.dir, ec)) {
         out.problems.push_back(
             fmt::format("item '{}' is listed in '{}' but its directory '{}' is "
@@ -125,22 +115,16 @@ Checkpoint read_checkpoint(const fs::path& path) {
 }
 
 std::string step_summary(const Checkpoint& ckpt) {
-  const auto text = [&](const char* key) {
-    const auto* v = ckpt.field(key);
-    return v == nullptr     ? std::string("?")
-           : v->is_string() ? std::string(v->get_string())
-                            : boost::json::serialize(*v);
-  };
-  std::string out = fmt::format(
-      "  status:   {}{}\n",
-      ckpt.committed ? "committed at " + text("commit_time") : "INCOMPLETE (no COMMITTED marker)",
-      ckpt.step.value ? ", saved by " + text("world_size") + " ranks" : std::string());
-  out += fmt::format("  handler:  {}\n", text("handler"));
-  // The validated metadata holds "bytes" as an integer in [0, 2^63).
-  if (const auto* bytes = ckpt.field("bytes"); bytes && bytes->is_int64()) {
-    out += fmt::format("  data:     {}\n",
-                       human_bytes(static_cast<std::uint64_t>(bytes->get_int64())));
-  }
+  const auto known = [](const std::string& text) { return text.empty() ? "?" : text; };
+  const cairn::StepMetadata none;
+  const cairn::StepMetadata& step = ckpt.step ? *ckpt.step : none;
+  std::string out =
+      fmt::format("  status:   {}{}\n",
+                  ckpt.committed ? "committed at " + known(step.commit_time)
+                                 : "INCOMPLETE (no COMMITTED marker)",
+                  ckpt.step ? fmt::format(", saved by {} ranks", step.world_size) : std::string());
+  out += fmt::format("  handler:  {}\n", known(step.handler));
+  if (ckpt.step) out += fmt::format("  data:     {}\n", human_bytes(step.bytes));
   if (const auto metrics = ckpt.metrics(); !metrics.empty()) {
     out += fmt::format("  metrics:  {}\n", metrics_text(metrics));
   }

@@ -3,10 +3,13 @@
 #pragma once
 
 #include <boost/json/value.hpp>
+#include <cairn/checkpointer.hpp>
+#include <cairn/handlers.hpp>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cairn_tool {
@@ -21,10 +24,10 @@ struct JsonFile {
 [[nodiscard]] JsonFile read_json_file(const std::filesystem::path& path);
 
 /// Handler type names of the items cairn ships.
-inline constexpr const char* kArrayTree = "cairn.array_tree";
-inline constexpr const char* kJson = "cairn.json";
-inline constexpr const char* kBytes = "cairn.bytes";
-inline constexpr const char* kComposite = "cairn.composite";
+inline constexpr std::string_view kArrayTree = cairn::ArrayTreeHandler::kTypeName;
+inline constexpr std::string_view kJson = cairn::JsonHandler::kTypeName;
+inline constexpr std::string_view kBytes = cairn::BytesHandler::kTypeName;
+inline constexpr std::string_view kComposite = cairn::CompositeHandler::kTypeName;
 
 /// One item of a checkpoint.
 struct Item {
@@ -37,14 +40,13 @@ struct Item {
 /// What a checkpoint directory holds, read from its files.
 struct Checkpoint {
   std::filesystem::path path;
-  bool committed = false;   ///< COMMITTED marker present
-  JsonFile step;            ///< cairn-step.json, validated (empty when it is damaged)
+  bool committed = false;  ///< COMMITTED marker present
+  /// cairn-step.json, validated (empty when it is missing or damaged).
+  std::optional<cairn::StepMetadata> step;
   std::vector<Item> items;  ///< sorted by name
   /// Problems with the metadata (damaged step file, items listed but missing, ...).
   std::vector<std::string> problems;
 
-  /// A field of the step metadata, or null. Never throws.
-  [[nodiscard]] const boost::json::value* field(const char* key) const;
   /// The metrics saved with the step (custom.metrics), or an empty object.
   [[nodiscard]] boost::json::object metrics() const;
 };

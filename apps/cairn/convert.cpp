@@ -120,7 +120,7 @@ cairn::Composite::Items read_items(const cairn::Comm& comm, const Checkpoint& sr
 int run_convert(const cairn::Comm& comm, const ConvertOptions& options) {
   const Checkpoint src = read_checkpoint(options.source);
   // A checkpoint whose step metadata is damaged is not converted: the copy would lose it.
-  if (!src.committed || src.items.empty() || !src.step.value) {
+  if (!src.committed || src.items.empty() || !src.step) {
     if (comm.is_primary()) {
       fmt::print(stderr, "cairn convert: '{}' is not a committed checkpoint{}\n", options.source,
                  src.problems.empty() ? "" : ": " + src.problems.front());
@@ -149,17 +149,17 @@ int run_convert(const cairn::Comm& comm, const ConvertOptions& options) {
   const Progress progress(!options.quiet && !options.json, comm.is_primary());
   std::size_t leaves = 0;
   auto items = read_items(comm, src, format, progress, leaves);
-  const auto* custom = src.field("custom");
   // A manager's step keeps its metrics in the files that record them (hdf5's cairn_metrics).
+  const boost::json::value& custom = src.step->custom;
   cairn::SaveProvenance provenance;
-  if (custom && custom->is_object()) {
-    if (const auto* metrics = custom->get_object().if_contains("metrics");
+  if (custom.is_object()) {
+    if (const auto* metrics = custom.get_object().if_contains("metrics");
         metrics && metrics->is_object()) {
       provenance.metrics = metrics->get_object();
     }
   }
   const cairn::CheckpointSaveOptions save{.force = options.force,
-                                          .custom_metadata = custom ? *custom : nullptr,
+                                          .custom_metadata = custom,
                                           .provenance = std::move(provenance)};
   progress.update("writing " + options.destination, 0, 1, "checkpoint");
   const bool single = src.items.size() == 1 && src.items.front().name.empty();

@@ -143,11 +143,12 @@ int run_inspect(const cairn::Comm& comm, const InspectOptions& options) {
   boost::json::array problems;
   for (const auto& p : ckpt.problems) problems.emplace_back(p);
   if (options.json) {
-    boost::json::object out = {{"path", options.checkpoint},
-                               {"committed", ckpt.committed},
-                               {"step_metadata", ckpt.step.value ? *ckpt.step.value : nullptr},
-                               {"problems", problems},
-                               {"items", items}};
+    boost::json::object out = {
+        {"path", options.checkpoint},
+        {"committed", ckpt.committed},
+        {"step_metadata", ckpt.step ? boost::json::value(ckpt.step->json) : nullptr},
+        {"problems", problems},
+        {"items", items}};
     fmt::print("{}\n", pretty_json(out));
     return kOk;
   }

@@ -28,8 +28,7 @@ int run_ls(const cairn::Comm& comm, const LsOptions& options) {
                                {"path", dir.path.string()},
                                {"bytes", disk_bytes(dir.path)}};
     const Checkpoint ckpt = read_checkpoint(dir.path);
-    const auto* time = ckpt.field("commit_time");
-    row["time"] = time && time->is_string() ? time->get_string() : "";
+    row["time"] = ckpt.step ? ckpt.step->commit_time : std::string();
     boost::json::array items;
     for (const auto& item : ckpt.items) items.emplace_back(item.label());
     row["items"] = std::move(items);

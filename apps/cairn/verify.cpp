@@ -153,14 +153,13 @@ std::string root_metadata_problem(const std::filesystem::path& root,
   for (const auto& dir : steps) {
     if (needed) break;
     if (dir.temporary || dir.status != cairn::StepStatus::committed) continue;
-    boost::json::object step;
+    boost::json::value custom;
     try {
-      step = cairn::read_step_metadata(dir.path);
+      custom = cairn::StepMetadata::read(dir.path).custom;
     } catch (const cairn::Error&) {
       continue;  // reported with the step itself
     }
-    const auto* custom = step.if_contains("custom");
-    needed = custom != nullptr && custom->is_object() && custom->as_object().contains("metrics");
+    needed = custom.is_object() && custom.as_object().contains("metrics");
   }
   if (!needed) return {};
   try {

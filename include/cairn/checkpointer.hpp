@@ -20,14 +20,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 
 namespace cairn {
 
-/// Name of the step metadata file in a checkpoint directory.
-inline constexpr const char* kStepMetadataFile = "cairn-step.json";
 /// Name of the commit marker, the last file written before the rename.
 inline constexpr const char* kCommitMarker = "COMMITTED";
 /// Suffix of the temporary directory a checkpoint is written in.
@@ -76,13 +75,38 @@ struct CheckpointerOptions {
 /// collective; never throws.
 [[nodiscard]] bool is_committed(const std::filesystem::path& dir) noexcept;
 
+/// The step metadata of a checkpoint (cairn-step.json), validated as restore does: the fields
+/// cairn relies on, typed, and the whole file.
+struct StepMetadata {
+  /// Type of the handler that saved the item ("cairn.composite" for several items).
+  std::string handler = {};
+  /// Ranks that saved the checkpoint.
+  int world_size = 0;
+  /// Bytes of data, summed over the ranks.
+  std::uint64_t bytes = 0;
+  /// When the save started and when it was committed, UTC ("2026-01-31T12:00:00Z"); empty
+  /// when the file has no such string.
+  std::string init_time = {};
+  std::string commit_time = {};
+  /// The save's custom metadata (CheckpointSaveOptions::custom_metadata); null when none.
+  boost::json::value custom = nullptr;
+  /// Item name -> handler type, for a composite; empty otherwise.
+  std::map<std::string, std::string> items = {};
+  /// The whole file: the fields above and those cairn does not interpret.
+  boost::json::object json = {};
+
+  /// Reads and validates the step metadata of the checkpoint at `dir`. Not collective.
+  /// Throws as read_step_metadata().
+  [[nodiscard]] static StepMetadata read(const std::filesystem::path& dir);
+};
+
 /// Reads the step metadata (cairn-step.json) of the checkpoint at `dir` and validates it as
 /// restore does: "format", "version", "handler", "world_size", "bytes" and "items" must be
 /// what cairn writes (integers in range, non-empty strings); other fields are returned as
-/// they are. For tools that read checkpoints they did not write. Not collective (one small
-/// file, read on the calling rank). Throws NotFound when the file does not exist, IoError
-/// when it cannot be read, FormatError naming the file and the first bad field when it is
-/// damaged or too large; never crashes on hostile input.
+/// they are (StepMetadata::read(dir).json). For tools that read checkpoints they did not
+/// write. Not collective (one small file, read on the calling rank). Throws NotFound when the
+/// file does not exist, IoError when it cannot be read, FormatError naming the file and the
+/// first bad field when it is damaged or too large; never crashes on hostile input.
 [[nodiscard]] boost::json::object read_step_metadata(const std::filesystem::path& dir);
 
 /// Saves and restores checkpoints synchronously with one handler.

@@ -27,6 +27,10 @@
 
 namespace cairn {
 
+/// Name of the step metadata file in a checkpoint directory (written by the checkpoint layer;
+/// a composite reads the handler types and custom metadata of its items there).
+inline constexpr const char* kStepMetadataFile = "cairn-step.json";
+
 /// Base of every save and restore argument type. Each subclass names the handler type that
 /// understands it.
 class CheckpointArgs {
@@ -35,6 +39,13 @@ class CheckpointArgs {
   /// The type name of the handler for these arguments ("cairn.array_tree", ...). Never
   /// throws.
   [[nodiscard]] virtual std::string_view handler_type() const noexcept = 0;
+  /// Copies of these restore arguments that read replicated array-tree leaves on the primary
+  /// alone and broadcast them (CheckpointManager's single-host load and broadcast), also for
+  /// the items of a composite; null when nothing changes. Default: null. Never throws beyond
+  /// std::bad_alloc.
+  [[nodiscard]] virtual std::shared_ptr<const CheckpointArgs> with_load_and_broadcast() const {
+    return nullptr;
+  }
 };
 
 /// A byte budget for staged copies of the caller's data (async saves), and the memory those

@@ -38,7 +38,7 @@ struct ArrayTreeSave final : CheckpointArgs {
     args.build = std::move(build);
     return args;
   }
-  std::string_view handler_type() const noexcept override { return "cairn.array_tree"; }
+  std::string_view handler_type() const noexcept override;
   /// The tree to save: what `build` returns when it is set, else `tree`. Throws what `build`
   /// throws.
   [[nodiscard]] ArrayTree tree_to_save() const { return build ? build() : tree; }
@@ -61,7 +61,9 @@ struct ArrayTreeRestore final : CheckpointArgs {
   /// Returns the tree as saved, laid out as `as_saved_` says. Never throws beyond
   /// std::bad_alloc.
   explicit ArrayTreeRestore(AsSavedOptions as_saved_) : as_saved(std::move(as_saved_)) {}
-  std::string_view handler_type() const noexcept override { return "cairn.array_tree"; }
+  std::string_view handler_type() const noexcept override;
+  /// A copy with options.load_and_broadcast set.
+  [[nodiscard]] std::shared_ptr<const CheckpointArgs> with_load_and_broadcast() const override;
   /// The tree whose buffers receive the saved values; empty: restore as saved.
   std::optional<ArrayTree> target;
   /// How a restore into `target` reads (casts, optional leaves, checksums).
@@ -74,7 +76,9 @@ struct ArrayTreeRestore final : CheckpointArgs {
 /// target with its values filled in, or a tree that owns its buffers).
 class ArrayTreeHandler final : public CheckpointHandler {
  public:
-  std::string_view type_name() const noexcept override { return "cairn.array_tree"; }
+  /// The handler type recorded in step metadata.
+  static constexpr std::string_view kTypeName = "cairn.array_tree";
+  std::string_view type_name() const noexcept override { return kTypeName; }
   std::unique_ptr<PendingSave> async_save(const Comm& comm, const std::filesystem::path& dir,
                                           const CheckpointArgs& args,
                                           const AsyncContext& context) override;
@@ -82,6 +86,13 @@ class ArrayTreeHandler final : public CheckpointHandler {
                    const CheckpointArgs* args) override;
   boost::json::value metadata(const Comm& comm, const std::filesystem::path& dir) override;
 };
+
+inline std::string_view ArrayTreeSave::handler_type() const noexcept {
+  return ArrayTreeHandler::kTypeName;
+}
+inline std::string_view ArrayTreeRestore::handler_type() const noexcept {
+  return ArrayTreeHandler::kTypeName;
+}
 
 // ------------------------------------------------------------------ JSON
 
@@ -89,21 +100,23 @@ class ArrayTreeHandler final : public CheckpointHandler {
 struct JsonSave final : CheckpointArgs {
   /// Saves `value_` (a copy). Never throws beyond std::bad_alloc.
   explicit JsonSave(boost::json::value value_) : value(std::move(value_)) {}
-  std::string_view handler_type() const noexcept override { return "cairn.json"; }
+  std::string_view handler_type() const noexcept override;
   /// The value to save (the primary rank's is written).
   boost::json::value value;
 };
 
 /// Restore arguments of JsonHandler (none are needed).
 struct JsonRestore final : CheckpointArgs {
-  std::string_view handler_type() const noexcept override { return "cairn.json"; }
+  std::string_view handler_type() const noexcept override;
 };
 
 /// Stores one JSON value as `value.json`, written by the primary rank. restore() returns a
 /// boost::json::value (read by the primary, broadcast to all ranks).
 class JsonHandler final : public CheckpointHandler {
  public:
-  std::string_view type_name() const noexcept override { return "cairn.json"; }
+  /// The handler type recorded in step metadata.
+  static constexpr std::string_view kTypeName = "cairn.json";
+  std::string_view type_name() const noexcept override { return kTypeName; }
   std::unique_ptr<PendingSave> async_save(const Comm& comm, const std::filesystem::path& dir,
                                           const CheckpointArgs& args,
                                           const AsyncContext& context) override;
@@ -111,6 +124,11 @@ class JsonHandler final : public CheckpointHandler {
                    const CheckpointArgs* args) override;
   boost::json::value metadata(const Comm& comm, const std::filesystem::path& dir) override;
 };
+
+inline std::string_view JsonSave::handler_type() const noexcept { return JsonHandler::kTypeName; }
+inline std::string_view JsonRestore::handler_type() const noexcept {
+  return JsonHandler::kTypeName;
+}
 
 // ------------------------------------------------------------------ bytes
 
@@ -122,7 +140,7 @@ struct BytesSave final : CheckpointArgs {
   /// std::bad_alloc.
   explicit BytesSave(std::vector<std::byte> bytes_, bool replicated_ = false)
       : bytes(std::move(bytes_)), replicated(replicated_) {}
-  std::string_view handler_type() const noexcept override { return "cairn.bytes"; }
+  std::string_view handler_type() const noexcept override;
   /// This rank's bytes (or every rank's, when replicated).
   std::vector<std::byte> bytes;
   /// Every rank holds the same bytes; the primary writes them once.
@@ -135,7 +153,7 @@ struct BytesRestore final : CheckpointArgs {
   BytesRestore() = default;
   /// Reads the per-rank blob that rank `from_rank_` saved. Never throws.
   explicit BytesRestore(int from_rank_) : from_rank(from_rank_) {}
-  std::string_view handler_type() const noexcept override { return "cairn.bytes"; }
+  std::string_view handler_type() const noexcept override;
   /// The rank whose blob to read (per-rank blobs); empty: this rank's own.
   std::optional<int> from_rank;
 };
@@ -146,7 +164,9 @@ struct BytesRestore final : CheckpointArgs {
 /// NotFound naming the rank.
 class BytesHandler final : public CheckpointHandler {
  public:
-  std::string_view type_name() const noexcept override { return "cairn.bytes"; }
+  /// The handler type recorded in step metadata.
+  static constexpr std::string_view kTypeName = "cairn.bytes";
+  std::string_view type_name() const noexcept override { return kTypeName; }
   std::unique_ptr<PendingSave> async_save(const Comm& comm, const std::filesystem::path& dir,
                                           const CheckpointArgs& args,
                                           const AsyncContext& context) override;
@@ -154,6 +174,11 @@ class BytesHandler final : public CheckpointHandler {
                    const CheckpointArgs* args) override;
   boost::json::value metadata(const Comm& comm, const std::filesystem::path& dir) override;
 };
+
+inline std::string_view BytesSave::handler_type() const noexcept { return BytesHandler::kTypeName; }
+inline std::string_view BytesRestore::handler_type() const noexcept {
+  return BytesHandler::kTypeName;
+}
 
 // ------------------------------------------------------------------ composites
 
@@ -177,7 +202,10 @@ class Composite final : public CheckpointArgs {
   /// The items of `items`, with custom metadata for some of them. Throws InvalidArgument
   /// naming a bad name, a null argument, or metadata for an item not among the items.
   explicit Composite(Items items, CustomMetadata custom_metadata = {});
-  std::string_view handler_type() const noexcept override { return "cairn.composite"; }
+  std::string_view handler_type() const noexcept override;
+  /// A copy whose items are replaced by their with_load_and_broadcast(); null when no item
+  /// changes.
+  [[nodiscard]] std::shared_ptr<const CheckpointArgs> with_load_and_broadcast() const override;
   /// The items, sorted by name. Never throws.
   [[nodiscard]] const Items& items() const noexcept { return items_; }
   /// The arguments of `name`, or null. Never throws.
@@ -233,7 +261,13 @@ class CompositeHandler final : public CheckpointHandler {
   explicit CompositeHandler(std::map<std::string, std::shared_ptr<CheckpointHandler>> handlers = {},
                             std::set<std::string> item_names = {});
 
-  std::string_view type_name() const noexcept override { return "cairn.composite"; }
+  /// The handler type recorded in step metadata.
+  static constexpr std::string_view kTypeName = "cairn.composite";
+  /// The keys a composite save adds to the step metadata: item name -> handler type, and item
+  /// name -> custom metadata (only when some item has any).
+  static constexpr std::string_view kItemsKey = "items";
+  static constexpr std::string_view kItemCustomMetadataKey = "item_custom_metadata";
+  std::string_view type_name() const noexcept override { return kTypeName; }
   std::unique_ptr<PendingSave> async_save(const Comm& comm, const std::filesystem::path& dir,
                                           const CheckpointArgs& args,
                                           const AsyncContext& context) override;
@@ -265,6 +299,10 @@ class CompositeHandler final : public CheckpointHandler {
   std::map<std::string, std::shared_ptr<CheckpointHandler>, std::less<>> handlers_;
   std::set<std::string, std::less<>> names_;
 };
+
+inline std::string_view Composite::handler_type() const noexcept {
+  return CompositeHandler::kTypeName;
+}
 
 /// Checks that `name` can name a composite item: a valid leaf-path component that does not
 /// start with "__". Throws InvalidArgument naming it. Not collective.

@@ -484,7 +484,7 @@ class CheckpointManager {
   [[nodiscard]] std::optional<double> metric_of(const StepInfo& info) const;
   void quarantine(std::int64_t step, std::string_view error);
   [[nodiscard]] StepInfo read_step_info(std::int64_t step);
-  [[nodiscard]] boost::json::object read_step_metadata(std::int64_t step);
+  [[nodiscard]] StepMetadata read_step_metadata(std::int64_t step);
   void check_writable(std::string_view what) const;
   void require_active(std::string_view what) const;
 

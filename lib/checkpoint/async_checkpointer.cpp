@@ -6,43 +6,31 @@
 #include <thread>
 
 #include "base/fault.hpp"
+#include "base/first_error.hpp"
 #include "base/log.hpp"
-#include "checkpoint/bounded_write.hpp"
 #include "checkpoint/commit.hpp"
 #include "checkpoint/file_options.hpp"
+#include "checkpoint/save_flight.hpp"
 
 namespace cairn {
 
 struct AsyncCheckpointer::Impl {
   // One save from the return of save() to its commit.
   struct Flight {
-    std::filesystem::path dir;
-    std::filesystem::path tmp;
-    bool force = false;
-    checkpoint::StepRecord record;
-    std::unique_ptr<PendingSave> pending;
+    Flight(const Comm& comm, std::shared_ptr<CheckpointHandler> handler,
+           const std::filesystem::path& dir, const CheckpointArgs& args,
+           const CheckpointSaveOptions& options, const AsyncContext& context)
+        : save(comm, std::move(handler), dir, args, options, context) {}
+
+    // Destroyed last: waits for writes that missed their deadline, then removes the temporary
+    // directory of a save that was not committed.
+    checkpoint::SaveFlight save;
     std::thread thread;
     std::atomic<bool> done{false};
-    // Seconds stage() took, set by the caller's thread once it returns: `record` belongs to
+    // Seconds stage() took, set by the caller's thread once it returns: the record belongs to
     // the background thread from its start, so the caller never touches it directly.
     std::promise<double> staged;
-    std::optional<std::pair<ErrorCode, std::string>> error;  // set by the background thread
-    // Whether the local writes returned within the write deadline (set by the background
-    // thread before `done`).
-    bool writes_returned = true;
-    // The temporary directory to remove once the writes returned (a failed save whose writes
-    // were stuck), with the Comm that says whether this rank is the primary.
-    const Comm* discard_with = nullptr;
-    // The local writes, on a thread of their own.
-    std::unique_ptr<checkpoint::BoundedWrite> writing;
-
-    Flight() = default;
-    Flight(const Flight&) = delete;
-    Flight& operator=(const Flight&) = delete;
-    ~Flight() {
-      writing.reset();  // waits for writes that missed their deadline
-      if (discard_with) checkpoint::discard(*discard_with, tmp);
-    }
+    base::FirstError error;  // recorded by the background thread before `done`
   };
 
   Impl(const Comm& c, std::shared_ptr<CheckpointHandler> h, AsyncOptions o, CheckpointerOptions co)
@@ -63,18 +51,13 @@ struct AsyncCheckpointer::Impl {
   void run(Flight& flight) {
     try {
       const auto start = std::chrono::steady_clock::now();
-      PendingSave& pending = *flight.pending;
-      flight.writing = std::make_unique<checkpoint::BoundedWrite>([&pending] {
-        pending.write(nullptr);
-        base::fault::point("checkpoint.async_drain");
-      });
-      flight.writes_returned = flight.writing->wait_for(write_deadline());
-      if (flight.writes_returned) flight.writing->join();
-      flight.record.timings["write_s"] = checkpoint::seconds_since(start);
-      flight.record.timings["stage_s"] = flight.staged.get_future().get();
-      if (background_mpi) complete(flight, background);
+      flight.save.start_writes([] { base::fault::point("checkpoint.async_drain"); });
+      (void)flight.save.await_writes(write_deadline());
+      flight.save.record().timings["write_s"] = checkpoint::seconds_since(start);
+      flight.save.record().timings["stage_s"] = flight.staged.get_future().get();
+      if (background_mpi) flight.save.complete(background, common.file_options, write_deadline());
     } catch (const std::exception& e) {
-      flight.error.emplace(error_code_of(e), e.what());
+      flight.error.record(e);
     }
     flight.done = true;
   }
@@ -83,65 +66,45 @@ struct AsyncCheckpointer::Impl {
     return checkpoint::write_deadline(comm, common.write_timeout);
   }
 
-  // The collective end of a save: the verdict on the local writes, the handler's finish,
-  // then the commit. Throws on every rank of `with`; removes the temporary directory on
-  // failure.
-  void complete(Flight& flight, const Comm& with) {
-    try {
-      checkpoint::agree_writes_returned(with, flight.writes_returned, flight.dir, write_deadline());
-      const auto start = std::chrono::steady_clock::now();
-      flight.pending->finish(with);
-      flight.record.timings["finish_s"] = checkpoint::seconds_since(start);
-      flight.record.bytes = static_cast<std::uint64_t>(
-          with.sum(static_cast<std::int64_t>(flight.pending->bytes_written())));
-      flight.record.item_metadata = flight.pending->step_metadata();
-      checkpoint::commit(with, flight.tmp, flight.dir, std::move(flight.record), flight.force,
-                         common.file_options);
-    } catch (...) {
-      // Stuck writes may still add files to the temporary directory: it is removed once they
-      // returned, when the flight goes (after every rank learnt of the failure).
-      if (flight.writes_returned) {
-        checkpoint::discard(with, flight.tmp);
-      } else {
-        flight.discard_with = &with;
+  // Without background MPI, the collective end of a save on the caller's thread. When the
+  // local writes failed, it still runs so that every rank learns it.
+  void complete_here(Flight& landing) {
+    if (!landing.error.failed()) {
+      try {
+        landing.save.complete(comm, common.file_options, write_deadline());
+      } catch (const std::exception& e) {
+        landing.error.record(e);
       }
-      throw;
+      return;
     }
-    handler->finalize(with, flight.dir);
+    if (landing.save.writes_returned()) {
+      try {
+        landing.error.throw_if_failed();
+      } catch (const std::exception& e) {
+        landing.save.fail(e);
+      }
+    }
+    try {
+      landing.save.complete(comm, common.file_options, write_deadline());
+    } catch (const std::exception&) {
+    }
   }
 
   // Waits for the save in flight and, without background MPI, completes it here. Throws on
   // every rank when it failed on any rank. Collective.
   void land() {
-    const bool flying = flight != nullptr;
-    if (!comm.any(flying)) return;
-    std::optional<std::pair<ErrorCode, std::string>> error;
-    if (flying) {
+    if (!comm.any(flight != nullptr)) return;
+    if (flight) {
       flight->thread.join();
-      error = flight->error;
-      if (!background_mpi && !error) {
-        try {
-          complete(*flight, comm);
-        } catch (const std::exception& e) {
-          error.emplace(error_code_of(e), e.what());
-        }
-      } else if (!background_mpi) {
-        // The local writes failed: the collective end still runs so every rank learns it.
-        if (flight->writes_returned) flight->pending->fail(std::runtime_error(error->second));
-        try {
-          complete(*flight, comm);
-        } catch (const std::exception&) {
-        }
-      }
-      if (error) {
-        error->second = fmt::format("async save of '{}': {}", flight->dir.string(), error->second);
-      }
+      if (!background_mpi) complete_here(*flight);
     }
     // A rank whose writes are stuck waits for them only after the verdict (when `landed`
     // goes), so that the other ranks learn of the failure without waiting for it.
     const std::unique_ptr<Flight> landed = std::move(flight);
-    comm.all_ok(!error, error ? error->second : std::string(),
-                error ? error->first : ErrorCode::internal);
+    const base::FirstError none;
+    const base::FirstError& error = landed ? landed->error : none;
+    error.report(comm, landed ? fmt::format("async save of '{}': ", landed->save.dir().string())
+                              : std::string());
   }
 
   Comm comm;
@@ -174,36 +137,15 @@ void AsyncCheckpointer::save(const std::filesystem::path& dir, const CheckpointA
                              const CheckpointSaveOptions& options) {
   Impl& m = *impl_;
   m.land();
-  auto flight = std::make_unique<Impl::Flight>();
-  flight->dir = dir;
-  flight->force = options.force;
-  flight->record = {.handler_type = std::string(m.handler->type_name()),
-                    .custom = options.custom_metadata,
-                    .started = std::chrono::system_clock::now()};
-  flight->tmp = checkpoint::begin_save(m.comm, dir, options.force, m.handler->type_name());
-  try {
-    flight->pending = m.handler->async_save(m.comm, flight->tmp, args,
-                                            {.staging = m.options.zero_copy ? nullptr : &m.staging,
-                                             .zero_copy = m.options.zero_copy,
-                                             .background_mpi = m.background_mpi,
-                                             .device_staging = m.options.device_staging,
-                                             .provenance = options.provenance});
-  } catch (...) {
-    checkpoint::discard(m.comm, flight->tmp);
-    throw;
-  }
-  Impl::Flight& f = *flight;
-  m.flight = std::move(flight);
+  m.flight = std::make_unique<Impl::Flight>(
+      m.comm, m.handler, dir, args, options,
+      AsyncContext{.staging = m.options.zero_copy ? nullptr : &m.staging,
+                   .zero_copy = m.options.zero_copy,
+                   .background_mpi = m.background_mpi,
+                   .device_staging = m.options.device_staging});
+  Impl::Flight& f = *m.flight;
   f.thread = std::thread([&m, &f] { m.run(f); });
-  const auto start = std::chrono::steady_clock::now();
-  try {
-    f.pending->stage();
-  } catch (const std::exception& e) {
-    f.pending->fail(e);
-  } catch (...) {
-    f.pending->fail(Error(ErrorCode::internal, "unknown exception while staging"));
-  }
-  f.staged.set_value(checkpoint::seconds_since(start));
+  f.staged.set_value(f.save.stage());
 }
 
 std::any AsyncCheckpointer::restore(const std::filesystem::path& dir, const CheckpointArgs* args) {
@@ -214,7 +156,7 @@ std::any AsyncCheckpointer::restore(const std::filesystem::path& dir, const Chec
 
 boost::json::value AsyncCheckpointer::metadata(const std::filesystem::path& dir) {
   impl_->land();
-  boost::json::object step = checkpoint::open_committed(impl_->comm, dir);
+  boost::json::object step = checkpoint::open_committed(impl_->comm, dir).json;
   step["item"] = impl_->handler->metadata(impl_->comm, dir);
   return step;
 }
@@ -231,7 +173,7 @@ bool AsyncCheckpointer::is_saving_in_progress() const noexcept {
 void AsyncCheckpointer::check_for_errors() {
   Impl& m = *impl_;
   const bool done = m.flight && m.flight->done;
-  const bool failed = done && m.flight->error.has_value();
+  const bool failed = done && m.flight->error.failed();
   if (m.background_mpi ? m.comm.any(failed) : m.comm.all(m.flight == nullptr || done)) m.land();
 }
 

@@ -2,9 +2,9 @@
 #include <cairn/checkpointer.hpp>
 #include <fmt/format.h>
 
-#include "checkpoint/bounded_write.hpp"
 #include "checkpoint/commit.hpp"
 #include "checkpoint/file_options.hpp"
+#include "checkpoint/save_flight.hpp"
 
 namespace cairn {
 
@@ -27,41 +27,17 @@ Checkpointer::~Checkpointer() = default;
 
 void Checkpointer::save(const std::filesystem::path& dir, const CheckpointArgs& args,
                         const CheckpointSaveOptions& options) {
-  checkpoint::StepRecord record{.handler_type = std::string(handler_->type_name()),
-                                .custom = options.custom_metadata,
-                                .started = std::chrono::system_clock::now()};
-  const auto tmp = checkpoint::begin_save(comm_, dir, options.force, handler_->type_name());
-  try {
-    auto start = std::chrono::steady_clock::now();
-    auto pending = handler_->async_save(comm_, tmp, args,
-                                        {.zero_copy = true, .provenance = options.provenance});
-    try {
-      pending->stage();
-    } catch (const std::exception& e) {
-      pending->fail(e);
-    }
-    {
-      // The writes run on a thread of their own so that a rank stuck in them still takes
-      // part in the verdict in time; a stuck rank then waits for them (the destructor of
-      // `writing`) before its save throws.
-      checkpoint::BoundedWrite writing([&pending] { pending->write(nullptr); });
-      const auto deadline = checkpoint::write_deadline(comm_, options_.write_timeout);
-      checkpoint::agree_writes_returned(comm_, writing.wait_for(deadline), dir, deadline);
-      writing.join();
-    }
-    record.timings["write_s"] = checkpoint::seconds_since(start);
-    start = std::chrono::steady_clock::now();
-    pending->finish(comm_);
-    record.timings["finish_s"] = checkpoint::seconds_since(start);
-    record.bytes =
-        static_cast<std::uint64_t>(comm_.sum(static_cast<std::int64_t>(pending->bytes_written())));
-    record.item_metadata = pending->step_metadata();
-    checkpoint::commit(comm_, tmp, dir, std::move(record), options.force, options_.file_options);
-  } catch (...) {
-    checkpoint::discard(comm_, tmp);
-    throw;
-  }
-  handler_->finalize(comm_, dir);
+  // The async pipeline, waited for: the writes run on a thread of their own so that a rank
+  // stuck in them still takes part in the verdict in time; a stuck rank then waits for them
+  // (when `flight` goes) before its save throws.
+  checkpoint::SaveFlight flight(comm_, handler_, dir, args, options, {.zero_copy = true});
+  const auto start = std::chrono::steady_clock::now();
+  (void)flight.stage();
+  flight.start_writes();
+  const auto deadline = checkpoint::write_deadline(comm_, options_.write_timeout);
+  (void)flight.await_writes(deadline);
+  flight.record().timings["write_s"] = checkpoint::seconds_since(start);
+  flight.complete(comm_, options_.file_options, deadline);
 }
 
 std::any Checkpointer::restore(const std::filesystem::path& dir, const CheckpointArgs* args) {
@@ -70,7 +46,7 @@ std::any Checkpointer::restore(const std::filesystem::path& dir, const Checkpoin
 }
 
 boost::json::value Checkpointer::metadata(const std::filesystem::path& dir) {
-  boost::json::object step = checkpoint::open_committed(comm_, dir);
+  boost::json::object step = checkpoint::open_committed(comm_, dir).json;
   step["item"] = handler_->metadata(comm_, dir);
   return step;
 }

@@ -13,6 +13,7 @@
 #include "checkpoint/file_options.hpp"
 #include "checkpoint/manifest.hpp"
 #include "checkpoint/step_metadata.hpp"
+#include "base/fnv1a.hpp"
 #include "storage/posix_file.hpp"
 
 namespace cairn::checkpoint {
@@ -21,12 +22,6 @@ namespace {
 std::string iso_time(std::chrono::system_clock::time_point t) {
   const std::time_t seconds = std::chrono::system_clock::to_time_t(t);
   return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(seconds));
-}
-
-std::uint64_t fnv(std::string_view text) {
-  std::uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
-  return h;
 }
 
 std::filesystem::path with_suffix(const std::filesystem::path& dir, std::string_view suffix) {
@@ -56,7 +51,7 @@ std::filesystem::path begin_save(const Comm& comm, const std::filesystem::path& 
   }
   comm.agree({.operation = "checkpoint save",
               .options = force ? 1u : 0u,
-              .structure = fnv(dir.string()) ^ fnv(handler_type)});
+              .structure = base::Fnv1a().str(dir.string()).str(handler_type).value()});
   const auto tmp = with_suffix(dir, kTmpSuffix);
   comm.run_all(fmt::format("saving checkpoint '{}':", dir.string()), [&] {
     if (!comm.is_primary()) return;
@@ -88,15 +83,16 @@ void commit(const Comm& comm, const std::filesystem::path& tmp, const std::files
     if (!comm.is_primary()) return;
     const auto committed_at = std::chrono::system_clock::now();
     record.timings["commit_s"] = seconds_since(start);
-    boost::json::object step = {{"format", "cairn-step"},
-                                {"version", kStepFormatVersion},
-                                {"handler", record.handler_type},
-                                {"world_size", comm.size()},
-                                {"bytes", record.bytes},
-                                {"init_time", iso_time(record.started)},
-                                {"commit_time", iso_time(committed_at)},
-                                {"timings", record.timings},
-                                {"custom", record.custom}};
+    boost::json::object step;
+    step[step_key::kFormat] = kStepFormatName;
+    step[step_key::kVersion] = kStepFormatVersion;
+    step[step_key::kHandler] = record.handler_type;
+    step[step_key::kWorldSize] = comm.size();
+    step[step_key::kBytes] = record.bytes;
+    step[step_key::kInitTime] = iso_time(record.started);
+    step[step_key::kCommitTime] = iso_time(committed_at);
+    step[step_key::kTimings] = record.timings;
+    step[step_key::kCustom] = record.custom;
     for (const auto& [key, value] : record.item_metadata) step[key] = value;
     base::write_file_durably(tmp / kStepMetadataFile, boost::json::serialize(step));
     base::write_file_durably(tmp / kCommitMarker, make_commit_marker(tmp, iso_time(committed_at)));
@@ -135,8 +131,8 @@ void discard(const Comm& comm, const std::filesystem::path& tmp) noexcept {
     base::log::warn("checkpoint.discard", "path=\"{}\" error=\"{}\"", tmp.string(), ec.message());
 }
 
-boost::json::object open_committed(const Comm& comm, const std::filesystem::path& dir,
-                                   const CheckpointArgs* args) {
+StepMetadata open_committed(const Comm& comm, const std::filesystem::path& dir,
+                            const CheckpointArgs* args) {
   const auto file = dir / kStepMetadataFile;
   std::optional<std::set<std::string>> only_items;
   if (const auto* composite = dynamic_cast<const Composite*>(args)) {

@@ -42,11 +42,11 @@ void discard(const Comm& comm, const std::filesystem::path& tmp) noexcept;
 
 /// Checks that `dir` is a committed checkpoint whose metadata files match the checksums in
 /// its COMMITTED marker (only those `args` will read: with composite arguments, the files of
-/// the named items) and returns its cairn-step.json (read by the primary, broadcast).
+/// the named items) and returns its step metadata (read by the primary, broadcast).
 /// Collective. Throws NotFound, or FormatError naming the file of an incomplete or damaged
 /// checkpoint.
-boost::json::object open_committed(const Comm& comm, const std::filesystem::path& dir,
-                                   const CheckpointArgs* args = nullptr);
+StepMetadata open_committed(const Comm& comm, const std::filesystem::path& dir,
+                            const CheckpointArgs* args = nullptr);
 
 /// Seconds since `start`.
 double seconds_since(std::chrono::steady_clock::time_point start);

@@ -6,6 +6,7 @@
 #include <array>
 #include <fmt/format.h>
 
+#include "base/fnv1a.hpp"
 #include "base/log.hpp"
 #include "comm/mpi_check.hpp"
 
@@ -82,13 +83,11 @@ void Comm::check_options() {
                       r, primaries[r], primaries[0]));
     }
   }
-  std::uint64_t active_hash = 1469598103934665603ULL;
-  for (int r : options_.active_processes) {
-    active_hash = (active_hash ^ static_cast<std::uint64_t>(r)) * 1099511628211ULL;
-  }
+  base::Fnv1a active_hash;
+  for (int r : options_.active_processes) active_hash.i64(r);
   agree_impl({.operation = "cairn::Comm options",
               .options = static_cast<std::uint64_t>(options_.barrier_timeout.count()),
-              .structure = active_hash},
+              .structure = active_hash.value()},
              "construction", options_.barrier_timeout);
 }
 

@@ -162,6 +162,12 @@ class ArrayTreePendingSave final : public PendingSave {
 
 }  // namespace
 
+std::shared_ptr<const CheckpointArgs> ArrayTreeRestore::with_load_and_broadcast() const {
+  auto copy = std::make_shared<ArrayTreeRestore>(*this);
+  copy->options.load_and_broadcast = true;
+  return copy;
+}
+
 std::unique_ptr<PendingSave> ArrayTreeHandler::async_save(const Comm& comm,
                                                           const std::filesystem::path& dir,
                                                           const CheckpointArgs& args,

@@ -4,18 +4,15 @@
 #include <fmt/format.h>
 
 #include "base/durable_file.hpp"
+#include "base/fnv1a.hpp"
+#include "base/json_read.hpp"
 #include "base/log.hpp"
 
 namespace cairn {
 namespace {
 
-// Written by the checkpoint layer in the checkpoint directory; read here to learn the handler
-// type of each item when restoring without arguments, and the items' custom metadata.
-constexpr const char* kStepMetadataFile = "cairn-step.json";
-// The keys of cairn-step.json that a composite save adds: item name -> handler type, and item
-// name -> custom metadata (only when some item has any).
-constexpr const char* kItemsKey = "items";
-constexpr const char* kCustomMetadataKey = "item_custom_metadata";
+constexpr std::string_view kItemsKey = CompositeHandler::kItemsKey;
+constexpr std::string_view kCustomMetadataKey = CompositeHandler::kItemCustomMetadataKey;
 
 class CompositePendingSave final : public PendingSave {
  public:
@@ -82,12 +79,9 @@ const Composite& composite_args(const CheckpointArgs& args) {
 }
 
 std::uint64_t hash_names(const std::vector<std::string>& names) {
-  std::uint64_t h = 1469598103934665603ULL;
-  for (const auto& name : names) {
-    for (unsigned char c : name) h = (h ^ c) * 1099511628211ULL;
-    h = (h ^ 0xff) * 1099511628211ULL;
-  }
-  return h;
+  base::Fnv1a h;
+  for (const auto& name : names) h.str(name);
+  return h.value();
 }
 
 }  // namespace
@@ -203,10 +197,15 @@ OnDisk look_at(const Comm& comm, const std::filesystem::path& dir) {
     seen["present"] = std::move(present);
     const auto step_file = dir / kStepMetadataFile;
     if (std::filesystem::exists(step_file)) {
-      boost::system::error_code jec;
-      const auto meta = boost::json::parse(base::read_small_file(step_file), jec);
-      if (!jec && meta.is_object()) {
-        for (const char* key : {kItemsKey, kCustomMetadataKey}) {
+      boost::json::value meta;
+      try {
+        meta = base::parse_json(base::read_small_file(step_file), step_file,
+                                         {.max_depth = 256});
+      } catch (const FormatError&) {
+        // Damaged: the handler types are then unknown, as when the file is absent.
+      }
+      if (meta.is_object()) {
+        for (const std::string_view key : {kItemsKey, kCustomMetadataKey}) {
           if (const auto* value = meta.get_object().if_contains(key); value && value->is_object())
             seen[key] = *value;
         }

@@ -24,10 +24,12 @@ void CheckpointHandler::finalize(const Comm&, const std::filesystem::path&) {}
 HandlerRegistry& HandlerRegistry::global() noexcept {
   static HandlerRegistry* registry = [] {
     auto* r = new HandlerRegistry;  // never destroyed: handlers may be made during exit
-    r->add("cairn.array_tree", [] { return std::make_shared<ArrayTreeHandler>(); });
-    r->add("cairn.json", [] { return std::make_shared<JsonHandler>(); });
-    r->add("cairn.bytes", [] { return std::make_shared<BytesHandler>(); });
-    r->add("cairn.composite", [] { return std::make_shared<CompositeHandler>(); });
+    r->add(std::string(ArrayTreeHandler::kTypeName),
+           [] { return std::make_shared<ArrayTreeHandler>(); });
+    r->add(std::string(JsonHandler::kTypeName), [] { return std::make_shared<JsonHandler>(); });
+    r->add(std::string(BytesHandler::kTypeName), [] { return std::make_shared<BytesHandler>(); });
+    r->add(std::string(CompositeHandler::kTypeName),
+           [] { return std::make_shared<CompositeHandler>(); });
     return r;
   }();
   return *registry;
@@ -87,6 +89,19 @@ Composite::Composite(Items items, CustomMetadata custom_metadata)
           "custom metadata is given for item '{}', which is not one of the items", name));
     }
   }
+}
+
+std::shared_ptr<const CheckpointArgs> Composite::with_load_and_broadcast() const {
+  Items items = items_;
+  bool changed = false;
+  for (auto& [name, item] : items) {
+    if (auto replaced = item ? item->with_load_and_broadcast() : nullptr) {
+      item = std::move(replaced);
+      changed = true;
+    }
+  }
+  if (!changed) return nullptr;
+  return std::make_shared<Composite>(std::move(items), custom_);
 }
 
 const CheckpointArgs* Composite::find(std::string_view name) const noexcept {

@@ -20,13 +20,11 @@
 namespace cairn {
 namespace {
 
-std::chrono::system_clock::time_point parse_time(const boost::json::object& step) {
-  // commit_time is "YYYY-MM-DDTHH:MM:SSZ"; a damaged value counts as the epoch.
-  const auto* v = step.if_contains("commit_time");
-  if (v == nullptr || !v->is_string()) return {};
+std::chrono::system_clock::time_point parse_time(const std::string& commit_time) {
+  // commit_time is "YYYY-MM-DDTHH:MM:SSZ"; a damaged or missing value counts as the epoch.
+  if (commit_time.empty()) return {};
   std::tm tm{};
-  const std::string text(v->get_string());
-  if (::strptime(text.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm) == nullptr) return {};
+  if (::strptime(commit_time.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm) == nullptr) return {};
   return std::chrono::system_clock::from_time_t(::timegm(&tm));
 }
 
@@ -188,7 +186,7 @@ void CheckpointManager::ensure_checkpointer(std::string_view handler_type) {
   }
 }
 
-boost::json::object CheckpointManager::read_step_metadata(std::int64_t step) {
+StepMetadata CheckpointManager::read_step_metadata(std::int64_t step) {
   const auto file = step_path(step) / kStepMetadataFile;
   std::string text;
   const bool one_reader = options_.single_host_load_and_broadcast;
@@ -200,7 +198,7 @@ boost::json::object CheckpointManager::read_step_metadata(std::int64_t step) {
 }
 
 CheckpointManager::StepInfo CheckpointManager::read_step_info(std::int64_t step) {
-  boost::json::object meta;
+  StepMetadata meta;
   try {
     meta = read_step_metadata(step);
   } catch (const FormatError& e) {
@@ -213,14 +211,14 @@ CheckpointManager::StepInfo CheckpointManager::read_step_info(std::int64_t step)
     base::log::warn("manager.damaged_step", "step={} error=\"{}\"", step, e.what());
     return StepInfo{.step = step, .damaged = true};
   }
-  StepInfo info{.step = step, .time = parse_time(meta)};
-  if (const auto* custom = meta.if_contains("custom"); custom && custom->is_object()) {
-    if (const auto* m = custom->get_object().if_contains("metrics"); m && m->is_object()) {
+  StepInfo info{.step = step, .time = parse_time(meta.commit_time)};
+  if (const auto* custom = meta.custom.if_object()) {
+    if (const auto* m = custom->if_contains("metrics"); m && m->is_object()) {
       info.metrics = m->get_object();
     }
     // The time of the save decision on the manager's clock: what keep_time_interval keeps
     // by, also after a restart and with an injected clock.
-    if (const auto* t = custom->get_object().if_contains("time_ns"); t && t->is_int64()) {
+    if (const auto* t = custom->if_contains("time_ns"); t && t->is_int64()) {
       info.time = from_ns(t->get_int64());
     }
   }

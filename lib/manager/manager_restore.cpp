@@ -15,39 +15,13 @@
 
 namespace cairn {
 
-namespace {
-
-// Arguments equal to `args` except that array tree restores (also inside a composite) read
-// replicated leaves on the primary and broadcast them; null when nothing changes.
-std::shared_ptr<const CheckpointArgs> with_load_and_broadcast(const CheckpointArgs& args) {
-  if (const auto* tree = dynamic_cast<const ArrayTreeRestore*>(&args)) {
-    auto copy = std::make_shared<ArrayTreeRestore>(*tree);
-    copy->options.load_and_broadcast = true;
-    return copy;
-  }
-  if (const auto* composite = dynamic_cast<const Composite*>(&args)) {
-    Composite::Items items = composite->items();
-    bool changed = false;
-    for (auto& [name, item] : items) {
-      if (auto replaced = item ? with_load_and_broadcast(*item) : nullptr) {
-        item = std::move(replaced);
-        changed = true;
-      }
-    }
-    if (changed) return std::make_shared<Composite>(std::move(items));
-  }
-  return nullptr;
-}
-
-}  // namespace
-
 std::any CheckpointManager::restore(std::optional<std::int64_t> step, const CheckpointArgs* args) {
   const std::scoped_lock lock(mutex_);
   require_active("restore");
   land();
   std::shared_ptr<const CheckpointArgs> broadcast_args;
   if (options_.single_host_load_and_broadcast && args != nullptr) {
-    broadcast_args = with_load_and_broadcast(*args);
+    broadcast_args = args->with_load_and_broadcast();
     if (broadcast_args) args = broadcast_args.get();
   }
   const auto chosen = step ? step : latest_step();
@@ -61,10 +35,7 @@ std::any CheckpointManager::restore(std::optional<std::int64_t> step, const Chec
                                                    *chosen, root_.string()));
   }
   if (!handler_) {
-    const auto meta = read_step_metadata(*chosen);
-    const auto* type = meta.if_contains("handler");
-    ensure_checkpointer(type && type->is_string() ? std::string_view(type->get_string())
-                                                  : std::string_view("cairn.array_tree"));
+    ensure_checkpointer(read_step_metadata(*chosen).handler);
   } else {
     ensure_checkpointer(handler_->type_name());
   }
@@ -100,10 +71,7 @@ std::any CheckpointManager::restore_from(const std::filesystem::path& directory,
     comm_.run_all(fmt::format("reading '{}':", file.string()), [&] {
       if (comm_.is_primary()) text = base::read_small_file(file);
     });
-    const auto meta = checkpoint::parse_step_metadata(comm_.broadcast(text), file);
-    const auto* type = meta.if_contains("handler");
-    ensure_checkpointer(type && type->is_string() ? std::string_view(type->get_string())
-                                                  : std::string_view("cairn.array_tree"));
+    ensure_checkpointer(checkpoint::parse_step_metadata(comm_.broadcast(text), file).handler);
   } else {
     ensure_checkpointer(handler_->type_name());
   }
@@ -228,17 +196,14 @@ boost::json::object CheckpointManager::metadata() {
 boost::json::object CheckpointManager::metadata(std::int64_t step) {
   const std::scoped_lock lock(mutex_);
   (void)metrics(step);  // NotFound for an unknown step
-  return read_step_metadata(step);
+  return read_step_metadata(step).json;
 }
 
 boost::json::value CheckpointManager::item_metadata(std::int64_t step) {
   const std::scoped_lock lock(mutex_);
   require_active("item_metadata");
   (void)metrics(step);
-  const auto meta = read_step_metadata(step);
-  const auto* type = meta.if_contains("handler");
-  ensure_checkpointer(type && type->is_string() ? std::string_view(type->get_string())
-                                                : std::string_view("cairn.array_tree"));
+  ensure_checkpointer(read_step_metadata(step).handler);
   return handler_->metadata(comm_, step_path(step));
 }
 

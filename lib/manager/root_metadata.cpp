@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "base/durable_file.hpp"
+#include "base/json_read.hpp"
 #include "manager/step_dirs.hpp"
 
 namespace cairn::manager {
@@ -41,15 +42,7 @@ boost::json::object make_root_metadata(const std::string& step_prefix,
 
 boost::json::object parse_root_metadata(std::string_view text,
                                         const std::filesystem::path& source) {
-  boost::system::error_code ec;
-  boost::json::parse_options options;
-  options.max_depth = 64;
-  boost::json::value value = boost::json::parse(text, ec, {}, options);
-  if (ec) {
-    throw FormatError(source.string(), "json",
-                      fmt::format("{} is not valid JSON ({}); the file is damaged or truncated",
-                                  source.string(), ec.message()));
-  }
+  boost::json::value value = base::parse_json(text, source);
   if (!value.is_object()) fail(source, "", "(the whole file) is not a JSON object");
   auto& root = value.get_object();
   const auto* format = root.if_contains("format");

@@ -86,15 +86,4 @@ std::optional<std::uint64_t> checksum_from_hex(std::string_view text) {
   return value;
 }
 
-StructureHash& StructureHash::add(std::string_view text) {
-  add(static_cast<std::int64_t>(text.size()));
-  sum_.update(std::as_bytes(std::span(text.data(), text.size())));
-  return *this;
-}
-
-StructureHash& StructureHash::add(std::int64_t value) {
-  sum_.update(std::as_bytes(std::span(&value, 1)));
-  return *this;
-}
-
 }  // namespace cairn::storage

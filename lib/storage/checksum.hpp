@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/fnv1a.hpp"
+
 namespace cairn::storage {
 
 /// Incremental XXH3-64 over a shard written or read in pieces. Not thread-safe.
@@ -55,17 +57,24 @@ class ChunkedChecksum {
 [[nodiscard]] std::vector<std::uint64_t> chunk_checksums_of(std::span<const std::byte> data,
                                                             std::uint64_t chunk_bytes);
 
-/// XXH3-64 of a structure described as a sequence of strings and integers: what ranks
+/// The structure hash (base::Fnv1a) of a sequence of strings and integers: what ranks
 /// compare to agree that they hold the same lists (never stored). Not thread-safe.
 class StructureHash {
  public:
-  /// Adds `text`, length first, so that ("ab", "c") and ("a", "bc") differ.
-  StructureHash& add(std::string_view text);
-  StructureHash& add(std::int64_t value);
-  [[nodiscard]] std::uint64_t value() const { return sum_.digest(); }
+  /// Adds `text`, length first, so that ("ab", "c") and ("a", "bc") differ. Never throws.
+  StructureHash& add(std::string_view text) noexcept {
+    hash_.str(text);
+    return *this;
+  }
+  /// Adds `value` (little-endian, whatever the platform). Never throws.
+  StructureHash& add(std::int64_t value) noexcept {
+    hash_.i64(value);
+    return *this;
+  }
+  [[nodiscard]] std::uint64_t value() const noexcept { return hash_.value(); }
 
  private:
-  Checksum sum_;
+  base::Fnv1a hash_;
 };
 
 /// XXH3-64 of one buffer.

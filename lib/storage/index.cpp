@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <limits>
 
+#include "base/json_read.hpp"
 #include "storage/checksum.hpp"
 
 namespace cairn::storage {
@@ -333,16 +334,7 @@ TreeIndex index_from_json(const json::value& value, const std::filesystem::path&
 }
 
 TreeIndex parse_index(std::string_view text, const std::filesystem::path& source) {
-  boost::system::error_code ec;
-  json::parse_options options;
-  options.max_depth = 64;
-  const json::value value = json::parse(text, ec, {}, options);
-  if (ec) {
-    throw FormatError(source.string(), "json",
-                      fmt::format("{} is not valid JSON ({}); the file is damaged or truncated",
-                                  source.string(), ec.message()));
-  }
-  return index_from_json(value, source);
+  return index_from_json(base::parse_json(text, source), source);
 }
 
 }  // namespace cairn::storage

@@ -1,6 +1,7 @@
 // cairn — leaf paths, array shards and the ArrayTree container.
 #include <cairn/tree.hpp>
 
+#include "base/fnv1a.hpp"
 #include "tree/quote.hpp"
 
 #include <unistd.h>
@@ -19,30 +20,6 @@ bool allowed_path_char(char c) noexcept {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
          c == '.' || c == '-' || c == '+';
 }
-
-// 64-bit FNV-1a, fed with explicitly little-endian integers so that every platform agrees.
-class Fnv1a {
- public:
-  void bytes(std::string_view data) noexcept {
-    for (const char c : data) {
-      hash_ ^= static_cast<unsigned char>(c);
-      hash_ *= 0x100000001b3ULL;
-    }
-  }
-  void u64(std::uint64_t value) noexcept {
-    char le[8];
-    for (int k = 0; k < 8; ++k) le[k] = static_cast<char>((value >> (8 * k)) & 0xffu);
-    bytes(std::string_view(le, 8));
-  }
-  void str(std::string_view s) noexcept {  // length-prefixed, so fields cannot run together
-    u64(s.size());
-    bytes(s);
-  }
-  [[nodiscard]] std::uint64_t value() const noexcept { return hash_; }
-
- private:
-  std::uint64_t hash_ = 0xcbf29ce484222325ULL;
-};
 
 std::string leaf_name(std::string_view path) { return "leaf " + quote(path, 200); }
 
@@ -439,7 +416,7 @@ std::vector<std::string> ArrayTree::sorted_paths() const {
 }
 
 std::uint64_t ArrayTree::structure_hash() const noexcept {
-  Fnv1a h;
+  base::Fnv1a h;
   h.u64(index_.size());
   for (const auto& [path, index] : index_) {
     const Leaf& leaf = leaves_[index];

@@ -8,6 +8,7 @@
 #include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -182,6 +183,32 @@ TEST(Checkpointer, MetadataDescribesTheStep) {
     EXPECT_EQ(on_disk.at("items"), items);
     EXPECT_EQ(on_disk.at("custom"), custom);
   }
+}
+
+TEST(Checkpointer, StepMetadataReadsTheFieldsTyped) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  const auto dir = tmp / "typed";
+  Checkpointer ck(comm, std::make_shared<CompositeHandler>());
+  const boost::json::value custom = {{"metrics", {{"loss", 0.5}}}};
+  const Composite args{{"meta", std::make_shared<JsonSave>(boost::json::value{{"k", 1}})},
+                       {"blob", std::make_shared<BytesSave>(std::vector<std::byte>(5))}};
+  ck.save(dir, args, {.custom_metadata = custom});
+
+  const StepMetadata step = StepMetadata::read(dir);
+  EXPECT_EQ(step.handler, CompositeHandler::kTypeName);
+  EXPECT_EQ(step.world_size, comm.size());
+  EXPECT_EQ(step.bytes, boost::json::serialize(boost::json::value{{"k", 1}}).size() +
+                            5 * static_cast<std::uint64_t>(comm.size()));
+  EXPECT_EQ(step.custom, custom);
+  EXPECT_FALSE(step.init_time.empty());
+  EXPECT_FALSE(step.commit_time.empty());
+  const std::map<std::string, std::string> items = {{"blob", std::string(BytesHandler::kTypeName)},
+                                                    {"meta", std::string(JsonHandler::kTypeName)}};
+  EXPECT_EQ(step.items, items);
+  // The whole file, as read_step_metadata() returns it.
+  EXPECT_EQ(step.json, read_step_metadata(dir));
+  EXPECT_EQ(step.json.at("commit_time").as_string(), step.commit_time);
 }
 
 TEST(Checkpointer, MetadataOfACompositeWithAFreshHandlerDescribesItsItems) {
