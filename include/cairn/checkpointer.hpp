@@ -84,9 +84,10 @@ struct StepMetadata {
   int world_size = 0;
   /// Bytes of data, summed over the ranks.
   std::uint64_t bytes = 0;
-  /// When the save started and when it was committed, UTC ("2026-01-31T12:00:00Z"); empty
-  /// when the file has no such string.
+  /// When the save started, UTC ("2026-01-31T12:00:00Z"); empty when the file has no such
+  /// string.
   std::string init_time = {};
+  /// When the save was committed, UTC; empty when the file has no such string.
   std::string commit_time = {};
   /// The save's custom metadata (CheckpointSaveOptions::custom_metadata); null when none.
   boost::json::value custom = nullptr;

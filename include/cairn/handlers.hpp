@@ -263,9 +263,10 @@ class CompositeHandler final : public CheckpointHandler {
 
   /// The handler type recorded in step metadata.
   static constexpr std::string_view kTypeName = "cairn.composite";
-  /// The keys a composite save adds to the step metadata: item name -> handler type, and item
-  /// name -> custom metadata (only when some item has any).
+  /// The key a composite save adds to the step metadata: item name -> handler type.
   static constexpr std::string_view kItemsKey = "items";
+  /// The key of item name -> custom metadata in the step metadata (only when some item has
+  /// any).
   static constexpr std::string_view kItemCustomMetadataKey = "item_custom_metadata";
   std::string_view type_name() const noexcept override { return kTypeName; }
   std::unique_ptr<PendingSave> async_save(const Comm& comm, const std::filesystem::path& dir,
