@@ -158,9 +158,8 @@ int run_convert(const cairn::Comm& comm, const ConvertOptions& options) {
       provenance.metrics = metrics->get_object();
     }
   }
-  const cairn::CheckpointSaveOptions save{.force = options.force,
-                                          .custom_metadata = custom,
-                                          .provenance = std::move(provenance)};
+  const cairn::CheckpointSaveOptions save{
+      .force = options.force, .custom_metadata = custom, .provenance = std::move(provenance)};
   progress.update("writing " + options.destination, 0, 1, "checkpoint");
   const bool single = src.items.size() == 1 && src.items.front().name.empty();
   if (single) {

@@ -9,11 +9,11 @@
 
 #include "base/durable_file.hpp"
 #include "base/fault.hpp"
+#include "base/fnv1a.hpp"
 #include "base/log.hpp"
 #include "checkpoint/file_options.hpp"
 #include "checkpoint/manifest.hpp"
 #include "checkpoint/step_metadata.hpp"
-#include "base/fnv1a.hpp"
 #include "storage/posix_file.hpp"
 
 namespace cairn::checkpoint {

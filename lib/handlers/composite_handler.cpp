@@ -199,8 +199,7 @@ OnDisk look_at(const Comm& comm, const std::filesystem::path& dir) {
     if (std::filesystem::exists(step_file)) {
       boost::json::value meta;
       try {
-        meta = base::parse_json(base::read_small_file(step_file), step_file,
-                                         {.max_depth = 256});
+        meta = base::parse_json(base::read_small_file(step_file), step_file, {.max_depth = 256});
       } catch (const FormatError&) {
         // Damaged: the handler types are then unknown, as when the file is absent.
       }
