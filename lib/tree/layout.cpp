@@ -200,12 +200,11 @@ LeafLayout LeafLayout::from_json(const json::value& value, std::string_view sour
   return out;
 }
 
-LayoutSummary validate_layout(std::string_view leaf, std::span<const LeafLayout> per_rank,
-                              bool allow_sparse) {
-  const std::string name = leaf_name(leaf);
-  if (per_rank.empty()) {
-    throw InvalidArgument("validate_layout: no rank describes " + name);
-  }
+namespace {
+
+// Throws CollectiveMismatch naming the first rank whose description of the global array (dtype,
+// shape, replicated, order) differs from rank 0's.
+void check_ranks_agree(const std::string& name, std::span<const LeafLayout> per_rank) {
   const LeafLayout& ref = per_rank[0];
   for (std::size_t r = 1; r < per_rank.size(); ++r) {
     const LeafLayout& l = per_rank[r];
@@ -235,6 +234,70 @@ LayoutSummary validate_layout(std::string_view leaf, std::span<const LeafLayout>
                                    (ref.fortran_order ? "does" : "does not") + tail);
     }
   }
+}
+
+// A replicated leaf: every holder must hold the whole array; the lowest holder writes it.
+void summarize_replicated(const std::string& name, std::span<const LeafLayout> per_rank,
+                          const std::vector<std::size_t>& holders, const Box& whole,
+                          LayoutSummary& summary) {
+  for (const std::size_t r : holders) {
+    if (*per_rank[r].box != whole) {
+      throw InvalidArgument(name + " is replicated, but " + rank_name(r) + " holds the box " +
+                            to_string(*per_rank[r].box) + " instead of the whole array " +
+                            to_string(whole) +
+                            "; give the whole array or do not mark the leaf replicated");
+    }
+  }
+  if (!holders.empty()) {
+    summary.writers.push_back(static_cast<int>(holders.front()));
+    summary.covered_volume = summary.global_volume;
+  }
+}
+
+// A distributed leaf: the holders' boxes must be disjoint; every holder writes its own box.
+void summarize_distributed(const std::string& name, std::span<const LeafLayout> per_rank,
+                           const std::vector<std::size_t>& holders, bool zero_d,
+                           LayoutSummary& summary) {
+  // Sorting by the first offset lets the inner loop stop at the first box that starts after
+  // box i ends, which makes the usual slab and grid decompositions close to linear.
+  std::vector<std::size_t> order = holders;
+  if (!zero_d) {
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return per_rank[a].box->offset[0] < per_rank[b].box->offset[0];
+    });
+  }
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const Box& a = *per_rank[order[i]].box;
+    for (std::size_t j = i + 1; j < order.size(); ++j) {
+      const Box& b = *per_rank[order[j]].box;
+      if (!zero_d && b.offset[0] >= a.offset[0] + a.extent[0]) break;
+      if (const auto common = intersect(a, b)) {
+        const std::size_t r1 = std::min(order[i], order[j]);
+        const std::size_t r2 = std::max(order[i], order[j]);
+        throw InvalidArgument(name + ": the shards of " + rank_name(r1) + " " +
+                              to_string(*per_rank[r1].box) + " and " + rank_name(r2) + " " +
+                              to_string(*per_rank[r2].box) + " overlap in " + to_string(*common) +
+                              "; give each element to one rank, or mark the leaf replicated "
+                              "if every rank holds the whole array");
+      }
+    }
+  }
+  for (const std::size_t r : holders) {
+    summary.writers.push_back(static_cast<int>(r));
+    summary.covered_volume += volume(*per_rank[r].box);  // disjoint: sum <= global volume
+  }
+}
+
+}  // namespace
+
+LayoutSummary validate_layout(std::string_view leaf, std::span<const LeafLayout> per_rank,
+                              bool allow_sparse) {
+  const std::string name = leaf_name(leaf);
+  if (per_rank.empty()) {
+    throw InvalidArgument("validate_layout: no rank describes " + name);
+  }
+  check_ranks_agree(name, per_rank);
+  const LeafLayout& ref = per_rank[0];
 
   LayoutSummary summary;
   const std::vector<std::int64_t>& shape = ref.global_shape;
@@ -254,48 +317,9 @@ LayoutSummary validate_layout(std::string_view leaf, std::span<const LeafLayout>
   }
 
   if (ref.replicated) {
-    for (const std::size_t r : holders) {
-      if (*per_rank[r].box != whole) {
-        throw InvalidArgument(name + " is replicated, but " + rank_name(r) + " holds the box " +
-                              to_string(*per_rank[r].box) + " instead of the whole array " +
-                              to_string(whole) +
-                              "; give the whole array or do not mark the leaf replicated");
-      }
-    }
-    if (!holders.empty()) {
-      summary.writers.push_back(static_cast<int>(holders.front()));
-      summary.covered_volume = summary.global_volume;
-    }
+    summarize_replicated(name, per_rank, holders, whole, summary);
   } else {
-    // Sorting by the first offset lets the inner loop stop at the first box that starts after
-    // box i ends, which makes the usual slab and grid decompositions close to linear.
-    std::vector<std::size_t> order = holders;
-    const bool zero_d = shape.empty();
-    if (!zero_d) {
-      std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-        return per_rank[a].box->offset[0] < per_rank[b].box->offset[0];
-      });
-    }
-    for (std::size_t i = 0; i < order.size(); ++i) {
-      const Box& a = *per_rank[order[i]].box;
-      for (std::size_t j = i + 1; j < order.size(); ++j) {
-        const Box& b = *per_rank[order[j]].box;
-        if (!zero_d && b.offset[0] >= a.offset[0] + a.extent[0]) break;
-        if (const auto common = intersect(a, b)) {
-          const std::size_t r1 = std::min(order[i], order[j]);
-          const std::size_t r2 = std::max(order[i], order[j]);
-          throw InvalidArgument(name + ": the shards of " + rank_name(r1) + " " +
-                                to_string(*per_rank[r1].box) + " and " + rank_name(r2) + " " +
-                                to_string(*per_rank[r2].box) + " overlap in " + to_string(*common) +
-                                "; give each element to one rank, or mark the leaf replicated "
-                                "if every rank holds the whole array");
-        }
-      }
-    }
-    for (const std::size_t r : holders) {
-      summary.writers.push_back(static_cast<int>(r));
-      summary.covered_volume += volume(*per_rank[r].box);  // disjoint: sum <= global volume
-    }
+    summarize_distributed(name, per_rank, holders, shape.empty(), summary);
   }
 
   if (!allow_sparse && summary.covered_volume < summary.global_volume) {
