@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -359,17 +360,15 @@ void check_compatible(const LeafRecord& saved, const Leaf& target,
   }
 }
 
-void restore_from_index(const Comm& comm, const std::filesystem::path& dir,
-                        const storage::TreeIndex& index, ArrayTree& target,
-                        const TreeRestoreOptions& options) {
-  comm.agree({.operation = "restore_tree " + dir.filename().string(),
-              .structure = target.structure_hash()});
-  const std::vector<const Leaf*> wanted = target.leaves_under("");
+using LeafPairs = std::vector<std::pair<const Leaf*, const LeafRecord*>>;
+using SavedOf = std::map<std::string, const LeafRecord*, std::less<>>;  // target path -> saved
 
-  // Pair target leaves with saved leaves; the outcome is identical on every rank.
+// Pairs target leaves with saved leaves (the same on every rank); NotFound for a missing one.
+LeafPairs pair_with_saved(const std::filesystem::path& dir, const storage::TreeIndex& index,
+                          const std::vector<const Leaf*>& wanted, const TreeRestoreOptions& options,
+                          SavedOf& saved_of) {
   const storage::SavedPaths saved_paths(options);
-  std::vector<std::pair<const Leaf*, const LeafRecord*>> pairs;
-  std::map<std::string, const LeafRecord*, std::less<>> saved_of;  // target path -> saved leaf
+  LeafPairs pairs;
   for (const Leaf* leaf : wanted) {
     if (options.derived_leaves.contains(leaf->path())) continue;  // restore_derived()'s
     const auto saved_path = saved_paths.of(leaf->path());
@@ -388,32 +387,13 @@ void restore_from_index(const Comm& comm, const std::filesystem::path& dir,
     pairs.emplace_back(leaf, saved);
     saved_of.emplace(leaf->path(), saved);
   }
-  std::vector<MemoryKind> memory;  // of each pair's target (host for non-array leaves)
-  comm.run_all(fmt::format("restore_tree '{}':", dir.string()), [&] {
-    for (const auto& [leaf, saved] : pairs) {
-      check_compatible(*saved, *leaf, options, dir);
-      memory.push_back(
-          saved->kind == LeafKind::array
-              ? cuda::resolve_memory(leaf->as_array(), options.detect_device_memory, leaf->path())
-              : MemoryKind::host);
-      if (saved->kind == LeafKind::array && storage::beyond(leaf->as_array().box, saved->shape)) {
-        storage::pad_target(leaf->as_array(), memory.back(), options.resize_leaves.at(leaf->path()),
-                            leaf->path());
-      }
-    }
-  });
-  // Load and broadcast: the primary alone reads replicated leaves.
-  std::vector<storage::BroadcastLeaf> broadcasts;
-  std::vector<bool> read_here(pairs.size(), true);
-  if (options.load_and_broadcast && comm.size() > 1) {
-    for (std::size_t i = 0; i < pairs.size(); ++i) {
-      const Leaf& leaf = *pairs[i].first;
-      if (pairs[i].second->kind != LeafKind::array || !leaf.as_array().replicated) continue;
-      broadcasts.push_back({.path = leaf.path(), .shard = &leaf.as_array(), .memory = memory[i]});
-      read_here[i] = comm.is_primary();
-    }
-  }
+  return pairs;
+}
 
+// Collective: reads the saved arrays into the targets marked in read_here; agrees on failure.
+void read_array_leaves(const Comm& comm, const std::filesystem::path& dir, const LeafPairs& pairs,
+                       const std::vector<MemoryKind>& memory, const std::vector<bool>& read_here,
+                       const TreeRestoreOptions& options) {
   std::vector<const LeafRecord*> arrays;  // the saved arrays read, the same on every rank
   for (const auto& [leaf, saved] : pairs) {
     if (saved->kind == LeafKind::array) arrays.push_back(saved);
@@ -457,12 +437,10 @@ void restore_from_index(const Comm& comm, const std::filesystem::path& dir,
     failure.record(e);
   }
   failure.report(comm, fmt::format("restore_tree '{}': ", dir.string()));
-  storage::broadcast_leaves(comm, broadcasts);
+}
 
-  // Values: rebuild the tree with the saved scalars, strings and JSON in place.
-  bool any_value = false;
-  for (const auto& [leaf, saved] : pairs) any_value = any_value || saved->kind != LeafKind::array;
-  if (!any_value) return;
+// Rebuilds target with the saved scalars, strings and JSON values in place of its own.
+void restore_values(const std::filesystem::path& dir, const SavedOf& saved_of, ArrayTree& target) {
   ArrayTree updated;
   for (const Leaf& leaf : target) {
     const auto found = saved_of.find(leaf.path());
@@ -486,6 +464,45 @@ void restore_from_index(const Comm& comm, const std::filesystem::path& dir,
   }
   for (const auto& [path, kind] : target.empty_nodes()) updated.add_empty(path, kind);
   target = std::move(updated);
+}
+
+void restore_from_index(const Comm& comm, const std::filesystem::path& dir,
+                        const storage::TreeIndex& index, ArrayTree& target,
+                        const TreeRestoreOptions& options) {
+  comm.agree({.operation = "restore_tree " + dir.filename().string(),
+              .structure = target.structure_hash()});
+
+  SavedOf saved_of;
+  const LeafPairs pairs = pair_with_saved(dir, index, target.leaves_under(""), options, saved_of);
+  std::vector<MemoryKind> memory;  // of each pair's target (host for non-array leaves)
+  comm.run_all(fmt::format("restore_tree '{}':", dir.string()), [&] {
+    for (const auto& [leaf, saved] : pairs) {
+      check_compatible(*saved, *leaf, options, dir);
+      memory.push_back(
+          saved->kind == LeafKind::array
+              ? cuda::resolve_memory(leaf->as_array(), options.detect_device_memory, leaf->path())
+              : MemoryKind::host);
+      if (saved->kind == LeafKind::array && storage::beyond(leaf->as_array().box, saved->shape)) {
+        storage::pad_target(leaf->as_array(), memory.back(), options.resize_leaves.at(leaf->path()),
+                            leaf->path());
+      }
+    }
+  });
+  // Load and broadcast: the primary alone reads replicated leaves.
+  std::vector<storage::BroadcastLeaf> broadcasts;
+  std::vector<bool> read_here(pairs.size(), true);
+  if (options.load_and_broadcast && comm.size() > 1) {
+    for (std::size_t i = 0; i < pairs.size(); ++i) {
+      const Leaf& leaf = *pairs[i].first;
+      if (pairs[i].second->kind != LeafKind::array || !leaf.as_array().replicated) continue;
+      broadcasts.push_back({.path = leaf.path(), .shard = &leaf.as_array(), .memory = memory[i]});
+      read_here[i] = comm.is_primary();
+    }
+  }
+  read_array_leaves(comm, dir, pairs, memory, read_here, options);
+  storage::broadcast_leaves(comm, broadcasts);
+  const auto is_value = [](const auto& pair) { return pair.second->kind != LeafKind::array; };
+  if (std::ranges::any_of(pairs, is_value)) restore_values(dir, saved_of, target);
 }
 
 bool selected(const std::vector<std::string>& select, const std::string& path) {
