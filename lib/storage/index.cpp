@@ -217,6 +217,103 @@ json::value to_json(const TreeIndex& index) {
   return root;
 }
 
+namespace {
+
+// Reads one entry of an array leaf's "shards" (reader `sr`, object `so`) of the index `index`.
+ShardRecord read_shard(const Reader& sr, const json::object& so, const LeafRecord& leaf,
+                       const TreeIndex& index) {
+  ShardRecord shard;
+  shard.rank = static_cast<int>(sr.integer(so, "rank", 0, index.world_size - 1));
+  shard.box.offset = sr.dims(so, "offset");
+  shard.box.extent = sr.dims(so, "extent");
+  if (auto problem = box_problem(shard.box, leaf.shape)) sr.fail("extent", *problem);
+  shard.file = std::string(sr.string(so, "file"));
+  if (!valid_data_file(shard.file, leaf.format)) {
+    sr.fail("file",
+            fmt::format("is not a data file name of format {}", storage_format_name(leaf.format)));
+  }
+  const auto max_offset = std::numeric_limits<std::int64_t>::max() / 2;
+  shard.byte_offset = static_cast<std::uint64_t>(sr.integer(so, "byte_offset", 0, max_offset));
+  shard.bytes = static_cast<std::uint64_t>(sr.integer(so, "bytes", 0, max_offset));
+  const auto elements = static_cast<std::uint64_t>(volume(shard.box));
+  if (elements > static_cast<std::uint64_t>(max_offset) / dtype_size(leaf.dtype) ||
+      elements * dtype_size(leaf.dtype) != shard.bytes) {
+    sr.fail("bytes", fmt::format("is {}, but the box holds {} elements of {}", shard.bytes,
+                                 elements, dtype_name(leaf.dtype)));
+  }
+  const std::string_view sums = sr.string(so, "xxh3");
+  const std::uint64_t chunks =
+      index.version >= 2 ? (shard.bytes + leaf.chunk_bytes - 1) / leaf.chunk_bytes : 1;
+  if (sums.size() / 16 != chunks || sums.size() % 16 != 0) {
+    sr.fail("xxh3", fmt::format("does not hold {} checksum{} of 16 hex digits", chunks,
+                                chunks == 1 ? "" : "s"));
+  }
+  for (std::size_t c = 0; c < sums.size(); c += 16) {
+    const auto checksum = checksum_from_hex(sums.substr(c, 16));
+    if (!checksum) sr.fail("xxh3", "is not made of 16 lower-case hex digits per checksum");
+    shard.checksums.push_back(*checksum);
+  }
+  return shard;
+}
+
+// Reads the fields of an array leaf (format, dtype, shape, order, chunks, shards) into `leaf`.
+void read_array_leaf(const Reader& r, const json::object& o, const TreeIndex& index,
+                     LeafRecord& leaf) {
+  const auto format = storage_format_from_name(r.string(o, "format"));
+  if (!format) r.fail("format", "is not hdf5 or posix");
+  leaf.format = *format;
+  const auto dtype = dtype_from_name(r.string(o, "dtype"));
+  if (!dtype) r.fail("dtype", "is not a dtype name cairn knows");
+  leaf.dtype = *dtype;
+  leaf.shape = r.dims(o, "shape");
+  try {
+    (void)volume(leaf.shape);
+  } catch (const Error&) {
+    r.fail("shape", "has a number of elements that overflows 64 bits");
+  }
+  leaf.replicated = r.boolean(o, "replicated");
+  // Files written before "order" existed hold C-order arrays only.
+  if (o.contains("order")) {
+    const std::string_view order = r.string(o, "order");
+    if (order != "C" && order != "F") r.fail("order", "is not \"C\" or \"F\"");
+    leaf.fortran_order = order == "F";
+  }
+  if (index.version >= 2) {
+    leaf.chunk_bytes = static_cast<std::uint64_t>(
+        r.integer(o, "chunk_bytes", 1, std::numeric_limits<std::int64_t>::max() / 2));
+    if (leaf.chunk_bytes % dtype_size(leaf.dtype) != 0) {
+      r.fail("chunk_bytes", fmt::format("is {}, not a multiple of the {}-byte element",
+                                        leaf.chunk_bytes, dtype_size(leaf.dtype)));
+    }
+  }
+  const json::value& shards = r.member(o, "shards");
+  if (!shards.is_array()) r.fail("shards", "is not an array");
+  std::size_t j = 0;
+  for (const auto& sv : shards.get_array()) {
+    const Reader sr = r.at("shards", j++);
+    leaf.shards.push_back(read_shard(sr, sr.object(sv), leaf, index));
+  }
+}
+
+// Reads the "value" of a scalar, string or JSON leaf into `leaf`.
+void read_value_leaf(const Reader& r, const json::object& o, const std::filesystem::path& source,
+                     LeafRecord& leaf) {
+  leaf.value = r.member(o, "value");
+  if (leaf.kind == LeafKind::scalar) {
+    try {
+      leaf.dtype = Scalar::from_json(leaf.value, source.string(), r.field() + ".value").dtype();
+    } catch (const FormatError&) {
+      throw;
+    } catch (const Error& e) {
+      r.fail("value", e.what());
+    }
+  } else if (leaf.kind == LeafKind::string && !leaf.value.is_string()) {
+    r.fail("value", "is not a string");
+  }
+}
+
+}  // namespace
+
 TreeIndex index_from_json(const json::value& value, const std::filesystem::path& source) {
   const Reader top(source, "tree");
   const auto& root = top.object(value);
@@ -246,86 +343,9 @@ TreeIndex index_from_json(const json::value& value, const std::filesystem::path&
       r.fail("path", "is out of order or repeated (leaves must be sorted by path)");
     }
     if (leaf.kind == LeafKind::array) {
-      const auto format = storage_format_from_name(r.string(o, "format"));
-      if (!format) r.fail("format", "is not hdf5 or posix");
-      leaf.format = *format;
-      const auto dtype = dtype_from_name(r.string(o, "dtype"));
-      if (!dtype) r.fail("dtype", "is not a dtype name cairn knows");
-      leaf.dtype = *dtype;
-      leaf.shape = r.dims(o, "shape");
-      try {
-        (void)volume(leaf.shape);
-      } catch (const Error&) {
-        r.fail("shape", "has a number of elements that overflows 64 bits");
-      }
-      leaf.replicated = r.boolean(o, "replicated");
-      // Files written before "order" existed hold C-order arrays only.
-      if (o.contains("order")) {
-        const std::string_view order = r.string(o, "order");
-        if (order != "C" && order != "F") r.fail("order", "is not \"C\" or \"F\"");
-        leaf.fortran_order = order == "F";
-      }
-      if (index.version >= 2) {
-        leaf.chunk_bytes = static_cast<std::uint64_t>(
-            r.integer(o, "chunk_bytes", 1, std::numeric_limits<std::int64_t>::max() / 2));
-        if (leaf.chunk_bytes % dtype_size(leaf.dtype) != 0) {
-          r.fail("chunk_bytes", fmt::format("is {}, not a multiple of the {}-byte element",
-                                            leaf.chunk_bytes, dtype_size(leaf.dtype)));
-        }
-      }
-      const json::value& shards = r.member(o, "shards");
-      if (!shards.is_array()) r.fail("shards", "is not an array");
-      std::size_t j = 0;
-      for (const auto& sv : shards.get_array()) {
-        const Reader sr = r.at("shards", j++);
-        const auto& so = sr.object(sv);
-        ShardRecord shard;
-        shard.rank = static_cast<int>(sr.integer(so, "rank", 0, index.world_size - 1));
-        shard.box.offset = sr.dims(so, "offset");
-        shard.box.extent = sr.dims(so, "extent");
-        if (auto problem = box_problem(shard.box, leaf.shape)) sr.fail("extent", *problem);
-        shard.file = std::string(sr.string(so, "file"));
-        if (!valid_data_file(shard.file, leaf.format)) {
-          sr.fail("file", fmt::format("is not a data file name of format {}",
-                                      storage_format_name(leaf.format)));
-        }
-        const auto max_offset = std::numeric_limits<std::int64_t>::max() / 2;
-        shard.byte_offset =
-            static_cast<std::uint64_t>(sr.integer(so, "byte_offset", 0, max_offset));
-        shard.bytes = static_cast<std::uint64_t>(sr.integer(so, "bytes", 0, max_offset));
-        const auto elements = static_cast<std::uint64_t>(volume(shard.box));
-        if (elements > static_cast<std::uint64_t>(max_offset) / dtype_size(leaf.dtype) ||
-            elements * dtype_size(leaf.dtype) != shard.bytes) {
-          sr.fail("bytes", fmt::format("is {}, but the box holds {} elements of {}", shard.bytes,
-                                       elements, dtype_name(leaf.dtype)));
-        }
-        const std::string_view sums = sr.string(so, "xxh3");
-        const std::uint64_t chunks =
-            index.version >= 2 ? (shard.bytes + leaf.chunk_bytes - 1) / leaf.chunk_bytes : 1;
-        if (sums.size() / 16 != chunks || sums.size() % 16 != 0) {
-          sr.fail("xxh3", fmt::format("does not hold {} checksum{} of 16 hex digits", chunks,
-                                      chunks == 1 ? "" : "s"));
-        }
-        for (std::size_t c = 0; c < sums.size(); c += 16) {
-          const auto checksum = checksum_from_hex(sums.substr(c, 16));
-          if (!checksum) sr.fail("xxh3", "is not made of 16 lower-case hex digits per checksum");
-          shard.checksums.push_back(*checksum);
-        }
-        leaf.shards.push_back(std::move(shard));
-      }
+      read_array_leaf(r, o, index, leaf);
     } else {
-      leaf.value = r.member(o, "value");
-      if (leaf.kind == LeafKind::scalar) {
-        try {
-          leaf.dtype = Scalar::from_json(leaf.value, source.string(), r.field() + ".value").dtype();
-        } catch (const FormatError&) {
-          throw;
-        } catch (const Error& e) {
-          r.fail("value", e.what());
-        }
-      } else if (leaf.kind == LeafKind::string && !leaf.value.is_string()) {
-        r.fail("value", "is not a string");
-      }
+      read_value_leaf(r, o, source, leaf);
     }
     index.leaves.push_back(std::move(leaf));
   }
