@@ -60,27 +60,16 @@ std::string shard_name(const storage::LeafRecord& leaf, const storage::ShardReco
   return fmt::format("leaf '{}', shard of rank {} {}", leaf.path, shard.rank, to_string(shard.box));
 }
 
-}  // namespace
-
-TreeVerifyReport verify_tree(const Comm& comm, const std::filesystem::path& dir,
-                             const VerifyProgress& progress) {
-  TreeVerifyReport report;
-  std::vector<std::string> problems;
-  const auto index = load_index(comm, dir, problems);
-  if (!index) {
-    report.problems = std::move(problems);
-    return report;
-  }
-  report.leaves = index->leaves.size();
-
-  // Leaves whose data can be read at all; a format whose file cannot be opened, or a leaf
-  // whose data does not match the index, is one problem, not one per shard. Opening is
-  // collective and reports the same error on every rank.
+// The array leaves of `index` whose data can be read at all; a format whose file cannot be
+// opened, or a leaf whose data does not match the index, is one problem, not one per shard.
+// Opening is collective and reports the same error on every rank.
+std::vector<const storage::LeafRecord*> readable_arrays(const storage::TreeIndex& index,
+                                                        storage::ShardSource& source,
+                                                        std::vector<std::string>& problems) {
   std::vector<const storage::LeafRecord*> arrays;
-  for (const auto& leaf : index->leaves) {
+  for (const auto& leaf : index.leaves) {
     if (leaf.kind == LeafKind::array) arrays.push_back(&leaf);
   }
-  storage::ShardSource source(comm, dir, true, kVerifyWindowBytes);
   std::set<StorageFormat> unreadable;
   for (const auto* leaf : arrays) {
     if (unreadable.contains(leaf->format)) continue;
@@ -104,8 +93,20 @@ TreeVerifyReport verify_tree(const Comm& comm, const std::filesystem::path& dir,
       return true;
     }
   });
+  return arrays;
+}
 
-  // Shard k of the list is checked by rank k % size.
+// What this rank checked.
+struct ScanTotals {
+  std::int64_t shards = 0;
+  std::int64_t bytes = 0;
+};
+
+// Checks this rank's shards of `arrays` (shard k of the list is checked by rank k % size),
+// adding what it finds to `problems`.
+ScanTotals scan_my_shards(const Comm& comm, const std::vector<const storage::LeafRecord*>& arrays,
+                          storage::ShardSource& source, const VerifyProgress& progress,
+                          std::vector<std::string>& problems) {
   std::size_t mine = 0;
   std::size_t k = 0;
   for (const auto* leaf : arrays) {
@@ -114,8 +115,7 @@ TreeVerifyReport verify_tree(const Comm& comm, const std::filesystem::path& dir,
     }
   }
   std::size_t done = 0;
-  std::int64_t shards = 0;
-  std::int64_t bytes = 0;
+  ScanTotals totals;
   k = 0;
   for (const auto* leaf : arrays) {
     bool leaf_unreadable = false;  // a missing file is reported once per leaf and rank
@@ -130,8 +130,8 @@ TreeVerifyReport verify_tree(const Comm& comm, const std::filesystem::path& dir,
                 bad.size() > 1 ? fmt::format(" (and {} more damaged chunks)", bad.size() - 1)
                                : std::string()));
           }
-          ++shards;
-          bytes += static_cast<std::int64_t>(shard.bytes);
+          ++totals.shards;
+          totals.bytes += static_cast<std::int64_t>(shard.bytes);
         } catch (const NotFound& e) {
           problems.push_back(fmt::format("{} ({})", e.what(), shard_name(*leaf, shard)));
           leaf_unreadable = true;
@@ -143,6 +143,25 @@ TreeVerifyReport verify_tree(const Comm& comm, const std::filesystem::path& dir,
       if (progress) progress(done, mine);
     }
   }
+  return totals;
+}
+
+}  // namespace
+
+TreeVerifyReport verify_tree(const Comm& comm, const std::filesystem::path& dir,
+                             const VerifyProgress& progress) {
+  TreeVerifyReport report;
+  std::vector<std::string> problems;
+  const auto index = load_index(comm, dir, problems);
+  if (!index) {
+    report.problems = std::move(problems);
+    return report;
+  }
+  report.leaves = index->leaves.size();
+
+  storage::ShardSource source(comm, dir, true, kVerifyWindowBytes);
+  const auto arrays = readable_arrays(*index, source, problems);
+  const ScanTotals totals = scan_my_shards(comm, arrays, source, progress, problems);
   try {
     source.close();
   } catch (const std::exception& e) {
@@ -158,8 +177,8 @@ TreeVerifyReport verify_tree(const Comm& comm, const std::filesystem::path& dir,
   std::sort(report.problems.begin(), report.problems.end());
   report.problems.erase(std::unique(report.problems.begin(), report.problems.end()),
                         report.problems.end());
-  report.shards = static_cast<std::size_t>(comm.sum(shards));
-  report.bytes = static_cast<std::uint64_t>(comm.sum(bytes));
+  report.shards = static_cast<std::size_t>(comm.sum(totals.shards));
+  report.bytes = static_cast<std::uint64_t>(comm.sum(totals.bytes));
   return report;
 }
 
