@@ -106,6 +106,47 @@ std::vector<MemoryKind> check_leaves(const Comm& comm, const std::filesystem::pa
   return memory;
 }
 
+// Every rank's layout of array leaf `i`, from the gathered layouts of every rank.
+std::vector<LeafLayout> layouts_of_array(const std::vector<json::value>& all, std::size_t i) {
+  std::vector<LeafLayout> per_rank;
+  per_rank.reserve(all.size());
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    per_rank.push_back(
+        LeafLayout::from_json(all[r].as_array().at(i), {}, fmt::format("rank {} leaf {}", r, i)));
+  }
+  return per_rank;
+}
+
+// Settles what this rank writes of `job` (`writers`: the ranks validate_layout() chose) and
+// appends the array to `of_format`, the arrays of its format's writer.
+void plan_write(const Comm& comm, const std::vector<int>& writers,
+                const std::vector<LeafLayout>& per_rank, ArrayJob& job,
+                std::vector<ArrayToWrite>& of_format) {
+  const std::string& path = job.leaf->path();
+  job.writes = std::binary_search(writers.begin(), writers.end(), comm.rank());
+  const ArrayShard& shard = job.leaf->as_array();
+  job.bytes = job.writes ? static_cast<std::uint64_t>(shard.local_bytes()) : 0;
+  job.stored_bytes = job.bytes / dtype_size(shard.dtype) * dtype_size(job.stored_dtype);
+  job.format_index = of_format.size();
+  std::optional<Box> box;
+  if (job.writes) {
+    box = shard.box.offset.empty() && shard.box.extent.empty() ? whole_box(shard.global_shape)
+                                                               : shard.box;
+  }
+  // The decomposition, for formats that record it: the primary writes their metadata.
+  std::vector<RankBox> shards;
+  if (comm.is_primary()) {
+    shards.reserve(writers.size());
+    for (const int r : writers) shards.push_back({r, *per_rank[static_cast<std::size_t>(r)].box});
+  }
+  of_format.push_back({.path = path,
+                       .dtype = job.stored_dtype,
+                       .shape = shard.global_shape,
+                       .fortran_order = shard.fortran_order,
+                       .box = std::move(box),
+                       .shards = std::move(shards)});
+}
+
 }  // namespace
 
 TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayTree& tree,
@@ -142,40 +183,13 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
   const std::vector<json::value> all = comm.allgather_json(layouts);
   std::map<StorageFormat, std::vector<ArrayToWrite>> by_format;
   for (std::size_t i = 0; i < arrays_.size(); ++i) {
-    std::vector<LeafLayout> per_rank;
-    per_rank.reserve(all.size());
-    for (std::size_t r = 0; r < all.size(); ++r) {
-      per_rank.push_back(
-          LeafLayout::from_json(all[r].as_array().at(i), {}, fmt::format("rank {} leaf {}", r, i)));
-    }
-    const std::string& path = arrays_[i].leaf->path();
+    const std::vector<LeafLayout> per_rank = layouts_of_array(all, i);
+    ArrayJob& job = arrays_[i];
+    const std::string& path = job.leaf->path();
     const bool sparse = options_.allow_sparse &&
                         (options_.sparse_leaves.empty() || options_.sparse_leaves.contains(path));
     const auto writers = validate_layout(path, per_rank, sparse).writers;
-    ArrayJob& job = arrays_[i];
-    job.writes = std::binary_search(writers.begin(), writers.end(), comm.rank());
-    const ArrayShard& shard = job.leaf->as_array();
-    job.bytes = job.writes ? static_cast<std::uint64_t>(shard.local_bytes()) : 0;
-    job.stored_bytes = job.bytes / dtype_size(shard.dtype) * dtype_size(job.stored_dtype);
-    std::vector<ArrayToWrite>& of_format = by_format[job.format];
-    job.format_index = of_format.size();
-    std::optional<Box> box;
-    if (job.writes) {
-      box = shard.box.offset.empty() && shard.box.extent.empty() ? whole_box(shard.global_shape)
-                                                                 : shard.box;
-    }
-    // The decomposition, for formats that record it: the primary writes their metadata.
-    std::vector<RankBox> shards;
-    if (comm.is_primary()) {
-      shards.reserve(writers.size());
-      for (const int r : writers) shards.push_back({r, *per_rank[static_cast<std::size_t>(r)].box});
-    }
-    of_format.push_back({.path = path,
-                         .dtype = job.stored_dtype,
-                         .shape = shard.global_shape,
-                         .fortran_order = shard.fortran_order,
-                         .box = std::move(box),
-                         .shards = std::move(shards)});
+    plan_write(comm, writers, per_rank, job, by_format[job.format]);
     if (job.memory == MemoryKind::cuda_device && device_ < 0) device_ = cuda::current_device();
   }
 
