@@ -250,110 +250,89 @@ struct Hdf5Writer::Impl {
     }
     return a;
   }
+
+  // Step 2 of the constructor, local: checks the input and records the arrays; the primary
+  // also renders the text of the values into `texts`.
+  void check_input(const Comm& comm, std::span<const ArrayToWrite> arrays_in,
+                   std::span<const ValueToWrite> values, std::vector<std::string>& texts);
+  // Step 3, on the primary: creates the dataset of array `i` (given as `given`) in the file and
+  // packs where its data lies into `out`.
+  void create_array(std::size_t i, const ArrayToWrite& given, hid_t lcpl, hid_t dcpl,
+                    h5::Packed& out) const;
+  // Step 4, collective: each rank finds its shards in what the primary sent.
+  void find_shards(const Comm& comm, const std::vector<std::byte>& found);
 };
 
-Hdf5Writer::Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
-                       std::span<const ArrayToWrite> arrays, std::span<const ValueToWrite> values,
-                       const SaveProvenance& provenance)
-    : impl_(std::make_unique<Impl>()) {
-  Impl& w = *impl_;
-  w.file = file;
-  w.file_name = file.string();
-  comm.agree({.operation = "Hdf5Writer " + file.filename().string(),
-              .step = -1,
-              .structure = structure_hash(arrays, values)});
+void Hdf5Writer::Impl::check_input(const Comm& comm, std::span<const ArrayToWrite> arrays_in,
+                                   std::span<const ValueToWrite> values,
+                                   std::vector<std::string>& texts) {
+  for (const ArrayToWrite& a : arrays_in) {
+    validate_leaf_path(a.path);  // a valid path is also a valid HDF5 path
+    (void)volume(a.shape);
+    check_box(a);
+    arrays.push_back({.path = a.path,
+                      .dtype = a.dtype,
+                      .shape = a.shape,
+                      .fortran_order = a.fortran_order,
+                      .box = a.box,
+                      .chunk = {},
+                      .where = std::nullopt,
+                      .placed = false});
+  }
+  for (std::size_t k = 0; k < values.size(); ++k) {
+    const ValueToWrite& v = values[k];
+    validate_leaf_path(v.path);
+    if (v.leaf == nullptr || v.leaf->kind() == LeafKind::array) {
+      throw InvalidArgument(fmt::format("value leaf '{}' is null or an array", v.path));
+    }
+    if (!comm.is_primary()) continue;
+    if (v.leaf->kind() == LeafKind::string) texts[k] = v.leaf->as_string();
+    if (v.leaf->kind() == LeafKind::json) texts[k] = boost::json::serialize(v.leaf->as_json());
+  }
+  if (comm.is_primary()) check_free_space(file, arrays_in);
+}
 
-  // Step 2: local checks, then one verdict. The primary also renders the values' text.
-  std::vector<std::string> texts(values.size());
-  comm.run_all(fmt::format("Hdf5Writer '{}': checking the input", w.file_name), [&] {
-    for (const ArrayToWrite& a : arrays) {
-      validate_leaf_path(a.path);  // a valid path is also a valid HDF5 path
-      (void)volume(a.shape);
-      check_box(a);
-      w.arrays.push_back({.path = a.path,
-                          .dtype = a.dtype,
-                          .shape = a.shape,
-                          .fortran_order = a.fortran_order,
-                          .box = a.box,
-                          .chunk = {},
-                          .where = std::nullopt,
-                          .placed = false});
-    }
-    for (std::size_t k = 0; k < values.size(); ++k) {
-      const ValueToWrite& v = values[k];
-      validate_leaf_path(v.path);
-      if (v.leaf == nullptr || v.leaf->kind() == LeafKind::array) {
-        throw InvalidArgument(fmt::format("value leaf '{}' is null or an array", v.path));
-      }
-      if (!comm.is_primary()) continue;
-      if (v.leaf->kind() == LeafKind::string) texts[k] = v.leaf->as_string();
-      if (v.leaf->kind() == LeafKind::json) texts[k] = boost::json::serialize(v.leaf->as_json());
-    }
-    if (comm.is_primary()) check_free_space(w.file, arrays);
-  });
-  const std::vector<std::vector<std::int64_t>> chunks = plan_chunks(comm, arrays);
-  for (std::size_t i = 0; i < w.arrays.size(); ++i) w.arrays[i].chunk = chunks[i];
+void Hdf5Writer::Impl::create_array(std::size_t i, const ArrayToWrite& given, hid_t lcpl,
+                                    hid_t dcpl, h5::Packed& out) const {
+  const Array& a = arrays[i];
+  const Where where{file_name, a.path};
+  const h5::Datatype type = make_type(a.dtype, where);
+  const h5::Dataspace space = make_space(a.shape, where);
+  std::optional<h5::PropertyList> chunked_dcpl;
+  if (!a.chunk.empty()) chunked_dcpl.emplace(dataset_creation(where, a.chunk));
+  h5::Dataset dataset(check(H5Dcreate2(handle.get(), a.path.c_str(), type.get(), space.get(), lcpl,
+                                       a.chunk.empty() ? dcpl : chunked_dcpl->get(), H5P_DEFAULT),
+                            where, "creating the dataset", kHintCreate));
+  // Names the dtype for readers that cannot tell it from the HDF5 type (bfloat16).
+  write_string_attribute(dataset.get(), "cairn_dtype", dtype_name(a.dtype), where);
+  // Whether the writer saw the array with its dimensions reversed (Fortran); h5py shows
+  // the C-order shape either way.
+  write_string_attribute(dataset.get(), "cairn_order", a.fortran_order ? "F" : "C", where);
+  // Which rank wrote which part: the primary was given every writer's box.
+  write_string_attribute(dataset.get(), "cairn_decomposition",
+                         h5::decomposition_text(a.shape, given.shards), where);
+  // A dataset without elements has no storage; every other one has its address now (it
+  // was allocated at creation).
+  if (volume(a.shape) == 0) {
+    out.put_byte(0);
+  } else if (a.chunk.empty()) {
+    const haddr_t address = H5Dget_offset(dataset.get());
+    if (address == HADDR_UNDEF) h5::throw_failure(where, "finding the dataset's storage");
+    out.put_byte(1);
+    out.put(static_cast<std::uint64_t>(address));
+  } else {
+    const auto addresses = h5::chunk_addresses(dataset.get(), a.shape, a.chunk, where);
+    out.put_byte(2);
+    out.put(static_cast<std::uint64_t>(addresses.size()));
+    for (const auto& address : addresses) out.put(address.value_or(kNoAddress));
+  }
+  dataset.close(where);
+}
 
-  // Step 3: the primary creates the file, every dataset and every value; one broadcast tells
-  // every rank where each dataset's data lies (for a chunked one, every chunk's address).
-  const std::vector<std::byte> found = h5::primary_verdict(comm, [&](h5::Packed& out) {
-    const std::lock_guard lock(hdf5_mutex());
-    const h5::QuietErrors quiet;
-    const Where file_where{w.file_name, {}};
-    const h5::PropertyList fapl = create_access(file_where);
-    w.handle =
-        h5::File(check(H5Fcreate(w.file_name.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()),
-                       file_where, "creating the file", kHintStorage));
-    h5::write_save_attributes(w.handle.get(), provenance, comm.size(), file_where);
-    const h5::PropertyList dcpl = dataset_creation(file_where);
-    const h5::PropertyList lcpl = link_creation(file_where);
-    for (std::size_t i = 0; i < w.arrays.size(); ++i) {
-      const Impl::Array& a = w.arrays[i];
-      const Where where{w.file_name, a.path};
-      const h5::Datatype type = make_type(a.dtype, where);
-      const h5::Dataspace space = make_space(a.shape, where);
-      std::optional<h5::PropertyList> chunked_dcpl;
-      if (!a.chunk.empty()) chunked_dcpl.emplace(dataset_creation(where, a.chunk));
-      h5::Dataset dataset(
-          check(H5Dcreate2(w.handle.get(), a.path.c_str(), type.get(), space.get(), lcpl.get(),
-                           a.chunk.empty() ? dcpl.get() : chunked_dcpl->get(), H5P_DEFAULT),
-                where, "creating the dataset", kHintCreate));
-      // Names the dtype for readers that cannot tell it from the HDF5 type (bfloat16).
-      write_string_attribute(dataset.get(), "cairn_dtype", dtype_name(a.dtype), where);
-      // Whether the writer saw the array with its dimensions reversed (Fortran); h5py shows
-      // the C-order shape either way.
-      write_string_attribute(dataset.get(), "cairn_order", a.fortran_order ? "F" : "C", where);
-      // Which rank wrote which part: the primary was given every writer's box.
-      write_string_attribute(dataset.get(), "cairn_decomposition",
-                             h5::decomposition_text(a.shape, arrays[i].shards), where);
-      // A dataset without elements has no storage; every other one has its address now (it
-      // was allocated at creation).
-      if (volume(a.shape) == 0) {
-        out.put_byte(0);
-      } else if (a.chunk.empty()) {
-        const haddr_t address = H5Dget_offset(dataset.get());
-        if (address == HADDR_UNDEF) h5::throw_failure(where, "finding the dataset's storage");
-        out.put_byte(1);
-        out.put(static_cast<std::uint64_t>(address));
-      } else {
-        const auto addresses = h5::chunk_addresses(dataset.get(), a.shape, a.chunk, where);
-        out.put_byte(2);
-        out.put(static_cast<std::uint64_t>(addresses.size()));
-        for (const auto& address : addresses) out.put(address.value_or(kNoAddress));
-      }
-      dataset.close(where);
-    }
-    // Values: small datasets, written at once.
-    for (std::size_t k = 0; k < values.size(); ++k) {
-      create_value(w.handle.get(), {w.file_name, values[k].path}, *values[k].leaf, texts[k],
-                   lcpl.get(), dcpl.get());
-    }
-  });
-
-  // Step 4: each rank finds its shards in what the primary sent.
+void Hdf5Writer::Impl::find_shards(const Comm& comm, const std::vector<std::byte>& found) {
   h5::Unpacked in(found);
   base::FirstError failure;
-  for (Impl::Array& a : w.arrays) {
+  for (Array& a : arrays) {
     const std::uint8_t kind = in.take_byte();
     std::optional<std::uint64_t> address;
     std::vector<std::optional<std::uint64_t>> addresses;
@@ -374,12 +353,57 @@ Hdf5Writer::Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
     a.where = h5::chunk_region(a.shape, a.chunk, addresses, *a.box);
     if (!a.where) {
       failure.record(
-          IoError(w.file_name, fmt::format("leaf '{}' in HDF5 file '{}': the chunk of this rank's "
-                                           "shard {} has no storage",
-                                           a.path, w.file_name, to_string(*a.box))));
+          IoError(file_name, fmt::format("leaf '{}' in HDF5 file '{}': the chunk of this rank's "
+                                         "shard {} has no storage",
+                                         a.path, file_name, to_string(*a.box))));
     }
   }
   failure.report(comm);
+}
+
+Hdf5Writer::Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
+                       std::span<const ArrayToWrite> arrays, std::span<const ValueToWrite> values,
+                       const SaveProvenance& provenance)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& w = *impl_;
+  w.file = file;
+  w.file_name = file.string();
+  comm.agree({.operation = "Hdf5Writer " + file.filename().string(),
+              .step = -1,
+              .structure = structure_hash(arrays, values)});
+
+  // Step 2: local checks, then one verdict. The primary also renders the values' text.
+  std::vector<std::string> texts(values.size());
+  comm.run_all(fmt::format("Hdf5Writer '{}': checking the input", w.file_name),
+               [&] { w.check_input(comm, arrays, values, texts); });
+  const std::vector<std::vector<std::int64_t>> chunks = plan_chunks(comm, arrays);
+  for (std::size_t i = 0; i < w.arrays.size(); ++i) w.arrays[i].chunk = chunks[i];
+
+  // Step 3: the primary creates the file, every dataset and every value; one broadcast tells
+  // every rank where each dataset's data lies (for a chunked one, every chunk's address).
+  const std::vector<std::byte> found = h5::primary_verdict(comm, [&](h5::Packed& out) {
+    const std::lock_guard lock(hdf5_mutex());
+    const h5::QuietErrors quiet;
+    const Where file_where{w.file_name, {}};
+    const h5::PropertyList fapl = create_access(file_where);
+    w.handle =
+        h5::File(check(H5Fcreate(w.file_name.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()),
+                       file_where, "creating the file", kHintStorage));
+    h5::write_save_attributes(w.handle.get(), provenance, comm.size(), file_where);
+    const h5::PropertyList dcpl = dataset_creation(file_where);
+    const h5::PropertyList lcpl = link_creation(file_where);
+    for (std::size_t i = 0; i < w.arrays.size(); ++i) {
+      w.create_array(i, arrays[i], lcpl.get(), dcpl.get(), out);
+    }
+    // Values: small datasets, written at once.
+    for (std::size_t k = 0; k < values.size(); ++k) {
+      create_value(w.handle.get(), {w.file_name, values[k].path}, *values[k].leaf, texts[k],
+                   lcpl.get(), dcpl.get());
+    }
+  });
+
+  // Step 4: each rank finds its shards in what the primary sent.
+  w.find_shards(comm, found);
   base::log::debug("hdf5.create", "file=\"{}\" arrays={} values={}", w.file_name, arrays.size(),
                    values.size());
 }
