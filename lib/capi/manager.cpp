@@ -3,6 +3,7 @@
 #include <cairn/checkpointer.hpp>
 #include <cairn/handlers.hpp>
 
+#include <any>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -44,6 +45,23 @@ cairn_status json_out(const char* function, char** json_text,
     *json_text = nullptr;
     *json_text = cairn::capi::copy_out(boost::json::serialize(read()));
   });
+}
+
+// The restore options `options` points to, the defaults when it is NULL. Throws as
+// read_options() does.
+cairn_restore_options restore_options_of(const cairn_restore_options* options) {
+  return cairn::capi::read_options(options, cairn::capi::default_restore_options(), "options");
+}
+
+// Restores into the tree handle `t` (before_restore() and after_restore() around it): `restore`
+// runs the manager's restore with the tree's arguments and returns its result.
+void restore_into(cairn_tree& t, const cairn_restore_options* options,
+                  const std::function<std::any(const cairn::ArrayTreeRestore&)>& restore) {
+  const auto o = restore_options_of(options);
+  t.before_restore();
+  const cairn::ArrayTreeRestore args(t.tree, cairn::capi::tree_restore_options(o));
+  t.tree = cairn::Checkpointer::result_as<cairn::ArrayTree>(restore(args));
+  t.after_restore();
 }
 
 }  // namespace
@@ -135,13 +153,9 @@ cairn_status cairn_manager_restore(cairn_manager* manager, int64_t step, cairn_t
   return guarded(__func__, [&] {
     auto& m = manager_of(manager);
     auto& t = deref(target, "target");
-    const auto o =
-        cairn::capi::read_options(options, cairn::capi::default_restore_options(), "options");
-    t.before_restore();
-    const cairn::ArrayTreeRestore args(t.tree, cairn::capi::tree_restore_options(o));
-    t.tree =
-        cairn::Checkpointer::result_as<cairn::ArrayTree>(m.restore(step_or_latest(step), &args));
-    t.after_restore();
+    restore_into(t, options, [&](const cairn::ArrayTreeRestore& args) {
+      return m.restore(step_or_latest(step), &args);
+    });
   });
 }
 
@@ -151,13 +165,9 @@ cairn_status cairn_manager_restore_from(cairn_manager* manager, const char* dire
     auto& m = manager_of(manager);
     const std::string dir(text(directory, "directory"));
     auto& t = deref(target, "target");
-    const auto o =
-        cairn::capi::read_options(options, cairn::capi::default_restore_options(), "options");
-    t.before_restore();
-    const cairn::ArrayTreeRestore args(t.tree, cairn::capi::tree_restore_options(o));
-    t.tree = cairn::Checkpointer::result_as<cairn::ArrayTree>(
-        m.restore_from(dir, step_or_latest(step), &args));
-    t.after_restore();
+    restore_into(t, options, [&](const cairn::ArrayTreeRestore& args) {
+      return m.restore_from(dir, step_or_latest(step), &args);
+    });
   });
 }
 
@@ -171,8 +181,7 @@ cairn_status cairn_manager_restore_latest_intact(cairn_manager* manager, cairn_t
     *step = 0;
     auto& m = manager_of(manager);
     auto& t = deref(target, "target");
-    const auto o =
-        cairn::capi::read_options(options, cairn::capi::default_restore_options(), "options");
+    const auto o = restore_options_of(options);
     t.before_restore();
     const cairn::ArrayTreeRestore args(t.tree, cairn::capi::tree_restore_options(o));
     auto restored = m.restore_latest_intact(&args);
@@ -191,8 +200,7 @@ cairn_status cairn_manager_restore_as_saved(cairn_manager* manager, int64_t step
     out_param(out, "out");
     *out = nullptr;
     auto& m = manager_of(manager);
-    const auto o =
-        cairn::capi::read_options(options, cairn::capi::default_restore_options(), "options");
+    const auto o = restore_options_of(options);
     const cairn::ArrayTreeRestore args(cairn::capi::as_saved_options(o));
     auto tree = std::make_unique<cairn_tree>();
     tree->tree =
@@ -206,8 +214,7 @@ cairn_status cairn_manager_restore_items(cairn_manager* manager, int64_t step, c
   return guarded(__func__, [&] {
     auto& m = manager_of(manager);
     auto& set = deref(items, "items");
-    const auto o =
-        cairn::capi::read_options(options, cairn::capi::default_restore_options(), "options");
+    const auto o = restore_options_of(options);
     const auto args = cairn::capi::restore_args(set, cairn::capi::tree_restore_options(o),
                                                 cairn::capi::as_saved_options(o));
     cairn::capi::take_results(set, cairn::Checkpointer::result_as<cairn::CompositeResult>(
