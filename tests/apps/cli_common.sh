@@ -1,6 +1,19 @@
 # What the shell tests of the command-line programs share (cli_test.sh, cli_tool_test.sh,
-# restart_test.sh): sourced after they set `mpiexec`, `flags` (an array), `heat2d` and `work`.
-# Each check that fails says so and is counted; finish() sums them up as the exit status.
+# restart_test.sh). The functions use `mpiexec`, `flags` (an array), `heat2d` and `work`, which
+# the test sets (cli_args sets them for the two cli tests). Each check that fails says so and
+# is counted; finish() sums them up as the exit status.
+
+# cli_args CASE HEAT2D CAIRN MPIEXEC "MPIEXEC FLAGS" WORKDIR HAVE_HDF5: the arguments of
+# cli_test.sh and cli_tool_test.sh. HAVE_HDF5 is 1 when cairn was built with HDF5; `fmt`, the
+# format of the checkpoints the test writes, is then hdf5, else posix.
+cli_args() {
+  case_name="$1" heat2d="$2" cairn="$3" mpiexec="$4"
+  read -r -a flags <<<"$5"
+  work="$6/$case_name"
+  have_hdf5="$7"
+  fmt=posix
+  if [ "$have_hdf5" = 1 ]; then fmt=hdf5; fi
+}
 
 # enter_work: an empty $work as the current directory (exit 2 when it cannot be made).
 enter_work() { rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 2; }

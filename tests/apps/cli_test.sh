@@ -10,13 +10,8 @@
 # in their place the tools must refuse --format hdf5 naming the configure option.
 set -uo pipefail
 
-case_name="$1" heat2d="$2" cairn="$3" mpiexec="$4"
-read -r -a flags <<<"$5"
-work="$6/$case_name"
-have_hdf5="$7"
-fmt=posix
-[ "$have_hdf5" = 1 ] && fmt=hdf5
 source "$(dirname "$0")/cli_common.sh"
+cli_args "$@"
 enter_work
 
 case "$case_name" in

@@ -9,13 +9,8 @@
 set -uo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
-case_name="$1" heat2d="$2" cairn="$3" mpiexec="$4"
-read -r -a flags <<<"$5"
-work="$6/$case_name"
-have_hdf5="$7"
-fmt=posix
-[ "$have_hdf5" = 1 ] && fmt=hdf5
 source "$here/cli_common.sh"
+cli_args "$@"
 enter_work
 
 # run_json NAME EXPECTED_STATUS COMMAND...: as run, stdout alone in NAME.out (JSON).
