@@ -38,6 +38,22 @@ def _bars(ax, results, cases, title):
         ax.text(v, i, f" {v:.2f}", va="center", fontsize=8)
 
 
+def _seconds_axis(ax, title):
+    """Horizontal bars read top to bottom, in median seconds."""
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds (median)")
+    ax.set_title(title)
+
+
+def _save(fig, out_dir, file_name):
+    """Writes `fig` as the PNG out_dir/file_name, closes it and returns the path."""
+    fig.tight_layout()
+    path = os.path.join(out_dir, file_name)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
 def plots(doc, out_dir, name):
     """Writes <name>-throughput.png, -async.png and -metadata.png; returns their paths."""
     res = doc["results"]
@@ -48,10 +64,7 @@ def plots(doc, out_dir, name):
     fig, axes = plt.subplots(1, 2, figsize=(12, 6.5))
     _bars(axes[0], res, WRITES, f"Durable write ({size})")
     _bars(axes[1], res, READS, "Read after dropping the page cache")
-    fig.tight_layout()
-    paths.append(os.path.join(out_dir, f"{name}-throughput.png"))
-    fig.savefig(paths[-1], dpi=90)
-    plt.close(fig)
+    paths.append(_save(fig, out_dir, f"{name}-throughput.png"))
 
     fig, ax = plt.subplots(figsize=(8, 4))
     rows = []
@@ -72,14 +85,9 @@ def plots(doc, out_dir, name):
     labels = [r[0] for r in rows]
     ax.barh(labels, [r[2] for r in rows], color="#cccccc", label="until committed")
     ax.barh(labels, [r[1] for r in rows], color="#cc6677", label="caller blocked")
-    ax.invert_yaxis()
-    ax.set_xlabel("seconds (median)")
-    ax.set_title(f"Async saves: time the caller is blocked ({size})")
+    _seconds_axis(ax, f"Async saves: time the caller is blocked ({size})")
     ax.legend()
-    fig.tight_layout()
-    paths.append(os.path.join(out_dir, f"{name}-async.png"))
-    fig.savefig(paths[-1], dpi=90)
-    plt.close(fig)
+    paths.append(_save(fig, out_dir, f"{name}-async.png"))
 
     fig, ax = plt.subplots(figsize=(8, 3.5))
     rows = []
@@ -90,13 +98,8 @@ def plots(doc, out_dir, name):
             if r:
                 rows.append((f"{label} {op}", r["median_seconds"]))
     ax.barh([r[0] for r in rows], [r[1] for r in rows], color="#228833")
-    ax.invert_yaxis()
-    ax.set_xlabel("seconds (median)")
-    ax.set_title(f"{cfg['meta_leaves']} leaves of {cfg['meta_leaf_bytes']} B")
-    fig.tight_layout()
-    paths.append(os.path.join(out_dir, f"{name}-metadata.png"))
-    fig.savefig(paths[-1], dpi=90)
-    plt.close(fig)
+    _seconds_axis(ax, f"{cfg['meta_leaves']} leaves of {cfg['meta_leaf_bytes']} B")
+    paths.append(_save(fig, out_dir, f"{name}-metadata.png"))
     return paths
 
 
