@@ -14,17 +14,6 @@
 namespace bench {
 namespace {
 
-int world_rank() {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return rank;
-}
-
-std::int64_t world_max(std::int64_t value) {
-  MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
-  return value;
-}
-
 cairn::ArrayTree big_tree(const Shape& shape, std::vector<std::vector<double>>& blocks,
                           const cairn::Box& box) {
   cairn::ArrayTree tree;
@@ -52,11 +41,7 @@ void check(const std::string& name, std::int64_t local_mismatches) {
 // Growth of the peak RSS across `body`, maximum over ranks (-1 when the peak cannot be reset).
 template <class Body>
 std::int64_t peak_growth(Body&& body) {
-  const bool reset = reset_peak_rss();
-  const std::int64_t before = status_bytes("VmRSS");
-  body();
-  const std::int64_t growth = reset ? status_bytes("VmHWM") - before : -1;
-  return world_max(growth);
+  return world_max(measure_peak_rss(std::forward<Body>(body)).growth);
 }
 
 // Loads the libraries and HDF5 state a first save touches, so that rep 0 is not special.
@@ -260,39 +245,29 @@ void run_cairn(const Run& run, const std::string& format_name) {
 }
 
 void run_cairn_meta(const Run& run, const std::string& format_name) {
-  const Shape& shape = run.shape;
-  const cairn::StorageFormat format = format_named(format_name);
-  const std::string prefix = "cairn." + format_name + ".";
-  cairn::Comm world(MPI_COMM_WORLD);
-  MetaTrees trees = make_meta_trees(shape);
-  const cairn::ArrayTree& tree = trees.tree;
-  cairn::ArrayTree& target = trees.target;
-  const std::vector<double>& data = trees.data;
-  std::vector<double>& back = trees.back;
-  const auto base = run.dir / ("cairn-meta-" + format_name);
-  remove_tree(base);
-  if (world.is_primary()) std::filesystem::create_directories(base);
-  world.barrier("bench-mkdir");
-  warm_up(world, base / "warm", format);
-  cairn::Checkpointer ckpt(world, std::make_shared<cairn::ArrayTreeHandler>());
+  MetaCase meta(run, "meta", format_name);
+  if (meta.world.is_primary()) std::filesystem::create_directories(meta.dir);
+  meta.world.barrier("bench-mkdir");
+  warm_up(meta.world, meta.dir / "warm", meta.format);
+  cairn::Checkpointer ckpt(meta.world, std::make_shared<cairn::ArrayTreeHandler>());
   for (int rep = 0; rep < run.reps; ++rep) {
-    const auto dir = base / "meta";
+    const auto dir = meta.dir / "meta";
     remove_tree(dir);
     drop_caches(run.drop);
-    const double save_seconds =
-        timed([&] { ckpt.save(dir, cairn::ArrayTreeSave(tree, {.format = format})); });
-    run.recorder->add(prefix + "meta_save", rep, save_seconds, shape.meta_bytes(),
-                      {{"leaves", shape.meta_leaves}});
+    const double save_seconds = timed(
+        [&] { ckpt.save(dir, cairn::ArrayTreeSave(meta.trees.tree, {.format = meta.format})); });
+    run.recorder->add(meta.prefix + "meta_save", rep, save_seconds, run.shape.meta_bytes(),
+                      {{"leaves", run.shape.meta_leaves}});
     const std::string dropped = drop_caches(run.drop);
     const double restore_seconds = timed([&] {
-      cairn::ArrayTreeRestore args(target);
+      cairn::ArrayTreeRestore args(meta.trees.target);
       (void)ckpt.restore(dir, &args);
     });
-    if (rep == 0) check(prefix + "meta_restore", data == back ? 0 : 1);
-    run.recorder->add(prefix + "meta_restore", rep, restore_seconds, shape.meta_bytes(),
-                      {{"leaves", shape.meta_leaves}, {"page_cache", dropped}});
+    if (rep == 0) check(meta.prefix + "meta_restore", meta.trees.data == meta.trees.back ? 0 : 1);
+    run.recorder->add(meta.prefix + "meta_restore", rep, restore_seconds, run.shape.meta_bytes(),
+                      {{"leaves", run.shape.meta_leaves}, {"page_cache", dropped}});
   }
-  remove_tree(base);
+  remove_tree(meta.dir);
 }
 
 }  // namespace bench

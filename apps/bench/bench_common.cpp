@@ -16,13 +16,24 @@ std::pair<std::int64_t, std::int64_t> split(std::int64_t n, int part, int parts)
   return {begin, n * (part + 1) / parts - begin};
 }
 
+}  // namespace
+
 int world_rank() {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   return rank;
 }
 
-}  // namespace
+int world_size() {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size;
+}
+
+std::int64_t world_max(std::int64_t value) {
+  MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+  return value;
+}
 
 std::pair<int, int> grid_of(int size) {
   int grid_rows = 1;
@@ -115,11 +126,7 @@ cairn::StorageFormat format_named(const std::string& name) {
 }
 
 MetaTrees make_meta_trees(const Shape& shape) {
-  int rank = 0;
-  int size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  const cairn::Box range = range_of(shape.meta_elems, rank, size);
+  const cairn::Box range = range_of(shape.meta_elems, world_rank(), world_size());
   const auto count = static_cast<std::size_t>(range.extent[0]);
   MetaTrees out;
   out.data.resize(count * static_cast<std::size_t>(shape.meta_leaves));
@@ -135,6 +142,15 @@ MetaTrees make_meta_trees(const Shape& shape) {
                          cairn::ArrayShard::host(out.back.data() + at, {shape.meta_elems}, range));
   }
   return out;
+}
+
+MetaCase::MetaCase(const Run& run, const std::string& name, const std::string& format_name)
+    : format(format_named(format_name)),
+      prefix("cairn." + format_name + "."),
+      world(MPI_COMM_WORLD),
+      trees(make_meta_trees(run.shape)),
+      dir(run.dir / ("cairn-" + name + "-" + format_name)) {
+  remove_tree(dir);
 }
 
 double timed(const std::function<void()>& body) {
@@ -164,22 +180,6 @@ std::string drop_caches(bool enabled) {
   MPI_Bcast(status.data(), length, MPI_CHAR, 0, MPI_COMM_WORLD);
   MPI_Barrier(MPI_COMM_WORLD);
   return status;
-}
-
-std::int64_t status_bytes(const std::string& key) {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind(key + ":", 0) == 0) return std::stoll(line.substr(key.size() + 1)) * 1024;
-  }
-  return -1;
-}
-
-bool reset_peak_rss() {
-  std::ofstream clear("/proc/self/clear_refs");
-  clear << "5";
-  clear.flush();
-  return clear.good();
 }
 
 void remove_tree(const std::filesystem::path& path) {

@@ -5,6 +5,7 @@
 
 #include <mpi.h>
 
+#include <cairn/comm.hpp>
 #include <cairn/storage.hpp>
 #include <cairn/tree.hpp>
 
@@ -16,7 +17,19 @@
 #include <utility>
 #include <vector>
 
+#include "proc_memory.hpp"
+
 namespace bench {
+
+using cairn_app::measure_peak_rss;
+using cairn_app::PeakRss;
+using cairn_app::status_bytes;
+
+/// This process's rank in MPI_COMM_WORLD, and its size.
+int world_rank();
+int world_size();
+/// The maximum of `value` over MPI_COMM_WORLD. Collective.
+std::int64_t world_max(std::int64_t value);
 
 /// The arrays every contender writes: `leaves` arrays of rows x cols float64, and
 /// `meta_leaves` arrays of `meta_elems` float64 (the metadata-heavy case).
@@ -86,11 +99,6 @@ double timed(const std::function<void()>& body);
 /// Returns "dropped", "disabled" or "not permitted: <reason>" (the same on every rank).
 std::string drop_caches(bool enabled);
 
-/// Resident-set counters of this process (/proc/self/status key, e.g. VmRSS, VmHWM) in bytes.
-std::int64_t status_bytes(const std::string& key);
-/// Restarts the VmHWM peak from the current RSS. Returns false when not permitted.
-bool reset_peak_rss();
-
 /// Removes `path` on rank 0, then barrier.
 void remove_tree(const std::filesystem::path& path);
 
@@ -118,6 +126,20 @@ struct Run {
   bool drop = true;
   std::size_t io_buffer_bytes = std::size_t{16} << 20;
   Recorder* recorder = nullptr;
+};
+
+/// What a metadata case `name` ("meta", "scaling") of format `format_name` starts from: the
+/// format, the prefix of its records ("cairn.<format>."), MPI_COMM_WORLD as a cairn::Comm, this
+/// rank's MetaTrees, and its directory run.dir / "cairn-<name>-<format>", removed. Collective
+/// over MPI_COMM_WORLD.
+struct MetaCase {
+  MetaCase(const Run& run, const std::string& name, const std::string& format_name);
+
+  cairn::StorageFormat format;
+  std::string prefix;
+  cairn::Comm world;
+  MetaTrees trees;
+  std::filesystem::path dir;
 };
 
 /// Physical limit for async copies: memcpy bandwidth of every rank copying its share at once.

@@ -1,10 +1,25 @@
 """What the Python contenders share with cairn_bench: the same arrays, block decomposition,
 values, page-cache dropping and JSON-lines records (see bench_common.hpp)."""
+import argparse
 import json
 import os
 import time
 
 import numpy as np
+
+
+def contender_parser():
+    """The options every Python contender takes, as cairn_bench names them: --dir (scratch),
+    --out (JSON lines), --rows, --cols, --leaves, --reps, --no-drop-caches."""
+    p = argparse.ArgumentParser()
+    p.add_argument("--dir", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--rows", type=int, required=True)
+    p.add_argument("--cols", type=int, required=True)
+    p.add_argument("--leaves", type=int, required=True)
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--no-drop-caches", action="store_true")
+    return p
 
 
 def split(n, part, parts):

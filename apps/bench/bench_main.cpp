@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "bench_common.hpp"
+#include "mpi_session.hpp"
 
 namespace {
 
@@ -51,10 +52,8 @@ void run_case(const bench::Run& run, const bench::Soak& soak, const std::string&
 }  // namespace
 
 int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const cairn_app::MpiSession mpi(argc, argv);
+  const int rank = mpi.rank();
 
   CLI::App app("cairn benchmark driver (collective: run under mpiexec)");
   bench::Run run;
@@ -85,7 +84,6 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     code = rank == 0 ? app.exit(e) : 1;
-    MPI_Finalize();
     return code;
   }
   run.drop = !no_drop;
@@ -104,6 +102,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cairn_bench (rank %d): %s\n", rank, e.what());
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
-  MPI_Finalize();
   return code;
 }

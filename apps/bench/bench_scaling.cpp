@@ -66,49 +66,30 @@ double index_seconds(const std::vector<std::filesystem::path>& indexes) {
   return MPI_Wtime() - start;
 }
 
-// Rank 0's VmHWM after `body` (the peak was reset before it; -1 when it cannot be reset), and
-// the growth of the peak over the RSS before `body`.
-template <class Body>
-std::pair<std::int64_t, std::int64_t> primary_peak(Body&& body) {
-  const bool reset = reset_peak_rss();
-  const std::int64_t before = status_bytes("VmRSS");
-  body();
-  const std::int64_t peak = reset ? status_bytes("VmHWM") : -1;
-  return {peak, reset ? peak - before : -1};
-}
-
 }  // namespace
 
 void run_cairn_scaling(const Run& run, const std::string& format_name) {
-  const Shape& shape = run.shape;
-  const cairn::StorageFormat format = format_named(format_name);
-  const std::string prefix = "cairn." + format_name + ".scaling_";
-  cairn::Comm world(MPI_COMM_WORLD);
-  MetaTrees trees = make_meta_trees(shape);
-  const cairn::ArrayTree& tree = trees.tree;
-  cairn::ArrayTree& target = trees.target;
-  const std::vector<double>& data = trees.data;
-  std::vector<double>& back = trees.back;
-  const auto dir = run.dir / ("cairn-scaling-" + format_name);
-  remove_tree(dir);
-  const boost::json::object common{
-      {"leaves", shape.meta_leaves}, {"ranks", world.size()}, {"elems_per_leaf", shape.meta_elems}};
-  cairn::Checkpointer ckpt(world, std::make_shared<cairn::ArrayTreeHandler>());
+  MetaCase meta(run, "scaling", format_name);
+  const std::string prefix = meta.prefix + "scaling_";
+  const boost::json::object common{{"leaves", run.shape.meta_leaves},
+                                   {"ranks", meta.world.size()},
+                                   {"elems_per_leaf", run.shape.meta_elems}};
+  cairn::Checkpointer ckpt(meta.world, std::make_shared<cairn::ArrayTreeHandler>());
   for (int rep = 0; rep < run.reps; ++rep) {
-    remove_tree(dir);
+    remove_tree(meta.dir);
     double seconds = 0;
-    const auto [save_peak, save_growth] = primary_peak([&] {
+    const PeakRss save_peak = measure_peak_rss([&] {
       seconds = timed([&] {
         MPI_Pcontrol(1, (format_name + ".save").c_str());
-        ckpt.save(dir, cairn::ArrayTreeSave(tree, {.format = format}));
+        ckpt.save(meta.dir, cairn::ArrayTreeSave(meta.trees.tree, {.format = meta.format}));
         MPI_Pcontrol(0);
       });
     });
     boost::json::object extra = common;
-    extra["primary_peak_rss_bytes"] = save_peak;
-    extra["primary_peak_growth_bytes"] = save_growth;
-    if (world.is_primary()) {
-      const StepFiles files = step_files(dir);
+    extra["primary_peak_rss_bytes"] = save_peak.peak;
+    extra["primary_peak_growth_bytes"] = save_peak.growth;
+    if (meta.world.is_primary()) {
+      const StepFiles files = step_files(meta.dir);
       extra["files"] = files.files;
       extra["step_bytes"] = files.bytes;
       extra["metadata_files"] = files.metadata_files;
@@ -117,28 +98,28 @@ void run_cairn_scaling(const Run& run, const std::string& format_name) {
       extra["index_bytes"] = files.index_bytes;
       extra["primary_index_json_seconds"] = index_seconds(files.indexes);
     }
-    run.recorder->add(prefix + "save", rep, seconds, shape.meta_bytes(), extra);
+    run.recorder->add(prefix + "save", rep, seconds, run.shape.meta_bytes(), extra);
 
-    std::fill(back.begin(), back.end(), -1.0);
+    std::fill(meta.trees.back.begin(), meta.trees.back.end(), -1.0);
     const std::string dropped = drop_caches(run.drop);
-    const auto [restore_peak, restore_growth] = primary_peak([&] {
+    const PeakRss restore_peak = measure_peak_rss([&] {
       seconds = timed([&] {
         MPI_Pcontrol(1, (format_name + ".restore").c_str());
-        cairn::ArrayTreeRestore args(target);
-        (void)ckpt.restore(dir, &args);
+        cairn::ArrayTreeRestore args(meta.trees.target);
+        (void)ckpt.restore(meta.dir, &args);
         MPI_Pcontrol(0);
       });
     });
-    std::int64_t bad = data == back ? 0 : 1;
-    MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
-    if (bad != 0) throw std::runtime_error(prefix + "restore: restored data differs");
+    if (world_max(meta.trees.data == meta.trees.back ? 0 : 1) != 0) {
+      throw std::runtime_error(prefix + "restore: restored data differs");
+    }
     extra = common;
     extra["page_cache"] = dropped;
-    extra["primary_peak_rss_bytes"] = restore_peak;
-    extra["primary_peak_growth_bytes"] = restore_growth;
-    run.recorder->add(prefix + "restore", rep, seconds, shape.meta_bytes(), extra);
+    extra["primary_peak_rss_bytes"] = restore_peak.peak;
+    extra["primary_peak_growth_bytes"] = restore_peak.growth;
+    run.recorder->add(prefix + "restore", rep, seconds, run.shape.meta_bytes(), extra);
   }
-  remove_tree(dir);
+  remove_tree(meta.dir);
 }
 
 }  // namespace bench

@@ -17,11 +17,6 @@
 namespace bench {
 namespace {
 
-std::int64_t world_max(std::int64_t value) {
-  MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
-  return value;
-}
-
 // Open file descriptors of this process (entries of /proc/self/fd, less the one listing it).
 std::int64_t open_descriptors() {
   std::error_code ec;

@@ -5,7 +5,6 @@ reads, and with independent ones (each rank alone, as cairn reads). Run under mp
 
     mpiexec -n 4 /usr/bin/python3 h5py_bench.py --dir D --rows R --cols C --leaves L --out F
 """
-import argparse
 import os
 import shutil
 import sys
@@ -18,15 +17,7 @@ import bench_data as bd
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--dir", required=True)
-    p.add_argument("--out", required=True)
-    p.add_argument("--rows", type=int, required=True)
-    p.add_argument("--cols", type=int, required=True)
-    p.add_argument("--leaves", type=int, required=True)
-    p.add_argument("--reps", type=int, default=3)
-    p.add_argument("--no-drop-caches", action="store_true")
-    a = p.parse_args()
+    a = bd.contender_parser().parse_args()
     comm = MPI.COMM_WORLD
     rank, size = comm.Get_rank(), comm.Get_size()
     if not h5py.get_config().mpi:

@@ -5,7 +5,6 @@ metadata-heavy tree. Run with the Python of the virtual environment scripts/benc
 
     python orbax_bench.py --dir D --rows R --cols C --leaves L --meta-leaves M --out F
 """
-import argparse
 import os
 import shutil
 
@@ -44,16 +43,9 @@ def same(a, b):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--dir", required=True)
-    p.add_argument("--out", required=True)
-    p.add_argument("--rows", type=int, required=True)
-    p.add_argument("--cols", type=int, required=True)
-    p.add_argument("--leaves", type=int, required=True)
+    p = bd.contender_parser()
     p.add_argument("--meta-leaves", type=int, required=True)
     p.add_argument("--meta-elems", type=int, default=512)
-    p.add_argument("--reps", type=int, default=3)
-    p.add_argument("--no-drop-caches", action="store_true")
     a = p.parse_args()
     rec = bd.Recorder(a.out)
     drop = not a.no_drop_caches

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "commands.hpp"
+#include "mpi_session.hpp"
 
 namespace {
 using namespace cairn_tool;
@@ -150,10 +151,8 @@ void add_writing_commands(CLI::App& app, Options& o, Command& command) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const cairn_app::MpiSession mpi(argc, argv);
+  const int rank = mpi.rank();
   // The tool reports every problem it finds itself; cairn's own warnings about the same
   // failures (one line per rank) only repeat them. CAIRN_LOG_LEVEL still chooses.
   if (std::getenv("CAIRN_LOG_LEVEL") == nullptr) cairn::set_log_level(cairn::LogLevel::error);
@@ -189,6 +188,5 @@ int main(int argc, char** argv) {
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, kFailed);
   }
-  MPI_Finalize();
   return code;
 }

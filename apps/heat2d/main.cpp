@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "grid.hpp"
+#include "mpi_session.hpp"
 
 namespace {
 
@@ -285,10 +286,8 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const cairn_app::MpiSession mpi(argc, argv);
+  const int rank = mpi.rank();
   CLI::App app{"2-D heat equation on an MPI process grid, with checkpoint/restart through cairn",
                "heat2d"};
   Options options;
@@ -312,6 +311,5 @@ int main(int argc, char** argv) {
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
-  MPI_Finalize();
   return code;
 }

@@ -10,43 +10,9 @@
 # in their place the tools must refuse --format hdf5 naming the configure option.
 set -uo pipefail
 
-case_name="$1" heat2d="$2" cairn="$3" mpiexec="$4"
-read -r -a flags <<<"$5"
-work="$6/$case_name"
-have_hdf5="$7"
-fmt=posix
-[ "$have_hdf5" = 1 ] && fmt=hdf5
-rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 2
-
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-# run NAME EXPECTED_STATUS COMMAND...: runs, keeps output in NAME.out, checks the status.
-run() {
-  local name="$1" expected="$2"
-  shift 2
-  "$@" >"$name.out" 2>&1
-  local status=$?
-  if [ "$status" -ne "$expected" ]; then
-    fail "$name: exit status $status, expected $expected ($*)"
-    sed 's/^/    /' "$name.out"
-  fi
-}
-expect() {  # expect NAME TEXT: NAME.out contains TEXT
-  grep -qF -- "$2" "$1.out" || { fail "$1: output lacks '$2'"; sed 's/^/    /' "$1.out"; }
-}
-reject() {  # reject NAME TEXT: NAME.out does not contain TEXT
-  if grep -qF -- "$2" "$1.out"; then fail "$1: output contains '$2'"; sed 's/^/    /' "$1.out"; fi
-}
-mpi() { local n="$1"; shift; "$mpiexec" -n "$n" "${flags[@]}" "$@"; }
-# simulate DIR RANKS FORMAT [STEPS]: a small heat2d run with checkpoints every 10 steps.
-simulate() {
-  mpi "$2" "$heat2d" --nx 48 --ny 40 --steps "${4:-30}" --save-every 10 --max-to-keep 5 \
-    --format "$3" --checkpoint-dir "$1" --quiet >"$1.log" 2>&1 || { cat "$1.log"; exit 2; }
-}
-json_check() {  # json_check NAME PYTHON-EXPRESSION over `d`
-  /usr/bin/python3 -c "import json,sys; d=json.load(open('$1.out')); sys.exit(0 if ($2) else 1)" ||
-    fail "$1: JSON check failed: $2"
-}
+source "$(dirname "$0")/cli_common.sh"
+cli_args "$@"
+enter_work
 
 case "$case_name" in
 help)
@@ -348,8 +314,4 @@ heat2d_sizes)
   ;;
 esac
 
-if [ "$failures" -ne 0 ]; then
-  echo "$case_name: $failures check(s) failed"
-  exit 1
-fi
-echo "$case_name: all checks passed"
+finish "$case_name"

@@ -9,26 +9,10 @@
 set -uo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
-case_name="$1" heat2d="$2" cairn="$3" mpiexec="$4"
-read -r -a flags <<<"$5"
-work="$6/$case_name"
-have_hdf5="$7"
-fmt=posix
-[ "$have_hdf5" = 1 ] && fmt=hdf5
-rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 2
+source "$here/cli_common.sh"
+cli_args "$@"
+enter_work
 
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-run() {  # run NAME EXPECTED_STATUS COMMAND...: output in NAME.out, status checked
-  local name="$1" expected="$2"
-  shift 2
-  "$@" >"$name.out" 2>&1
-  local status=$?
-  if [ "$status" -ne "$expected" ]; then
-    fail "$name: exit status $status, expected $expected ($*)"
-    sed 's/^/    /' "$name.out"
-  fi
-}
 # run_json NAME EXPECTED_STATUS COMMAND...: as run, stdout alone in NAME.out (JSON).
 run_json() {
   local name="$1" expected="$2"
@@ -39,19 +23,6 @@ run_json() {
     fail "$name: exit status $status, expected $expected ($*)"
     sed 's/^/    /' "$name.out" "$name.err"
   fi
-}
-expect() { grep -qF -- "$2" "$1.out" || { fail "$1: output lacks '$2'"; sed 's/^/    /' "$1.out"; }; }
-reject() {
-  if grep -qF -- "$2" "$1.out"; then fail "$1: output contains '$2'"; sed 's/^/    /' "$1.out"; fi
-}
-mpi() { local n="$1"; shift; "$mpiexec" -n "$n" "${flags[@]}" "$@"; }
-simulate() {  # simulate DIR RANKS FORMAT [STEPS]
-  mpi "$2" "$heat2d" --nx 48 --ny 40 --steps "${4:-30}" --save-every 10 --max-to-keep 5 \
-    --format "$3" --checkpoint-dir "$1" --quiet >"$1.log" 2>&1 || { cat "$1.log"; exit 2; }
-}
-json_check() {  # json_check NAME PYTHON-EXPRESSION over `d`
-  /usr/bin/python3 -c "import json,sys; d=json.load(open('$1.out')); sys.exit(0 if ($2) else 1)" ||
-    { fail "$1: JSON check failed: $2"; sed 's/^/    /' "$1.out"; }
 }
 # A fake squeue: job 77 runs, 88 is unknown to Slurm, 99 has completed, others: no controller.
 fake_squeue() {
@@ -301,8 +272,4 @@ sys.exit(0 if ok else 1)" || fail "stats differ from numpy"
   ;;
 esac
 
-if [ "$failures" -ne 0 ]; then
-  echo "$case_name: $failures check(s) failed"
-  exit 1
-fi
-echo "$case_name: all checks passed"
+finish "$case_name"

@@ -14,28 +14,8 @@ set -uo pipefail
 case_name="$1" ranks="$2" heat2d="$3" cairn="$4" mpiexec="$5"
 read -r -a flags <<<"$6"
 work="$7/$case_name.np$ranks"
-rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 2
-
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-# run NAME EXPECTED_STATUS COMMAND...: runs, keeps output in NAME.out, checks the status.
-run() {
-  local name="$1" expected="$2"
-  shift 2
-  "$@" >"$name.out" 2>&1
-  local status=$?
-  if [ "$status" -ne "$expected" ]; then
-    fail "$name: exit status $status, expected $expected ($*)"
-    sed 's/^/    /' "$name.out"
-  fi
-}
-expect() {  # expect NAME TEXT: NAME.out contains TEXT
-  grep -qF -- "$2" "$1.out" || { fail "$1: output lacks '$2'"; sed 's/^/    /' "$1.out"; }
-}
-reject() {  # reject NAME TEXT: NAME.out does not contain TEXT
-  if grep -qF -- "$2" "$1.out"; then fail "$1: output contains '$2'"; sed 's/^/    /' "$1.out"; fi
-}
-mpi() { local n="$1"; shift; "$mpiexec" -n "$n" "${flags[@]}" "$@"; }
+source "$(dirname "$0")/cli_common.sh"
+enter_work
 heat() {  # heat NAME STATUS DIR STEPS [ARGS...]: heat2d on $ranks ranks, posix checkpoints
   local name="$1" status="$2" dir="$3" steps="$4"
   shift 4
@@ -119,8 +99,4 @@ saved)
   ;;
 esac
 
-if [ "$failures" -gt 0 ]; then
-  echo "$case_name on $ranks rank(s): $failures failure(s)"
-  exit 1
-fi
-echo "$case_name on $ranks rank(s): passed"
+finish "$case_name on $ranks rank(s)"

@@ -38,4 +38,38 @@ const char* capi_test_path(const char* name);
 /* Removes the scratch directory (rank 0, after a barrier). Collective. */
 void capi_test_finish(void);
 
+/* Whether `path` is a directory, a regular file (following links). Local. */
+int capi_test_is_dir(const char* path);
+int capi_test_is_file(const char* path);
+
+/* A tree of one leaf "x": a field of `size` float64 of which rank `rank` owns element `rank`,
+ * viewing *x, set to `value`. The caller frees it. Local. */
+cairn_tree* capi_test_field(double* x, int rank, int size, double value);
+
+/* What a test program runs on: the cairn communicator of MPI_COMM_WORLD, its rank and size. */
+typedef struct {
+  cairn_comm* comm;
+  int rank;
+  int size;
+} capi_test_world;
+
+/* Starts a test program: MPI_Init, checks that the library is the version of cairn.h, the
+ * world's communicator, and capi_test_dir(). Collective over MPI_COMM_WORLD. */
+capi_test_world capi_test_start(int* argc, char*** argv);
+/* Ends it: frees the communicator, capi_test_finish(), prints (rank 0) "<name>: passed on <n>
+ * ranks" followed by `detail` when not NULL, then MPI_Finalize. Returns 0, main()'s status.
+ * Collective. */
+int capi_test_end(capi_test_world* world, const char* name, const char* detail);
+
+/* A named scenario of a test program with one ctest case per scenario. */
+typedef struct {
+  const char* name;
+  void (*run)(const cairn_comm* comm, int rank, int size);
+} capi_test_scenario;
+
+/* main() of such a program: runs the scenario that argv[1] names (an unknown or missing name
+ * fails the test) between capi_test_start() and capi_test_end(). Collective. */
+int capi_test_main(int argc, char** argv, const char* program, const capi_test_scenario* scenarios,
+                   size_t count);
+
 #endif

@@ -116,31 +116,18 @@ static void with_device(const cairn_comm* comm, int rank, int size) {
 #endif
 
 int main(int argc, char** argv) {
-  int rank = 0;
-  int size = 0;
-  int devices;
-  cairn_comm* comm = NULL;
-  MPI_Init(&argc, &argv);
-  CHECK_OK(cairn_comm_create(MPI_COMM_WORLD, &comm));
-  CHECK_OK(cairn_comm_rank(comm, &rank));
-  CHECK_OK(cairn_comm_size(comm, &size));
-  capi_test_dir();
-  devices = device_count(rank);
+  capi_test_world w = capi_test_start(&argc, &argv);
+  int devices = device_count(w.rank);
   /* Every rank takes the same branch (a rank without a device makes it the error case). */
   MPI_Allreduce(MPI_IN_PLACE, &devices, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   if (devices == 0) {
-    without_device(comm, rank, size);
+    without_device(w.comm, w.rank, w.size);
   } else {
 #if CAIRN_TEST_CUDART
-    with_device(comm, rank, size);
+    with_device(w.comm, w.rank, w.size);
 #endif
   }
-  cairn_comm_free(comm);
-  capi_test_finish();
-  if (rank == 0) {
-    printf("test_capi_device: passed on %d ranks (%s)\n", size,
-           devices == 0 ? "no CUDA device: the device leaf is an error" : "device round trip");
-  }
-  MPI_Finalize();
-  return 0;
+  return capi_test_end(
+      &w, "test_capi_device",
+      devices == 0 ? "(no CUDA device: the device leaf is an error)" : "(device round trip)");
 }

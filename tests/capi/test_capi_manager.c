@@ -648,10 +648,7 @@ static void n_to_m(const cairn_comm* comm, int rank, int size) {
 }
 
 /* The scenarios, each its own ctest case (tests/capi/CMakeLists.txt passes the name). */
-static const struct {
-  const char* name;
-  void (*run)(const cairn_comm* comm, int rank, int size);
-} scenarios[] = {
+static const capi_test_scenario scenarios[] = {
     {"series", series},
     {"policies", policies},
     {"logicals", logicals},
@@ -665,30 +662,6 @@ static const struct {
 
 /* Runs the scenario named by argv[1]. */
 int main(int argc, char** argv) {
-  const size_t count = sizeof scenarios / sizeof scenarios[0];
-  int major = -1;
-  int rank = 0;
-  int size = 0;
-  int ran = 0;
-  size_t i;
-  cairn_comm* comm = NULL;
-  MPI_Init(&argc, &argv);
-  CHECK(strcmp(cairn_version(&major, NULL, NULL), CAIRN_VERSION_STRING) == 0);
-  CHECK(major == CAIRN_VERSION_MAJOR);
-  CHECK_OK(cairn_comm_create(MPI_COMM_WORLD, &comm));
-  CHECK_OK(cairn_comm_rank(comm, &rank));
-  CHECK_OK(cairn_comm_size(comm, &size));
-  capi_test_dir();
-  CHECK(argc == 2); /* usage: test_capi_manager SCENARIO */
-  for (i = 0; i < count; ++i) {
-    if (strcmp(argv[1], scenarios[i].name) != 0) continue;
-    scenarios[i].run(comm, rank, size);
-    ++ran;
-  }
-  CHECK(ran > 0); /* an unknown scenario name is a failure, not a pass */
-  cairn_comm_free(comm);
-  capi_test_finish();
-  if (rank == 0) printf("test_capi_manager %s: passed on %d ranks\n", argv[1], size);
-  MPI_Finalize();
-  return 0;
+  return capi_test_main(argc, argv, "test_capi_manager", scenarios,
+                        sizeof scenarios / sizeof scenarios[0]);
 }

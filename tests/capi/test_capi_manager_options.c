@@ -7,21 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "capi_test.h"
-
-/* Rank r owns element r of a field of `size` doubles. */
-static cairn_tree* make_field(double* x, int rank, int size, double value) {
-  const int64_t global[1] = {size};
-  const int64_t offset[1] = {rank};
-  const int64_t extent[1] = {1};
-  cairn_tree* tree = NULL;
-  *x = value;
-  CHECK_OK(cairn_tree_create(&tree));
-  CHECK_OK(cairn_tree_add_array(tree, "x", CAIRN_FLOAT64, 1, global, offset, extent, x, 0));
-  return tree;
-}
 
 /* Saves steps 0..count-1 and returns the number of steps kept. */
 static size_t run(const cairn_comm* comm, const char* root, const cairn_manager_options* o,
@@ -33,7 +20,7 @@ static size_t run(const cairn_comm* comm, const char* root, const cairn_manager_
   double x = 0.0;
   CHECK_OK(cairn_manager_create(comm, root, o, &m));
   for (step = 0; step < count; ++step) {
-    cairn_tree* tree = make_field(&x, rank, size, (double)step);
+    cairn_tree* tree = capi_test_field(&x, rank, size, (double)step);
     int saved = 0;
     CHECK_OK(cairn_manager_save(m, step, tree, NULL, &saved));
     CHECK(saved == 1);
@@ -45,11 +32,6 @@ static size_t run(const cairn_comm* comm, const char* root, const cairn_manager_
   cairn_free(steps);
   CHECK_OK(cairn_manager_free(m));
   return kept;
-}
-
-static int is_dir(const char* path) {
-  struct stat st;
-  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 static void max_to_keep(const cairn_comm* comm, int rank, int size) {
@@ -77,12 +59,12 @@ static void step_names(const cairn_comm* comm, int rank, int size) {
   o.step_prefix = "checkpoint";
   CHECK(run(comm, capi_test_path("standard"), &o, rank, size, 2) == 2);
   snprintf(path, sizeof path, "%s/checkpoint_1", capi_test_path("standard"));
-  CHECK(is_dir(path));
+  CHECK(capi_test_is_dir(path));
   o.step_prefix = "ckpt-";
   o.step_name_format = CAIRN_STEP_NAME_JOINED;
   CHECK(run(comm, capi_test_path("joined"), &o, rank, size, 2) == 2);
   snprintf(path, sizeof path, "%s/ckpt-1", capi_test_path("joined"));
-  CHECK(is_dir(path));
+  CHECK(capi_test_is_dir(path));
   {
     cairn_manager* m = NULL;
     o.step_name_format = 7;
@@ -105,7 +87,7 @@ static void existing_steps_read_only_and_best(const cairn_comm* comm, int rank, 
   CHECK_OK(cairn_manager_options_init(&o, sizeof o));
   o.save_root_metadata = 0;
   CHECK_OK(cairn_manager_create(comm, capi_test_path("exists"), &o, &m));
-  tree = make_field(&x, rank, size, 1.0);
+  tree = capi_test_field(&x, rank, size, 1.0);
   CHECK_OK(cairn_manager_save(m, 1, tree, NULL, &saved));
   CHECK(saved == 1);
   CHECK_OK(cairn_manager_wait_until_finished(m));
@@ -121,7 +103,7 @@ static void existing_steps_read_only_and_best(const cairn_comm* comm, int rank, 
   CHECK(found == 1 && step == 1);
   CHECK_OK(cairn_manager_free(m));
   snprintf(path, sizeof path, "%s/cairn-root.json", capi_test_path("exists"));
-  CHECK(!is_dir(path) && fopen(path, "r") == NULL); /* save_root_metadata = 0 */
+  CHECK(!capi_test_is_dir(path) && fopen(path, "r") == NULL); /* save_root_metadata = 0 */
 
   o.read_only = 1;
   CHECK_OK(cairn_manager_create(comm, capi_test_path("exists"), &o, &m));
@@ -161,31 +143,20 @@ static void multihost_trailing_slash(const cairn_comm* comm, int rank, int size)
   CHECK(o.max_to_keep == 5);
   snprintf(base, sizeof base, "%s/", capi_test_path("mh"));
   CHECK_OK(cairn_multihost_create(comm, base, &o, &mh));
-  tree = make_field(&x, rank, size, 3.0);
+  tree = capi_test_field(&x, rank, size, 3.0);
   CHECK_OK(cairn_multihost_save(mh, 3, tree));
   cairn_multihost_free(mh);
   cairn_tree_free(tree);
   /* "<base>/" and "<base>" name the same per-process directory, with CLU's ckpt-<n> steps */
   snprintf(path, sizeof path, "%s-%d/ckpt-3", capi_test_path("mh"), rank);
-  CHECK(is_dir(path));
+  CHECK(capi_test_is_dir(path));
 }
 
 int main(int argc, char** argv) {
-  int rank = 0;
-  int size = 0;
-  cairn_comm* comm = NULL;
-  MPI_Init(&argc, &argv);
-  CHECK_OK(cairn_comm_create(MPI_COMM_WORLD, &comm));
-  CHECK_OK(cairn_comm_rank(comm, &rank));
-  CHECK_OK(cairn_comm_size(comm, &size));
-  capi_test_dir();
-  max_to_keep(comm, rank, size);
-  step_names(comm, rank, size);
-  existing_steps_read_only_and_best(comm, rank, size);
-  multihost_trailing_slash(comm, rank, size);
-  cairn_comm_free(comm);
-  capi_test_finish();
-  if (rank == 0) printf("test_capi_manager_options: passed on %d ranks\n", size);
-  MPI_Finalize();
-  return 0;
+  capi_test_world w = capi_test_start(&argc, &argv);
+  max_to_keep(w.comm, w.rank, w.size);
+  step_names(w.comm, w.rank, w.size);
+  existing_steps_read_only_and_best(w.comm, w.rank, w.size);
+  multihost_trailing_slash(w.comm, w.rank, w.size);
+  return capi_test_end(&w, "test_capi_manager_options", NULL);
 }

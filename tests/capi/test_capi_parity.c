@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "capi_test.h"
 
@@ -23,34 +22,12 @@ static int64_t fake_clock(void* user_data) {
   return fake_now_ns;
 }
 
-/* Rank r owns element r of a field of `size` doubles. */
-static cairn_tree* make_field(double* x, int rank, int size, double value) {
-  const int64_t global[1] = {size};
-  const int64_t offset[1] = {rank};
-  const int64_t extent[1] = {1};
-  cairn_tree* tree = NULL;
-  *x = value;
-  CHECK_OK(cairn_tree_create(&tree));
-  CHECK_OK(cairn_tree_add_array(tree, "x", CAIRN_FLOAT64, 1, global, offset, extent, x, 0));
-  return tree;
-}
-
-static int is_dir(const char* path) {
-  struct stat st;
-  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-static int is_file(const char* path) {
-  struct stat st;
-  return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
 /* Saves `step` with value `step` (and `metrics` when not NULL); returns whether it saved. */
 static int save_step(cairn_manager* m, int64_t step, const char* metrics, int rank, int size) {
   double x = 0.0;
   int saved = -1;
   cairn_save_options s;
-  cairn_tree* tree = make_field(&x, rank, size, (double)step);
+  cairn_tree* tree = capi_test_field(&x, rank, size, (double)step);
   CHECK_OK(cairn_save_options_init(&s, sizeof s));
   s.metrics_json = metrics;
   CHECK_OK(cairn_manager_save(m, step, tree, &s, &saved));
@@ -78,7 +55,7 @@ static void check_steps(cairn_manager* m, const int64_t* want, size_t count) {
 /* The value restored from `step` of `m` (CAIRN_STEP_LATEST: the newest). */
 static double restored(cairn_manager* m, int64_t step, int rank, int size) {
   double x = 0.0;
-  cairn_tree* tree = make_field(&x, rank, size, -1.0);
+  cairn_tree* tree = capi_test_field(&x, rank, size, -1.0);
   CHECK_OK(cairn_manager_restore(m, step, tree, NULL));
   cairn_tree_free(tree);
   return x;
@@ -171,7 +148,7 @@ static void step_names_clu(const cairn_comm* comm, int rank, int size) {
   CHECK(save_step(m, 3, NULL, rank, size) == 1);
   CHECK_OK(cairn_manager_free(m));
   snprintf(path, sizeof path, "%s/ckpt-3", capi_test_path("clu"));
-  CHECK(is_dir(path));
+  CHECK(capi_test_is_dir(path));
   m = open_manager(comm, capi_test_path("clu"), &o);
   {
     const int64_t want[] = {3};
@@ -217,7 +194,7 @@ static void step_names_custom(const cairn_comm* comm, int rank, int size) {
   cairn_free(text);
   CHECK_OK(cairn_manager_free(m));
   snprintf(path, sizeof path, "%s/s00007.ck", capi_test_path("custom"));
-  CHECK(is_dir(path));
+  CHECK(capi_test_is_dir(path));
   m = open_manager(comm, capi_test_path("custom"), &o);
   {
     const int64_t want[] = {7};
@@ -334,7 +311,7 @@ static void restore_from(const cairn_comm* comm, int rank, int size) {
   CHECK(save_step(a, 6, NULL, rank, size) == 1);
   CHECK_OK(cairn_manager_free(a));
   b = open_manager(comm, capi_test_path("finetune"), &o);
-  tree = make_field(&x, rank, size, -1.0);
+  tree = capi_test_field(&x, rank, size, -1.0);
   CHECK_OK(cairn_manager_restore_from(b, capi_test_path("pretrained"), 5, tree, NULL));
   CHECK(x == 5.0);
   CHECK_OK(
@@ -363,7 +340,7 @@ static void root_metadata(const cairn_comm* comm, int rank, int size) {
   cairn_free(text);
   CHECK_OK(cairn_manager_free(m));
   snprintf(path, sizeof path, "%s/cairn-root.json", capi_test_path("meta"));
-  CHECK(is_file(path));
+  CHECK(capi_test_is_file(path));
   /* the first manager's metadata stays */
   o.metadata_json = "{\"run\":\"r2\"}";
   m = open_manager(comm, capi_test_path("meta"), &o);
@@ -379,7 +356,7 @@ static void root_metadata(const cairn_comm* comm, int rank, int size) {
   cairn_free(text);
   CHECK_OK(cairn_manager_free(m));
   snprintf(path, sizeof path, "%s/cairn-root.json", capi_test_path("meta_unsaved"));
-  CHECK(!is_file(path));
+  CHECK(!capi_test_is_file(path));
   o.metadata_json = "[1]";
   CHECK_STATUS(cairn_manager_create(comm, capi_test_path("meta_bad"), &o, &m),
                CAIRN_ERR_INVALID_ARGUMENT, "metadata_json");
@@ -429,7 +406,7 @@ static void checkpointer_sync(const cairn_comm* comm, int rank, int size) {
   int busy = -1;
   const char* dir = capi_test_path("plain");
   CHECK_OK(cairn_checkpointer_create(comm, 0, &c));
-  tree = make_field(&x, rank, size, 1.0);
+  tree = capi_test_field(&x, rank, size, 1.0);
   CHECK_OK(cairn_save_options_init(&s, sizeof s));
   s.custom_metadata_json = "{\"origin\":\"c\"}";
   CHECK_OK(cairn_checkpointer_save(c, dir, tree, &s));
@@ -459,13 +436,13 @@ static void checkpointer_async(const cairn_comm* comm, int rank, int size) {
   int busy = -1;
   const char* dir = capi_test_path("async");
   CHECK_OK(cairn_checkpointer_create(comm, 1, &c));
-  tree = make_field(&x, rank, size, 3.0);
+  tree = capi_test_field(&x, rank, size, 3.0);
   CHECK_OK(cairn_checkpointer_save(c, dir, tree, NULL));
   x = 99.0; /* the save staged a copy: this change is not saved */
   CHECK_OK(cairn_checkpointer_wait_until_finished(c));
   CHECK_OK(cairn_checkpointer_is_saving_in_progress(c, &busy));
   CHECK(busy == 0);
-  CHECK(is_dir(dir));
+  CHECK(capi_test_is_dir(dir));
   CHECK_OK(cairn_checkpointer_restore(c, dir, tree, NULL));
   CHECK(x == 3.0);
   cairn_checkpointer_free(c);
@@ -483,7 +460,7 @@ static void multihost_restore(const cairn_comm* comm, int rank, int size) {
   cairn_tree* tree = NULL;
   double x = 0.0;
   CHECK_OK(cairn_multihost_create(comm, capi_test_path("mh"), NULL, &mh));
-  tree = make_field(&x, rank, size, 1.0);
+  tree = capi_test_field(&x, rank, size, 1.0);
   CHECK_OK(cairn_multihost_save(mh, 1, tree));
   x = 2.0;
   CHECK_OK(cairn_multihost_save(mh, 2, tree));
@@ -495,10 +472,7 @@ static void multihost_restore(const cairn_comm* comm, int rank, int size) {
   cairn_tree_free(tree);
 }
 
-static const struct {
-  const char* name;
-  void (*run)(const cairn_comm* comm, int rank, int size);
-} scenarios[] = {
+static const capi_test_scenario scenarios[] = {
     {"clock", clock_scenario},
     {"should_save_latest", should_save_latest},
     {"step_names_clu", step_names_clu},
@@ -516,27 +490,6 @@ static const struct {
 };
 
 int main(int argc, char** argv) {
-  const size_t count = sizeof scenarios / sizeof scenarios[0];
-  int rank = 0;
-  int size = 0;
-  int ran = 0;
-  size_t i;
-  cairn_comm* comm = NULL;
-  MPI_Init(&argc, &argv);
-  CHECK_OK(cairn_comm_create(MPI_COMM_WORLD, &comm));
-  CHECK_OK(cairn_comm_rank(comm, &rank));
-  CHECK_OK(cairn_comm_size(comm, &size));
-  capi_test_dir();
-  CHECK(argc == 2); /* usage: test_capi_parity SCENARIO */
-  for (i = 0; i < count; ++i) {
-    if (strcmp(argv[1], scenarios[i].name) != 0) continue;
-    scenarios[i].run(comm, rank, size);
-    ++ran;
-  }
-  CHECK(ran > 0); /* an unknown scenario name is a failure, not a pass */
-  cairn_comm_free(comm);
-  capi_test_finish();
-  if (rank == 0) printf("test_capi_parity %s: passed on %d ranks\n", argv[1], size);
-  MPI_Finalize();
-  return 0;
+  return capi_test_main(argc, argv, "test_capi_parity", scenarios,
+                        sizeof scenarios / sizeof scenarios[0]);
 }

@@ -1,6 +1,6 @@
 // Helpers of the checkpoint tests: reference items (a block-decomposed field, JSON, bytes),
-// restore targets, error checks, fault-point arming and a handler whose background write
-// waits for a gate.
+// restore targets, error checks, fault-point arming, and (support/gated_handler.hpp) a handler
+// whose background write waits for a gate.
 #pragma once
 
 #include <cairn/checkpointer.hpp>
@@ -10,10 +10,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
-#include <future>
 #include <initializer_list>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <source_location>
 #include <string>
@@ -23,6 +21,7 @@
 #include <vector>
 
 #include "storage/storage_test_util.hpp"
+#include "support/gated_handler.hpp"
 
 namespace cairn::testing {
 
@@ -115,45 +114,5 @@ bool funneled_mode();
 /// The world rank on which the environment (CAIRN_FAULT) arms the fault point `point` (-1:
 /// every rank), or std::nullopt when it is not armed or the build has no fault points.
 std::optional<int> armed_fault_rank(std::string_view point);
-
-/// Wraps a handler so that the background write() of its saves waits until open() is
-/// called: a test can then look at the checkpoint while the save is certainly in flight.
-/// Reports the inner handler's type, so what it saves restores with the inner handler.
-class GatedHandler final : public CheckpointHandler {
- public:
-  explicit GatedHandler(std::shared_ptr<CheckpointHandler> inner);
-  ~GatedHandler() override;
-  /// Lets every write() (past and future) run. Idempotent.
-  void open();
-
-  std::string_view type_name() const noexcept override { return inner_->type_name(); }
-  std::unique_ptr<PendingSave> async_save(const Comm& comm, const std::filesystem::path& dir,
-                                          const CheckpointArgs& args,
-                                          const AsyncContext& context) override;
-  std::any restore(const Comm& comm, const std::filesystem::path& dir,
-                   const CheckpointArgs* args) override;
-  boost::json::value metadata(const Comm& comm, const std::filesystem::path& dir) override;
-  void finalize(const Comm& comm, const std::filesystem::path& dir) override;
-
- private:
-  std::shared_ptr<CheckpointHandler> inner_;
-  std::promise<void> gate_;
-  std::shared_future<void> opened_;
-  std::once_flag once_;
-};
-
-/// Opens a GatedHandler's gate when it goes out of scope. Declare it after the checkpointer
-/// that uses the handler, so that a failing test does not leave the checkpointer's
-/// destructor waiting for a write that waits for the gate.
-class GateOpener {
- public:
-  explicit GateOpener(GatedHandler& handler) : handler_(handler) {}
-  ~GateOpener() { handler_.open(); }
-  GateOpener(const GateOpener&) = delete;
-  GateOpener& operator=(const GateOpener&) = delete;
-
- private:
-  GatedHandler& handler_;
-};
 
 }  // namespace cairn::testing

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "fault/job_state.hpp"
+#include "support/job_main.hpp"
 
 namespace {
 
@@ -115,23 +116,15 @@ int run(const std::filesystem::path& root, cairn::StorageFormat format, bool asy
 }  // namespace
 
 int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  int code = 2;
-  const std::string format = argc == 5 ? argv[2] : "";
-  const std::string mode = argc == 5 ? argv[3] : "";
-  if ((format == "posix" || format == "hdf5") && (mode == "sync" || mode == "async")) {
-    try {
-      code =
-          run(argv[1], format == "hdf5" ? cairn::StorageFormat::hdf5 : cairn::StorageFormat::posix,
-              mode == "async", std::stoll(argv[4]));
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "full_disk_job: %s\n", e.what());
-      code = 1;
-    }
-  } else {
-    std::fprintf(stderr, "usage: full_disk_job ROOT posix|hdf5 sync|async BIG_KIB\n");
-  }
-  MPI_Finalize();
-  return code;
+  return cairn::testing::job_main(
+      argc, argv, "full_disk_job", "ROOT posix|hdf5 sync|async BIG_KIB", [](int n, char** args) {
+        const std::string format = n == 5 ? args[2] : "";
+        const std::string mode = n == 5 ? args[3] : "";
+        if ((format != "posix" && format != "hdf5") || (mode != "sync" && mode != "async")) {
+          throw cairn::testing::UsageError{};
+        }
+        return run(args[1],
+                   format == "hdf5" ? cairn::StorageFormat::hdf5 : cairn::StorageFormat::posix,
+                   mode == "async", std::stoll(args[4]));
+      });
 }

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "fault/job_state.hpp"
+#include "support/job_main.hpp"
 
 namespace {
 
@@ -112,28 +113,20 @@ int run_multihost(const cairn::Comm& comm, const std::filesystem::path& root, st
 }  // namespace
 
 int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  int code = 2;
-  const std::string format = argc == 5 ? argv[3] : "";
-  const std::string mode = argc == 5 ? argv[4] : "";
-  if ((format == "posix" || format == "hdf5") &&
-      (mode == "sync" || mode == "async" || mode == "multihost")) {
-    try {
-      cairn::Comm comm(MPI_COMM_WORLD);
-      const std::int64_t steps = std::stoll(argv[2]);
-      code = mode == "multihost" ? run_multihost(comm, argv[1], steps)
-                                 : run_manager(comm, argv[1], steps,
-                                               format == "hdf5" ? cairn::StorageFormat::hdf5
-                                                                : cairn::StorageFormat::posix,
-                                               mode == "async");
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "kill_job: %s\n", e.what());
-      code = 1;
-    }
-  } else {
-    std::fprintf(stderr, "usage: kill_job ROOT STEPS posix|hdf5 sync|async|multihost\n");
-  }
-  MPI_Finalize();
-  return code;
+  return cairn::testing::job_main(
+      argc, argv, "kill_job", "ROOT STEPS posix|hdf5 sync|async|multihost", [](int n, char** args) {
+        const std::string format = n == 5 ? args[3] : "";
+        const std::string mode = n == 5 ? args[4] : "";
+        if ((format != "posix" && format != "hdf5") ||
+            (mode != "sync" && mode != "async" && mode != "multihost")) {
+          throw cairn::testing::UsageError{};
+        }
+        cairn::Comm comm(MPI_COMM_WORLD);
+        const std::int64_t steps = std::stoll(args[2]);
+        return mode == "multihost" ? run_multihost(comm, args[1], steps)
+                                   : run_manager(comm, args[1], steps,
+                                                 format == "hdf5" ? cairn::StorageFormat::hdf5
+                                                                  : cairn::StorageFormat::posix,
+                                                 mode == "async");
+      });
 }

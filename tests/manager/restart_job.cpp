@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "support/job_main.hpp"
+
 namespace {
 
 constexpr std::int64_t kPerRank = 4096;
@@ -59,19 +61,8 @@ int run(const std::filesystem::path& root, std::int64_t steps) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  int code = 2;
-  if (argc == 3) {
-    try {
-      code = run(argv[1], std::stoll(argv[2]));
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "restart_job: %s\n", e.what());
-      code = 1;
-    }
-  } else {
-    std::fprintf(stderr, "usage: restart_job ROOT STEPS\n");
-  }
-  MPI_Finalize();
-  return code;
+  return cairn::testing::job_main(argc, argv, "restart_job", "ROOT STEPS", [](int n, char** args) {
+    if (n != 3) throw cairn::testing::UsageError{};
+    return run(args[1], std::stoll(args[2]));
+  });
 }

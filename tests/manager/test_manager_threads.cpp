@@ -9,12 +9,12 @@
 #include <thread>
 #include <vector>
 
-#include "manager/gated_handler.hpp"
+#include "support/gated_handler.hpp"
 #include "support/test_support.hpp"
 
 using namespace cairn;
 using cairn::testing::Gate;
-using cairn::testing::GatedJsonHandler;
+using cairn::testing::GatedHandler;
 using cairn::testing::SharedTempDir;
 
 namespace {
@@ -43,7 +43,7 @@ TEST(ManagerThreads, WaitUntilFinishedFromSeveralThreadsAtOnce) {
   int commits = 0;
   CheckpointManager manager(
       comm, tmp.path(), {.on_commit = [&](std::int64_t, const boost::json::object&) { ++commits; }},
-      {{"state", std::make_shared<GatedJsonHandler>(gate)}});
+      {{"state", std::make_shared<GatedHandler>(std::make_shared<cairn::JsonHandler>(), gate)}});
   gate->close();
   ASSERT_TRUE(manager.save(1, item(1)));
   EXPECT_TRUE(manager.is_saving_in_progress());  // its write waits at the gate
@@ -99,8 +99,9 @@ TEST(ManagerThreads, ASaveThatWaitsForThePreviousOneRecordsTheWait) {
     *now += std::chrono::seconds(1);
     return *now;
   };
-  CheckpointManager manager(comm, tmp.path(), {.clock = clock},
-                            {{"state", std::make_shared<GatedJsonHandler>(gate)}});
+  CheckpointManager manager(
+      comm, tmp.path(), {.clock = clock},
+      {{"state", std::make_shared<GatedHandler>(std::make_shared<cairn::JsonHandler>(), gate)}});
   ASSERT_TRUE(manager.save(1, item(1)));
   manager.wait_until_finished();
   gate->close();

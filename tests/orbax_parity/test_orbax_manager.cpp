@@ -9,8 +9,8 @@
 #include <csignal>
 #include <thread>
 
-#include "manager/gated_handler.hpp"
 #include "orbax_parity/parity_support.hpp"
+#include "support/gated_handler.hpp"
 #include "support/test_support.hpp"
 
 using namespace cairn;
@@ -70,7 +70,8 @@ TEST(OrbaxCheckpointManager, test_save_restore_with_concurrent_wait_until_finish
   Comm comm(MPI_COMM_WORLD);
   auto gate = std::make_shared<cairn::testing::Gate>();
   CheckpointManager manager(comm, tmp.path(), {},
-                            {{"params", std::make_shared<cairn::testing::GatedJsonHandler>(gate)}});
+                            {{"params", std::make_shared<cairn::testing::GatedHandler>(
+                                            std::make_shared<cairn::JsonHandler>(), gate)}});
   gate->close();
   const Composite items{{"params", std::make_shared<JsonSave>(boost::json::value{{"a", 1}})}};
   EXPECT_TRUE(manager.save(0, items));
@@ -538,7 +539,8 @@ TEST(OrbaxCheckpointManager, test_async_is_save_in_progress) {
   Comm comm(MPI_COMM_WORLD);
   auto gate = std::make_shared<cairn::testing::Gate>();
   CheckpointManager manager(comm, tmp.path(), {.enable_async = true},
-                            {{"a", std::make_shared<cairn::testing::GatedJsonHandler>(gate)}});
+                            {{"a", std::make_shared<cairn::testing::GatedHandler>(
+                                       std::make_shared<cairn::JsonHandler>(), gate)}});
   gate->close();
   const Composite items{{"a", std::make_shared<JsonSave>(boost::json::value{{"a", 1}})}};
   EXPECT_TRUE(manager.save(0, items));

@@ -5,33 +5,16 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <string>
 
+#include "proc_memory.hpp"
 #include "storage/storage_test_util.hpp"
 #include "support/test_support.hpp"
 
 using namespace cairn;
 
 namespace {
-
-// Kernel counters of this process, in bytes (VmRSS: now, VmHWM: peak since the last reset).
-std::int64_t status_bytes(const std::string& key) {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind(key + ":", 0) == 0) return std::stoll(line.substr(key.size() + 1)) * 1024;
-  }
-  return -1;
-}
-
-bool reset_peak() {
-  std::ofstream clear("/proc/self/clear_refs");
-  clear << "5";
-  clear.flush();
-  return clear.good();
-}
 
 // How much the peak resident memory grows during one save_tree() of `tree` into `dir` /
 // "measured", after a warm-up save into `dir` / "warm" so that lazily loaded libraries are not
@@ -41,10 +24,10 @@ std::optional<std::int64_t> save_peak_growth(const Comm& comm, const std::filesy
   TreeSaveOptions warm = options;
   warm.fsync = false;
   save_tree(comm, dir / "warm", tree, warm);
-  if (!reset_peak()) return std::nullopt;
-  const std::int64_t before = status_bytes("VmRSS");
-  save_tree(comm, dir / "measured", tree, options);
-  return status_bytes("VmHWM") - before;
+  const cairn_app::PeakRss measured =
+      cairn_app::measure_peak_rss([&] { save_tree(comm, dir / "measured", tree, options); });
+  if (measured.peak < 0) return std::nullopt;
+  return measured.growth;
 }
 
 }  // namespace

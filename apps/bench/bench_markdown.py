@@ -1,0 +1,20 @@
+"""The generated sections of BENCHMARKS.md: each lies between its own begin and end markers, and
+only that text is replaced; the rest of the report is left as it is."""
+import os
+
+
+def replace_section(report, begin, end, section, heading=""):
+    """Writes `section` (its text starts with `begin` and ends with `end`) into the Markdown file
+    `report` in place of what lies between `begin` and `end`, or appends it, after `heading`,
+    when the report has no such section. A missing report starts as "# Benchmarks"."""
+    text = "# Benchmarks\n"
+    if os.path.exists(report):
+        with open(report) as f:
+            text = f.read()
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        text = head + section + rest.split(end, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + heading + section + "\n"
+    with open(report, "w") as f:
+        f.write(text)
