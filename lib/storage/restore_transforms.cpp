@@ -126,7 +126,10 @@ void restore_derived(const Comm& comm, const std::filesystem::path& dir, const T
                      const RestoreSources& restore) {
   const TreeRestoreOptions plain{.verify_checksums = options.verify_checksums,
                                  .restore_concurrent_bytes = options.restore_concurrent_bytes};
-  for (const auto& [path, rule] : options.derived_leaves) {
+  for (const auto& entry : options.derived_leaves) {
+    // Named references, not a structured binding: the lambdas below capture them.
+    const std::string& path = entry.first;
+    const DerivedLeaf& rule = entry.second;
     const std::vector<const LeafRecord*> records =
         sources_of(dir, index, target, options, path, rule);
     if (records.empty()) continue;
