@@ -62,6 +62,37 @@ struct SaveProvenance {
   boost::json::object metrics = {};
 };
 
+/// How the stored bytes of an array leaf are compressed. Aggregate: use designated
+/// initializers, or the named constructors.
+struct Compression {
+  enum class Kind {
+    none,  ///< stored as they are
+    zstd,  ///< lossless (Zstandard)
+    zfp,   ///< lossy with an error bound (ZFP, fixed accuracy): float32 and float64 leaves only
+  };
+  Kind kind = Kind::none;
+  /// zstd: the compression level, 1 (fastest) to 19; 0: zstd's default (3).
+  int level = 0;
+  /// zfp: every restored element differs from the saved one by at most this much. Used when
+  /// positive.
+  double absolute_error = 0;
+  /// zfp: every restored element differs from the saved one by at most this fraction of the
+  /// largest magnitude in its chunk. Used when positive and absolute_error is not.
+  double relative_error = 0;
+
+  [[nodiscard]] static Compression none() { return {}; }
+  [[nodiscard]] static Compression zstd(int level = 0) {
+    return {.kind = Kind::zstd, .level = level};
+  }
+  [[nodiscard]] static Compression zfp_absolute(double bound) {
+    return {.kind = Kind::zfp, .absolute_error = bound};
+  }
+  [[nodiscard]] static Compression zfp_relative(double bound) {
+    return {.kind = Kind::zfp, .relative_error = bound};
+  }
+  friend bool operator==(const Compression&, const Compression&) = default;
+};
+
 /// How one array leaf is saved (Orbax's SaveArgs). Aggregate: use designated initializers.
 struct LeafSaveArgs {
   /// The dtype stored on disk, when it differs from the leaf's own: the shard is cast while
@@ -74,6 +105,12 @@ struct LeafSaveArgs {
   /// Bytes of this leaf's checksum chunks (rounded down to whole stored elements, at least
   /// one); 0: TreeSaveOptions::checksum_chunk_bytes.
   std::size_t chunk_bytes = 0;
+  /// Compression of this leaf's stored bytes; std::nullopt: TreeSaveOptions::compression.
+  std::optional<Compression> compression = std::nullopt;
+  /// Shape of the stored chunks of this leaf's hdf5 dataset (one extent per dimension, each
+  /// at least 1); empty: a contiguous dataset when not compressed, otherwise chunks chosen by
+  /// cairn. The posix format ignores it.
+  std::vector<std::int64_t> chunk_shape = {};
 };
 
 /// How save_tree() writes. Aggregate: use designated initializers.
@@ -114,6 +151,11 @@ struct TreeSaveOptions {
   /// (complex to real), is InvalidArgument on every rank. Leaves not listed are written as
   /// they are, with no extra copy.
   std::map<std::string, LeafSaveArgs> save_args = {};
+  /// Compression of every array leaf without its own in save_args. Saving with a compression
+  /// this build lacks (libzstd, libzfp) is Unsupported on every rank; zfp on a leaf that is
+  /// not float32 or float64, or a bound that is not positive, is InvalidArgument naming the
+  /// leaf.
+  Compression compression = {};
 };
 
 /// A rule of TreeRestoreOptions::renames: target leaves whose whole path matches `target`
