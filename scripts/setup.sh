@@ -11,6 +11,7 @@ packages=(
   libhdf5-openmpi-dev hdf5-tools        # parallel HDF5 format, h5dump for users
   libboost-json1.81-dev                 # metadata files (JSON)
   libxxhash-dev                         # XXH3-64 shard checksums
+  libzstd-dev libzfp-dev                # compression of stored arrays (zstd; ZFP, lossy)
   libfmt-dev libspdlog-dev              # formatting and the structured logger
   libcli11-dev                          # command-line parsing for apps/
   libgtest-dev googletest               # test framework

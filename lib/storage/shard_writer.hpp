@@ -45,6 +45,11 @@ struct ArrayToWrite {
   /// may record for external readers (hdf5's cairn_decomposition attribute). Filled on the
   /// primary only, the rank that writes a format's shared metadata; empty on the others.
   std::vector<RankBox> shards = {};
+  /// Compression of the stored bytes (validated: available in this build, zfp only on
+  /// float32 and float64 with a positive bound) and the shape of the stored chunks
+  /// (LeafSaveArgs::chunk_shape, validated: one extent >= 1 per dimension, or empty).
+  Compression compression = {};
+  std::vector<std::int64_t> chunk_shape = {};
 };
 
 /// One non-array leaf that a format may store for external readers (hdf5 does when it is the

@@ -61,6 +61,61 @@ ShardRecord record_from_json(const json::object& o) {
   return s;
 }
 
+// Throws Unsupported when this build lacks `compression`, InvalidArgument when it cannot
+// store leaf `path` saved as `stored`.
+void check_compression_of(const Compression& compression, const std::string& path, DType stored) {
+  using Kind = Compression::Kind;
+  switch (compression.kind) {
+    case Kind::none: return;
+    case Kind::zstd:
+      if (!CAIRN_HAVE_ZSTD) {
+        throw Unsupported(
+            fmt::format("leaf '{}': this build of cairn has no zstd (libzstd-dev)", path));
+      }
+      if (compression.level < 0 || compression.level > 19) {
+        throw InvalidArgument(
+            fmt::format("leaf '{}': zstd level {} is outside 0 to 19", path, compression.level));
+      }
+      return;
+    case Kind::zfp:
+      if (!CAIRN_HAVE_ZFP) {
+        throw Unsupported(
+            fmt::format("leaf '{}': this build of cairn has no ZFP (libzfp-dev)", path));
+      }
+      if (stored != DType::float32 && stored != DType::float64) {
+        throw InvalidArgument(fmt::format("leaf '{}': zfp compresses float32 and float64, not {}",
+                                          path, dtype_name(stored)));
+      }
+      if (!(compression.absolute_error > 0) && !(compression.relative_error > 0)) {
+        throw InvalidArgument(
+            fmt::format("leaf '{}': zfp needs a positive absolute_error or relative_error", path));
+      }
+      return;
+  }
+  throw InvalidArgument(
+      fmt::format("leaf '{}': unknown compression {}", path, static_cast<int>(compression.kind)));
+}
+
+// The compression and chunk shape of every array leaf are ones this build can store.
+void check_compression(const ArrayTree& tree, const TreeSaveOptions& options) {
+  for (const Leaf* leaf : tree.leaves_under("")) {
+    if (leaf->kind() != LeafKind::array) continue;
+    const ArrayShard& shard = leaf->as_array();
+    const LeafSaveArgs args = save_args_of(options, leaf->path());
+    check_compression_of(args.compression.value_or(options.compression), leaf->path(),
+                         args.dtype.value_or(shard.dtype));
+    const auto& chunk = args.chunk_shape;
+    if (!chunk.empty() &&
+        (chunk.size() != shard.global_shape.size() ||
+         std::any_of(chunk.begin(), chunk.end(), [](std::int64_t e) { return e < 1; }))) {
+      throw InvalidArgument(fmt::format(
+          "save_args of leaf '{}': chunk_shape needs one extent of at least 1 for each of its {} "
+          "dimensions",
+          leaf->path(), shard.global_shape.size()));
+    }
+  }
+}
+
 // Every save_args entry names an array leaf and a cast convert() allows.
 void check_save_args(const ArrayTree& tree, const TreeSaveOptions& options) {
   for (const auto& [path, args] : options.save_args) {
@@ -93,6 +148,7 @@ std::vector<MemoryKind> check_leaves(const Comm& comm, const std::filesystem::pa
       }
     }
     check_save_args(tree, options);
+    check_compression(tree, options);
     for (const Leaf* leaf : leaves) {
       if (leaf->kind() != LeafKind::array) continue;
       const StorageFormat format = format_of(options, leaf->path());
@@ -144,7 +200,9 @@ void plan_write(const Comm& comm, const std::vector<int>& writers,
                        .shape = shard.global_shape,
                        .fortran_order = shard.fortran_order,
                        .box = std::move(box),
-                       .shards = std::move(shards)});
+                       .shards = std::move(shards),
+                       .compression = job.compression,
+                       .chunk_shape = job.chunk_shape});
 }
 
 }  // namespace
@@ -176,7 +234,11 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
   for (const ArrayJob& job : arrays_) {
     formats.add(static_cast<std::int64_t>(job.format))
         .add(static_cast<std::int64_t>(job.stored_dtype))
-        .add(static_cast<std::int64_t>(job.chunk_bytes));
+        .add(static_cast<std::int64_t>(job.chunk_bytes))
+        .add(static_cast<std::int64_t>(job.compression.kind))
+        .add(static_cast<std::int64_t>(job.compression.level))
+        .add(static_cast<std::int64_t>(job.chunk_shape.size()));
+    for (const std::int64_t extent : job.chunk_shape) formats.add(extent);
   }
   comm.agree({.operation = "save_tree leaf formats " + dir_.filename().string(),
               .structure = formats.value()});
@@ -226,7 +288,9 @@ ArrayJob TreeWriter::plan_job(const Leaf* leaf, MemoryKind memory) const {
           .stored_dtype = stored,
           .cast = stored != dtype,
           .memory = memory,
-          .chunk_bytes = chunk_bytes_for(stored, chunk)};
+          .chunk_bytes = chunk_bytes_for(stored, chunk),
+          .compression = args.compression.value_or(options_.compression),
+          .chunk_shape = args.chunk_shape};
 }
 
 void TreeWriter::cast_piece(const ArrayJob& job, std::span<const std::byte> piece,

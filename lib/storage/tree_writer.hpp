@@ -44,6 +44,10 @@ struct ArrayJob {
   /// Bytes of a checksum chunk of the leaf (LeafSaveArgs::chunk_bytes, else
   /// TreeSaveOptions::checksum_chunk_bytes, in whole stored elements).
   std::uint64_t chunk_bytes = 1;
+  /// Compression of the stored bytes (LeafSaveArgs::compression, else
+  /// TreeSaveOptions::compression) and the hdf5 chunk shape (LeafSaveArgs::chunk_shape).
+  Compression compression = {};
+  std::vector<std::int64_t> chunk_shape = {};
   /// The position among the array leaves of its format: its index in that format's writer.
   std::size_t format_index = 0;
 };
