@@ -161,13 +161,14 @@ configure_build_test() {
   echo "$name: $cuda_line"
   summary+=("$name: $cuda_line")
 
-  say "$name: ctest -j$JOBS $ctest_args"
+  # ctest starts at most CTEST_SLOTS (default JOBS) processors' worth of tests at once,
+  # counting each test's PROCESSORS (its rank count); a test wider than that runs alone.
+  local slots="${CTEST_SLOTS:-$JOBS}"
+  say "$name: ctest -j$slots $ctest_args"
   log="$dir/test.sh-ctest.log"
   local -a args
   read -r -a args <<<"$ctest_args"
-  # ctest starts at most JOBS processors' worth of tests at once, counting each test's
-  # PROCESSORS (its rank count); a test wider than JOBS runs alone.
-  ctest --test-dir "$dir" --output-on-failure -j "$JOBS" "${args[@]}" 2>&1 | tee "$log"
+  ctest --test-dir "$dir" --output-on-failure -j "$slots" "${args[@]}" 2>&1 | tee "$log"
   local rc=${PIPESTATUS[0]}
   line="$(grep -E '[0-9]+% tests passed|No tests were found' "$log" | tail -1)"
   [ -n "$line" ] || line="ctest exited with status $rc"
@@ -177,8 +178,10 @@ configure_build_test() {
   summary+=("$name: $line ($(elapsed "$start"))")
 }
 
-# --- 3. Default configuration.
-configure_build_test "default" "$BUILD_DIR" "${CAIRN_CTEST_ARGS:-}" "" \
+# --- 3. Default configuration. One slot more than JOBS: the Slurm jobs (tests/slurm, one
+# processor each) sleep most of their minutes waiting for the scheduler's signal, and without
+# it no 2-rank test could start next to them on a 2-core machine.
+CTEST_SLOTS=$((JOBS + 1)) configure_build_test "default" "$BUILD_DIR" "${CAIRN_CTEST_ARGS:-}" "" \
   -DCAIRN_FAULT_INJECTION=ON
 
 # --- 3a. The API reference: Doxygen over include/cairn; with CAIRN_WERROR every warning

@@ -4,7 +4,9 @@
 // CAIRN_TEST_THREAD_LEVEL=funneled, to test cairn without MPI on its background threads),
 // prints the full GoogleTest report on rank 0 and only failures (prefixed with the rank)
 // elsewhere, and makes every rank exit non-zero when any rank failed, so a failure on one rank
-// fails the ctest case.
+// fails the ctest test. When every case that ran was skipped on every rank, it exits 77, which
+// ctest reports as skipped (SKIP_RETURN_CODE); a suite with some cases skipped and the others
+// passed passes, and its output lists the skipped ones.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -70,6 +72,12 @@ int main(int argc, char** argv) {
   if (rank == 0 && failed_ranks > 0) {
     std::fprintf(stderr, "FAILED on %d of %d rank(s)\n", failed_ranks, size);
   }
+  const testing::UnitTest& unit = *testing::UnitTest::GetInstance();
+  const int local_all_skipped =
+      unit.test_to_run_count() > 0 && unit.skipped_test_count() == unit.test_to_run_count() ? 1 : 0;
+  int all_skipped = 0;
+  MPI_Allreduce(&local_all_skipped, &all_skipped, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   MPI_Finalize();
-  return failed_ranks > 0 ? 1 : 0;
+  if (failed_ranks > 0) return 1;
+  return all_skipped == 1 ? 77 : 0;
 }
