@@ -65,11 +65,13 @@ struct SaveProvenance {
 /// How the stored bytes of an array leaf are compressed. Aggregate: use designated
 /// initializers, or the named constructors.
 struct Compression {
+  /// The compressors.
   enum class Kind {
     none,  ///< stored as they are
     zstd,  ///< lossless (Zstandard)
     zfp,   ///< lossy with an error bound (ZFP, fixed accuracy): float32 and float64 leaves only
   };
+  /// The compressor.
   Kind kind = Kind::none;
   /// zstd: the compression level, 1 (fastest) to 19; 0: zstd's default (3).
   int level = 0;
@@ -80,16 +82,22 @@ struct Compression {
   /// largest magnitude in its chunk. Used when positive and absolute_error is not.
   double relative_error = 0;
 
+  /// Stored as they are. Never throws.
   [[nodiscard]] static Compression none() { return {}; }
+  /// Lossless zstd at `level` (0: zstd's default). Never throws; a bad level fails the save.
   [[nodiscard]] static Compression zstd(int level = 0) {
     return {.kind = Kind::zstd, .level = level};
   }
+  /// ZFP with an absolute error bound. Never throws; a bound <= 0 fails the save.
   [[nodiscard]] static Compression zfp_absolute(double bound) {
     return {.kind = Kind::zfp, .absolute_error = bound};
   }
+  /// ZFP with an error bound relative to the largest magnitude of each chunk. Never throws;
+  /// a bound <= 0 fails the save.
   [[nodiscard]] static Compression zfp_relative(double bound) {
     return {.kind = Kind::zfp, .relative_error = bound};
   }
+  /// Equal when every field is.
   friend bool operator==(const Compression&, const Compression&) = default;
 };
 
