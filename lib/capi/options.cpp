@@ -188,11 +188,12 @@ std::pair<std::string, LeafSaveArgs> leaf_save_args(const cairn_leaf_save_args& 
   return {std::move(path), std::move(args)};
 }
 
-// The per-leaf save arguments of `c`: its save_args array, whose elements lie the first
-// element's struct_size apart (a caller built against an older cairn.h has shorter ones).
-std::map<std::string, LeafSaveArgs> save_args_from_c(const cairn_save_options& c) {
-  std::map<std::string, LeafSaveArgs> out;
-  if (c.save_args_count == 0) return out;
+// The per-leaf save arguments and formats of `c` into `o`: its save_args array, whose
+// elements lie the first element's struct_size apart (a caller built against an older cairn.h
+// has shorter ones).
+void set_save_args(const cairn_save_options& c, TreeSaveOptions& o) {
+  auto& out = o.save_args;
+  if (c.save_args_count == 0) return;
   if (c.save_args == nullptr) throw InvalidArgument("save_args is NULL");
   const std::size_t stride = c.save_args[0].struct_size;
   const auto* base = reinterpret_cast<const unsigned char*>(c.save_args);
@@ -204,11 +205,17 @@ std::map<std::string, LeafSaveArgs> save_args_from_c(const cairn_save_options& c
                             std::to_string(element->struct_size) + " differs from save_args[0]'s");
     }
     auto [path, args] = leaf_save_args(full, i);
+    if (full.format != -1) {
+      try {
+        o.leaf_formats[path] = format_from_c(full.format);
+      } catch (const InvalidArgument& e) {
+        throw InvalidArgument("save_args of leaf '" + path + "': " + e.what());
+      }
+    }
     if (!out.emplace(path, std::move(args)).second) {
       throw InvalidArgument("save_args names leaf '" + path + "' twice");
     }
   }
-  return out;
 }
 
 // The renames and resized leaves of `c` into `o`.
@@ -240,6 +247,7 @@ cairn_leaf_save_args default_leaf_save_args() noexcept {
   a.struct_size = sizeof a;
   a.dtype = -1;
   a.compression.kind = CAIRN_COMPRESSION_DEFAULT;
+  a.format = -1;
   return a;
 }
 
@@ -269,6 +277,7 @@ cairn_save_options default_save_options() noexcept {
   o.fsync = 1;
   o.checksum_chunk_bytes = std::size_t{1} << 20;
   o.compression.kind = CAIRN_COMPRESSION_NONE;
+  o.io_buffer_bytes = std::size_t{16} << 20;
   return o;
 }
 
@@ -402,7 +411,12 @@ TreeSaveOptions tree_save_options(const cairn_save_options& c) {
         "CAIRN_COMPRESSION_NONE, _ZSTD or _ZFP");
   }
   o.compression = compression_from_c(c.compression, "compression");
-  o.save_args = save_args_from_c(c);
+  set_save_args(c, o);
+  for (auto& leaf : strings(c.sparse_leaves, c.sparse_leaves_count, "sparse_leaves")) {
+    o.sparse_leaves.insert(std::move(leaf));
+  }
+  o.io_buffer_bytes = c.io_buffer_bytes;
+  o.detect_device_memory = c.detect_device_memory != 0;
   return o;
 }
 

@@ -244,6 +244,44 @@ static void invalid_scenario(const cairn_comm* comm, int rank, int size) {
   cairn_checkpointer_free(c);
 }
 
+/* "u" in hdf5 in a posix save through its save_args format, restored exactly; an unknown
+ * format and a NULL sparse_leaves list are refused. */
+static void leaf_format(const cairn_comm* comm, int rank, int size) {
+  cairn_checkpointer* c = NULL;
+  cairn_save_options s;
+  cairn_leaf_save_args args;
+  cairn_tree* target = NULL;
+  double u[BLOCK];
+  int32_t count = -1;
+  const char* dir = capi_test_path("leaf_format");
+  char data[4096];
+  int i;
+  CHECK_OK(cairn_checkpointer_create(comm, 0, &c));
+  CHECK_OK(cairn_leaf_save_args_init(&args, sizeof args));
+  CHECK(args.format == -1 && args.dtype == -1 && args.chunk_bytes == 0);
+  args.path = "u";
+  args.format = 7;
+  CHECK_OK(cairn_save_options_init(&s, sizeof s));
+  CHECK(s.checksum_chunk_bytes == ((size_t)1 << 20) && s.io_buffer_bytes == ((size_t)16 << 20));
+  s.save_args = &args;
+  s.save_args_count = 1;
+  CHECK_STATUS(save_u(c, dir, &s, rank, size), CAIRN_ERR_INVALID_ARGUMENT, "leaf 'u'");
+  args.format = CAIRN_FORMAT_HDF5;
+  s.sparse_leaves_count = 1;
+  CHECK_STATUS(save_u(c, dir, &s, rank, size), CAIRN_ERR_INVALID_ARGUMENT, "sparse_leaves");
+  s.sparse_leaves_count = 0;
+  s.io_buffer_bytes = 4096;
+  CHECK_OK(save_u(c, dir, &s, rank, size));
+  snprintf(data, sizeof data, "%s/data.h5", dir);
+  CHECK(capi_test_is_file(data));
+  target = make_tree("u", u, size - 1 - rank, size, 0, &count);
+  CHECK_OK(cairn_checkpointer_restore(c, dir, target, NULL));
+  for (i = 0; i < BLOCK; ++i) CHECK(u[i] == field_value((int64_t)BLOCK * (size - 1 - rank) + i));
+  CHECK(count == size - 1 - rank);
+  cairn_tree_free(target);
+  cairn_checkpointer_free(c);
+}
+
 /* The compression options reach the save: zfp on the int32 leaf "counts" and a zstd level of
  * 25 are refused naming the leaf (CAIRN_ERR_UNSUPPORTED in a build without the library). */
 static void compression_invalid(const cairn_comm* comm, int rank, int size) {
@@ -320,7 +358,7 @@ static const capi_test_scenario scenarios[] = {
     {"cast_posix", cast_posix},           {"cast_hdf5", cast_hdf5},
     {"rename", rename_scenario},          {"resize", resize_scenario},
     {"invalid", invalid_scenario},        {"compression_invalid", compression_invalid},
-    {"zstd_round_trip", zstd_round_trip},
+    {"zstd_round_trip", zstd_round_trip}, {"leaf_format", leaf_format},
 };
 
 int main(int argc, char** argv) {

@@ -76,6 +76,10 @@ static const size_t save_options_c_offsets[] = {
     FIELD(cairn_save_options, compression),
     FIELD(cairn_save_options, save_args),
     FIELD(cairn_save_options, save_args_count),
+    FIELD(cairn_save_options, sparse_leaves),
+    FIELD(cairn_save_options, sparse_leaves_count),
+    FIELD(cairn_save_options, io_buffer_bytes),
+    FIELD(cairn_save_options, detect_device_memory),
 };
 static const size_t restore_options_c_offsets[] = {
     FIELD(cairn_restore_options, struct_size),
@@ -109,6 +113,7 @@ static const size_t leaf_save_args_c_offsets[] = {
     FIELD(cairn_leaf_save_args, compression),
     FIELD(cairn_leaf_save_args, chunk_shape),
     FIELD(cairn_leaf_save_args, chunk_shape_ndim),
+    FIELD(cairn_leaf_save_args, format),
 };
 static const size_t leaf_rename_c_offsets[] = {
     FIELD(cairn_leaf_rename, target),

@@ -165,7 +165,15 @@ program test_fortran_layout
       field(c_loc(v_save_options%save_args), c_loc(v_save_options)), &
       c_sizeof(v_save_options%save_args), &
       field(c_loc(v_save_options%save_args_count), c_loc(v_save_options)), &
-      c_sizeof(v_save_options%save_args_count)])
+      c_sizeof(v_save_options%save_args_count), &
+      field(c_loc(v_save_options%sparse_leaves), c_loc(v_save_options)), &
+      c_sizeof(v_save_options%sparse_leaves), &
+      field(c_loc(v_save_options%sparse_leaves_count), c_loc(v_save_options)), &
+      c_sizeof(v_save_options%sparse_leaves_count), &
+      field(c_loc(v_save_options%io_buffer_bytes), c_loc(v_save_options)), &
+      c_sizeof(v_save_options%io_buffer_bytes), &
+      field(c_loc(v_save_options%detect_device_memory), c_loc(v_save_options)), &
+      c_sizeof(v_save_options%detect_device_memory)])
   call compare(2, 'restore_options_c', c_sizeof(v_restore_options), [ &
       field(c_loc(v_restore_options%struct_size), c_loc(v_restore_options)), &
       c_sizeof(v_restore_options%struct_size), &
@@ -252,7 +260,9 @@ program test_fortran_layout
       field(c_loc(v_leaf_save_args%chunk_shape), c_loc(v_leaf_save_args)), &
       c_sizeof(v_leaf_save_args%chunk_shape), &
       field(c_loc(v_leaf_save_args%chunk_shape_ndim), c_loc(v_leaf_save_args)), &
-      c_sizeof(v_leaf_save_args%chunk_shape_ndim)])
+      c_sizeof(v_leaf_save_args%chunk_shape_ndim), &
+      field(c_loc(v_leaf_save_args%format), c_loc(v_leaf_save_args)), &
+      c_sizeof(v_leaf_save_args%format)])
   call compare(7, 'leaf_rename_c', c_sizeof(v_leaf_rename), [ &
       field(c_loc(v_leaf_rename%target), c_loc(v_leaf_rename)), &
       c_sizeof(v_leaf_rename%target), &

@@ -168,6 +168,8 @@ typedef struct cairn_leaf_save_args {
   const int64_t* chunk_shape;    /* [NULL] hdf5: shape of the stored chunks of the leaf's
                                     dataset, one extent >= 1 per dimension (posix ignores it) */
   int chunk_shape_ndim;          /* [0] extents in chunk_shape */
+  int format;                    /* [-1: the save's format] CAIRN_FORMAT_POSIX or _HDF5 for
+                                    this leaf */
 } cairn_leaf_save_args;
 
 /* Fills *args with the defaults for a caller that knows `struct_size` bytes of it. Not
@@ -193,6 +195,12 @@ typedef struct cairn_save_options {
                                               without its own in save_args */
   const cairn_leaf_save_args* save_args;   /* [NULL] per-leaf arguments, one leaf each */
   size_t save_args_count;                  /* [0] */
+  const char* const* sparse_leaves;        /* [NULL] with allow_sparse: only these leaves may
+                                              leave holes (none listed: every leaf) */
+  size_t sparse_leaves_count;              /* [0] */
+  size_t io_buffer_bytes;                  /* [16 MiB] staging of strided and device shards */
+  int detect_device_memory;                /* [0] host leaves whose pointer is device memory
+                                              are saved as device memory */
 } cairn_save_options;
 
 /* Fills *options with the defaults for a caller that knows `struct_size` bytes of it. */
