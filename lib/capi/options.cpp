@@ -428,6 +428,16 @@ TreeRestoreOptions tree_restore_options(const cairn_restore_options& c) {
     o.optional_leaves.insert(std::move(leaf));
   }
   set_restore_transforms(c, o);
+  if (c.derived_leaves_count > 0 && c.derived_leaves == nullptr) {
+    throw InvalidArgument("derived_leaves is NULL");
+  }
+  for (std::size_t i = 0; i < c.derived_leaves_count; ++i) {
+    auto [target, rule] =
+        derived_leaf_from_c(c.derived_leaves[i], "derived_leaves[" + std::to_string(i) + "]");
+    if (!o.derived_leaves.emplace(target, std::move(rule)).second) {
+      throw InvalidArgument("derived_leaves names leaf '" + target + "' twice");
+    }
+  }
   o.restore_concurrent_bytes = c.restore_concurrent_bytes;
   o.load_and_broadcast = c.load_and_broadcast != 0;
   o.detect_device_memory = c.detect_device_memory != 0;

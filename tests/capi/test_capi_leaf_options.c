@@ -1,7 +1,8 @@
 /* Per-leaf save arguments, compression and the restore transforms through the C ABI, one
  * scenario per ctest case (argv[1]): a float64 leaf stored as float32 with its own checksum
- * chunk size (both formats), a rename on restore, a resized target, the errors of invalid
- * arguments (naming the leaf), and a zstd round trip. The values are chosen so that a cast
+ * chunk size (both formats), a rename on restore, a resized target, a derived target leaf,
+ * a leaf's own format, the errors of invalid arguments (naming the leaf), and a zstd round
+ * trip. The values are chosen so that a cast
  * that did not happen shows (0.1 is not a float32). C99, cairn.h and MPI only. */
 #include <cairn/cairn.h>
 
@@ -282,6 +283,80 @@ static void leaf_format(const cairn_comm* comm, int rank, int size) {
   cairn_checkpointer_free(c);
 }
 
+/* The fill function of the derived leaf "sum": vx + vy element by element, after checking
+ * that every description is the same box of float64 values; *(int*)user_data is returned. */
+static int fill_sum(const cairn_array_desc* sources, size_t count, const cairn_array_desc* target,
+                    void* user_data) {
+  const double* vx = (const double*)sources[0].data;
+  const double* vy = (const double*)sources[1].data;
+  double* out = (double*)target->data;
+  int64_t i;
+  CHECK(count == 2 && target->ndim == 1 && target->dtype == CAIRN_FLOAT64);
+  for (i = 0; i < 2; ++i) {
+    CHECK(sources[i].dtype == CAIRN_FLOAT64 && sources[i].ndim == 1 && sources[i].strides == NULL);
+    CHECK(sources[i].offset[0] == target->offset[0]);
+    CHECK(sources[i].local_dims[0] == target->local_dims[0]);
+    CHECK(sources[i].global_dims[0] == target->global_dims[0]);
+  }
+  for (i = 0; i < target->local_dims[0]; ++i) out[i] = vx[i] + vy[i];
+  return *(const int*)user_data;
+}
+
+/* A target leaf "sum" computed from the saved leaves "vx" and "vy", in another decomposition;
+ * a fill function that fails, and a source missing on disk, fail naming the leaves. */
+static void derived_scenario(const cairn_comm* comm, int rank, int size) {
+  cairn_checkpointer* c = NULL;
+  cairn_restore_options r;
+  cairn_derived_leaf rule;
+  const char* sources[2] = {"vx", "vy"};
+  cairn_tree* tree = NULL;
+  double vx[BLOCK];
+  double vy[BLOCK];
+  double sum[BLOCK];
+  int32_t count = rank;
+  int result = 0;
+  const int block = size - 1 - rank;
+  const int64_t global = (int64_t)BLOCK * size;
+  const int64_t local = BLOCK;
+  int64_t offset = (int64_t)BLOCK * rank;
+  const char* dir = capi_test_path("derived");
+  int i;
+  CHECK_OK(cairn_checkpointer_create(comm, 0, &c));
+  tree = make_tree("vx", vx, rank, size, 1, &count);
+  for (i = 0; i < BLOCK; ++i) vy[i] = 1000.0 * field_value(offset + i);
+  CHECK_OK(cairn_tree_add_array(tree, "vy", CAIRN_FLOAT64, 1, &global, &offset, &local, vy, 0));
+  CHECK_OK(cairn_checkpointer_save(c, dir, tree, NULL));
+  cairn_tree_free(tree);
+
+  tree = make_tree("sum", sum, block, size, 0, &count);
+  rule.target = "sum";
+  rule.sources = sources;
+  rule.source_count = 2;
+  rule.fill = fill_sum;
+  rule.user_data = &result;
+  CHECK_OK(cairn_restore_options_init(&r, sizeof r));
+  r.derived_leaves = &rule;
+  r.derived_leaves_count = 1;
+  CHECK_OK(cairn_checkpointer_restore(c, dir, tree, &r));
+  for (i = 0; i < BLOCK; ++i) {
+    const double v = field_value((int64_t)BLOCK * block + i);
+    CHECK(sum[i] == v + 1000.0 * v);
+  }
+  result = 3;
+  CHECK_STATUS(cairn_checkpointer_restore(c, dir, tree, &r), CAIRN_ERR_INVALID_ARGUMENT,
+               "derived leaf 'sum': its fill function returned 3");
+  result = 0;
+  sources[1] = "vz";
+  CHECK_STATUS(cairn_checkpointer_restore(c, dir, tree, &r), CAIRN_ERR_NOT_FOUND, "vz");
+  rule.fill = NULL;
+  CHECK_STATUS(cairn_checkpointer_restore(c, dir, tree, &r), CAIRN_ERR_INVALID_ARGUMENT, "sum");
+  rule.target = NULL;
+  CHECK_STATUS(cairn_checkpointer_restore(c, dir, tree, &r), CAIRN_ERR_INVALID_ARGUMENT,
+               "derived_leaves[0].target");
+  cairn_tree_free(tree);
+  cairn_checkpointer_free(c);
+}
+
 /* The compression options reach the save: zfp on the int32 leaf "counts" and a zstd level of
  * 25 are refused naming the leaf (CAIRN_ERR_UNSUPPORTED in a build without the library). */
 static void compression_invalid(const cairn_comm* comm, int rank, int size) {
@@ -358,7 +433,8 @@ static const capi_test_scenario scenarios[] = {
     {"cast_posix", cast_posix},           {"cast_hdf5", cast_hdf5},
     {"rename", rename_scenario},          {"resize", resize_scenario},
     {"invalid", invalid_scenario},        {"compression_invalid", compression_invalid},
-    {"zstd_round_trip", zstd_round_trip}, {"leaf_format", leaf_format},
+    {"zstd_round_trip", zstd_round_trip}, {"derived", derived_scenario},
+    {"leaf_format", leaf_format},
 };
 
 int main(int argc, char** argv) {

@@ -5,6 +5,7 @@
 #define CAIRN_C_OPTIONS_H
 
 #include <cairn/c/policies.h>
+#include <cairn/c/tree.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -223,6 +224,31 @@ typedef struct cairn_leaf_resize {
   const void* fill; /* cairn_dtype_size(fill_dtype) bytes: the value of the padding */
 } cairn_leaf_resize;
 
+/* Fills this rank's box of a derived target leaf (cairn_derived_leaf.fill) from its sources.
+ * `sources[i]` is this rank's box of saved leaf sources[i] of the rule, restored (any N->M,
+ * verified as any read) into a contiguous host buffer in its saved dtype; `target` is the
+ * target leaf's shard (host memory; strides, when not NULL, in elements). Both describe the
+ * same box of the same global shape. Called on every rank during the restore, also with an
+ * empty box; returns 0, or nonzero to fail the restore on every rank with
+ * CAIRN_ERR_INVALID_ARGUMENT naming the target leaf. */
+typedef int (*cairn_derive_fn)(const cairn_array_desc* sources, size_t source_count,
+                               const cairn_array_desc* target, void* user_data);
+
+/* A target array leaf computed from several saved leaves (cairn::DerivedLeaf, Orbax's restore
+ * transforms with a function of several saved leaves), e.g. a velocity saved as two
+ * components restored as its magnitude. The target is not read itself (renames do not apply
+ * to it); a source missing on disk is CAIRN_ERR_NOT_FOUND naming it, unless the target is an
+ * optional leaf. A target that is not an array leaf of the restore target, a rule without
+ * sources or fill, or a source of another global shape is CAIRN_ERR_INVALID_ARGUMENT; a
+ * device target is CAIRN_ERR_UNSUPPORTED. */
+typedef struct cairn_derived_leaf {
+  const char* target;         /* the target array leaf's path */
+  const char* const* sources; /* the saved array leaves it is computed from (saved paths) */
+  size_t source_count;        /* at least 1 */
+  cairn_derive_fn fill;       /* fills the target's box */
+  void* user_data;            /* passed to fill */
+} cairn_derived_leaf;
+
 /* Options of a restore (cairn::TreeRestoreOptions and AsSavedOptions). */
 typedef struct cairn_restore_options {
   size_t struct_size;                 /* sizeof(cairn_restore_options) as the caller knows it */
@@ -251,6 +277,10 @@ typedef struct cairn_restore_options {
                                              broadcast */
   int detect_device_memory;               /* [0] host leaves whose pointer is device memory
                                              are treated as device memory */
+  const cairn_derived_leaf* derived_leaves; /* [NULL] target leaves computed from several saved
+                                               leaves; the sources of one are held in memory
+                                               together while its fill runs */
+  size_t derived_leaves_count;              /* [0] */
 } cairn_restore_options;
 
 /* Fills *options with the defaults for a caller that knows `struct_size` bytes of it. */
