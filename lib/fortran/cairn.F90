@@ -151,7 +151,7 @@ module cairn
   public :: cairn_checkpointer_wait_until_finished, cairn_checkpointer_is_saving_in_progress
   public :: cairn_no_compression, cairn_zstd, cairn_zfp_absolute
   public :: cairn_zfp_relative, cairn_leaf_save, cairn_rename, cairn_resize
-  public :: cairn_compression
+  public :: cairn_compression, cairn_derive, cairn_derive_function
 
   ! The message of the last failure found by this module itself (not by a C call), if that
   ! was the last failure.

@@ -98,6 +98,13 @@ static const size_t restore_options_c_offsets[] = {
     FIELD(cairn_restore_options, restore_concurrent_bytes),
     FIELD(cairn_restore_options, load_and_broadcast),
     FIELD(cairn_restore_options, detect_device_memory),
+    FIELD(cairn_restore_options, derived_leaves),
+    FIELD(cairn_restore_options, derived_leaves_count),
+};
+static const size_t derived_leaf_c_offsets[] = {
+    FIELD(cairn_derived_leaf, target),       FIELD(cairn_derived_leaf, sources),
+    FIELD(cairn_derived_leaf, source_count), FIELD(cairn_derived_leaf, fill),
+    FIELD(cairn_derived_leaf, user_data),
 };
 static const size_t compression_offsets[] = {
     FIELD(cairn_compression, kind),
@@ -140,7 +147,8 @@ static const size_t multihost_options_c_offsets[] = {
 
 /* Copies the offset and size of each field of struct `which` (0: cairn_manager_options, 1:
  * cairn_save_options, 2: cairn_restore_options, 3: cairn_array_desc, 4: cairn_multihost_options,
- * 5: cairn_compression, 6: cairn_leaf_save_args, 7: cairn_leaf_rename, 8: cairn_leaf_resize)
+ * 5: cairn_compression, 6: cairn_leaf_save_args, 7: cairn_leaf_rename, 8: cairn_leaf_resize,
+ * 9: cairn_derived_leaf)
  * into `offsets` (offset, size, offset, size, ...; at most `capacity` values), the struct's size
  * into *size; returns the number of values. */
 size_t layout_c_offsets(int which, size_t* offsets, size_t capacity, size_t* size);
@@ -193,6 +201,11 @@ size_t layout_c_offsets(int which, size_t* offsets, size_t capacity, size_t* siz
       table = leaf_resize_c_offsets;
       count = sizeof leaf_resize_c_offsets / sizeof(size_t);
       *size = sizeof(cairn_leaf_resize);
+      break;
+    case 9:
+      table = derived_leaf_c_offsets;
+      count = sizeof derived_leaf_c_offsets / sizeof(size_t);
+      *size = sizeof(cairn_derived_leaf);
       break;
     default: return 0;
   }

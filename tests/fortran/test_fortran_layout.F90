@@ -29,6 +29,7 @@ program test_fortran_layout
   type(leaf_save_args_c), target :: v_leaf_save_args
   type(leaf_rename_c), target :: v_leaf_rename
   type(leaf_resize_c), target :: v_leaf_resize
+  type(derived_leaf_c), target :: v_derived_leaf
   integer :: failures
 
   failures = 0
@@ -206,7 +207,11 @@ program test_fortran_layout
       field(c_loc(v_restore_options%load_and_broadcast), c_loc(v_restore_options)), &
       c_sizeof(v_restore_options%load_and_broadcast), &
       field(c_loc(v_restore_options%detect_device_memory), c_loc(v_restore_options)), &
-      c_sizeof(v_restore_options%detect_device_memory)])
+      c_sizeof(v_restore_options%detect_device_memory), &
+      field(c_loc(v_restore_options%derived_leaves), c_loc(v_restore_options)), &
+      c_sizeof(v_restore_options%derived_leaves), &
+      field(c_loc(v_restore_options%derived_leaves_count), c_loc(v_restore_options)), &
+      c_sizeof(v_restore_options%derived_leaves_count)])
   call compare(3, 'array_desc_c', c_sizeof(v_array_desc), [ &
       field(c_loc(v_array_desc%struct_size), c_loc(v_array_desc)), &
       c_sizeof(v_array_desc%struct_size), &
@@ -275,6 +280,17 @@ program test_fortran_layout
       c_sizeof(v_leaf_resize%fill_dtype), &
       field(c_loc(v_leaf_resize%fill), c_loc(v_leaf_resize)), &
       c_sizeof(v_leaf_resize%fill)])
+  call compare(9, 'derived_leaf_c', c_sizeof(v_derived_leaf), [ &
+      field(c_loc(v_derived_leaf%target), c_loc(v_derived_leaf)), &
+      c_sizeof(v_derived_leaf%target), &
+      field(c_loc(v_derived_leaf%sources), c_loc(v_derived_leaf)), &
+      c_sizeof(v_derived_leaf%sources), &
+      field(c_loc(v_derived_leaf%source_count), c_loc(v_derived_leaf)), &
+      c_sizeof(v_derived_leaf%source_count), &
+      field(c_loc(v_derived_leaf%fill), c_loc(v_derived_leaf)), &
+      c_sizeof(v_derived_leaf%fill), &
+      field(c_loc(v_derived_leaf%user_data), c_loc(v_derived_leaf)), &
+      c_sizeof(v_derived_leaf%user_data)])
   if (failures > 0) error stop 1
   print '(a)', 'test_fortran_layout: passed'
 

@@ -1,8 +1,8 @@
 ! Per-leaf save arguments, compression and restore renames from Fortran, one scenario per
 ! ctest case (argument 1): a real(8) leaf stored as float32 with its own checksum chunk size,
 ! restored into real(8) in another decomposition (argument 2: the format); a checkpoint of an
-! older layout restored through a rename rule; invalid arguments and compressions refused
-! naming the leaf. Exits non-zero on any failure.
+! older layout restored through a rename rule; a leaf derived from two saved ones; invalid
+! arguments and compressions refused naming the leaf. Exits non-zero on any failure.
 program test_fortran_leaf_options
   use, intrinsic :: iso_c_binding
   use mpi
@@ -32,6 +32,8 @@ program test_fortran_leaf_options
     call rename_scenario()
   case ('invalid')
     call invalid_scenario()
+  case ('derived')
+    call derived_scenario()
   case default
     call expect(.false., 'unknown scenario "'//trim(scenario)//'"')
   end select
@@ -167,5 +169,64 @@ contains
                        'a checksum chunk of 0 bytes')
     call cairn_tree_free(tree)
   end subroutine invalid_scenario
+
+  ! The fill function of the derived leaf "sum": vx + 1000 vy, after checking that every view
+  ! is the same contiguous box of real(8) values; *user_data (an integer) is returned.
+  integer function fill_sum(sources, target, user_data) result(status)
+    type(cairn_array_view), intent(in) :: sources(:)
+    type(cairn_array_view), intent(in) :: target
+    type(c_ptr), intent(in) :: user_data
+    real(c_double), pointer :: vx(:), vy(:), out(:)
+    integer, pointer :: result
+    integer :: i, n
+    call expect(ubound(sources, 1) == 2 .and. target%dtype == CAIRN_FLOAT64, 'two float64 sources')
+    do i = 1, 2
+      call expect(sources(i)%dtype == CAIRN_FLOAT64 .and. ubound(sources(i)%strides, 1) == 0, &
+                  'a contiguous float64 source')
+      call expect(all(sources(i)%offset == target%offset) .and. &
+                  all(sources(i)%local_shape == target%local_shape) .and. &
+                  all(sources(i)%global_shape == target%global_shape), 'the target''s box')
+    end do
+    n = int(product(target%local_shape))
+    call c_f_pointer(sources(1)%data, vx, [n])
+    call c_f_pointer(sources(2)%data, vy, [n])
+    call c_f_pointer(target%data, out, [n])
+    out(1:n) = vx(1:n) + 1000 * vy(1:n)
+    call c_f_pointer(user_data, result)
+    status = result
+  end function fill_sum
+
+  ! A target leaf "sum" computed from the saved leaves "vx" and "vy", in another
+  ! decomposition; a fill function that fails makes the restore fail naming the leaf.
+  subroutine derived_scenario()
+    type(cairn_tree) :: tree
+    real(c_double), target :: vx(block), vy(block), total(block)
+    integer(c_int32_t), target :: count(1)
+    integer, target :: result
+    character(len=:), allocatable :: path
+    integer :: b, i
+    path = dir//'/derived'
+    count = rank
+    call make_tree(tree, 'vx', vx, count, rank, .true.)
+    vy = vx
+    call cairn_tree_add_array(tree, 'vy', vy, global_shape=[block * size], &
+                              offset=[rank * block])
+    call cairn_checkpointer_save(ckpt, path, tree)
+    call cairn_tree_free(tree)
+    b = size - 1 - rank
+    call make_tree(tree, 'sum', total, count, b, .false.)
+    result = 0
+    call cairn_checkpointer_restore(ckpt, path, tree, derived_leaves=[cairn_derive('sum', &
+        [character(len=2) :: 'vx', 'vy'], fill_sum, c_loc(result))])
+    do i = 1, block
+      call expect(total(i) == value_at(b * block + i - 1) + 1000 * value_at(b * block + i - 1), &
+                  'the derived leaf')
+    end do
+    result = 5
+    call cairn_checkpointer_restore(ckpt, path, tree, derived_leaves=[cairn_derive('sum', &
+        [character(len=2) :: 'vx', 'vy'], fill_sum, c_loc(result))], ierr=ierr)
+    call expect_status(ierr, CAIRN_ERR_INVALID_ARGUMENT, "derived leaf 'sum'", 'a failing fill')
+    call cairn_tree_free(tree)
+  end subroutine derived_scenario
 
 end program test_fortran_leaf_options

@@ -191,17 +191,17 @@ typedef struct cairn_save_options {
   /* fields appended in 0.1: per-leaf save arguments and compression. Every rank must pass the
      same; a save_args path that is not an array leaf of the tree, or a stored dtype the leaf
      cannot be cast to (complex to real), fails with CAIRN_ERR_INVALID_ARGUMENT naming it */
-  size_t checksum_chunk_bytes;             /* [1 MiB] bytes of a checksum chunk (>= 1) */
-  cairn_compression compression;           /* [CAIRN_COMPRESSION_NONE] of every array leaf
-                                              without its own in save_args */
-  const cairn_leaf_save_args* save_args;   /* [NULL] per-leaf arguments, one leaf each */
-  size_t save_args_count;                  /* [0] */
-  const char* const* sparse_leaves;        /* [NULL] with allow_sparse: only these leaves may
-                                              leave holes (none listed: every leaf) */
-  size_t sparse_leaves_count;              /* [0] */
-  size_t io_buffer_bytes;                  /* [16 MiB] staging of strided and device shards */
-  int detect_device_memory;                /* [0] host leaves whose pointer is device memory
-                                              are saved as device memory */
+  size_t checksum_chunk_bytes;           /* [1 MiB] bytes of a checksum chunk (>= 1) */
+  cairn_compression compression;         /* [CAIRN_COMPRESSION_NONE] of every array leaf
+                                            without its own in save_args */
+  const cairn_leaf_save_args* save_args; /* [NULL] per-leaf arguments, one leaf each */
+  size_t save_args_count;                /* [0] */
+  const char* const* sparse_leaves;      /* [NULL] with allow_sparse: only these leaves may
+                                            leave holes (none listed: every leaf) */
+  size_t sparse_leaves_count;            /* [0] */
+  size_t io_buffer_bytes;                /* [16 MiB] staging of strided and device shards */
+  int detect_device_memory;              /* [0] host leaves whose pointer is device memory
+                                            are saved as device memory */
 } cairn_save_options;
 
 /* Fills *options with the defaults for a caller that knows `struct_size` bytes of it. */
@@ -262,21 +262,21 @@ typedef struct cairn_restore_options {
   /* fields appended in 0.1: the rest of TreeRestoreOptions (target restores only; every rank
      must pass the same). A rename pattern that is not a regular expression, a saved path that
      is not a leaf path, or a NULL string fails with CAIRN_ERR_INVALID_ARGUMENT naming it */
-  const cairn_leaf_rename* renames;  /* [NULL] the first rule matching a target leaf names the
-                                        saved leaf it is read from */
-  size_t renames_count;              /* [0] */
-  int default_to_original;           /* [1] a target leaf no rule matches is read from the saved
-                                        leaf of its own path (0: it is not found, unless
-                                        optional) */
-  const cairn_leaf_resize* resize_leaves; /* [NULL] leaves whose shape may differ (pad or
-                                             truncate; host targets only) */
-  size_t resize_leaves_count;             /* [0] */
-  size_t restore_concurrent_bytes;        /* [16 MiB] bytes a rank holds in flight while it
-                                             reads (Orbax's restore_concurrent_gb) */
-  int load_and_broadcast;                 /* [0] replicated leaves are read by one rank and
-                                             broadcast */
-  int detect_device_memory;               /* [0] host leaves whose pointer is device memory
-                                             are treated as device memory */
+  const cairn_leaf_rename* renames; /* [NULL] the first rule matching a target leaf names the
+                                       saved leaf it is read from */
+  size_t renames_count;             /* [0] */
+  int default_to_original;          /* [1] a target leaf no rule matches is read from the saved
+                                       leaf of its own path (0: it is not found, unless
+                                       optional) */
+  const cairn_leaf_resize* resize_leaves;   /* [NULL] leaves whose shape may differ (pad or
+                                               truncate; host targets only) */
+  size_t resize_leaves_count;               /* [0] */
+  size_t restore_concurrent_bytes;          /* [16 MiB] bytes a rank holds in flight while it
+                                               reads (Orbax's restore_concurrent_gb) */
+  int load_and_broadcast;                   /* [0] replicated leaves are read by one rank and
+                                               broadcast */
+  int detect_device_memory;                 /* [0] host leaves whose pointer is device memory
+                                               are treated as device memory */
   const cairn_derived_leaf* derived_leaves; /* [NULL] target leaves computed from several saved
                                                leaves; the sources of one are held in memory
                                                together while its fill runs */
