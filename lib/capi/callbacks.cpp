@@ -1,4 +1,5 @@
-// cairn C ABI — C callbacks as the manager's clocks, predicates and step name formats.
+// cairn C ABI — C callbacks as the manager's clocks, predicates and step name formats, and as
+// the fill functions of derived restore leaves.
 #include "capi/callbacks.hpp"
 
 #include <array>
@@ -8,6 +9,9 @@
 #include <span>
 #include <string_view>
 #include <utility>
+#include <vector>
+
+#include "capi/handles.hpp"
 
 namespace cairn::capi {
 namespace {
@@ -103,6 +107,61 @@ StepNameFormatPtr step_name_format_from_c(cairn_step_name_build_fn build,
   }
   return std::make_shared<CStepNameFormat>(build, parse, user_data,
                                            description != nullptr ? description : "custom");
+}
+
+}  // namespace cairn::capi
+
+namespace cairn::capi {
+namespace {
+
+// The C description of `shard` (host memory), pointing into `dims`, which holds its global
+// shape, box offset, box extents and strides, in that order, and must outlive the result.
+cairn_array_desc desc_of(const ArrayShard& shard, std::vector<std::int64_t>& dims) {
+  const std::size_t n = shard.global_shape.size();
+  dims.clear();
+  dims.insert(dims.end(), shard.global_shape.begin(), shard.global_shape.end());
+  dims.insert(dims.end(), shard.box.offset.begin(), shard.box.offset.end());
+  dims.insert(dims.end(), shard.box.extent.begin(), shard.box.extent.end());
+  dims.insert(dims.end(), shard.strides.begin(), shard.strides.end());
+  cairn_array_desc d{};
+  d.struct_size = sizeof d;
+  d.dtype = dtype_to_c(shard.dtype);
+  d.ndim = static_cast<int>(n);
+  d.global_dims = dims.data();
+  d.offset = dims.data() + n;
+  d.local_dims = dims.data() + 2 * n;
+  d.strides = shard.strides.empty() ? nullptr : dims.data() + 3 * n;
+  d.data = shard.data;
+  d.memory = CAIRN_MEMORY_HOST;
+  d.replicated = shard.replicated ? 1 : 0;
+  d.fortran_order = shard.fortran_order ? 1 : 0;
+  return d;
+}
+
+}  // namespace
+
+std::pair<std::string, DerivedLeaf> derived_leaf_from_c(const cairn_derived_leaf& c,
+                                                        const std::string& what) {
+  std::string target(text(c.target, (what + ".target").c_str()));
+  DerivedLeaf rule;
+  rule.sources = strings(c.sources, c.source_count, (what + ".sources").c_str());
+  if (c.fill != nullptr) {
+    rule.fill = [fn = c.fill, data = c.user_data, target](std::span<const ArrayShard> sources,
+                                                          const ArrayShard& shard) {
+      std::vector<std::vector<std::int64_t>> dims(sources.size() + 1);
+      std::vector<cairn_array_desc> descs;
+      descs.reserve(sources.size());
+      for (std::size_t i = 0; i < sources.size(); ++i) {
+        descs.push_back(desc_of(sources[i], dims[i]));
+      }
+      const cairn_array_desc out = desc_of(shard, dims.back());
+      if (const int status = fn(descs.data(), descs.size(), &out, data); status != 0) {
+        throw InvalidArgument("derived leaf '" + target + "': its fill function returned " +
+                              std::to_string(status));
+      }
+    };
+  }
+  return {std::move(target), std::move(rule)};
 }
 
 }  // namespace cairn::capi

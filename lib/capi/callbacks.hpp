@@ -5,12 +5,20 @@
 #include <cairn/cairn.h>
 #include <cairn/manager.hpp>
 #include <cairn/policies.hpp>
+#include <cairn/storage.hpp>
 
 #include <chrono>
 #include <functional>
 #include <string>
+#include <utility>
 
 namespace cairn::capi {
+
+/// The C++ rule of a derived leaf of a restore (`what` names it in errors). Throws
+/// InvalidArgument for a NULL target or source path; the fill function fails the restore
+/// naming the target when the C function returns nonzero.
+std::pair<std::string, DerivedLeaf> derived_leaf_from_c(const cairn_derived_leaf& c,
+                                                        const std::string& what);
 
 /// The clock that `fn(user_data)` gives (nanoseconds since the Unix epoch); the system clock
 /// (an empty function) when `fn` is NULL. Never throws beyond std::bad_alloc.

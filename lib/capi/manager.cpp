@@ -81,6 +81,12 @@ cairn_status cairn_save_options_init(cairn_save_options* options, size_t struct_
   });
 }
 
+cairn_status cairn_leaf_save_args_init(cairn_leaf_save_args* args, size_t struct_size) {
+  return guarded(__func__, [&] {
+    cairn::capi::init_options(args, struct_size, cairn::capi::default_leaf_save_args(), "args");
+  });
+}
+
 cairn_status cairn_restore_options_init(cairn_restore_options* options, size_t struct_size) {
   return guarded(__func__, [&] {
     cairn::capi::init_options(options, struct_size, cairn::capi::default_restore_options(),

@@ -6,7 +6,9 @@
 #include <csignal>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <optional>
+#include <utility>
 
 #include "capi/callbacks.hpp"
 #include "capi/handles.hpp"
@@ -141,7 +143,113 @@ void add_should_keep(const cairn_manager_options& c, CheckpointManagerOptions& o
           base, should_keep_policy(c.should_keep_fn, c.should_keep_user_data)});
 }
 
+// The C++ compression of `c`; `what` names it in errors. CAIRN_COMPRESSION_DEFAULT is
+// refused here: callers that allow it test for it first.
+Compression compression_from_c(const cairn_compression& c, const std::string& what) {
+  switch (c.kind) {
+    case CAIRN_COMPRESSION_NONE: return Compression::none();
+    case CAIRN_COMPRESSION_ZSTD: return Compression::zstd(c.level);
+    case CAIRN_COMPRESSION_ZFP:
+      return {.kind = Compression::Kind::zfp,
+              .absolute_error = c.absolute_error,
+              .relative_error = c.relative_error};
+    default:
+      throw InvalidArgument(what + ": unknown compression kind " + std::to_string(c.kind) +
+                            ": use CAIRN_COMPRESSION_NONE, _ZSTD or _ZFP");
+  }
+}
+
+// The save arguments of one leaf, from the caller's element `c` (completed with defaults).
+std::pair<std::string, LeafSaveArgs> leaf_save_args(const cairn_leaf_save_args& c,
+                                                    std::size_t index) {
+  const std::string what = "save_args[" + std::to_string(index) + "]";
+  std::string path(text(c.path, (what + ".path").c_str()));
+  const std::string of_leaf = "save_args of leaf '" + path + "'";
+  LeafSaveArgs args;
+  if (c.dtype != -1) {
+    try {
+      args.dtype = dtype_from_c(c.dtype);
+    } catch (const InvalidArgument& e) {
+      throw InvalidArgument(of_leaf + ": " + e.what());
+    }
+  }
+  args.chunk_bytes = c.chunk_bytes;
+  if (c.compression.kind != CAIRN_COMPRESSION_DEFAULT) {
+    args.compression = compression_from_c(c.compression, of_leaf);
+  }
+  if (c.chunk_shape_ndim < 0 || c.chunk_shape_ndim > CAIRN_MAX_DIMS) {
+    throw InvalidArgument(of_leaf + ": chunk_shape_ndim " + std::to_string(c.chunk_shape_ndim) +
+                          " is outside 0.." + std::to_string(CAIRN_MAX_DIMS));
+  }
+  if (c.chunk_shape_ndim > 0) {
+    if (c.chunk_shape == nullptr) throw InvalidArgument(of_leaf + ": chunk_shape is NULL");
+    args.chunk_shape.assign(c.chunk_shape, c.chunk_shape + c.chunk_shape_ndim);
+  }
+  return {std::move(path), std::move(args)};
+}
+
+// The per-leaf save arguments and formats of `c` into `o`: its save_args array, whose
+// elements lie the first element's struct_size apart (a caller built against an older cairn.h
+// has shorter ones).
+void set_save_args(const cairn_save_options& c, TreeSaveOptions& o) {
+  auto& out = o.save_args;
+  if (c.save_args_count == 0) return;
+  if (c.save_args == nullptr) throw InvalidArgument("save_args is NULL");
+  const std::size_t stride = c.save_args[0].struct_size;
+  const auto* base = reinterpret_cast<const unsigned char*>(c.save_args);
+  for (std::size_t i = 0; i < c.save_args_count; ++i) {
+    const auto* element = reinterpret_cast<const cairn_leaf_save_args*>(base + i * stride);
+    const auto full = read_options(element, default_leaf_save_args(), "save_args");
+    if (i > 0 && element->struct_size != stride) {
+      throw InvalidArgument("save_args[" + std::to_string(i) + "]: struct_size " +
+                            std::to_string(element->struct_size) + " differs from save_args[0]'s");
+    }
+    auto [path, args] = leaf_save_args(full, i);
+    if (full.format != -1) {
+      try {
+        o.leaf_formats[path] = format_from_c(full.format);
+      } catch (const InvalidArgument& e) {
+        throw InvalidArgument("save_args of leaf '" + path + "': " + e.what());
+      }
+    }
+    if (!out.emplace(path, std::move(args)).second) {
+      throw InvalidArgument("save_args names leaf '" + path + "' twice");
+    }
+  }
+}
+
+// The renames and resized leaves of `c` into `o`.
+void set_restore_transforms(const cairn_restore_options& c, TreeRestoreOptions& o) {
+  if (c.renames_count > 0 && c.renames == nullptr) throw InvalidArgument("renames is NULL");
+  for (std::size_t i = 0; i < c.renames_count; ++i) {
+    const std::string what = "renames[" + std::to_string(i) + "]";
+    o.renames.push_back(
+        {.target = std::string(text(c.renames[i].target, (what + ".target").c_str())),
+         .saved = std::string(text(c.renames[i].saved, (what + ".saved").c_str()))});
+  }
+  o.default_to_original = c.default_to_original != 0;
+  if (c.resize_leaves_count > 0 && c.resize_leaves == nullptr) {
+    throw InvalidArgument("resize_leaves is NULL");
+  }
+  for (std::size_t i = 0; i < c.resize_leaves_count; ++i) {
+    const cairn_leaf_resize& r = c.resize_leaves[i];
+    std::string path(text(r.path, ("resize_leaves[" + std::to_string(i) + "].path").c_str()));
+    if (r.fill == nullptr)
+      throw InvalidArgument("resize_leaves: the fill of leaf '" + path + "' is NULL");
+    o.resize_leaves.insert_or_assign(std::move(path), Scalar(dtype_from_c(r.fill_dtype), r.fill));
+  }
+}
+
 }  // namespace
+
+cairn_leaf_save_args default_leaf_save_args() noexcept {
+  cairn_leaf_save_args a{};
+  a.struct_size = sizeof a;
+  a.dtype = -1;
+  a.compression.kind = CAIRN_COMPRESSION_DEFAULT;
+  a.format = -1;
+  return a;
+}
 
 cairn_manager_options default_manager_options() noexcept {
   cairn_manager_options o{};
@@ -167,6 +275,9 @@ cairn_save_options default_save_options() noexcept {
   o.struct_size = sizeof o;
   o.format = CAIRN_FORMAT_POSIX;
   o.fsync = 1;
+  o.checksum_chunk_bytes = std::size_t{1} << 20;
+  o.compression.kind = CAIRN_COMPRESSION_NONE;
+  o.io_buffer_bytes = std::size_t{16} << 20;
   return o;
 }
 
@@ -174,6 +285,8 @@ cairn_restore_options default_restore_options() noexcept {
   cairn_restore_options o{};
   o.struct_size = sizeof o;
   o.verify_checksums = 1;
+  o.default_to_original = 1;
+  o.restore_concurrent_bytes = std::size_t{16} << 20;
   return o;
 }
 
@@ -290,6 +403,20 @@ TreeSaveOptions tree_save_options(const cairn_save_options& c) {
   o.format = format_from_c(c.format);
   o.allow_sparse = c.allow_sparse != 0;
   o.fsync = c.fsync != 0;
+  if (c.checksum_chunk_bytes == 0) throw InvalidArgument("checksum_chunk_bytes must be at least 1");
+  o.checksum_chunk_bytes = c.checksum_chunk_bytes;
+  if (c.compression.kind == CAIRN_COMPRESSION_DEFAULT) {
+    throw InvalidArgument(
+        "compression: CAIRN_COMPRESSION_DEFAULT is for save_args; the save's compression is "
+        "CAIRN_COMPRESSION_NONE, _ZSTD or _ZFP");
+  }
+  o.compression = compression_from_c(c.compression, "compression");
+  set_save_args(c, o);
+  for (auto& leaf : strings(c.sparse_leaves, c.sparse_leaves_count, "sparse_leaves")) {
+    o.sparse_leaves.insert(std::move(leaf));
+  }
+  o.io_buffer_bytes = c.io_buffer_bytes;
+  o.detect_device_memory = c.detect_device_memory != 0;
   return o;
 }
 
@@ -300,6 +427,20 @@ TreeRestoreOptions tree_restore_options(const cairn_restore_options& c) {
   for (auto& leaf : strings(c.optional_leaves, c.optional_leaves_count, "optional_leaves")) {
     o.optional_leaves.insert(std::move(leaf));
   }
+  set_restore_transforms(c, o);
+  if (c.derived_leaves_count > 0 && c.derived_leaves == nullptr) {
+    throw InvalidArgument("derived_leaves is NULL");
+  }
+  for (std::size_t i = 0; i < c.derived_leaves_count; ++i) {
+    auto [target, rule] =
+        derived_leaf_from_c(c.derived_leaves[i], "derived_leaves[" + std::to_string(i) + "]");
+    if (!o.derived_leaves.emplace(target, std::move(rule)).second) {
+      throw InvalidArgument("derived_leaves names leaf '" + target + "' twice");
+    }
+  }
+  o.restore_concurrent_bytes = c.restore_concurrent_bytes;
+  o.load_and_broadcast = c.load_and_broadcast != 0;
+  o.detect_device_memory = c.detect_device_memory != 0;
   return o;
 }
 

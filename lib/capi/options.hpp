@@ -20,6 +20,7 @@ cairn_save_options default_save_options() noexcept;
 cairn_restore_options default_restore_options() noexcept;
 cairn_multihost_options default_multihost_options() noexcept;
 cairn_array_desc default_array_desc() noexcept;
+cairn_leaf_save_args default_leaf_save_args() noexcept;
 
 /// Copies the defaults into the first `struct_size` bytes of `*options`. Throws
 /// InvalidArgument for a NULL pointer or a struct_size too small to hold the size itself.

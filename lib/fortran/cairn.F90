@@ -76,6 +76,9 @@ module cairn
                                 CAIRN_STEP_NAME_CLU = 2, CAIRN_STEP_NAME_CUSTOM = 3
   integer, parameter, public :: CAIRN_MAX_DIMS = 32
   integer, parameter, public :: CAIRN_MEMORY_HOST = 0, CAIRN_MEMORY_CUDA_DEVICE = 1
+  integer(c_int), parameter, public :: CAIRN_COMPRESSION_DEFAULT = -1, &
+                                       CAIRN_COMPRESSION_NONE = 0, CAIRN_COMPRESSION_ZSTD = 1, &
+                                       CAIRN_COMPRESSION_ZFP = 2
   ! Flags of cairn_tree_add_array (cairn.h), set by this module.
   integer(c_int), parameter :: ARRAY_REPLICATED = 1_c_int, ARRAY_FORTRAN_ORDER = 2_c_int
 
@@ -146,6 +149,9 @@ module cairn
   public :: cairn_checkpointer_create, cairn_checkpointer_free, cairn_checkpointer_save
   public :: cairn_checkpointer_restore, cairn_checkpointer_metadata
   public :: cairn_checkpointer_wait_until_finished, cairn_checkpointer_is_saving_in_progress
+  public :: cairn_no_compression, cairn_zstd, cairn_zfp_absolute
+  public :: cairn_zfp_relative, cairn_leaf_save, cairn_rename, cairn_resize
+  public :: cairn_compression, cairn_derive, cairn_derive_function
 
   ! The message of the last failure found by this module itself (not by a C call), if that
   ! was the last failure.
@@ -154,6 +160,8 @@ module cairn
 #include "cairn_arrays_interfaces.inc"
 
 #include "cairn_c_types.inc"
+
+#include "cairn_leaf_options_types.inc"
 
 #include "cairn_c_interfaces.inc"
 
@@ -168,6 +176,8 @@ contains
 #include "cairn_manager.inc"
 
 #include "cairn_checkpointer.inc"
+
+#include "cairn_leaf_options.inc"
 
 #include "cairn_multihost.inc"
 

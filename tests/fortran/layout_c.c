@@ -72,6 +72,14 @@ static const size_t save_options_c_offsets[] = {
     FIELD(cairn_save_options, format),
     FIELD(cairn_save_options, allow_sparse),
     FIELD(cairn_save_options, fsync),
+    FIELD(cairn_save_options, checksum_chunk_bytes),
+    FIELD(cairn_save_options, compression),
+    FIELD(cairn_save_options, save_args),
+    FIELD(cairn_save_options, save_args_count),
+    FIELD(cairn_save_options, sparse_leaves),
+    FIELD(cairn_save_options, sparse_leaves_count),
+    FIELD(cairn_save_options, io_buffer_bytes),
+    FIELD(cairn_save_options, detect_device_memory),
 };
 static const size_t restore_options_c_offsets[] = {
     FIELD(cairn_restore_options, struct_size),
@@ -82,6 +90,46 @@ static const size_t restore_options_c_offsets[] = {
     FIELD(cairn_restore_options, whole_arrays),
     FIELD(cairn_restore_options, select),
     FIELD(cairn_restore_options, select_count),
+    FIELD(cairn_restore_options, renames),
+    FIELD(cairn_restore_options, renames_count),
+    FIELD(cairn_restore_options, default_to_original),
+    FIELD(cairn_restore_options, resize_leaves),
+    FIELD(cairn_restore_options, resize_leaves_count),
+    FIELD(cairn_restore_options, restore_concurrent_bytes),
+    FIELD(cairn_restore_options, load_and_broadcast),
+    FIELD(cairn_restore_options, detect_device_memory),
+    FIELD(cairn_restore_options, derived_leaves),
+    FIELD(cairn_restore_options, derived_leaves_count),
+};
+static const size_t derived_leaf_c_offsets[] = {
+    FIELD(cairn_derived_leaf, target),       FIELD(cairn_derived_leaf, sources),
+    FIELD(cairn_derived_leaf, source_count), FIELD(cairn_derived_leaf, fill),
+    FIELD(cairn_derived_leaf, user_data),
+};
+static const size_t compression_offsets[] = {
+    FIELD(cairn_compression, kind),
+    FIELD(cairn_compression, level),
+    FIELD(cairn_compression, absolute_error),
+    FIELD(cairn_compression, relative_error),
+};
+static const size_t leaf_save_args_c_offsets[] = {
+    FIELD(cairn_leaf_save_args, struct_size),
+    FIELD(cairn_leaf_save_args, path),
+    FIELD(cairn_leaf_save_args, dtype),
+    FIELD(cairn_leaf_save_args, chunk_bytes),
+    FIELD(cairn_leaf_save_args, compression),
+    FIELD(cairn_leaf_save_args, chunk_shape),
+    FIELD(cairn_leaf_save_args, chunk_shape_ndim),
+    FIELD(cairn_leaf_save_args, format),
+};
+static const size_t leaf_rename_c_offsets[] = {
+    FIELD(cairn_leaf_rename, target),
+    FIELD(cairn_leaf_rename, saved),
+};
+static const size_t leaf_resize_c_offsets[] = {
+    FIELD(cairn_leaf_resize, path),
+    FIELD(cairn_leaf_resize, fill_dtype),
+    FIELD(cairn_leaf_resize, fill),
 };
 static const size_t array_desc_c_offsets[] = {
     FIELD(cairn_array_desc, struct_size),   FIELD(cairn_array_desc, dtype),
@@ -98,7 +146,9 @@ static const size_t multihost_options_c_offsets[] = {
 };
 
 /* Copies the offset and size of each field of struct `which` (0: cairn_manager_options, 1:
- * cairn_save_options, 2: cairn_restore_options, 3: cairn_array_desc, 4: cairn_multihost_options)
+ * cairn_save_options, 2: cairn_restore_options, 3: cairn_array_desc, 4: cairn_multihost_options,
+ * 5: cairn_compression, 6: cairn_leaf_save_args, 7: cairn_leaf_rename, 8: cairn_leaf_resize,
+ * 9: cairn_derived_leaf)
  * into `offsets` (offset, size, offset, size, ...; at most `capacity` values), the struct's size
  * into *size; returns the number of values. */
 size_t layout_c_offsets(int which, size_t* offsets, size_t capacity, size_t* size);
@@ -131,6 +181,31 @@ size_t layout_c_offsets(int which, size_t* offsets, size_t capacity, size_t* siz
       table = multihost_options_c_offsets;
       count = sizeof multihost_options_c_offsets / sizeof(size_t);
       *size = sizeof(cairn_multihost_options);
+      break;
+    case 5:
+      table = compression_offsets;
+      count = sizeof compression_offsets / sizeof(size_t);
+      *size = sizeof(cairn_compression);
+      break;
+    case 6:
+      table = leaf_save_args_c_offsets;
+      count = sizeof leaf_save_args_c_offsets / sizeof(size_t);
+      *size = sizeof(cairn_leaf_save_args);
+      break;
+    case 7:
+      table = leaf_rename_c_offsets;
+      count = sizeof leaf_rename_c_offsets / sizeof(size_t);
+      *size = sizeof(cairn_leaf_rename);
+      break;
+    case 8:
+      table = leaf_resize_c_offsets;
+      count = sizeof leaf_resize_c_offsets / sizeof(size_t);
+      *size = sizeof(cairn_leaf_resize);
+      break;
+    case 9:
+      table = derived_leaf_c_offsets;
+      count = sizeof derived_leaf_c_offsets / sizeof(size_t);
+      *size = sizeof(cairn_derived_leaf);
       break;
     default: return 0;
   }

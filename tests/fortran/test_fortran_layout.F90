@@ -25,6 +25,11 @@ program test_fortran_layout
   type(restore_options_c), target :: v_restore_options
   type(array_desc_c), target :: v_array_desc
   type(multihost_options_c), target :: v_multihost_options
+  type(cairn_compression), target :: v_compression
+  type(leaf_save_args_c), target :: v_leaf_save_args
+  type(leaf_rename_c), target :: v_leaf_rename
+  type(leaf_resize_c), target :: v_leaf_resize
+  type(derived_leaf_c), target :: v_derived_leaf
   integer :: failures
 
   failures = 0
@@ -153,7 +158,23 @@ program test_fortran_layout
       field(c_loc(v_save_options%allow_sparse), c_loc(v_save_options)), &
       c_sizeof(v_save_options%allow_sparse), &
       field(c_loc(v_save_options%fsync), c_loc(v_save_options)), &
-      c_sizeof(v_save_options%fsync)])
+      c_sizeof(v_save_options%fsync), &
+      field(c_loc(v_save_options%checksum_chunk_bytes), c_loc(v_save_options)), &
+      c_sizeof(v_save_options%checksum_chunk_bytes), &
+      field(c_loc(v_save_options%compression), c_loc(v_save_options)), &
+      c_sizeof(v_save_options%compression), &
+      field(c_loc(v_save_options%save_args), c_loc(v_save_options)), &
+      c_sizeof(v_save_options%save_args), &
+      field(c_loc(v_save_options%save_args_count), c_loc(v_save_options)), &
+      c_sizeof(v_save_options%save_args_count), &
+      field(c_loc(v_save_options%sparse_leaves), c_loc(v_save_options)), &
+      c_sizeof(v_save_options%sparse_leaves), &
+      field(c_loc(v_save_options%sparse_leaves_count), c_loc(v_save_options)), &
+      c_sizeof(v_save_options%sparse_leaves_count), &
+      field(c_loc(v_save_options%io_buffer_bytes), c_loc(v_save_options)), &
+      c_sizeof(v_save_options%io_buffer_bytes), &
+      field(c_loc(v_save_options%detect_device_memory), c_loc(v_save_options)), &
+      c_sizeof(v_save_options%detect_device_memory)])
   call compare(2, 'restore_options_c', c_sizeof(v_restore_options), [ &
       field(c_loc(v_restore_options%struct_size), c_loc(v_restore_options)), &
       c_sizeof(v_restore_options%struct_size), &
@@ -170,7 +191,27 @@ program test_fortran_layout
       field(c_loc(v_restore_options%select), c_loc(v_restore_options)), &
       c_sizeof(v_restore_options%select), &
       field(c_loc(v_restore_options%select_count), c_loc(v_restore_options)), &
-      c_sizeof(v_restore_options%select_count)])
+      c_sizeof(v_restore_options%select_count), &
+      field(c_loc(v_restore_options%renames), c_loc(v_restore_options)), &
+      c_sizeof(v_restore_options%renames), &
+      field(c_loc(v_restore_options%renames_count), c_loc(v_restore_options)), &
+      c_sizeof(v_restore_options%renames_count), &
+      field(c_loc(v_restore_options%default_to_original), c_loc(v_restore_options)), &
+      c_sizeof(v_restore_options%default_to_original), &
+      field(c_loc(v_restore_options%resize_leaves), c_loc(v_restore_options)), &
+      c_sizeof(v_restore_options%resize_leaves), &
+      field(c_loc(v_restore_options%resize_leaves_count), c_loc(v_restore_options)), &
+      c_sizeof(v_restore_options%resize_leaves_count), &
+      field(c_loc(v_restore_options%restore_concurrent_bytes), c_loc(v_restore_options)), &
+      c_sizeof(v_restore_options%restore_concurrent_bytes), &
+      field(c_loc(v_restore_options%load_and_broadcast), c_loc(v_restore_options)), &
+      c_sizeof(v_restore_options%load_and_broadcast), &
+      field(c_loc(v_restore_options%detect_device_memory), c_loc(v_restore_options)), &
+      c_sizeof(v_restore_options%detect_device_memory), &
+      field(c_loc(v_restore_options%derived_leaves), c_loc(v_restore_options)), &
+      c_sizeof(v_restore_options%derived_leaves), &
+      field(c_loc(v_restore_options%derived_leaves_count), c_loc(v_restore_options)), &
+      c_sizeof(v_restore_options%derived_leaves_count)])
   call compare(3, 'array_desc_c', c_sizeof(v_array_desc), [ &
       field(c_loc(v_array_desc%struct_size), c_loc(v_array_desc)), &
       c_sizeof(v_array_desc%struct_size), &
@@ -201,6 +242,55 @@ program test_fortran_layout
       c_sizeof(v_multihost_options%max_to_keep), &
       field(c_loc(v_multihost_options%step_prefix), c_loc(v_multihost_options)), &
       c_sizeof(v_multihost_options%step_prefix)])
+  call compare(5, 'cairn_compression', c_sizeof(v_compression), [ &
+      field(c_loc(v_compression%kind), c_loc(v_compression)), &
+      c_sizeof(v_compression%kind), &
+      field(c_loc(v_compression%level), c_loc(v_compression)), &
+      c_sizeof(v_compression%level), &
+      field(c_loc(v_compression%absolute_error), c_loc(v_compression)), &
+      c_sizeof(v_compression%absolute_error), &
+      field(c_loc(v_compression%relative_error), c_loc(v_compression)), &
+      c_sizeof(v_compression%relative_error)])
+  call compare(6, 'leaf_save_args_c', c_sizeof(v_leaf_save_args), [ &
+      field(c_loc(v_leaf_save_args%struct_size), c_loc(v_leaf_save_args)), &
+      c_sizeof(v_leaf_save_args%struct_size), &
+      field(c_loc(v_leaf_save_args%path), c_loc(v_leaf_save_args)), &
+      c_sizeof(v_leaf_save_args%path), &
+      field(c_loc(v_leaf_save_args%dtype), c_loc(v_leaf_save_args)), &
+      c_sizeof(v_leaf_save_args%dtype), &
+      field(c_loc(v_leaf_save_args%chunk_bytes), c_loc(v_leaf_save_args)), &
+      c_sizeof(v_leaf_save_args%chunk_bytes), &
+      field(c_loc(v_leaf_save_args%compression), c_loc(v_leaf_save_args)), &
+      c_sizeof(v_leaf_save_args%compression), &
+      field(c_loc(v_leaf_save_args%chunk_shape), c_loc(v_leaf_save_args)), &
+      c_sizeof(v_leaf_save_args%chunk_shape), &
+      field(c_loc(v_leaf_save_args%chunk_shape_ndim), c_loc(v_leaf_save_args)), &
+      c_sizeof(v_leaf_save_args%chunk_shape_ndim), &
+      field(c_loc(v_leaf_save_args%format), c_loc(v_leaf_save_args)), &
+      c_sizeof(v_leaf_save_args%format)])
+  call compare(7, 'leaf_rename_c', c_sizeof(v_leaf_rename), [ &
+      field(c_loc(v_leaf_rename%target), c_loc(v_leaf_rename)), &
+      c_sizeof(v_leaf_rename%target), &
+      field(c_loc(v_leaf_rename%saved), c_loc(v_leaf_rename)), &
+      c_sizeof(v_leaf_rename%saved)])
+  call compare(8, 'leaf_resize_c', c_sizeof(v_leaf_resize), [ &
+      field(c_loc(v_leaf_resize%path), c_loc(v_leaf_resize)), &
+      c_sizeof(v_leaf_resize%path), &
+      field(c_loc(v_leaf_resize%fill_dtype), c_loc(v_leaf_resize)), &
+      c_sizeof(v_leaf_resize%fill_dtype), &
+      field(c_loc(v_leaf_resize%fill), c_loc(v_leaf_resize)), &
+      c_sizeof(v_leaf_resize%fill)])
+  call compare(9, 'derived_leaf_c', c_sizeof(v_derived_leaf), [ &
+      field(c_loc(v_derived_leaf%target), c_loc(v_derived_leaf)), &
+      c_sizeof(v_derived_leaf%target), &
+      field(c_loc(v_derived_leaf%sources), c_loc(v_derived_leaf)), &
+      c_sizeof(v_derived_leaf%sources), &
+      field(c_loc(v_derived_leaf%source_count), c_loc(v_derived_leaf)), &
+      c_sizeof(v_derived_leaf%source_count), &
+      field(c_loc(v_derived_leaf%fill), c_loc(v_derived_leaf)), &
+      c_sizeof(v_derived_leaf%fill), &
+      field(c_loc(v_derived_leaf%user_data), c_loc(v_derived_leaf)), &
+      c_sizeof(v_derived_leaf%user_data)])
   if (failures > 0) error stop 1
   print '(a)', 'test_fortran_layout: passed'
 

@@ -5,6 +5,7 @@
 #define CAIRN_C_OPTIONS_H
 
 #include <cairn/c/policies.h>
+#include <cairn/c/tree.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -131,6 +132,52 @@ typedef struct cairn_manager_options {
 CAIRN_C_API cairn_status cairn_manager_options_init(cairn_manager_options* options,
                                                     size_t struct_size);
 
+/* Compressions of stored array bytes (cairn_compression.kind). */
+enum {
+  CAIRN_COMPRESSION_DEFAULT = -1, /* per leaf only: the save's compression */
+  CAIRN_COMPRESSION_NONE = 0,     /* stored as they are */
+  CAIRN_COMPRESSION_ZSTD = 1,     /* lossless (Zstandard) */
+  CAIRN_COMPRESSION_ZFP = 2       /* lossy with an error bound (ZFP): float32 and float64 only */
+};
+
+/* How array bytes are compressed (cairn::Compression). A save with a compression this build
+ * lacks (libzstd, libzfp) fails on every rank with CAIRN_ERR_UNSUPPORTED; zfp on a leaf that
+ * is not float32 or float64, zfp without a positive bound, or a zstd level outside 0..19 fails
+ * with CAIRN_ERR_INVALID_ARGUMENT naming the leaf. */
+typedef struct cairn_compression {
+  int kind;              /* CAIRN_COMPRESSION_* */
+  int level;             /* zstd: 1 (fastest) to 19; 0: zstd's default (3) */
+  double absolute_error; /* zfp: every restored element is within this of the saved one
+                            (used when positive) */
+  double relative_error; /* zfp: ... within this fraction of the largest magnitude of its
+                            chunk (used when positive and absolute_error is not) */
+} cairn_compression;
+
+/* How one array leaf is saved (cairn::LeafSaveArgs, Orbax's SaveArgs): an element of
+ * cairn_save_options.save_args. Defaults in brackets, set by cairn_leaf_save_args_init. */
+typedef struct cairn_leaf_save_args {
+  size_t struct_size;            /* sizeof(cairn_leaf_save_args) as the caller knows it; every
+                                    element of one save_args array has the same */
+  const char* path;              /* the array leaf's path (required) */
+  int dtype;                     /* [-1: as the leaf's] the dtype stored on disk: the shard is
+                                    cast while written (float64 state stored as float32), with
+                                    the checks of value-checked casts; restore it into the
+                                    leaf's own dtype with allow_cast */
+  size_t chunk_bytes;            /* [0: the save's checksum_chunk_bytes] bytes of this leaf's
+                                    checksum chunks (rounded down to whole elements) */
+  cairn_compression compression; /* [CAIRN_COMPRESSION_DEFAULT] this leaf's compression */
+  const int64_t* chunk_shape;    /* [NULL] hdf5: shape of the stored chunks of the leaf's
+                                    dataset, one extent >= 1 per dimension (posix ignores it) */
+  int chunk_shape_ndim;          /* [0] extents in chunk_shape */
+  int format;                    /* [-1: the save's format] CAIRN_FORMAT_POSIX or _HDF5 for
+                                    this leaf */
+} cairn_leaf_save_args;
+
+/* Fills *args with the defaults for a caller that knows `struct_size` bytes of it. Not
+ * collective. CAIRN_ERR_INVALID_ARGUMENT for a NULL args or a struct_size smaller than a
+ * size_t. */
+CAIRN_C_API cairn_status cairn_leaf_save_args_init(cairn_leaf_save_args* args, size_t struct_size);
+
 /* Options of one save (cairn::ManagerSaveOptions and the array trees' TreeSaveOptions). */
 typedef struct cairn_save_options {
   size_t struct_size;               /* sizeof(cairn_save_options) as the caller knows it */
@@ -141,10 +188,66 @@ typedef struct cairn_save_options {
   int format;                       /* [CAIRN_FORMAT_POSIX] format of array leaves */
   int allow_sparse;                 /* [0] boxes may leave holes (read back as zeros) */
   int fsync;                        /* [1] fsync every file written */
+  /* fields appended in 0.1: per-leaf save arguments and compression. Every rank must pass the
+     same; a save_args path that is not an array leaf of the tree, or a stored dtype the leaf
+     cannot be cast to (complex to real), fails with CAIRN_ERR_INVALID_ARGUMENT naming it */
+  size_t checksum_chunk_bytes;           /* [1 MiB] bytes of a checksum chunk (>= 1) */
+  cairn_compression compression;         /* [CAIRN_COMPRESSION_NONE] of every array leaf
+                                            without its own in save_args */
+  const cairn_leaf_save_args* save_args; /* [NULL] per-leaf arguments, one leaf each */
+  size_t save_args_count;                /* [0] */
+  const char* const* sparse_leaves;      /* [NULL] with allow_sparse: only these leaves may
+                                            leave holes (none listed: every leaf) */
+  size_t sparse_leaves_count;            /* [0] */
+  size_t io_buffer_bytes;                /* [16 MiB] staging of strided and device shards */
+  int detect_device_memory;              /* [0] host leaves whose pointer is device memory
+                                            are saved as device memory */
 } cairn_save_options;
 
 /* Fills *options with the defaults for a caller that knows `struct_size` bytes of it. */
 CAIRN_C_API cairn_status cairn_save_options_init(cairn_save_options* options, size_t struct_size);
+
+/* A rename rule of a restore (cairn::LeafRename, Orbax's restore transforms): target leaves
+ * whose whole path matches `target`, an ECMAScript regular expression, are read from the saved
+ * leaf `saved`, in which $1, $2, ... stand for the groups of the match. Example:
+ * {"blocks/(\\d+)/weight", "params/layer$1/w"}. */
+typedef struct cairn_leaf_rename {
+  const char* target; /* pattern matched against the whole target leaf path */
+  const char* saved;  /* the saved leaf's path, with $1, $2, ... */
+} cairn_leaf_rename;
+
+/* A target array leaf whose global shape may differ from the saved one (same number of
+ * dimensions): it gets the saved elements inside both shapes, and `fill` elsewhere. */
+typedef struct cairn_leaf_resize {
+  const char* path; /* the target leaf's path */
+  int fill_dtype;   /* the dtype of *fill (converted to the target's with value checks) */
+  const void* fill; /* cairn_dtype_size(fill_dtype) bytes: the value of the padding */
+} cairn_leaf_resize;
+
+/* Fills this rank's box of a derived target leaf (cairn_derived_leaf.fill) from its sources.
+ * `sources[i]` is this rank's box of saved leaf sources[i] of the rule, restored (any N->M,
+ * verified as any read) into a contiguous host buffer in its saved dtype; `target` is the
+ * target leaf's shard (host memory; strides, when not NULL, in elements). Both describe the
+ * same box of the same global shape. Called on every rank during the restore, also with an
+ * empty box; returns 0, or nonzero to fail the restore on every rank with
+ * CAIRN_ERR_INVALID_ARGUMENT naming the target leaf. */
+typedef int (*cairn_derive_fn)(const cairn_array_desc* sources, size_t source_count,
+                               const cairn_array_desc* target, void* user_data);
+
+/* A target array leaf computed from several saved leaves (cairn::DerivedLeaf, Orbax's restore
+ * transforms with a function of several saved leaves), e.g. a velocity saved as two
+ * components restored as its magnitude. The target is not read itself (renames do not apply
+ * to it); a source missing on disk is CAIRN_ERR_NOT_FOUND naming it, unless the target is an
+ * optional leaf. A target that is not an array leaf of the restore target, a rule without
+ * sources or fill, or a source of another global shape is CAIRN_ERR_INVALID_ARGUMENT; a
+ * device target is CAIRN_ERR_UNSUPPORTED. */
+typedef struct cairn_derived_leaf {
+  const char* target;         /* the target array leaf's path */
+  const char* const* sources; /* the saved array leaves it is computed from (saved paths) */
+  size_t source_count;        /* at least 1 */
+  cairn_derive_fn fill;       /* fills the target's box */
+  void* user_data;            /* passed to fill */
+} cairn_derived_leaf;
 
 /* Options of a restore (cairn::TreeRestoreOptions and AsSavedOptions). */
 typedef struct cairn_restore_options {
@@ -156,6 +259,28 @@ typedef struct cairn_restore_options {
   int whole_arrays;                   /* [0] as saved: every rank gets every array whole */
   const char* const* select;          /* [NULL] as saved: only these leaves or groups */
   size_t select_count;                /* [0] */
+  /* fields appended in 0.1: the rest of TreeRestoreOptions (target restores only; every rank
+     must pass the same). A rename pattern that is not a regular expression, a saved path that
+     is not a leaf path, or a NULL string fails with CAIRN_ERR_INVALID_ARGUMENT naming it */
+  const cairn_leaf_rename* renames; /* [NULL] the first rule matching a target leaf names the
+                                       saved leaf it is read from */
+  size_t renames_count;             /* [0] */
+  int default_to_original;          /* [1] a target leaf no rule matches is read from the saved
+                                       leaf of its own path (0: it is not found, unless
+                                       optional) */
+  const cairn_leaf_resize* resize_leaves;   /* [NULL] leaves whose shape may differ (pad or
+                                               truncate; host targets only) */
+  size_t resize_leaves_count;               /* [0] */
+  size_t restore_concurrent_bytes;          /* [16 MiB] bytes a rank holds in flight while it
+                                               reads (Orbax's restore_concurrent_gb) */
+  int load_and_broadcast;                   /* [0] replicated leaves are read by one rank and
+                                               broadcast */
+  int detect_device_memory;                 /* [0] host leaves whose pointer is device memory
+                                               are treated as device memory */
+  const cairn_derived_leaf* derived_leaves; /* [NULL] target leaves computed from several saved
+                                               leaves; the sources of one are held in memory
+                                               together while its fill runs */
+  size_t derived_leaves_count;              /* [0] */
 } cairn_restore_options;
 
 /* Fills *options with the defaults for a caller that knows `struct_size` bytes of it. */
