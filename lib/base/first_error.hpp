@@ -26,14 +26,7 @@ class FirstError {
 
   /// Remembers `error` unless a failure is already remembered. Never throws.
   void record(const std::exception& error) noexcept {
-    const std::lock_guard lock(mutex_);
-    if (failed_) return;
-    failed_ = true;
-    try {
-      error_.emplace(error_code_of(error), error.what());
-    } catch (...) {
-      // Out of memory: failed_ still reports a failure ("out of memory").
-    }
+    remember(error_code_of(error), error.what());
   }
   /// Remembers the exception being handled (call it inside a catch block); one that is not a
   /// std::exception counts as an internal error. Never throws.
@@ -43,7 +36,7 @@ class FirstError {
     } catch (const std::exception& e) {
       record(e);
     } catch (...) {
-      record_unknown();
+      remember(ErrorCode::internal, "unknown exception");
     }
   }
   /// Whether a failure was remembered. Never throws.
@@ -75,14 +68,14 @@ class FirstError {
 
  private:
   using Remembered = std::optional<std::pair<ErrorCode, std::string>>;
-  void record_unknown() noexcept {
+  void remember(ErrorCode code, const char* message) noexcept {
     const std::lock_guard lock(mutex_);
     if (failed_) return;
     failed_ = true;
     try {
-      error_.emplace(ErrorCode::internal, "unknown exception");
+      error_.emplace(code, message);
     } catch (...) {
-      // Out of memory, as in record().
+      // Out of memory: failed_ still reports a failure ("out of memory").
     }
   }
   std::pair<bool, Remembered> snapshot() const {
