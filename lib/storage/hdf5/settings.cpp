@@ -214,8 +214,18 @@ std::optional<std::string> dataset_problem(hid_t dataset, DType dtype,
     return "its layout is virtual or external (cairn reads contiguous, compact and chunked "
            "datasets stored in the file)";
   }
-  if (layout == H5D_CHUNKED && H5Pget_nfilters(dcpl.get()) != 0) {
-    return "its chunks are compressed or filtered (cairn reads unfiltered datasets)";
+  const int filters = layout == H5D_CHUNKED ? H5Pget_nfilters(dcpl.get()) : 0;
+  for (int k = 0; k < filters; ++k) {
+    unsigned flags = 0;
+    std::size_t count = 0;
+    const H5Z_filter_t id = H5Pget_filter2(dcpl.get(), static_cast<unsigned>(k), &flags, &count,
+                                           nullptr, 0, nullptr, nullptr);
+    if (id < 0 || H5Zfilter_avail(id) <= 0) {
+      return fmt::format(
+          "its chunks are filtered with HDF5 filter {}, which this HDF5 cannot "
+          "decode (cairn registers zstd, 32015; set HDF5_PLUGIN_PATH for others)",
+          static_cast<int>(id));
+    }
   }
 
   const Datatype type(H5Dget_type(dataset));
