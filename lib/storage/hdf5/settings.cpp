@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "storage/hdf5/zstd_filter.hpp"
+
 namespace cairn::storage::h5 {
 
 // ------------------------------------------------------------------ types
@@ -220,11 +222,15 @@ std::optional<std::string> dataset_problem(hid_t dataset, DType dtype,
     std::size_t count = 0;
     const H5Z_filter_t id = H5Pget_filter2(dcpl.get(), static_cast<unsigned>(k), &flags, &count,
                                            nullptr, 0, nullptr, nullptr);
-    if (id < 0 || H5Zfilter_avail(id) <= 0) {
+    if (id != kZstdFilterId) {
       return fmt::format(
-          "its chunks are filtered with HDF5 filter {}, which this HDF5 cannot "
-          "decode (cairn registers zstd, 32015; set HDF5_PLUGIN_PATH for others)",
-          static_cast<int>(id));
+          "its chunks are compressed or filtered with HDF5 filter {} (cairn reads "
+          "unfiltered datasets and zstd ones, filter {})",
+          static_cast<int>(id), static_cast<int>(kZstdFilterId));
+    }
+    if (H5Zfilter_avail(id) <= 0) {
+      return "its chunks are compressed with zstd, which this build of cairn cannot decode "
+             "(configure with CAIRN_USE_ZSTD=ON, or set HDF5_PLUGIN_PATH to a zstd plugin)";
     }
   }
 
