@@ -169,6 +169,27 @@ TEST(Hdf5Compression, ChunkShapeIsHonouredAndUncompressedLeavesStayContiguous) {
   EXPECT_EQ(z.filters, std::vector<H5Z_filter_t>{storage::h5::kZstdFilterId});
 }
 
+TEST(Hdf5Compression, ReplicatedLeafWrittenByOneRank) {
+  // One rank writes a replicated leaf; the others take part in its collective write with
+  // nothing selected.
+  const SharedTempDir dir;
+  const Comm comm(MPI_COMM_WORLD);
+  const std::vector<std::int64_t> shape = {6, 5};
+  std::vector<double> data(30);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = 0.5 * static_cast<double>(i % 4);
+  ArrayTree tree;
+  tree.add_array("r", ArrayShard::host(data.data(), shape, whole_box(shape), true));
+  save_tree(comm, dir / "item", tree,
+            {.format = StorageFormat::hdf5, .compression = Compression::zstd(1)});
+  std::vector<double> got(30, -1.0);
+  ArrayTree target;
+  target.add_array("r", ArrayShard::host(got.data(), shape, whole_box(shape)));
+  restore_tree(comm, dir / "item", target);
+  EXPECT_EQ(got, data);
+  EXPECT_EQ(stored(dir / "item", "r").filters,
+            std::vector<H5Z_filter_t>{storage::h5::kZstdFilterId});
+}
+
 TEST(Hdf5Compression, BadChunkShapeFailsOnEveryRank) {
   const SharedTempDir dir;
   const Comm comm(MPI_COMM_WORLD);
