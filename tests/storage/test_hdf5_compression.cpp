@@ -7,13 +7,16 @@
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
+#include <cairn/checkpointer.hpp>
 #include <cairn/config.hpp>
 #include <cairn/error.hpp>
+#include <cairn/handlers.hpp>
 #include <cairn/storage.hpp>
 
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -187,6 +190,26 @@ TEST(Hdf5Compression, ReplicatedLeafWrittenByOneRank) {
   restore_tree(comm, dir / "item", target);
   EXPECT_EQ(got, data);
   EXPECT_EQ(stored(dir / "item", "r").filters,
+            std::vector<H5Z_filter_t>{storage::h5::kZstdFilterId});
+}
+
+// The async checkpointer's background thread stages the shards and writes the compressed
+// datasets collectively in its close().
+TEST(Hdf5Compression, AsyncSaveCompressesInTheBackground) {
+  const SharedTempDir dir;
+  const Comm comm(MPI_COMM_WORLD);
+  const Box box = slab_box(kShape, comm.rank(), comm.size());
+  Fields f = fields_of(box);
+  ArrayTree tree;
+  tree.add_array("u", ArrayShard::host(f.u.data(), kShape, box));
+  tree.add_array("v", ArrayShard::host(f.v.data(), kShape, box));
+  tree.add_array("w", ArrayShard::host(f.w.data(), kShape, box));
+  AsyncCheckpointer ck(comm, std::make_shared<ArrayTreeHandler>());
+  ck.save(dir / "item",
+          ArrayTreeSave(tree, {.format = StorageFormat::hdf5, .compression = Compression::zstd()}));
+  ck.wait_until_finished();
+  expect_fields(comm, dir / "item", block_box);
+  EXPECT_EQ(stored(dir / "item", "v").filters,
             std::vector<H5Z_filter_t>{storage::h5::kZstdFilterId});
 }
 
