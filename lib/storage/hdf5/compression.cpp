@@ -9,7 +9,6 @@
 
 #include "base/first_error.hpp"
 #include "storage/hdf5/settings.hpp"
-#include "storage/hdf5/zfp_filter.hpp"
 #include "storage/hdf5/zstd_filter.hpp"
 
 namespace cairn::storage::h5 {
@@ -44,22 +43,15 @@ bool is_filtered(const ArrayToWrite& array) noexcept {
 
 void check_compression(std::span<const ArrayToWrite> arrays, const std::string& file) {
   for (const ArrayToWrite& a : arrays) {
-    if (a.compression.kind != Compression::Kind::zfp || a.compression.absolute_error > 0) continue;
-    // H5Z-ZFP fixes one mode per dataset: a bound relative to each chunk's largest magnitude
-    // cannot be written in its format.
+    if (a.compression.kind != Compression::Kind::zfp) continue;
     throw Unsupported(fmt::format(
-        "leaf '{}' in '{}': the hdf5 format stores zfp only with an absolute error bound "
-        "(Compression::zfp_absolute); save this leaf in the posix format for a relative bound",
+        "leaf '{}' in '{}': the hdf5 format does not store zfp-compressed leaves; save this "
+        "leaf in the posix format (LeafSaveArgs::format) or compress it with zstd",
         a.path, file));
   }
 }
 
 void register_zstd_filter(const Where& where) {
-#if CAIRN_HAVE_ZFP
-  if (H5Zfilter_avail(kZfpFilterId) <= 0) {
-    check(H5Zregister(&kZfpFilterClass), where, "registering the zfp filter");
-  }
-#endif
 #if CAIRN_HAVE_ZSTD
   if (H5Zfilter_avail(kZstdFilterId) > 0) {
     // Ours, or a zstd plugin HDF5 loaded: both store one zstd frame per chunk.
@@ -133,7 +125,7 @@ std::vector<std::vector<std::int64_t>> plan_filtered_chunks(const Comm& comm,
 }
 
 PropertyList filtered_creation(const Where& where, std::span<const std::int64_t> chunk,
-                               const Compression& compression, DType dtype) {
+                               const Compression& compression) {
   PropertyList dcpl(
       check(H5Pcreate(H5P_DATASET_CREATE), where, "creating a dataset-creation property list"));
   const std::vector<hsize_t> dims = to_hsize(chunk);
@@ -144,23 +136,6 @@ PropertyList filtered_creation(const Where& where, std::span<const std::int64_t>
     const unsigned level = static_cast<unsigned>(std::max(compression.level, 0));
     check(H5Pset_filter(dcpl.get(), kZstdFilterId, H5Z_FLAG_MANDATORY, 1, &level), where,
           "adding the zstd filter");
-  }
-  if (compression.kind == Compression::Kind::zfp) {
-#if CAIRN_HAVE_ZFP
-    register_zstd_filter(where);
-    const std::vector<unsigned> values =
-        zfp_cd_values(chunk, dtype_size(dtype), compression.absolute_error);
-    if (values.empty()) {
-      throw InvalidArgument(
-          fmt::format("leaf '{}': zfp compresses chunks of at most 4 "
-                      "dimensions above 1, not {}",
-                      where.leaf, shape_to_string(chunk)));
-    }
-    check(H5Pset_filter(dcpl.get(), kZfpFilterId, H5Z_FLAG_MANDATORY, values.size(), values.data()),
-          where, "adding the zfp filter");
-#else
-    (void)dtype;
-#endif
   }
   check(H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY), where, "setting allocation");
   const bool filtered = compression.kind != Compression::Kind::none;

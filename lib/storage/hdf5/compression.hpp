@@ -30,13 +30,12 @@ namespace cairn::storage::h5 {
 [[nodiscard]] bool is_filtered(const ArrayToWrite& array) noexcept;
 
 /// Throws Unsupported naming the leaf and `file` for the first array of `arrays` compressed with
-/// zfp with a relative error bound (the hdf5 format stores zfp with an absolute bound only; the
-/// posix format stores both). The arrays (and their compression) are the same on every rank, so
-/// every rank throws alike. Not collective.
+/// zfp (the hdf5 format stores zfp leaves nowhere; the posix format does). The arrays (and their
+/// compression) are the same on every rank, so every rank throws alike. Not collective.
 void check_compression(std::span<const ArrayToWrite> arrays, const std::string& file);
 
-/// Registers the zstd and zfp filters with this process's HDF5 library, once (later calls do
-/// nothing; a build without zstd or zfp leaves that filter to HDF5's plugins). hdf5_mutex() must be
+/// Registers the zstd filter with this process's HDF5 library, once (later calls do nothing;
+/// a build without zstd registers nothing and leaves HDF5 to its plugins). hdf5_mutex() must be
 /// held. Throws IoError naming `where` when HDF5 refuses.
 void register_zstd_filter(const Where& where);
 
@@ -54,15 +53,13 @@ void register_zstd_filter(const Where& where);
                                                       std::span<const std::int64_t> largest,
                                                       std::size_t element_bytes);
 
-/// The dataset-creation property list of a filtered dataset of `dtype`: chunks of `chunk`, the
-/// zstd filter at `compression`'s level, or the zfp filter (hdf5/zfp_filter.hpp) at its
-/// absolute error bound, when compressed (InvalidArgument naming the leaf for a chunk zfp
-/// cannot compress), allocated at creation and filled with
+/// The dataset-creation property list of a filtered dataset: chunks of `chunk`, the zstd
+/// filter at `compression`'s level when compressed, allocated at creation and filled with
 /// zeros (compressed, they cost little; a chunk that several ranks write in parts is then
 /// always a valid frame to merge into). Throws IoError naming `where`.
 [[nodiscard]] PropertyList filtered_creation(const Where& where,
                                              std::span<const std::int64_t> chunk,
-                                             const Compression& compression, DType dtype);
+                                             const Compression& compression);
 
 /// "zstd level 3", "none": how `compression` is described in the dataset attribute
 /// cairn_compression. Never throws beyond std::bad_alloc.

@@ -308,7 +308,7 @@ void Hdf5Writer::Impl::create_array(std::size_t i, const ArrayToWrite& given, hi
   const h5::Dataspace space = make_space(a.shape, where);
   std::optional<h5::PropertyList> chunked_dcpl;
   if (a.filtered) {
-    chunked_dcpl.emplace(h5::filtered_creation(where, a.chunk, a.compression, a.dtype));
+    chunked_dcpl.emplace(h5::filtered_creation(where, a.chunk, a.compression));
   } else if (!a.chunk.empty()) {
     chunked_dcpl.emplace(dataset_creation(where, a.chunk));
   }
