@@ -1,18 +1,19 @@
 #!/bin/bash
 # h5py reads a zstd-compressed data.h5 of cairn through cairn's filter plugin:
-#   h5py_zstd_test.sh TEST_HDF5_COMPRESSION PLUGIN_DIR MPIEXEC WORK_DIR
+#   h5py_zstd_test.sh TEST_HDF5_COMPRESSION PLUGIN_DIR MPIEXEC "MPIEXEC_FLAGS" WORK_DIR
 # Writes the file with test_hdf5_compression's round trip on 2 ranks (CAIRN_SAMPLE_DIR), then
 # reads every value with /usr/bin/python3 and h5py, HDF5_PLUGIN_PATH set to PLUGIN_DIR only.
 # Prints SKIP and exits 77 when h5py is missing.
 set -euo pipefail
-test_binary=$1 plugin_dir=$2 mpiexec=$3 work=$4
+test_binary=$1 plugin_dir=$2 mpiexec=$3 work=$5
+read -r -a flags <<<"$4"
 
 if ! /usr/bin/python3 -c 'import h5py, numpy' >/dev/null 2>&1; then
   echo "SKIP: /usr/bin/python3 has no h5py or numpy"
   exit 77
 fi
 rm -rf "$work" && mkdir -p "$work"
-CAIRN_SAMPLE_DIR=$work "$mpiexec" -n 2 --oversubscribe "$test_binary" \
+CAIRN_SAMPLE_DIR=$work "$mpiexec" -n 2 "${flags[@]}" "$test_binary" \
   --gtest_filter=Hdf5Compression.ZstdRoundTripsExactly
 test -s "$work/data.h5"
 
