@@ -17,6 +17,7 @@
 #include "base/first_error.hpp"
 #include "base/log.hpp"
 #include "storage/checksum.hpp"
+#include "storage/hdf5/compression.hpp"
 #include "storage/hdf5/handle.hpp"
 #include "storage/hdf5/settings.hpp"
 #include "storage/hdf5/verdict.hpp"
@@ -180,6 +181,8 @@ Hdf5Reader::Impl::Placement Hdf5Reader::Impl::inspect(const LeafRecord& record) 
   const h5::Datatype file_type(H5Dget_type(dataset.get()));
   const h5::PropertyList dcpl(H5Dget_create_plist(dataset.get()));
   const bool same_type = file_type.valid() && H5Tequal(file_type.get(), memory_type.get()) > 0;
+  // A filtered (compressed) dataset is read with H5Dread, through its filters.
+  if (dcpl.valid() && H5Pget_nfilters(dcpl.get()) > 0) return open;
   open.chunk = h5::chunk_shape(dataset.get(), where);
   if (open.chunk.empty()) {
     const haddr_t address = H5Dget_offset(dataset.get());
@@ -211,6 +214,7 @@ Hdf5Reader::Impl::Placement Hdf5Reader::Impl::inspect(const LeafRecord& record) 
 void Hdf5Reader::Impl::open_file() {
   const Where where{file, {}};
   const h5::PropertyList fapl = read_access(where);
+  h5::register_zstd_filter(where);  // compressed datasets are read through it
   const hid_t id = H5Fopen(file.c_str(), H5F_ACC_RDONLY, fapl.get());
   if (id >= 0) {
     handle = h5::File(id);

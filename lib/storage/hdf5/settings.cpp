@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "storage/hdf5/zstd_filter.hpp"
+
 namespace cairn::storage::h5 {
 
 // ------------------------------------------------------------------ types
@@ -214,8 +216,22 @@ std::optional<std::string> dataset_problem(hid_t dataset, DType dtype,
     return "its layout is virtual or external (cairn reads contiguous, compact and chunked "
            "datasets stored in the file)";
   }
-  if (layout == H5D_CHUNKED && H5Pget_nfilters(dcpl.get()) != 0) {
-    return "its chunks are compressed or filtered (cairn reads unfiltered datasets)";
+  const int filters = layout == H5D_CHUNKED ? H5Pget_nfilters(dcpl.get()) : 0;
+  for (int k = 0; k < filters; ++k) {
+    unsigned flags = 0;
+    std::size_t count = 0;
+    const H5Z_filter_t id = H5Pget_filter2(dcpl.get(), static_cast<unsigned>(k), &flags, &count,
+                                           nullptr, 0, nullptr, nullptr);
+    if (id != kZstdFilterId) {
+      return fmt::format(
+          "its chunks are compressed or filtered with HDF5 filter {} (cairn reads "
+          "unfiltered datasets and zstd ones, filter {})",
+          static_cast<int>(id), static_cast<int>(kZstdFilterId));
+    }
+    if (H5Zfilter_avail(id) <= 0) {
+      return "its chunks are compressed with zstd, which this build of cairn cannot decode "
+             "(configure with CAIRN_USE_ZSTD=ON, or set HDF5_PLUGIN_PATH to a zstd plugin)";
+    }
   }
 
   const Datatype type(H5Dget_type(dataset));

@@ -79,7 +79,8 @@ void write_int_attribute(hid_t object, const char* name, std::int64_t value, con
 
 /// Why the open dataset `dataset` is not one cairn reads as `dtype` values of `shape`
 /// ("the dataset has shape (4, 6) but the index records (4, 5)"), or std::nullopt when it
-/// is: contiguous, compact or unfiltered chunked layout without external storage, a type that holds
+/// is: contiguous, compact or chunked layout (unfiltered, or zstd when it can be decoded)
+/// without external storage, a type that holds
 /// `dtype` (type_holds()), exactly `shape` (a scalar dataspace for 0-d). An HDF5 failure is a
 /// problem too, described with `where`. Not collective; never throws beyond std::bad_alloc.
 [[nodiscard]] std::optional<std::string> dataset_problem(hid_t dataset, DType dtype,

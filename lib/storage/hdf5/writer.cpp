@@ -26,6 +26,7 @@
 #include "base/first_error.hpp"
 #include "base/log.hpp"
 #include "storage/checksum.hpp"
+#include "storage/hdf5/compression.hpp"
 #include "storage/hdf5/context.hpp"
 #include "storage/hdf5/handle.hpp"
 #include "storage/hdf5/settings.hpp"
@@ -104,6 +105,7 @@ bool is_run(const Box& box, std::span<const std::int64_t> shape) {
 /// regular grid (the largest shard's shape; shards start on chunk boundaries and span a chunk,
 /// or reach the end of the array). A decomposition that is not a regular grid, a chunk of
 /// 4 GiB or more (HDF5's limit) or more chunks than ranks keeps the dataset contiguous.
+/// Filtered arrays (compressed, or with a chunk shape) are planned by plan_filtered_chunks().
 /// Collective: at most two element-wise reductions over `comm`, whatever the number of arrays.
 std::vector<std::vector<std::int64_t>> plan_chunks(const Comm& comm,
                                                    std::span<const ArrayToWrite> arrays) {
@@ -114,7 +116,7 @@ std::vector<std::vector<std::int64_t>> plan_chunks(const Comm& comm,
   std::vector<std::int64_t> proposal;  // per candidate: [not a run, extents...]
   for (std::size_t i = 0; i < arrays.size(); ++i) {
     const ArrayToWrite& a = arrays[i];
-    if (a.shape.size() < 2 || volume(a.shape) == 0) continue;
+    if (a.shape.size() < 2 || volume(a.shape) == 0 || h5::is_filtered(a)) continue;
     candidates.push_back(i);
     const bool has = a.box && volume(*a.box) > 0;
     proposal.push_back(has && !is_run(*a.box, a.shape) ? 1 : 0);
@@ -218,6 +220,9 @@ struct Hdf5Writer::Impl {
     std::vector<std::int64_t> chunk;     // the chunk shape; empty: contiguous
     std::optional<h5::RawRegion> where;  // of this rank's shard in the file, when it has data
     bool placed = false;                 // place() was called for this rank's shard
+    Compression compression = {};
+    bool filtered = false;          // written by close() with HDF5 (hdf5/compression.hpp)
+    std::vector<std::byte> staged;  // a filtered array's shard, until close()
   };
 
   std::filesystem::path file;
@@ -277,7 +282,10 @@ void Hdf5Writer::Impl::check_input(const Comm& comm, std::span<const ArrayToWrit
                       .box = a.box,
                       .chunk = {},
                       .where = std::nullopt,
-                      .placed = false});
+                      .placed = false,
+                      .compression = a.compression,
+                      .filtered = h5::is_filtered(a),
+                      .staged = {}});
   }
   for (std::size_t k = 0; k < values.size(); ++k) {
     const ValueToWrite& v = values[k];
@@ -299,7 +307,11 @@ void Hdf5Writer::Impl::create_array(std::size_t i, const ArrayToWrite& given, hi
   const h5::Datatype type = make_type(a.dtype, where);
   const h5::Dataspace space = make_space(a.shape, where);
   std::optional<h5::PropertyList> chunked_dcpl;
-  if (!a.chunk.empty()) chunked_dcpl.emplace(dataset_creation(where, a.chunk));
+  if (a.filtered) {
+    chunked_dcpl.emplace(h5::filtered_creation(where, a.chunk, a.compression));
+  } else if (!a.chunk.empty()) {
+    chunked_dcpl.emplace(dataset_creation(where, a.chunk));
+  }
   h5::Dataset dataset(check(H5Dcreate2(handle.get(), a.path.c_str(), type.get(), space.get(), lcpl,
                                        a.chunk.empty() ? dcpl : chunked_dcpl->get(), H5P_DEFAULT),
                             where, "creating the dataset", kHintCreate));
@@ -311,9 +323,13 @@ void Hdf5Writer::Impl::create_array(std::size_t i, const ArrayToWrite& given, hi
   // Which rank wrote which part: the primary was given every writer's box.
   write_string_attribute(dataset.get(), "cairn_decomposition",
                          h5::decomposition_text(a.shape, given.shards), where);
-  // A dataset without elements has no storage; every other one has its address now (it
-  // was allocated at creation).
-  if (volume(a.shape) == 0) {
+  // A filtered dataset is written by close(); a dataset without elements has no storage; every
+  // other one has its address now (it was allocated at creation).
+  if (a.filtered) {
+    write_string_attribute(dataset.get(), "cairn_compression", h5::compression_text(a.compression),
+                           where);
+    out.put_byte(0);
+  } else if (volume(a.shape) == 0) {
     out.put_byte(0);
   } else if (a.chunk.empty()) {
     const haddr_t address = H5Dget_offset(dataset.get());
@@ -371,13 +387,17 @@ Hdf5Writer::Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
   comm.agree({.operation = "Hdf5Writer " + file.filename().string(),
               .step = -1,
               .structure = structure_hash(arrays, values)});
+  h5::check_compression(arrays, w.file_name);  // the same verdict on every rank
 
   // Step 2: local checks, then one verdict. The primary also renders the values' text.
   std::vector<std::string> texts(values.size());
   comm.run_all(fmt::format("Hdf5Writer '{}': checking the input", w.file_name),
                [&] { w.check_input(comm, arrays, values, texts); });
   const std::vector<std::vector<std::int64_t>> chunks = plan_chunks(comm, arrays);
-  for (std::size_t i = 0; i < w.arrays.size(); ++i) w.arrays[i].chunk = chunks[i];
+  const std::vector<std::vector<std::int64_t>> filtered = h5::plan_filtered_chunks(comm, arrays);
+  for (std::size_t i = 0; i < w.arrays.size(); ++i) {
+    w.arrays[i].chunk = w.arrays[i].filtered ? filtered[i] : chunks[i];
+  }
 
   // Step 3: the primary creates the file, every dataset and every value; one broadcast tells
   // every rank where each dataset's data lies (for a chunked one, every chunk's address).
@@ -430,6 +450,7 @@ ShardPlacement Hdf5Writer::place(std::size_t index, std::uint64_t bytes) {
         a.path, w.file_name, bytes, to_string(*a.box), box_bytes));
   }
   a.placed = true;
+  if (a.filtered) a.staged.resize(static_cast<std::size_t>(bytes));
   return {.file = w.file.filename().string(), .byte_offset = 0};
 }
 
@@ -445,6 +466,15 @@ void Hdf5Writer::write(std::size_t index, std::uint64_t first, std::span<const s
   }
   if (data.empty()) return;
   base::fault::point("storage.hdf5_write");
+  if (a.filtered) {
+    if (first > a.staged.size() || data.size() > a.staged.size() - first) {
+      throw InvalidArgument(fmt::format("leaf '{}' in '{}': bytes [{}, {}) outside its shard of {}",
+                                        a.path, w.file_name, first, first + data.size(),
+                                        a.staged.size()));
+    }
+    std::memcpy(a.staged.data() + first, data.data(), data.size());
+    return;
+  }
   if (!w.raw) w.raw.emplace(w.file, PosixFile::Mode::write_existing);
   const auto first_elem = static_cast<std::int64_t>(first / elem);
   const h5::RawRegion& region = *a.where;  // a shard with data has one
@@ -490,6 +520,20 @@ void Hdf5Writer::close(const Comm& comm, bool fsync) {
     if (w.handle.valid()) h5::write_time_attribute(w.handle.get(), where);
     w.handle.close(where);
   });
+  // The filtered datasets, collectively, once the primary's handle is closed.
+  std::vector<h5::StagedShard> staged;
+  for (const Impl::Array& a : w.arrays) {
+    if (!a.filtered) continue;
+    staged.push_back({.path = a.path, .dtype = a.dtype, .box = a.box, .bytes = a.staged});
+  }
+  if (!staged.empty()) {
+    try {
+      h5::write_filtered(comm, w.file, staged);
+    } catch (const std::exception& e) {
+      failure.record(e);
+    }
+    for (Impl::Array& a : w.arrays) std::vector<std::byte>().swap(a.staged);
+  }
   // Every rank fsyncs: an fsync flushes only the calling node's cached pages of the file, and
   // each rank wrote its shards from its own node.
   if (fsync && !failure.failed()) {

@@ -23,6 +23,10 @@
 // the file and HDF5 writes its metadata. This needs a file system on which a write is visible
 // to every node once the call returns (POSIX consistency: local disks, Lustre, GPFS, BeeGFS),
 // as MPI-IO itself does.
+//
+// Compressed datasets (zstd) and datasets with a chunk shape asked for are the exception
+// (hdf5/compression.hpp): write() stages their shards, and close() writes them with collective
+// H5Dwrite calls over MPI-IO once the primary has closed the file.
 #pragma once
 
 #include <cairn/comm.hpp>
@@ -50,7 +54,9 @@ class Hdf5Writer final : public ShardWriter {
   /// dtypes, shapes, value kinds), checked first.
   ///
   /// Throws the same error on every rank: CollectiveMismatch when the ranks' lists differ,
-  /// InvalidArgument for a bad path or a box outside its shape, IoError naming the file and
+  /// InvalidArgument for a bad path, a box outside its shape or a chunk shape of 4 GiB or more,
+  /// Unsupported naming the leaf for a zfp-compressed array (posix stores those), IoError
+  /// naming the file and
   /// the leaf with the HDF5 error stack's message for a failed HDF5 call, or when the file
   /// system has too little free space for the datasets.
   Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
@@ -67,7 +73,8 @@ class Hdf5Writer final : public ShardWriter {
   /// InvalidArgument naming the leaf.
   ShardPlacement place(std::size_t index, std::uint64_t bytes) override;
   /// Writes stream bytes [first, first + data.size()) of this rank's shard of array `index`:
-  /// one pwrite for a shard stored as a chunk, else one per piece contiguous in the dataset. Local,
+  /// one pwrite for a shard stored as a chunk, else one per piece contiguous in the dataset; a
+  /// copy into memory for a compressed or explicitly chunked dataset (written by close()). Local,
   /// no HDF5 call. Throws InvalidArgument for a range outside the shard or a shard not placed,
   /// IoError naming the file and the leaf.
   void write(std::size_t index, std::uint64_t first, std::span<const std::byte> data) override;
@@ -76,7 +83,8 @@ class Hdf5Writer final : public ShardWriter {
   /// close() fsyncs once all are done. Throws IoError naming the file.
   void flush(bool fsync) override;
   /// Agrees with every rank of `comm` that all are done writing, records the time
-  /// (cairn_write_time) and closes the file on the primary (HDF5 writes its metadata) and, when
+  /// (cairn_write_time) and closes the file on the primary (HDF5 writes its metadata), writes
+  /// the staged compressed datasets with every rank (MPI-IO over `comm`) and, when
   /// `fsync`, fsyncs the file on every rank (each wrote its shards from its own node; an fsync
   /// flushes the calling node only). Collective. Throws CollectiveMismatch on every rank when some
   /// rank does not close, IoError naming the file on every rank when the primary could not close it
