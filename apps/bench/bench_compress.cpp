@@ -5,7 +5,7 @@
 // for zfp). The ratios to `none` are apps/bench/bench_compression.py's.
 //
 // Size: each data set is one leaf of (rows / 2) x cols float64 in 2-D blocks, a sixteenth of
-// the main tree (128 MiB at the default 2 GiB run, 8 MiB in quick mode), so that the 3
+// the main tree (128 MiB at the default 2 GiB run, 4 MiB in quick mode), so that the 3
 // compressions x 2 data sets x the repetitions stay under about a minute per format on a
 // 2-core machine, where zstd and zfp run on the cores the 4 ranks share. Public API only.
 #include <cairn/checkpointer.hpp>
@@ -193,7 +193,7 @@ void run_cairn_compress(const Run& run, const std::string& format_name) {
                         {{"compression", c.description}, {"unavailable", unsupported}});
       continue;
     }
-    for (const std::string data : {"field", "random"}) {
+    for (const char* data : {"field", "random"}) {
       const DataCase d{format,
                        prefix,
                        data,

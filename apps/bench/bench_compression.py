@@ -122,8 +122,8 @@ def _section(doc):
         comp = res.get(_name(row["format"], row["compression"], row["data"], "save"), {})
         disk = "—"
         if none.get("disk_bytes_reps") and comp.get("disk_bytes_reps"):
-            disk = (f"{statistics.median(none['disk_bytes_reps']) / 2**20:.3g} MiB → "
-                    f"{statistics.median(comp['disk_bytes_reps']) / 2**20:.3g} MiB")
+            disk = (f"{statistics.median(none['disk_bytes_reps']) / 2**20:.4g} MiB → "
+                    f"{statistics.median(comp['disk_bytes_reps']) / 2**20:.4g} MiB")
         lines.append(f"| {row['format']} | {row['description']} | {row['data']} | "
                      f"{spread_text(row['bytes'])} | {spread_text(row['save'])} | "
                      f"{spread_text(row['restore'])} | {disk} | {_fmt(row['max_error'])} |")
