@@ -68,7 +68,9 @@ def evaluate(doc):
                 row = {"id": f"compress_{fmt}_{compression}_{data}", "format": fmt,
                        "compression": compression, "data": data, "status": missing or "ok"}
                 save = res.get(_name(fmt, compression, data, "save"), {})
-                row["description"] = save.get("compression", compression)
+                gone = res.get(f"cairn.{fmt}.compress.{compression}.unavailable", {})
+                row["description"] = save.get("compression") or gone.get("compression",
+                                                                          compression)
                 row["data_bytes"] = save.get("data_bytes")
                 for key, _, op, value in MEASURES:
                     if missing:
@@ -101,8 +103,9 @@ def _section(doc):
     reps = doc["config"]["repetitions"]
     sizes = sorted({r["data_bytes"] for r in doc["compression"] if r.get("data_bytes")})
     size = ", ".join(f"{b / 2**20:.0f} MiB" for b in sizes) or "—"
+    quick = " (quick mode: small sizes, not for conclusions)" if doc["quick"] else ""
     lines = [BEGIN, "",
-             f"Run of {doc['date']}{' (quick mode: small sizes, not for conclusions)' if doc['quick'] else ''}: "
+             f"Run of {doc['date']}{quick}: "
              f"each data set is one float64 array of {size} in 2-D blocks on "
              f"{doc['config']['ranks']} ranks; \"field\" is a smooth 2-D field (a heated plate "
              "after some diffusion), \"random\" is uniform random in [0, 1). Each ratio is the "
