@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <random>
 #include <stdexcept>
@@ -160,9 +161,11 @@ void measure(const Run& run, cairn::Checkpointer& ckpt, const DataCase& d,
     });
     const double error = world_max_error(saved, restored);
     if (!(error <= c.bound)) {
-      throw std::runtime_error(name + ": restored values differ from the saved ones by up to " +
-                               std::to_string(error) + ", more than the bound " +
-                               std::to_string(c.bound));
+      char text[160];
+      std::snprintf(text, sizeof text, "differ from the saved ones by up to %.3g (bound %.3g)",
+                    error, c.bound);
+      throw std::runtime_error(name + " (repetition " + std::to_string(rep) +
+                               "): restored values " + text);
     }
     boost::json::object extra = common;
     extra["max_error"] = error;
