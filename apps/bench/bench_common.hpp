@@ -153,6 +153,12 @@ void run_mpiio_baseline(const Run& run);
 /// on fewer ranks to more), async saves (copy and zero-copy), and the metadata-heavy tree.
 void run_cairn(const Run& run, const std::string& format);
 void run_cairn_meta(const Run& run, const std::string& format);
+/// cairn in `format` with each compression (none, zstd, zfp within 1e-6) on a smooth field and
+/// on random data: sync save time, bytes on disk, restore time after dropping the page cache,
+/// the restored values checked ("cairn.<format>.compress.<compression>.<data>.save" and
+/// ".restore" records; "...<compression>.unavailable" where the build or format cannot store it).
+/// Throws std::runtime_error when restored values are off by more than the bound.
+void run_cairn_compress(const Run& run, const std::string& format);
 /// cairn in `format` on the metadata-heavy tree, each save and restore an MPI_Pcontrol phase
 /// ("save", "restore") for the PMPI counting layer; records time, rank 0's peak memory and the
 /// step directory's files, metadata and index bytes (apps/bench/scaling.py).

@@ -52,6 +52,13 @@ for fmt in ("posix", "hdf5"):
                 f"restore_to1_vs_fio_one_job_{fmt}",
                 f"peak_memory_{fmt}", f"restore_peak_memory_{fmt}", f"reshard_peak_memory_{fmt}"]
     TARGETS += [f"reshard_{r}_{fmt}" for r in ("4to3", "4to2", "4to1", "3to4", "transposed")]
+# The compression rows (bench_compression.py): `none` is measured in every format; zstd and zfp
+# may be unavailable in a build or format, saying why.
+for fmt in ("posix", "hdf5"):
+    RESULTS += [f"cairn.{fmt}.compress.none.{d}.{op}" for d in ("field", "random")
+                for op in ("save", "restore")]
+COMPRESSION_ROWS = [f"compress_{fmt}_{c}_{d}" for fmt in ("posix", "hdf5")
+                    for c in ("zstd", "zfp") for d in ("field", "random")]
 # A full run (not --quick) has at least this many repetitions, so that the spread means something.
 FULL_RUN_REPS = 5
 
@@ -93,6 +100,34 @@ def check_spread(t, reps, where):
         raise Bad(f"{where}.met is {t['met']!r}")
     if not isinstance(t["met_reps"], int) or not 0 <= t["met_reps"] <= reps:
         raise Bad(f"{where}.met_reps is {t['met_reps']!r}")
+
+
+def check_compression(doc, reps):
+    """Every compression row, each ratio with one value per repetition (or the row unavailable,
+    saying why)."""
+    if "compression" not in doc:
+        raise Bad("results file.compression is missing")
+    rows = {r.get("id"): r for r in doc["compression"]}
+    for rid in COMPRESSION_ROWS:
+        if rid not in rows:
+            raise Bad(f"compression.{rid} is missing")
+        row = rows[rid]
+        need(row, ["format", "compression", "data", "status", "bytes", "save", "restore"],
+             f"compression.{rid}")
+        if row["status"] != "ok":
+            if not row["status"].startswith("unavailable: ") or row["compression"] == "none":
+                raise Bad(f"compression.{rid}.status is {row['status']!r}")
+            continue
+        for key in ("bytes", "save", "restore"):
+            ratio, where = row[key], f"compression.{rid}.{key}"
+            if len(ratio["ratios"]) != reps:
+                raise Bad(f"{where}.ratios has {len(ratio['ratios'])} values, not {reps}")
+            for i, x in enumerate(ratio["ratios"]):
+                positive(x, f"{where}.ratios[{i}]")
+            if (ratio["ratio_min"], ratio["ratio_median"], ratio["ratio_max"]) != (
+                    min(ratio["ratios"]), statistics.median(ratio["ratios"]),
+                    max(ratio["ratios"])):
+                raise Bad(f"{where}: ratio_min/median/max are not those of its ratios")
 
 
 SOAK_TOP = ["schema", "kind", "date", "quick", "command", "machine", "versions", "config",
@@ -163,15 +198,18 @@ def check(doc, json_path, report):
         positive(r["gbps"], f"results.{name}.gbps")
         if "save_async" in name:
             need(r, ["median_total_seconds"], f"results.{name}")
-        if name.startswith("cairn.") and name.split(".")[-1] in ["save_sync"] + RESTORES:
+        # The main tree's cairn cases (not the compress cases, which measure no memory).
+        main_case = name.startswith("cairn.") and ".compress." not in name
+        if main_case and name.split(".")[-1] in ["save_sync"] + RESTORES:
             need(r, MEMORY_FIELDS, f"results.{name}")
             if len(r["peak_rss_growth_bytes_reps"]) != reps:
                 raise Bad(f"results.{name}.peak_rss_growth_bytes_reps has "
                           f"{len(r['peak_rss_growth_bytes_reps'])} values, not {reps}")
             if r["peak_rss_growth_bytes"] != max(r["peak_rss_growth_bytes_reps"]):
                 raise Bad(f"results.{name}.peak_rss_growth_bytes is not the maximum of its reps")
-        if name.startswith("cairn.") and name.split(".")[-1] in RESTORES:
+        if main_case and name.split(".")[-1] in RESTORES:
             need(r, ["ranks", "saved_ranks", "layout"], f"results.{name}")
+    check_compression(doc, reps)
     targets = {t.get("id"): t for t in doc["targets"]}
     for tid in TARGETS:
         if tid not in targets:
@@ -198,6 +236,8 @@ def check(doc, json_path, report):
         for t in doc["targets"]:
             if t["description"] not in text:
                 raise Bad(f"{report} does not show the target {t['id']}")
+        if "## Compression" not in text or "bytes on disk ÷ none" not in text:
+            raise Bad(f"{report} has no Compression section")
 
 
 def main():

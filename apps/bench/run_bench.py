@@ -3,8 +3,9 @@ plots and the report (scripts/bench.sh calls it with Debian's /usr/bin/python3).
 
 The physical limit (fio, memcpy), the hand-written baselines and cairn (cairn_bench), h5py
 (h5py_bench.py) and Orbax (orbax_bench.py, in its virtual environment) each run --reps times;
-the JSON keeps every repetition and the median, and the ratios of bench_targets.py (each with
-its min, median and max over the repetitions).
+the JSON keeps every repetition and the median, the ratios of bench_targets.py and those of
+compression to no compression (bench_compression.py), each with its min, median and max over
+the repetitions.
 """
 import argparse
 import datetime
@@ -19,6 +20,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import bench_compression  # noqa: E402
 import bench_data as bd  # noqa: E402
 import bench_report  # noqa: E402
 import bench_soak  # noqa: E402
@@ -104,8 +106,12 @@ def aggregate(records):
         if "peak_rss_growth_bytes" in rs[0]:
             entry["peak_rss_growth_bytes_reps"] = [r["peak_rss_growth_bytes"] for r in rs]
             entry["peak_rss_growth_bytes"] = max(entry["peak_rss_growth_bytes_reps"])
+        if "disk_bytes" in rs[0]:
+            entry["disk_bytes_reps"] = [r["disk_bytes"] for r in rs]
+        if "max_error" in rs[0]:
+            entry["max_error"] = max(r["max_error"] for r in rs)
         for key in ("io_buffer_bytes", "staging_bytes", "ranks", "saved_ranks", "layout",
-                    "leaves", "page_cache"):
+                    "leaves", "page_cache", "data_bytes", "compression", "data", "unavailable"):
             if key in rs[0]:
                 entry[key] = rs[0][key]
         results[name] = entry
@@ -276,6 +282,7 @@ def main():
         "results": results,
     }
     doc["targets"] = bench_targets.evaluate(doc)
+    doc["compression"] = bench_compression.evaluate(doc)
     path = os.path.join(a.results_dir, name + ".json")
     with open(path, "w") as f:
         json.dump(doc, f, indent=1)
@@ -284,9 +291,12 @@ def main():
     log(f"results: {path}")
     plots = bench_report.plots(doc, a.results_dir, name)
     bench_report.update_markdown(doc, a.report, path, plots)
+    bench_compression.update_markdown(doc, a.report)
     log(f"report: {a.report}")
     for t in doc["targets"]:
         log(bench_report.target_line(t))
+    for line in bench_compression.summary_lines(doc):
+        log(line)
     if not a.no_soak:
         run_soak(a, stamp, name)
 
