@@ -532,7 +532,11 @@ SavedTreeInfo read_tree_info(const Comm& comm, const std::filesystem::path& dir)
     out.replicated = leaf.replicated;
     out.fortran_order = leaf.fortran_order;
     out.shard_count = leaf.shards.size();
-    for (const auto& s : leaf.shards) out.bytes += s.bytes;
+    out.compression = leaf.compression;
+    for (const auto& s : leaf.shards) {
+      out.bytes += s.bytes;
+      out.stored_bytes += s.stored_bytes();
+    }
     info.leaves.push_back(std::move(out));
   }
   return info;
