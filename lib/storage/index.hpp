@@ -42,7 +42,7 @@ struct ShardRecord {
   /// A shard stored compressed chunk by chunk (posix): the stored size of each checksum chunk,
   /// stored back to back from byte_offset; `checksums` are then of the stored bytes. Empty
   /// when the shard is stored as it is.
-  std::vector<std::uint64_t> chunk_sizes;
+  std::vector<std::uint64_t> chunk_sizes = {};
 
   /// Whether the shard is stored as compressed chunks. Never throws.
   [[nodiscard]] bool compressed() const noexcept { return !chunk_sizes.empty(); }
