@@ -126,7 +126,7 @@ void add_options(CLI::App& app, Options& o) {
                        ? std::string()
                        : "'" + text + "' is not none, zstd or zfp=<positive absolute error>";
           },
-          "none|zstd|zfp=E"))
+          ""))
       ->capture_default_str();
   app.add_option("--output", o.output,
                  "Write the final field here: raw float64, row-major, ny x nx (for comparisons)");
