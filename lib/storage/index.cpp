@@ -153,6 +153,24 @@ void read_empty_nodes(const Reader& top, const json::object& root, TreeIndex& in
 
 }  // namespace
 
+SavedLeafInfo leaf_info(const LeafRecord& leaf) {
+  SavedLeafInfo out;
+  out.path = leaf.path;
+  out.kind = leaf.kind;
+  out.format = leaf.format;
+  out.dtype = leaf.dtype;
+  out.shape = leaf.shape;
+  out.replicated = leaf.replicated;
+  out.fortran_order = leaf.fortran_order;
+  out.shard_count = leaf.shards.size();
+  out.compression = leaf.compression;
+  for (const auto& s : leaf.shards) {
+    out.bytes += s.bytes;
+    out.stored_bytes += s.stored_bytes();
+  }
+  return out;
+}
+
 json::value compression_to_json(const Compression& c) {
   json::object o;
   o["kind"] = compression_kind_name(c.kind);

@@ -95,6 +95,9 @@ struct TreeIndex {
   [[nodiscard]] const LeafRecord* find(std::string_view path) const;
 };
 
+/// The public description of `leaf` (read_tree_info()). Never throws beyond std::bad_alloc.
+[[nodiscard]] SavedLeafInfo leaf_info(const LeafRecord& leaf);
+
 /// JSON form of a leaf's compression: {"kind": "zstd", "level": n} or {"kind": "zfp",
 /// "absolute_error" or "relative_error": x}. Never throws beyond std::bad_alloc.
 [[nodiscard]] boost::json::value compression_to_json(const Compression& compression);

@@ -303,5 +303,42 @@ TEST(Compression, MisuseIsInvalidArgumentOnEveryRank) {
                  "leaf 'f'");
 }
 
+// An index whose compression fields disagree is refused naming the field.
+TEST(Compression, IndexRefusesInconsistentCompressionFields) {
+  const std::string leaf_head =
+      R"({"path": "u", "kind": "array", "format": "posix", "dtype": "float64", "shape": [4],
+          "replicated": false, "order": "C", "chunk_bytes": 16)";
+  const auto index = [&](int version, const std::string& compression, const std::string& sizes) {
+    return R"({"format": "cairn-tree", "version": )" + std::to_string(version) +
+           R"(, "world_size": 1, "leaves": [)" + leaf_head + compression +
+           R"(, "shards": [{"rank": 0, "offset": [0], "extent": [4], "file": "shards/p0.bin",
+           "byte_offset": 0, "bytes": 32, "xxh3": ")" +
+           std::string(32, 'a') + "\"" + sizes + "}]}]}";
+  };
+  const std::string zstd = R"(, "compression": {"kind": "zstd", "level": 3})";
+  const std::string sizes = R"(, "chunk_sizes": [10, 12])";
+  EXPECT_NO_THROW((void)storage::parse_index(index(3, zstd, sizes), "t.json"));
+  const struct {
+    std::string text;
+    const char* field;
+  } bad[] = {{index(2, zstd, sizes), "compression"},
+             {index(3, "", sizes), "chunk_sizes"},
+             {index(3, zstd, ""), "chunk_sizes"},
+             {index(3, zstd, R"(, "chunk_sizes": [10])"), "chunk_sizes"},
+             {index(3, zstd, R"(, "chunk_sizes": [10, 0])"), "chunk_sizes"},
+             {index(3, R"(, "compression": {"kind": "lz4"})", sizes), "kind"},
+             {index(3, R"(, "compression": {"kind": "zfp", "absolute_error": -1})", sizes),
+              "absolute_error"},
+             {index(4, zstd, sizes), "version"}};
+  for (const auto& b : bad) {
+    try {
+      (void)storage::parse_index(b.text, "t.json");
+      ADD_FAILURE() << "accepted: " << b.text;
+    } catch (const FormatError& e) {
+      EXPECT_NE(std::string(e.what()).find(b.field), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace cairn::testing
