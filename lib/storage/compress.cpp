@@ -130,8 +130,9 @@ std::string describe_compression(const Compression& c) {
   return "unknown";
 }
 
-void compress_chunk(const Compression& c, DType dtype, std::span<const std::byte> raw,
-                    std::vector<std::byte>& out, std::string_view what) {
+void compress_chunk(const Compression& c, [[maybe_unused]] DType dtype,
+                    std::span<const std::byte> raw, std::vector<std::byte>& out,
+                    std::string_view what) {
   switch (c.kind) {
     case Compression::Kind::none: out.assign(raw.begin(), raw.end()); return;
     case Compression::Kind::zstd: {
@@ -161,8 +162,10 @@ void compress_chunk(const Compression& c, DType dtype, std::span<const std::byte
                                 compression_kind_name(c.kind)));
 }
 
-void decompress_chunk(const Compression& c, DType dtype, std::span<const std::byte> stored,
-                      std::span<std::byte> raw, const std::string& file, const std::string& what) {
+void decompress_chunk(const Compression& c, [[maybe_unused]] DType dtype,
+                      [[maybe_unused]] std::span<const std::byte> stored,
+                      [[maybe_unused]] std::span<std::byte> raw, const std::string& file,
+                      const std::string& what) {
   switch (c.kind) {
     case Compression::Kind::none: break;
     case Compression::Kind::zstd: {
