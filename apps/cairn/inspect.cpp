@@ -10,6 +10,37 @@
 namespace cairn_tool {
 namespace {
 
+// A leaf's compression as JSON: {"kind": "none" | "zstd" | "zfp"} with the zstd level or the
+// zfp bound.
+boost::json::object compression_json(const cairn::Compression& c) {
+  using Kind = cairn::Compression::Kind;
+  switch (c.kind) {
+    case Kind::none: return {{"kind", "none"}};
+    case Kind::zstd: return {{"kind", "zstd"}, {"level", c.level == 0 ? 3 : c.level}};
+    case Kind::zfp:
+      if (c.absolute_error > 0) return {{"kind", "zfp"}, {"absolute_error", c.absolute_error}};
+      return {{"kind", "zfp"}, {"relative_error", c.relative_error}};
+  }
+  return {{"kind", "unknown"}};
+}
+
+// ", zstd level 3: 1.2 MiB stored" for a compressed leaf in the text listing; empty otherwise.
+std::string compression_text(const boost::json::object& leaf) {
+  const auto* c = leaf.if_contains("compression");
+  if (c == nullptr || c->at("kind").get_string() == "none") return {};
+  const auto& o = c->get_object();
+  std::string what(o.at("kind").get_string());
+  if (const auto* level = o.if_contains("level")) {
+    what += fmt::format(" level {}", level->to_number<std::int64_t>());
+  } else if (const auto* bound = o.if_contains("absolute_error")) {
+    what += fmt::format(" absolute error {}", bound->to_number<double>());
+  } else if (const auto* relative = o.if_contains("relative_error")) {
+    what += fmt::format(" relative error {}", relative->to_number<double>());
+  }
+  return fmt::format(", {}: {} stored", what,
+                     human_bytes(leaf.at("stored_bytes").to_number<std::uint64_t>()));
+}
+
 // The leaves of a tree item with their values (for scalars, strings and JSON). Collective.
 boost::json::object describe_tree(const cairn::Comm& comm, const Item& item) {
   const cairn::SavedTreeInfo info = cairn::read_tree_info(comm, item.dir);
@@ -32,6 +63,8 @@ boost::json::object describe_tree(const cairn::Comm& comm, const Item& item) {
       o["format"] = cairn::storage_format_name(leaf.format);
       o["replicated"] = leaf.replicated;
       o["order"] = leaf.fortran_order ? "F" : "C";
+      o["compression"] = compression_json(leaf.compression);
+      o["stored_bytes"] = leaf.stored_bytes;
     } else if (const auto* saved = values.find(leaf.path)) {
       switch (leaf.kind) {
         case cairn::LeafKind::scalar:
@@ -100,12 +133,12 @@ void print_item(const std::string& name, const boost::json::object& item) {
       if (kind == "array") {
         // The shape is the stored (C-order) one; a Fortran writer saw it reversed.
         const bool fortran = leaf.at("order").get_string() == "F";
-        fmt::print("  {:<24} {:<7} {:<9} {:<16} {:>6} {:>10}  {}{}{}\n", path, kind, dtype_text,
+        fmt::print("  {:<24} {:<7} {:<9} {:<16} {:>6} {:>10}  {}{}{}{}\n", path, kind, dtype_text,
                    shape_text(leaf.at("shape")), leaf.at("shards").to_number<std::int64_t>(),
                    human_bytes(leaf.at("bytes").to_number<std::uint64_t>()),
                    std::string(leaf.at("format").get_string()),
                    leaf.at("replicated").get_bool() ? ", replicated" : "",
-                   fortran ? ", order F (Fortran: dims reversed)" : "");
+                   fortran ? ", order F (Fortran: dims reversed)" : "", compression_text(leaf));
       } else {
         const auto* value = leaf.if_contains("value");
         fmt::print("  {:<24} {:<7} {:<9} = {}\n", path, kind, dtype_text,

@@ -15,11 +15,13 @@
 
 #include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "grid.hpp"
@@ -37,6 +39,7 @@ struct Options {
   int max_to_keep = 3;
   std::string format =
       cairn::storage_format_available(cairn::StorageFormat::hdf5) ? "hdf5" : "posix";
+  std::string compression = "none";
   std::string output;
   int margin_seconds = 60;
   int step_delay_ms = 0;
@@ -50,6 +53,23 @@ const CLI::Validator available_format(
       return format ? cairn::storage_format_unavailable(*format) : std::string();
     },
     "");
+
+// The compression named by --compression: "none", "zstd" or "zfp=<absolute error>" (a
+// positive number); std::nullopt for anything else.
+std::optional<cairn::Compression> compression_from_text(const std::string& text) {
+  if (text == "none") return cairn::Compression::none();
+  if (text == "zstd") return cairn::Compression::zstd();
+  constexpr std::string_view zfp = "zfp=";
+  if (!text.starts_with(zfp)) return std::nullopt;
+  double bound = 0;
+  const char* first = text.data() + zfp.size();
+  const char* last = text.data() + text.size();
+  const auto [end, ec] = std::from_chars(first, last, bound);
+  if (ec != std::errc() || end != last || !(bound > 0) || !std::isfinite(bound)) {
+    return std::nullopt;
+  }
+  return cairn::Compression::zfp_absolute(bound);
+}
 
 // Accepts a whole number of cells from 1 to heat2d::kMaxSide along one side of the field.
 CLI::Validator field_side(const char* what) {
@@ -96,6 +116,17 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--format", o.format, "Storage format of the field")
       ->check(CLI::IsMember({"hdf5", "posix"}))
       ->check(available_format)
+      ->capture_default_str();
+  app.add_option("--compression", o.compression,
+                 "Compression of the saved field: none, zstd (lossless) or zfp=<absolute error> "
+                 "(lossy, every value restored within that error)")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            return compression_from_text(text)
+                       ? std::string()
+                       : "'" + text + "' is not none, zstd or zfp=<positive absolute error>";
+          },
+          ""))
       ->capture_default_str();
   app.add_option("--output", o.output,
                  "Write the final field here: raw float64, row-major, ny x nx (for comparisons)");
@@ -183,8 +214,10 @@ bool save(cairn::CheckpointManager& mgr, const Options& o, heat2d::Grid& grid,
   tree.add_scalar("step", cairn::Scalar(step));
   const auto format = *cairn::storage_format_from_name(o.format);
   const cairn::Composite args{
-      {"field", std::make_shared<cairn::ArrayTreeSave>(std::move(tree),
-                                                       cairn::TreeSaveOptions{.format = format})},
+      {"field", std::make_shared<cairn::ArrayTreeSave>(
+                    std::move(tree),
+                    cairn::TreeSaveOptions{.format = format,
+                                           .compression = *compression_from_text(o.compression)})},
       {"run", std::make_shared<cairn::JsonSave>(run_info(o, grid, step, comm.size()))}};
   // "saved" is printed by the manager's on_commit callback, once the step is committed.
   return mgr.save(step, args,

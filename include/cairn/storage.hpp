@@ -267,6 +267,11 @@ struct SavedLeafInfo {
   bool fortran_order = false;
   std::size_t shard_count = 0;  ///< array leaves
   std::uint64_t bytes = 0;      ///< array leaves: bytes of all shards
+  /// Array leaves: the compression of the stored bytes.
+  Compression compression = {};
+  /// Array leaves: bytes all shards take on disk: the compressed size of a leaf stored in
+  /// compressed chunks (posix), otherwise `bytes`.
+  std::uint64_t stored_bytes = 0;
 };
 
 /// A description of one saved tree.

@@ -4,11 +4,13 @@
 #include <cairn/error.hpp>
 #include <cairn/tree.hpp>
 #include <charconv>
+#include <cmath>
 #include <fmt/format.h>
 #include <limits>
 
 #include "base/json_read.hpp"
 #include "storage/checksum.hpp"
+#include "storage/compress.hpp"
 
 namespace cairn::storage {
 namespace json = boost::json;
@@ -151,6 +153,41 @@ void read_empty_nodes(const Reader& top, const json::object& root, TreeIndex& in
 
 }  // namespace
 
+SavedLeafInfo leaf_info(const LeafRecord& leaf) {
+  SavedLeafInfo out;
+  out.path = leaf.path;
+  out.kind = leaf.kind;
+  out.format = leaf.format;
+  out.dtype = leaf.dtype;
+  out.shape = leaf.shape;
+  out.replicated = leaf.replicated;
+  out.fortran_order = leaf.fortran_order;
+  out.shard_count = leaf.shards.size();
+  out.compression = leaf.compression;
+  for (const auto& s : leaf.shards) {
+    out.bytes += s.bytes;
+    out.stored_bytes += s.stored_bytes();
+  }
+  return out;
+}
+
+json::value compression_to_json(const Compression& c) {
+  json::object o;
+  o["kind"] = compression_kind_name(c.kind);
+  switch (c.kind) {
+    case Compression::Kind::none: break;
+    case Compression::Kind::zstd: o["level"] = c.level; break;
+    case Compression::Kind::zfp:
+      if (c.absolute_error > 0) {
+        o["absolute_error"] = c.absolute_error;
+      } else {
+        o["relative_error"] = c.relative_error;
+      }
+      break;
+  }
+  return o;
+}
+
 const LeafRecord* TreeIndex::find(std::string_view path) const {
   auto it = std::lower_bound(leaves.begin(), leaves.end(), path,
                              [](const LeafRecord& l, std::string_view p) { return l.path < p; });
@@ -178,6 +215,9 @@ json::value to_json(const TreeIndex& index) {
         o["replicated"] = leaf.replicated;
         o["order"] = leaf.fortran_order ? "F" : "C";
         if (index.version >= 2) o["chunk_bytes"] = leaf.chunk_bytes;
+        if (leaf.compression.kind != Compression::Kind::none) {
+          o["compression"] = compression_to_json(leaf.compression);
+        }
         json::array shards;
         for (const auto& s : leaf.shards) {
           json::object so;
@@ -191,6 +231,7 @@ json::value to_json(const TreeIndex& index) {
           sums.reserve(16 * s.checksums.size());
           for (std::uint64_t c : s.checksums) sums += checksum_to_hex(c);
           so["xxh3"] = std::move(sums);
+          if (s.compressed()) so["chunk_sizes"] = json::value_from(s.chunk_sizes);
           shards.emplace_back(std::move(so));
         }
         o["shards"] = std::move(shards);
@@ -218,6 +259,78 @@ json::value to_json(const TreeIndex& index) {
 }
 
 namespace {
+
+// Reads a positive finite number of `o`.
+double positive_number(const Reader& r, const json::object& o, std::string_view name) {
+  const json::value& v = r.member(o, name);
+  const double x = v.is_double()   ? v.get_double()
+                   : v.is_int64()  ? static_cast<double>(v.get_int64())
+                   : v.is_uint64() ? static_cast<double>(v.get_uint64())
+                                   : -1.0;
+  if (!(x > 0) || !std::isfinite(x)) r.fail(name, "is not a positive number");
+  return x;
+}
+
+// Reads a leaf's optional "compression" (version 3).
+Compression read_compression(const Reader& r, const json::object& o, const TreeIndex& index,
+                             const LeafRecord& leaf) {
+  const json::value* v = o.if_contains("compression");
+  if (v == nullptr) return {};
+  if (index.version < kTreeFormatVersionCompressed) {
+    r.fail("compression", fmt::format("appears in an index of version {}", index.version));
+  }
+  const Reader cr = r.at("compression");
+  const json::object& co = cr.object(*v);
+  const std::string_view kind = cr.string(co, "kind");
+  Compression c;
+  if (kind == "zstd") {
+    c.kind = Compression::Kind::zstd;
+    c.level = static_cast<int>(cr.integer(co, "level", 0, 22));
+  } else if (kind == "zfp") {
+    c.kind = Compression::Kind::zfp;
+    if (leaf.dtype != DType::float32 && leaf.dtype != DType::float64) {
+      cr.fail("kind", fmt::format("is zfp on a leaf of {}", dtype_name(leaf.dtype)));
+    }
+    if (co.contains("absolute_error")) {
+      c.absolute_error = positive_number(cr, co, "absolute_error");
+    } else {
+      c.relative_error = positive_number(cr, co, "relative_error");
+    }
+  } else {
+    cr.fail("kind", "is not \"zstd\" or \"zfp\"");
+  }
+  return c;
+}
+
+// Reads a shard's optional "chunk_sizes": one stored size per checksum, only on a compressed
+// leaf.
+void read_chunk_sizes(const Reader& sr, const json::object& so, const LeafRecord& leaf,
+                      ShardRecord& shard) {
+  const json::value* v = so.if_contains("chunk_sizes");
+  if (v == nullptr) {
+    if (leaf.compression.kind != Compression::Kind::none && leaf.format == StorageFormat::posix &&
+        shard.bytes > 0) {
+      sr.fail("chunk_sizes", "is missing on a compressed leaf");
+    }
+    return;
+  }
+  if (leaf.compression.kind == Compression::Kind::none) {
+    sr.fail("chunk_sizes", "appears on a leaf without compression");
+  }
+  if (!v->is_array() || v->get_array().size() != shard.checksums.size()) {
+    sr.fail("chunk_sizes", fmt::format("is not an array of {} sizes", shard.checksums.size()));
+  }
+  const auto max = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max() / 4);
+  std::uint64_t total = 0;
+  for (const json::value& e : v->get_array()) {
+    if (!e.is_int64() || e.get_int64() <= 0 || static_cast<std::uint64_t>(e.get_int64()) > max) {
+      sr.fail("chunk_sizes", "holds a value that is not a positive integer in range");
+    }
+    total += static_cast<std::uint64_t>(e.get_int64());
+    if (total > max) sr.fail("chunk_sizes", "adds up to more bytes than a file can hold");
+    shard.chunk_sizes.push_back(static_cast<std::uint64_t>(e.get_int64()));
+  }
+}
 
 // Reads one entry of an array leaf's "shards" (reader `sr`, object `so`) of the index `index`.
 ShardRecord read_shard(const Reader& sr, const json::object& so, const LeafRecord& leaf,
@@ -253,6 +366,7 @@ ShardRecord read_shard(const Reader& sr, const json::object& so, const LeafRecor
     if (!checksum) sr.fail("xxh3", "is not made of 16 lower-case hex digits per checksum");
     shard.checksums.push_back(*checksum);
   }
+  read_chunk_sizes(sr, so, leaf, shard);
   return shard;
 }
 
@@ -286,6 +400,7 @@ void read_array_leaf(const Reader& r, const json::object& o, const TreeIndex& in
                                         leaf.chunk_bytes, dtype_size(leaf.dtype)));
     }
   }
+  leaf.compression = read_compression(r, o, index, leaf);
   const json::value& shards = r.member(o, "shards");
   if (!shards.is_array()) r.fail("shards", "is not an array");
   std::size_t j = 0;
@@ -320,10 +435,10 @@ TreeIndex index_from_json(const json::value& value, const std::filesystem::path&
   if (top.string(root, "format") != "cairn-tree") top.fail("format", "is not \"cairn-tree\"");
   TreeIndex index;
   index.version = top.integer(root, "version", 1, std::numeric_limits<std::int64_t>::max());
-  if (index.version > kTreeFormatVersion) {
+  if (index.version > kTreeFormatVersionCompressed) {
     top.fail("version", fmt::format("is {}, newer than the version {} this cairn reads; "
                                     "upgrade cairn",
-                                    index.version, kTreeFormatVersion));
+                                    index.version, kTreeFormatVersionCompressed));
   }
   index.world_size = static_cast<int>(top.integer(root, "world_size", 1, 1 << 24));
   const json::value& leaves = top.member(root, "leaves");

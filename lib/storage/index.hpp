@@ -19,6 +19,9 @@ namespace cairn::storage {
 /// Version of the cairn-tree.json layout written by this build: 2, checksums per chunk of a
 /// shard. Version 1 (one checksum per shard) is still read.
 inline constexpr std::int64_t kTreeFormatVersion = 2;
+/// Version of an index with a compressed leaf (its "compression", its shards' "chunk_sizes"):
+/// 3, so that a cairn that cannot decompress refuses it. The newest version this build reads.
+inline constexpr std::int64_t kTreeFormatVersionCompressed = 3;
 /// Name of the index file inside an item directory.
 inline constexpr const char* kTreeIndexFile = "cairn-tree.json";
 /// Name of the shared HDF5 file inside an item directory.
@@ -36,6 +39,19 @@ struct ShardRecord {
   /// XXH3-64 of each LeafRecord::chunk_bytes-byte chunk of the shard's row-major bytes, the
   /// last one possibly shorter (version 2); for version 1, the one checksum of the whole shard.
   std::vector<std::uint64_t> checksums;
+  /// A shard stored compressed chunk by chunk (posix): the stored size of each checksum chunk,
+  /// stored back to back from byte_offset; `checksums` are then of the stored bytes. Empty
+  /// when the shard is stored as it is.
+  std::vector<std::uint64_t> chunk_sizes = {};
+
+  /// Whether the shard is stored as compressed chunks. Never throws.
+  [[nodiscard]] bool compressed() const noexcept { return !chunk_sizes.empty(); }
+  /// Bytes the shard takes in its file: the sum of chunk_sizes, or `bytes`. Never throws.
+  [[nodiscard]] std::uint64_t stored_bytes() const noexcept {
+    std::uint64_t total = 0;
+    for (const std::uint64_t size : chunk_sizes) total += size;
+    return compressed() ? total : bytes;
+  }
 };
 
 /// One leaf of a saved tree.
@@ -52,6 +68,9 @@ struct LeafRecord {
   /// Arrays only: bytes of a checksum chunk, a whole number of elements (0 in version 1,
   /// where one checksum covers a whole shard).
   std::uint64_t chunk_bytes = 0;
+  /// Arrays only: the compression of the stored bytes ("compression", version 3; none when
+  /// absent).
+  Compression compression = {};
 
   /// Bytes of the checksum chunks of `shard`: chunk_bytes, or for version 1 the shard's
   /// bytes (at least 1). Never throws.
@@ -75,6 +94,13 @@ struct TreeIndex {
   /// The leaf at `path`, or nullptr.
   [[nodiscard]] const LeafRecord* find(std::string_view path) const;
 };
+
+/// The public description of `leaf` (read_tree_info()). Never throws beyond std::bad_alloc.
+[[nodiscard]] SavedLeafInfo leaf_info(const LeafRecord& leaf);
+
+/// JSON form of a leaf's compression: {"kind": "zstd", "level": n} or {"kind": "zfp",
+/// "absolute_error" or "relative_error": x}. Never throws beyond std::bad_alloc.
+[[nodiscard]] boost::json::value compression_to_json(const Compression& compression);
 
 /// JSON form of the index (what cairn-tree.json holds).
 [[nodiscard]] boost::json::value to_json(const TreeIndex& index);

@@ -522,19 +522,7 @@ SavedTreeInfo read_tree_info(const Comm& comm, const std::filesystem::path& dir)
   SavedTreeInfo info;
   info.world_size = index.world_size;
   info.empty_nodes = index.empty_nodes;
-  for (const auto& leaf : index.leaves) {
-    SavedLeafInfo out;
-    out.path = leaf.path;
-    out.kind = leaf.kind;
-    out.format = leaf.format;
-    out.dtype = leaf.dtype;
-    out.shape = leaf.shape;
-    out.replicated = leaf.replicated;
-    out.fortran_order = leaf.fortran_order;
-    out.shard_count = leaf.shards.size();
-    for (const auto& s : leaf.shards) out.bytes += s.bytes;
-    info.leaves.push_back(std::move(out));
-  }
+  for (const auto& leaf : index.leaves) info.leaves.push_back(storage::leaf_info(leaf));
   return info;
 }
 

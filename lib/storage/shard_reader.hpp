@@ -43,7 +43,10 @@ class ShardReader {
   /// leaf when its data does not match the index.
   virtual void open(std::span<const LeafRecord* const> leaves) = 0;
   /// Reads bytes [first, first + bytes) of the stream of `shard` of `leaf` (a leaf passed to
-  /// open_shard_reader()) into `dst`; `first` and `bytes` are whole elements. Local. Throws
+  /// open_shard_reader()) into `dst`; `first` and `bytes` are whole elements. For a shard
+  /// stored as compressed chunks (ShardRecord::compressed(), formats whose writer says
+  /// stores_compressed_chunks()), the bytes are those of its stored chunks, back to back, and
+  /// need not be whole elements; the engine decompresses them. Local. Throws
   /// NotFound (missing file), FormatError (file too short: truncated) or IoError, naming the
   /// file; InvalidArgument for a leaf not opened or a range outside the shard.
   virtual void read(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,

@@ -8,6 +8,7 @@
 #include "base/first_error.hpp"
 #include "base/log.hpp"
 #include "storage/checksum.hpp"
+#include "storage/compress.hpp"
 
 namespace cairn::storage {
 
@@ -59,11 +60,11 @@ std::string describe_mismatch(const std::filesystem::path& dir, const LeafRecord
                               std::string_view file_range) {
   const std::string where = file_range.empty() ? std::string() : fmt::format(", {}", file_range);
   return fmt::format(
-      "checksum mismatch in '{}' for leaf '{}' (shard of rank {}, box {}): bytes [{}, {}) of the "
+      "checksum mismatch in '{}' for leaf '{}' (shard of rank {}, box {}): {}bytes [{}, {}) of the "
       "shard (chunk {} of {}{}): stored {}, computed {}",
-      (dir / shard.file).string(), leaf.path, shard.rank, to_string(shard.box), bad.begin, bad.end,
-      bad.chunk, shard.checksums.size(), where, checksum_to_hex(bad.stored),
-      checksum_to_hex(bad.computed));
+      (dir / shard.file).string(), leaf.path, shard.rank, to_string(shard.box),
+      shard.compressed() ? "compressed " : "", bad.begin, bad.end, bad.chunk,
+      shard.checksums.size(), where, checksum_to_hex(bad.stored), checksum_to_hex(bad.computed));
 }
 
 ShardSource::ShardSource(const Comm& comm, std::filesystem::path dir, bool verify,
@@ -160,6 +161,10 @@ void ShardSource::check(const LeafRecord& leaf, const ShardRecord& shard, std::u
 
 void ShardSource::for_each_window(const LeafRecord& leaf, const ShardRecord& shard,
                                   std::uint64_t first, std::uint64_t last, const WindowFn& fn) {
+  if (shard.compressed()) {
+    for_each_chunk(leaf, shard, first, last, fn);
+    return;
+  }
   if (verify_) {
     const std::uint64_t chunk = leaf.chunk_bytes_of(shard);
     first = first / chunk * chunk;
@@ -180,7 +185,69 @@ void ShardSource::for_each_window(const LeafRecord& leaf, const ShardRecord& sha
   }
 }
 
+void ShardSource::for_each_chunk(const LeafRecord& leaf, const ShardRecord& shard,
+                                 std::uint64_t first, std::uint64_t last, const WindowFn& fn) {
+  ShardReader& from = reader(leaf.format);
+  const std::uint64_t chunk = leaf.chunk_bytes_of(shard);
+  const auto k_first = static_cast<std::size_t>(first / chunk);
+  std::uint64_t at = 0;  // stored offset of chunk k
+  for (std::size_t k = 0; k < k_first && k < shard.chunk_sizes.size(); ++k) {
+    at += shard.chunk_sizes[k];
+  }
+  const std::string file = (dir_ / shard.file).string();
+  for (std::size_t k = k_first; k < shard.chunk_sizes.size() && k * chunk < last; ++k) {
+    const std::uint64_t raw_begin = k * chunk;
+    const std::uint64_t raw_end = std::min(raw_begin + chunk, shard.bytes);
+    const auto stored = static_cast<std::size_t>(shard.chunk_sizes[k]);
+    if (buffer_.size() < stored) buffer_.resize(stored);
+    from.read(leaf, shard, at, stored, buffer_.data());
+    const std::span<const std::byte> bytes(buffer_.data(), stored);
+    if (const std::uint64_t sum = checksum_of(bytes); sum != shard.checksums[k]) {
+      const ChunkMismatch bad{.chunk = k,
+                              .begin = at,
+                              .end = at + stored,
+                              .stored = shard.checksums[k],
+                              .computed = sum};
+      throw FormatError(file, leaf.path,
+                        fmt::format("{}. The file is damaged; restore an earlier checkpoint",
+                                    describe(leaf, shard, bad)));
+    }
+    raw_.resize(static_cast<std::size_t>(raw_end - raw_begin));
+    decompress_chunk(leaf.compression, leaf.dtype, bytes, raw_, file, leaf.path);
+    const std::uint64_t lo = std::max(first, raw_begin);
+    const std::uint64_t hi = std::min(last, raw_end);
+    if (lo < hi) {
+      fn(lo, std::span<const std::byte>(raw_).subspan(static_cast<std::size_t>(lo - raw_begin),
+                                                      static_cast<std::size_t>(hi - lo)));
+    }
+    at += stored;
+  }
+}
+
+std::vector<ChunkMismatch> ShardSource::scan_stored(const LeafRecord& leaf,
+                                                    const ShardRecord& shard) {
+  ShardReader& from = reader(leaf.format);
+  std::vector<ChunkMismatch> bad;
+  std::uint64_t at = 0;
+  for (std::size_t k = 0; k < shard.chunk_sizes.size(); ++k) {
+    const auto stored = static_cast<std::size_t>(shard.chunk_sizes[k]);
+    if (buffer_.size() < stored) buffer_.resize(stored);
+    from.read(leaf, shard, at, stored, buffer_.data());
+    const std::uint64_t sum = checksum_of({buffer_.data(), stored});
+    if (sum != shard.checksums[k]) {
+      bad.push_back({.chunk = k,
+                     .begin = at,
+                     .end = at + stored,
+                     .stored = shard.checksums[k],
+                     .computed = sum});
+    }
+    at += stored;
+  }
+  return bad;
+}
+
 std::vector<ChunkMismatch> ShardSource::scan(const LeafRecord& leaf, const ShardRecord& shard) {
+  if (shard.compressed()) return scan_stored(leaf, shard);
   ShardReader& from = reader(leaf.format);
   const std::uint64_t chunk = leaf.chunk_bytes_of(shard);
   const std::uint64_t stride = std::max<std::uint64_t>(window_bytes_ / chunk, 1) * chunk;
@@ -200,6 +267,17 @@ std::vector<ChunkMismatch> ShardSource::scan(const LeafRecord& leaf, const Shard
 void ShardSource::read_range(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
                              ScatterList pieces) {
   const std::uint64_t last = first + scatter_bytes(pieces);
+  if (shard.compressed()) {
+    for_each_chunk(leaf, shard, first, last,
+                   [&](std::uint64_t at, std::span<const std::byte> data) {
+                     std::uint64_t done = 0;
+                     for (const auto& part : scatter_slice(pieces, at - first, data.size())) {
+                       std::copy_n(data.data() + done, part.size(), part.data());
+                       done += part.size();
+                     }
+                   });
+    return;
+  }
   if (verify_) {
     const std::uint64_t chunk = leaf.chunk_bytes_of(shard);
     if (first % chunk != 0 || (last % chunk != 0 && last != shard.bytes)) {

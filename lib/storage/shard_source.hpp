@@ -25,8 +25,10 @@ namespace cairn::storage {
 
 /// One checksum chunk whose bytes do not match the index.
 struct ChunkMismatch {
-  std::size_t chunk = 0;    ///< its number in the shard
-  std::uint64_t begin = 0;  ///< its bytes [begin, end) of the shard's stream
+  std::size_t chunk = 0;  ///< its number in the shard
+  /// Its bytes [begin, end) of the shard's stream, or of its stored chunks when the shard is
+  /// stored compressed (ShardRecord::compressed()).
+  std::uint64_t begin = 0;
   std::uint64_t end = 0;
   std::uint64_t stored = 0;  ///< checksum in the index
   std::uint64_t computed = 0;
@@ -79,8 +81,10 @@ class ShardSource {
   using WindowFn = std::function<void(std::uint64_t first, std::span<const std::byte> data)>;
   /// Reads bytes [first, last) of `shard`'s stream (widened to whole checksum chunks when
   /// verifying) window by window through the buffer, verifies every chunk, and hands each
-  /// window to `fn`. Local. Throws FormatError naming the file, the leaf and the byte range
-  /// of a damaged chunk, and what the reader or `fn` throws.
+  /// window to `fn`. A shard stored compressed is read chunk by chunk, each checked (whatever
+  /// `verify`) and decompressed, `fn` getting the part of each in [first, last). Local. Throws
+  /// FormatError naming the file, the leaf and the byte range of a damaged chunk, and what the
+  /// reader or `fn` throws.
   void for_each_window(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
                        std::uint64_t last, const WindowFn& fn);
   /// Reads bytes [first, first + scatter_bytes(pieces)) of `shard`'s stream straight into
@@ -91,7 +95,8 @@ class ShardSource {
                   ScatterList pieces);
 
   /// Reads the whole stream of `shard` window by window and returns every chunk whose
-  /// checksum differs from the index (verify_tree's check). Local. Throws what the reader
+  /// checksum differs from the index (verify_tree's check); of a shard stored compressed, the
+  /// stored chunks, without decompressing them. Local. Throws what the reader
   /// throws.
   [[nodiscard]] std::vector<ChunkMismatch> scan(const LeafRecord& leaf, const ShardRecord& shard);
 
@@ -113,6 +118,14 @@ class ShardSource {
   // Throws FormatError for the first bad chunk of the window, if any.
   void check(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
              ScatterList pieces) const;
+  // for_each_window() of a shard stored as compressed chunks: reads each chunk covering
+  // [first, last), checks the checksum of its stored bytes (always: only verified bytes are
+  // decompressed), decompresses it and hands the part in [first, last) to `fn`.
+  void for_each_chunk(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
+                      std::uint64_t last, const WindowFn& fn);
+  // scan() of a shard stored as compressed chunks: the stored bytes only.
+  [[nodiscard]] std::vector<ChunkMismatch> scan_stored(const LeafRecord& leaf,
+                                                       const ShardRecord& shard);
   // Bytes read per window for `leaf`'s `shard`: a multiple of its chunk when verifying, of its
   // element otherwise.
   [[nodiscard]] std::uint64_t step(const LeafRecord& leaf, const ShardRecord& shard) const;
@@ -123,6 +136,7 @@ class ShardSource {
   std::size_t window_bytes_;
   std::map<StorageFormat, std::unique_ptr<ShardReader>> readers_;
   std::vector<std::byte> buffer_;
+  std::vector<std::byte> raw_;  // one decompressed chunk
 };
 
 }  // namespace cairn::storage

@@ -78,6 +78,15 @@ class ShardWriter {
   /// (placed before); `first` and the size are whole elements. Local; one thread at a time.
   /// Throws IoError naming the file, InvalidArgument for a range outside the shard.
   virtual void write(std::size_t index, std::uint64_t first, std::span<const std::byte> data) = 0;
+  /// Whether the engine hands this format the shard of array `index` compressed chunk by chunk
+  /// (ArrayToWrite::compression; each checksum chunk compressed on its own), rather than its
+  /// raw stream: then place() still takes the raw byte count, the stored size is known only
+  /// once written, and write() appends the stored chunks one after the other (`first` is the
+  /// stored bytes written so far). A format that compresses by itself (hdf5's filters), or
+  /// an array without compression, says false. Local; never throws.
+  [[nodiscard]] virtual bool stores_compressed_chunks(std::size_t /*index*/) const noexcept {
+    return false;
+  }
   /// Ends this rank's writes and releases its own descriptors; no write() follows. With
   /// `fsync`, a format makes the writes durable here or in close() (hdf5, whose file is
   /// shared). Local. Throws IoError naming the file.

@@ -14,6 +14,7 @@
 #include "cuda/device_memory.hpp"
 #include "cuda/staged_copy.hpp"
 #include "storage/checksum.hpp"
+#include "storage/compress.hpp"
 
 namespace cairn::storage {
 namespace json = boost::json;
@@ -43,6 +44,7 @@ json::value record_to_json(std::size_t array_index, const ShardRecord& s) {
   std::string sums;
   for (std::uint64_t c : s.checksums) sums += checksum_to_hex(c);
   o["xxh3"] = std::move(sums);
+  if (s.compressed()) o["chunk_sizes"] = json::value_from(s.chunk_sizes);
   return o;
 }
 
@@ -57,6 +59,9 @@ ShardRecord record_from_json(const json::object& o) {
   const std::string_view sums = o.at("xxh3").as_string();
   for (std::size_t c = 0; c + 16 <= sums.size(); c += 16) {
     s.checksums.push_back(*checksum_from_hex(sums.substr(c, 16)));
+  }
+  if (const json::value* sizes = o.if_contains("chunk_sizes")) {
+    s.chunk_sizes = json::value_to<std::vector<std::uint64_t>>(*sizes);
   }
   return s;
 }
@@ -361,7 +366,20 @@ void TreeWriter::write_stream(std::size_t index,
                            })->second;
     const ShardPlacement placement = writer.place(job.format_index, job.stored_bytes);
     ChunkedChecksum checksum(job.chunk_bytes);
+    // A format that stores compressed chunks gets them as they are made, one chunk in memory.
+    std::optional<ChunkCompressor> compressor;
+    if (writer.stores_compressed_chunks(job.format_index)) {
+      compressor.emplace(job.compression, job.stored_dtype, job.chunk_bytes,
+                         fmt::format("leaf '{}'", job.leaf->path()),
+                         [&](std::span<const std::byte> stored) {
+                           writer.write(job.format_index, compressor->stored_bytes(), stored);
+                         });
+    }
     const RunSink store = [&](std::span<const std::byte> stored) {
+      if (compressor) {
+        compressor->update(stored);
+        return;
+      }
       writer.write(job.format_index, checksum.bytes(), stored);
       checksum.update(stored);
     };
@@ -383,15 +401,18 @@ void TreeWriter::write_stream(std::size_t index,
       throw InvalidArgument(fmt::format("leaf '{}': {} of this rank's {} bytes were delivered",
                                         job.leaf->path(), delivered, job.bytes));
     }
-    ShardRecord record{.rank = rank_,
-                       .box = job.leaf->as_array().box,
-                       .file = placement.file,
-                       .byte_offset = placement.byte_offset,
-                       .bytes = job.stored_bytes,
-                       .checksums = checksum.digests()};
+    if (compressor) compressor->finish();
+    ShardRecord record{
+        .rank = rank_,
+        .box = job.leaf->as_array().box,
+        .file = placement.file,
+        .byte_offset = placement.byte_offset,
+        .bytes = job.stored_bytes,
+        .checksums = compressor ? compressor->checksums() : checksum.digests(),
+        .chunk_sizes = compressor ? compressor->chunk_sizes() : std::vector<std::uint64_t>{}};
     std::lock_guard lock(mutex_);
     records_.emplace_back(index, std::move(record));
-    bytes_written_ += job.stored_bytes;
+    bytes_written_ += compressor ? compressor->stored_bytes() : job.stored_bytes;
   } catch (const std::exception& e) {
     fail(e);
   }
@@ -467,6 +488,10 @@ void TreeWriter::finish(const Comm& comm) {
           record.replicated = shard.replicated;
           record.fortran_order = shard.fortran_order;
           record.chunk_bytes = job.chunk_bytes;
+          record.compression = job.compression;
+          if (job.compression.kind != Compression::Kind::none) {
+            index.version = kTreeFormatVersionCompressed;
+          }
           slot_of_array.push_back(index.leaves.size());
           break;
         }

@@ -266,6 +266,28 @@ sys.exit(0 if ok else 1)" || fail "stats differ from numpy"
   expect stats-text "min 0, max 1, mean "; expect stats-text "1920 elements"
   ;;
 
+compression)
+  # heat2d saves its field compressed (posix); inspect, verify, convert and diff read it.
+  for kind in zstd zfp=1e-6; do
+    mpi 2 "$heat2d" --nx 48 --ny 40 --steps 20 --save-every 10 --format posix \
+      --compression "$kind" --checkpoint-dir "${kind%%=*}" --quiet >"${kind%%=*}.log" 2>&1 ||
+      { cat "${kind%%=*}.log"; exit 2; }
+  done
+  run_json inspect 0 "$cairn" inspect --json zstd/20
+  json_check inspect "[l for l in d['items']['field']['leaves'] if l['path'] == 'u'][0]['compression']['kind'] == 'zstd' and 0 < [l for l in d['items']['field']['leaves'] if l['path'] == 'u'][0]['stored_bytes'] < 48 * 40 * 8"
+  run inspect-text 0 "$cairn" inspect zfp/20
+  expect inspect-text "zfp absolute error 1e-06"
+  run verify 0 mpi 2 "$cairn" verify zstd
+  run convert 0 mpi 3 "$cairn" convert zfp/20 plain --format posix
+  run diff 0 "$cairn" diff zfp/20 plain
+  expect diff "no differences"
+  /usr/bin/python3 -c "
+f = open('zstd/20/field/shards/p1.bin', 'r+b'); f.seek(20); b = f.read(1); f.seek(20)
+f.write(bytes([b[0] ^ 0x5a]))"
+  run verify-damaged 1 "$cairn" verify zstd/20
+  expect verify-damaged "for leaf 'u'"; expect verify-damaged "compressed bytes"
+  ;;
+
 *)
   echo "cli_tool_test.sh: unknown case '$case_name'" >&2
   exit 2

@@ -15,6 +15,7 @@ PosixShardWriter::PosixShardWriter(std::filesystem::path item_dir, int rank,
     box_bytes_.push_back(a.box ? static_cast<std::uint64_t>(volume(*a.box)) * dtype_size(a.dtype)
                                : 0);
     paths_.push_back(a.path);
+    compressed_.push_back(a.compression.kind != Compression::Kind::none);
   }
 }
 
@@ -26,13 +27,26 @@ ShardPlacement PosixShardWriter::place(std::size_t index, std::uint64_t bytes) {
   }
   base::fault::point("storage.posix_write");
   if (!file_) file_.emplace(dir_ / name_, PosixFile::Mode::write_new);
-  placed_[index] = Placed{.offset = end_, .bytes = bytes};
-  end_ += (bytes + kShardAlignment - 1) / kShardAlignment * kShardAlignment;
+  // A compressed shard grows with its writes (write() moves end_).
+  const std::uint64_t reserved = compressed_[index] ? 0 : bytes;
+  placed_[index] = Placed{.offset = end_, .bytes = reserved};
+  end_gap_ = 0;
+  end_ += (reserved + kShardAlignment - 1) / kShardAlignment * kShardAlignment;
   return {.file = name_, .byte_offset = placed_[index]->offset};
 }
 
 void PosixShardWriter::write(std::size_t index, std::uint64_t first,
                              std::span<const std::byte> data) {
+  if (index < placed_.size() && placed_[index] && compressed_[index] && file_ &&
+      first == placed_[index]->bytes && placed_[index]->offset + first == end_ - end_gap_) {
+    // The next compressed chunks of the shard placed last, appended.
+    file_->write_at(placed_[index]->offset + first, data);
+    placed_[index]->bytes += data.size();
+    const std::uint64_t end = placed_[index]->offset + placed_[index]->bytes;
+    end_ = (end + kShardAlignment - 1) / kShardAlignment * kShardAlignment;
+    end_gap_ = end_ - end;
+    return;
+  }
   if (index >= placed_.size() || !placed_[index] || first > placed_[index]->bytes ||
       data.size() > placed_[index]->bytes - first || !file_) {
     throw InvalidArgument(
@@ -70,9 +84,10 @@ std::unique_ptr<ShardWriter> open_posix_writer(const Comm& comm, const std::file
 
 const PosixFile& PosixShardReader::file_of(const LeafRecord& leaf, const ShardRecord& shard,
                                            std::uint64_t first, std::uint64_t bytes) {
-  if (first > shard.bytes || bytes > shard.bytes - first) {
+  const std::uint64_t stored = shard.stored_bytes();
+  if (first > stored || bytes > stored - first) {
     throw InvalidArgument(fmt::format("leaf '{}': bytes [{}, {}) are outside its shard of {} bytes",
-                                      leaf.path, first, first + bytes, shard.bytes));
+                                      leaf.path, first, first + bytes, stored));
   }
   auto it = files_.find(shard.file);
   if (it == files_.end()) {

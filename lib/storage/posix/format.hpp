@@ -29,6 +29,11 @@ class PosixShardWriter final : public ShardWriter {
   ShardPlacement place(std::size_t index, std::uint64_t bytes) override;
   /// One pwrite at the shard's offset plus `first`. Throws as ShardWriter::write().
   void write(std::size_t index, std::uint64_t first, std::span<const std::byte> data) override;
+  /// True for an array with compression: its chunks are appended, the next shard placed after
+  /// them. Never throws.
+  [[nodiscard]] bool stores_compressed_chunks(std::size_t index) const noexcept override {
+    return index < compressed_.size() && compressed_[index];
+  }
   /// fsyncs (when `fsync`) and closes the file, if one was created. Throws IoError.
   void flush(bool fsync) override;
   /// The ranks share only the directory shards/: when `fsync`, the ranks agree that all have
@@ -47,8 +52,10 @@ class PosixShardWriter final : public ShardWriter {
   std::vector<std::optional<Placed>> placed_;  // by array index
   std::vector<std::uint64_t> box_bytes_;       // by array index; 0 without a shard
   std::vector<std::string> paths_;             // by array index, for messages
+  std::vector<bool> compressed_;               // by array index: stored compressed
   std::optional<PosixFile> file_;
-  std::uint64_t end_ = 0;  // aligned end of the shards placed so far
+  std::uint64_t end_ = 0;      // aligned end of the shards placed so far
+  std::uint64_t end_gap_ = 0;  // bytes from the end of the last compressed shard to end_
 };
 
 /// Reads shards of posix leaves, keeping each file open once. Nothing here is collective.
@@ -58,9 +65,9 @@ class PosixShardReader final : public ShardReader {
 
   /// Nothing to prepare: each file is opened by its first read. Never throws.
   void open(std::span<const LeafRecord* const>) override {}
-  /// Reads bytes [first, first + bytes) of `shard`'s stream (stored contiguously at its
-  /// byte_offset) into `dst`. Throws NotFound (missing file), FormatError (file too short) or
-  /// IoError, naming the file.
+  /// Reads bytes [first, first + bytes) of what `shard` stores in its file (contiguously at
+  /// its byte_offset: the stream, or its compressed chunks back to back) into `dst`. Throws
+  /// NotFound (missing file), FormatError (file too short) or IoError, naming the file.
   void read(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
             std::uint64_t bytes, std::byte* dst) override;
   /// One preadv per IOV_MAX pieces at the shard's offset plus `first`. Throws as read().
