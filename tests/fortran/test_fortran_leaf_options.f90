@@ -15,14 +15,20 @@ program test_fortran_leaf_options
   type(cairn_comm) :: comm
   type(cairn_checkpointer) :: ckpt
   character(len=:), allocatable :: dir
-  character(len=64) :: scenario
+  character(len=64) :: scenario, variant
 
   call MPI_Init(ierr)
   call cairn_comm_create(comm, MPI_COMM_WORLD)
   call cairn_comm_rank(comm, rank)
   call cairn_comm_size(comm, size)
   call get_command_argument(1, scenario)
-  dir = scratch_dir('cairn-fortran-leaf-options-'//trim(scenario))
+  call get_command_argument(2, variant)
+  ! One directory per scenario and format: ctest runs the cases of a scenario at once.
+  if (len_trim(variant) > 0) then
+    dir = scratch_dir('cairn-fortran-leaf-options-'//trim(scenario)//'-'//trim(variant))
+  else
+    dir = scratch_dir('cairn-fortran-leaf-options-'//trim(scenario))
+  end if
   call cairn_checkpointer_create(ckpt, comm)
 
   select case (trim(scenario))
