@@ -108,6 +108,54 @@ void zfp_decompress_chunk(DType dtype, std::span<const std::byte> stored, std::s
 }
 #endif
 
+#if CAIRN_HAVE_ZSTD
+void zstd_compress_chunk(const Compression& c, DType /*dtype*/, std::span<const std::byte> raw,
+                         std::vector<std::byte>& out, std::string_view what) {
+  out.resize(ZSTD_compressBound(raw.size()));
+  const std::size_t size = ZSTD_compress(out.data(), out.size(), raw.data(), raw.size(),
+                                         c.level == 0 ? ZSTD_CLEVEL_DEFAULT : c.level);
+  if (ZSTD_isError(size) != 0) {
+    throw IoError("", fmt::format("{}: zstd: {}", what, ZSTD_getErrorName(size)));
+  }
+  out.resize(size);
+}
+
+void zstd_decompress_chunk(DType /*dtype*/, std::span<const std::byte> stored,
+                           std::span<std::byte> raw, const std::string& file,
+                           const std::string& what) {
+  const std::size_t size = ZSTD_decompress(raw.data(), raw.size(), stored.data(), stored.size());
+  if (ZSTD_isError(size) != 0 || size != raw.size()) {
+    throw FormatError(file, what,
+                      fmt::format("'{}': leaf '{}': a zstd chunk does not decompress to {} bytes "
+                                  "({}); the file is damaged",
+                                  file, what, raw.size(),
+                                  ZSTD_isError(size) != 0 ? ZSTD_getErrorName(size) : "short"));
+  }
+}
+#endif
+
+// How one compressor of this build compresses and decompresses a chunk.
+struct Codec {
+  void (*compress)(const Compression&, DType, std::span<const std::byte>, std::vector<std::byte>&,
+                   std::string_view);
+  void (*decompress)(DType, std::span<const std::byte>, std::span<std::byte>, const std::string&,
+                     const std::string&);
+};
+
+// The codec of `kind`, or nullptr when this build lacks it (or for none).
+const Codec* codec_of(Compression::Kind kind) noexcept {
+#if CAIRN_HAVE_ZSTD
+  static constexpr Codec zstd{zstd_compress_chunk, zstd_decompress_chunk};
+  if (kind == Compression::Kind::zstd) return &zstd;
+#endif
+#if CAIRN_HAVE_ZFP
+  static constexpr Codec zfp{zfp_compress_chunk, zfp_decompress_chunk};
+  if (kind == Compression::Kind::zfp) return &zfp;
+#endif
+  (void)kind;
+  return nullptr;
+}
+
 }  // namespace
 
 std::string_view compression_kind_name(Compression::Kind kind) noexcept {
@@ -130,71 +178,28 @@ std::string describe_compression(const Compression& c) {
   return "unknown";
 }
 
-void compress_chunk(const Compression& c, [[maybe_unused]] DType dtype,
-                    std::span<const std::byte> raw, std::vector<std::byte>& out,
-                    std::string_view what) {
-  switch (c.kind) {
-    case Compression::Kind::none: out.assign(raw.begin(), raw.end()); return;
-    case Compression::Kind::zstd: {
-#if CAIRN_HAVE_ZSTD
-      out.resize(ZSTD_compressBound(raw.size()));
-      const std::size_t size = ZSTD_compress(out.data(), out.size(), raw.data(), raw.size(),
-                                             c.level == 0 ? ZSTD_CLEVEL_DEFAULT : c.level);
-      if (ZSTD_isError(size) != 0) {
-        throw IoError("", fmt::format("{}: zstd: {}", what, ZSTD_getErrorName(size)));
-      }
-      out.resize(size);
-      return;
-#else
-      break;
-#endif
-    }
-    case Compression::Kind::zfp: {
-#if CAIRN_HAVE_ZFP
-      zfp_compress_chunk(c, dtype, raw, out, what);
-      return;
-#else
-      break;
-#endif
-    }
+void compress_chunk(const Compression& c, DType dtype, std::span<const std::byte> raw,
+                    std::vector<std::byte>& out, std::string_view what) {
+  if (c.kind == Compression::Kind::none) {
+    out.assign(raw.begin(), raw.end());
+    return;
   }
-  throw Unsupported(fmt::format("{}: this build of cairn cannot compress with {}", what,
-                                compression_kind_name(c.kind)));
+  const Codec* codec = codec_of(c.kind);
+  if (codec == nullptr) {
+    throw Unsupported(fmt::format("{}: this build of cairn cannot compress with {}", what,
+                                  compression_kind_name(c.kind)));
+  }
+  codec->compress(c, dtype, raw, out, what);
 }
 
-void decompress_chunk(const Compression& c, [[maybe_unused]] DType dtype,
-                      [[maybe_unused]] std::span<const std::byte> stored,
-                      [[maybe_unused]] std::span<std::byte> raw, const std::string& file,
-                      const std::string& what) {
-  switch (c.kind) {
-    case Compression::Kind::none: break;
-    case Compression::Kind::zstd: {
-#if CAIRN_HAVE_ZSTD
-      const std::size_t size =
-          ZSTD_decompress(raw.data(), raw.size(), stored.data(), stored.size());
-      if (ZSTD_isError(size) != 0 || size != raw.size()) {
-        throw FormatError(file, what,
-                          fmt::format("'{}': leaf '{}': a zstd chunk does not decompress to {} "
-                                      "bytes ({}); the file is damaged",
-                                      file, what, raw.size(),
-                                      ZSTD_isError(size) != 0 ? ZSTD_getErrorName(size) : "short"));
-      }
-      return;
-#else
-      break;
-#endif
-    }
-    case Compression::Kind::zfp: {
-#if CAIRN_HAVE_ZFP
-      zfp_decompress_chunk(dtype, stored, raw, file, what);
-      return;
-#else
-      break;
-#endif
-    }
+void decompress_chunk(const Compression& c, DType dtype, std::span<const std::byte> stored,
+                      std::span<std::byte> raw, const std::string& file, const std::string& what) {
+  const Codec* codec = codec_of(c.kind);
+  if (codec == nullptr) {
+    throw Unsupported(fmt::format("leaf '{}' in '{}': this build of cairn cannot decompress {}",
+                                  what, file, compression_kind_name(c.kind)));
   }
-  throw Unsupported(fmt::format("leaf '{}' in '{}': this build of cairn cannot decompress {}", what,
-                                file, compression_kind_name(c.kind)));
+  codec->decompress(dtype, stored, raw, file, what);
 }
 
 ChunkCompressor::ChunkCompressor(Compression compression, DType dtype, std::uint64_t chunk_bytes,
