@@ -11,7 +11,7 @@ min, median and max. No bound: the ratios are reported, not judged.
 """
 import statistics
 
-from bench_markdown import replace_section
+from bench_markdown import fmt_number as _fmt, replace_section, spread_text
 
 FORMATS = ("posix", "hdf5")
 COMPRESSIONS = ("zstd", "zfp")
@@ -85,17 +85,6 @@ def evaluate(doc):
                 row["max_error"] = restore.get("max_error")
                 rows.append(row)
     return rows
-
-
-def _fmt(x, digits=3):
-    return "—" if x is None else f"{x:.{digits}g}"
-
-
-def spread_text(ratio):
-    """min / median / max of the per-repetition ratios."""
-    if ratio["status"] != "ok":
-        return "—"
-    return " / ".join(_fmt(ratio[k]) for k in ("ratio_min", "ratio_median", "ratio_max"))
 
 
 def _section(doc):

@@ -18,3 +18,15 @@ def replace_section(report, begin, end, section, heading=""):
         text = text.rstrip("\n") + "\n\n" + heading + section + "\n"
     with open(report, "w") as f:
         f.write(text)
+
+
+def fmt_number(x, digits=3):
+    """A number with `digits` significant digits, or a dash for None."""
+    return "—" if x is None else f"{x:.{digits}g}"
+
+
+def spread_text(ratio):
+    """min / median / max of the per-repetition ratios of a measured ratio, or a dash."""
+    if ratio["status"] != "ok":
+        return "—"
+    return " / ".join(fmt_number(ratio[k]) for k in ("ratio_min", "ratio_median", "ratio_max"))

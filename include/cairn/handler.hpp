@@ -22,6 +22,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -45,6 +47,11 @@ class CheckpointArgs {
   /// std::bad_alloc.
   [[nodiscard]] virtual std::shared_ptr<const CheckpointArgs> with_load_and_broadcast() const {
     return nullptr;
+  }
+  /// The names of the items these arguments select, for arguments that hold several items
+  /// (Composite); null for the arguments of one item. Never throws beyond std::bad_alloc.
+  [[nodiscard]] virtual std::optional<std::set<std::string>> item_names() const {
+    return std::nullopt;
   }
 };
 

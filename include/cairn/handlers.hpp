@@ -206,6 +206,8 @@ class Composite final : public CheckpointArgs {
   /// A copy whose items are replaced by their with_load_and_broadcast(); null when no item
   /// changes.
   [[nodiscard]] std::shared_ptr<const CheckpointArgs> with_load_and_broadcast() const override;
+  /// The names of the items. Never throws beyond std::bad_alloc.
+  [[nodiscard]] std::optional<std::set<std::string>> item_names() const override;
   /// The items, sorted by name. Never throws.
   [[nodiscard]] const Items& items() const noexcept { return items_; }
   /// The arguments of `name`, or null. Never throws.

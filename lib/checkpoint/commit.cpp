@@ -2,7 +2,6 @@
 
 #include <boost/json.hpp>
 #include <cairn/checkpointer.hpp>
-#include <cairn/handlers.hpp>
 #include <ctime>
 #include <fmt/chrono.h>
 #include <fmt/format.h>
@@ -134,11 +133,8 @@ void discard(const Comm& comm, const std::filesystem::path& tmp) noexcept {
 StepMetadata open_committed(const Comm& comm, const std::filesystem::path& dir,
                             const CheckpointArgs* args) {
   const auto file = dir / kStepMetadataFile;
-  std::optional<std::set<std::string>> only_items;
-  if (const auto* composite = dynamic_cast<const Composite*>(args)) {
-    only_items.emplace();
-    for (const auto& [name, item] : composite->items()) only_items->insert(name);
-  }
+  const std::optional<std::set<std::string>> only_items =
+      args != nullptr ? args->item_names() : std::nullopt;
   std::string text;
   comm.run_all(fmt::format("opening checkpoint '{}':", dir.string()), [&] {
     if (!comm.is_primary()) return;

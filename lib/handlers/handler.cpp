@@ -91,6 +91,12 @@ Composite::Composite(Items items, CustomMetadata custom_metadata)
   }
 }
 
+std::optional<std::set<std::string>> Composite::item_names() const {
+  std::set<std::string> names;
+  for (const auto& [name, item] : items_) names.insert(name);
+  return names;
+}
+
 std::shared_ptr<const CheckpointArgs> Composite::with_load_and_broadcast() const {
   Items items = items_;
   bool changed = false;
