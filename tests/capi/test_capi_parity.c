@@ -2,10 +2,12 @@
  * (argv[1]): the injectable clock, should_save(step, latest_step), CLU's and custom step names,
  * the EveryNSteps / EveryNStepsClosest / LatestDuration policies, should_keep_fn, restore from
  * another root, the user's root metadata, prevent_write_metrics, the plain checkpointers, and
- * the restore of a given multihost step. Time-based cases use a fake clock, never sleeps. C99,
+ * the restore of a given multihost step, keep_time_interval_s, and option structs of a caller
+ * built against an older cairn.h. Time-based cases use a fake clock, never sleeps. C99,
  * cairn.h and MPI only. */
 #include <cairn/cairn.h>
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -269,6 +271,19 @@ static void latest_duration(const cairn_comm* comm, int rank, int size) {
   cairn_preservation_policy_free(p);
 }
 
+/* keep_time_interval_s on the fake clock: steps 0 to 5 saved 60 s apart, max_to_keep 1; one
+ * step per 100 s window is kept besides the newest. On the system clock (saves within a second)
+ * the steps share one window and only 0 and 5 would remain. */
+static void keep_time_interval(const cairn_comm* comm, int rank, int size) {
+  const int64_t steps[] = {0, 1, 2, 3, 4, 5};
+  const int64_t kept[] = {0, 2, 4, 5}; /* windows [0, 100), [100, 200), [200, 300), newest */
+  cairn_manager_options o;
+  CHECK_OK(cairn_manager_options_init(&o, sizeof o));
+  o.max_to_keep = 1;
+  o.keep_time_interval_s = 100;
+  keeps(comm, "time_interval", &o, steps, 6, kept, 4, rank, size);
+}
+
 static int keep_two(int64_t step, void* user_data) {
   (void)user_data;
   return step == 2;
@@ -472,6 +487,42 @@ static void multihost_restore(const cairn_comm* comm, int rank, int size) {
   cairn_tree_free(tree);
 }
 
+/* A caller built against a cairn.h older than the fields appended in 0.1: its manager options
+ * end before `clock`, its save options before `checksum_chunk_bytes`, its restore options
+ * before `renames`. The library must read nothing past struct_size: the bytes there hold
+ * garbage that would be a clock, callbacks, pointers and prevent_write_metrics. */
+static void older_structs(const cairn_comm* comm, int rank, int size) {
+  cairn_manager_options o;
+  cairn_save_options s;
+  cairn_restore_options r;
+  cairn_manager* m = NULL;
+  cairn_tree* tree = NULL;
+  double x = 0.0;
+  int saved = -1;
+  char* text = NULL;
+  memset(&o, 0xA5, sizeof o);
+  memset(&s, 0xA5, sizeof s);
+  memset(&r, 0xA5, sizeof r);
+  CHECK_OK(cairn_manager_options_init(&o, offsetof(cairn_manager_options, clock)));
+  CHECK(o.struct_size == offsetof(cairn_manager_options, clock) && o.max_to_keep == CAIRN_KEEP_ALL);
+  o.enable_async = 0;
+  CHECK_OK(cairn_save_options_init(&s, offsetof(cairn_save_options, checksum_chunk_bytes)));
+  s.metrics_json = "{\"loss\":1}";
+  CHECK_OK(cairn_restore_options_init(&r, offsetof(cairn_restore_options, renames)));
+  CHECK_OK(cairn_manager_create(comm, capi_test_path("older"), &o, &m));
+  tree = capi_test_field(&x, rank, size, 4.0);
+  CHECK_OK(cairn_manager_save(m, 4, tree, &s, &saved));
+  CHECK(saved == 1);
+  x = -1.0;
+  CHECK_OK(cairn_manager_restore(m, 4, tree, &r));
+  CHECK(x == 4.0);
+  cairn_tree_free(tree);
+  CHECK_OK(cairn_manager_step_metadata(m, 4, &text));
+  CHECK(strstr(text, "\"loss\"") != NULL); /* written: prevent_write_metrics is its default */
+  cairn_free(text);
+  CHECK_OK(cairn_manager_free(m));
+}
+
 static const capi_test_scenario scenarios[] = {
     {"clock", clock_scenario},
     {"should_save_latest", should_save_latest},
@@ -487,6 +538,8 @@ static const capi_test_scenario scenarios[] = {
     {"checkpointer_sync", checkpointer_sync},
     {"checkpointer_async", checkpointer_async},
     {"multihost_restore", multihost_restore},
+    {"keep_time_interval", keep_time_interval},
+    {"older_structs", older_structs},
 };
 
 int main(int argc, char** argv) {

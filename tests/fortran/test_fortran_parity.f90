@@ -94,7 +94,8 @@ end module parity_callbacks
 ! custom step names, the EveryNSteps / EveryNStepsClosest / LatestDuration policies,
 ! should_keep_fn, restore from another root, the user's root metadata with
 ! save_root_metadata and lightweight_initialize, prevent_write_metrics, the plain
-! checkpointers and the restore of a given multihost step. Exits non-zero on any failure.
+! checkpointers, the restore of a given multihost step and keep_time_interval on the fake
+! clock. Exits non-zero on any failure.
 program test_fortran_parity
   use, intrinsic :: iso_c_binding
   use mpi
@@ -136,6 +137,8 @@ program test_fortran_parity
     call checkpointers()
   case ('multihost_restore')
     call multihost_restore()
+  case ('keep_time_interval')
+    call keep_time_interval()
   case default
     call expect(.false., 'unknown scenario "'//trim(scenario)//'"')
   end select
@@ -305,6 +308,24 @@ contains
                       [1_c_int64_t, 2_c_int64_t]), 'LatestDuration(100 s) keeps 1, 2')
     call cairn_preservation_policy_free(p)
   end subroutine policies
+
+  ! keep_time_interval on the fake clock: steps 0 to 5 saved 60 s apart, max_to_keep 1; one step
+  ! per 100 s window is kept besides the newest. On the system clock (saves within a second)
+  ! the steps share one window and only 0 and 5 would remain.
+  subroutine keep_time_interval()
+    type(cairn_manager) :: manager
+    integer(c_int64_t) :: step
+    call cairn_manager_create(manager, comm, dir//'/time_interval', enable_async=.false., &
+                              clock=funloc('fake_clock'), max_to_keep=1, &
+                              keep_time_interval=100_c_int64_t)
+    do step = 0, 5
+      call expect(save_step(manager, step), 'keep_time_interval: saved')
+      fake_now = fake_now + 60 * second
+    end do
+    call expect(steps_are(manager, [0_c_int64_t, 2_c_int64_t, 4_c_int64_t, 5_c_int64_t]), &
+                'keep_time_interval 100 s keeps 0, 2, 4 and the newest, 5')
+    call cairn_manager_free(manager)
+  end subroutine keep_time_interval
 
   subroutine should_keep()
     type(cairn_manager) :: manager

@@ -85,7 +85,9 @@ CAIRN_C_API cairn_status cairn_preservation_policy_every_n_steps_ex(
 CAIRN_C_API cairn_status cairn_preservation_policy_every_n_steps_closest(
     int64_t interval, int64_t max_to_keep, cairn_preservation_policy** out);
 /* The time now in nanoseconds since the Unix epoch (1970-01-01 UTC), for a manager's clock
- * (cairn_manager_options.clock) or a policy's: a test's fake clock. */
+ * (cairn_manager_options.clock) or a policy's: a test's fake clock. A manager calls it on its
+ * primary rank only (for the preemption deadline: on every rank). It cannot report a failure:
+ * give every rank the same time. */
 typedef int64_t (*cairn_clock_fn)(void* user_data);
 /* Keeps the checkpoints saved at most `duration_s` (>= 0) seconds before now (Orbax
  * LatestDuration); now is clock(clock_user_data), or the system clock when `clock` is NULL. A
