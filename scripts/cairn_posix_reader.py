@@ -18,7 +18,10 @@ Arrays come back in the stored, C-order shape: an array saved from Fortran (``"o
 has its dimensions reversed (``a.T`` is the Fortran view). bfloat16 comes back as float32.
 Parts of a sparse array that no rank wrote are zero. The XXH3 checksums of the index are not
 checked here (``cairn verify`` does); leaves in format hdf5 are read with h5py from
-``data.h5`` (dataset at the leaf path), or ``cairn convert --format posix`` first.
+``data.h5`` (dataset at the leaf path), or ``cairn convert --format posix`` first. Indexes of
+version 3 (written when a leaf is compressed) are read too: their uncompressed leaves as any
+other, while a compressed (zstd or zfp) leaf raises ValueError naming it; ``cairn convert
+CHECKPOINT COPY --format posix`` writes an uncompressed copy.
 """
 import json
 import os
@@ -45,11 +48,20 @@ def _decode(raw, name):
     return raw
 
 
+def _compression(leaf):
+    """The compressor of an array leaf ("none" when its bytes are stored as they are)."""
+    return leaf.get("compression", {}).get("kind", "none")
+
+
 def read_array(tree_dir, leaf):
     """The global array of one array leaf of cairn-tree.json (a dict), from its shard files."""
     if leaf.get("format") != "posix":
         raise ValueError(f"leaf '{leaf['path']}' is in format {leaf.get('format')}: read it "
                          f"from {os.path.join(tree_dir, 'data.h5')} with h5py")
+    if _compression(leaf) != "none":
+        raise ValueError(f"leaf '{leaf['path']}' of {tree_dir} is stored {_compression(leaf)}-"
+                         f"compressed, which this reader does not decompress: write an "
+                         f"uncompressed copy with `cairn convert CHECKPOINT COPY --format posix`")
     name = leaf["dtype"]
     stored = numpy.dtype(_DTYPES[name])
     out = numpy.zeros(leaf["shape"], dtype=_result_dtype(name))
@@ -78,29 +90,40 @@ def _value(leaf):
     return leaf["value"]
 
 
-def read_tree(tree_dir):
-    """Every leaf of the array tree in `tree_dir`: {path: ndarray or value}."""
+def read_index(tree_dir):
+    """The leaves of cairn-tree.json in `tree_dir` (a list of dicts), any version 1 to 3."""
     with open(os.path.join(tree_dir, "cairn-tree.json")) as f:
         index = json.load(f)
-    if index.get("format") != "cairn-tree" or index.get("version") not in (1, 2):
-        raise ValueError(f"{tree_dir}/cairn-tree.json: not a cairn tree of version 1 or 2")
-    return {leaf["path"]: read_array(tree_dir, leaf) if leaf["kind"] == "array" else _value(leaf)
-            for leaf in index["leaves"]}
+    if index.get("format") != "cairn-tree" or index.get("version") not in (1, 2, 3):
+        raise ValueError(f"{tree_dir}/cairn-tree.json: not a cairn tree of version 1, 2 or 3")
+    return index["leaves"]
+
+
+def read_leaf(tree_dir, leaf):
+    """One leaf of read_index(): an array leaf's global array, or a value leaf's value."""
+    return read_array(tree_dir, leaf) if leaf["kind"] == "array" else _value(leaf)
+
+
+def read_tree(tree_dir):
+    """Every leaf of the array tree in `tree_dir`: {path: ndarray or value}. Raises ValueError
+    naming the first compressed leaf, if any (read the others with read_index and read_leaf)."""
+    return {leaf["path"]: read_leaf(tree_dir, leaf) for leaf in read_index(tree_dir)}
 
 
 def _items(path):
-    """(name, handler type, value) of every item of the committed checkpoint at `path`."""
+    """(name, handler type, tree directory or JSON value) of every item of the committed
+    checkpoint at `path`."""
     if not os.path.exists(os.path.join(path, "COMMITTED")):
         raise ValueError(f"{path}: no COMMITTED marker, not a committed checkpoint")
     with open(os.path.join(path, "cairn-step.json")) as f:
         step = json.load(f)
     if step["handler"] == "cairn.array_tree":
-        return [("", "cairn.array_tree", read_tree(path))]
+        return [("", "cairn.array_tree", path)]
     items = []
     for name, kind in sorted(step.get("items", {}).items()):
         item_dir = os.path.join(path, name)
         if kind == "cairn.array_tree":
-            items.append((name, kind, read_tree(item_dir)))
+            items.append((name, kind, item_dir))
         elif kind == "cairn.json":
             with open(os.path.join(item_dir, "value.json")) as f:
                 items.append((name, kind, json.load(f)))
@@ -110,11 +133,23 @@ def _items(path):
 def read_checkpoint(path):
     """The items of a committed checkpoint: {item: {path: value}} for a composite checkpoint
     (JSON items as their value; bytes items are left out), {path: value} for one saved with
-    a single tree handler."""
-    items = _items(path)
+    a single tree handler. Raises ValueError naming a compressed leaf."""
+    items = [(name, read_tree(value) if kind == "cairn.array_tree" else value)
+             for name, kind, value in _items(path)]
     if len(items) == 1 and items[0][0] == "":
-        return items[0][2]
-    return {name: value for name, _, value in items}
+        return items[0][1]
+    return dict(items)
+
+
+def _describe(tree_dir, leaf):
+    """A listing line's description of a leaf, read only when it is a value."""
+    if leaf["kind"] != "array":
+        return repr(_value(leaf))
+    shape = tuple(leaf["shape"])
+    if leaf.get("format") != "posix" or _compression(leaf) != "none":
+        how = _compression(leaf) + "-compressed" if leaf.get("format") == "posix" else "hdf5"
+        return f"{leaf['dtype']} {shape} ({how}: not read here)"
+    return f"{_result_dtype(leaf['dtype'])} {shape}"
 
 
 def _main(argv):
@@ -122,19 +157,24 @@ def _main(argv):
         print(__doc__.split("\n\n")[0], file=sys.stderr)
         print("usage: cairn_posix_reader.py CHECKPOINT [ITEM/LEAF]", file=sys.stderr)
         return 2
-    flat = {}
+    flat = {}  # listed name -> (tree directory, leaf) or (None, JSON value)
     for name, kind, value in _items(argv[1]):
         if kind == "cairn.array_tree":
-            flat.update({(f"{name}/" if name else "") + k: v for k, v in value.items()})
+            flat.update({(f"{name}/" if name else "") + leaf["path"]: (value, leaf)
+                         for leaf in read_index(value)})
         else:
-            flat[name] = value
-    if len(argv) == 3:
-        numpy.set_printoptions(threshold=sys.maxsize)
-        print(flat[argv[2]])
-        return 0
-    for name, value in flat.items():
-        desc = f"{value.dtype} {value.shape}" if isinstance(value, numpy.ndarray) else repr(value)
-        print(f"{name}: {desc}")
+            flat[name] = (None, value)
+    try:
+        if len(argv) == 3:
+            tree_dir, leaf = flat[argv[2]]
+            numpy.set_printoptions(threshold=sys.maxsize)
+            print(leaf if tree_dir is None else read_leaf(tree_dir, leaf))
+            return 0
+    except ValueError as e:
+        print(f"cairn_posix_reader.py: {e}", file=sys.stderr)
+        return 1
+    for name, (tree_dir, leaf) in flat.items():
+        print(f"{name}: {repr(leaf) if tree_dir is None else _describe(tree_dir, leaf)}")
     return 0
 
 

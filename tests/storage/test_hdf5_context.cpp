@@ -1,7 +1,8 @@
 // What a data.h5 says about itself, read back with the HDF5 C API: the root attributes (step,
 // metrics, versions, world size, write time) of a save_tree() and of a CheckpointManager step
 // (sync and async), each array dataset's cairn_decomposition (a grid, or the list of shards),
-// and strings as variable-length UTF-8.
+// and strings as variable-length UTF-8. With CAIRN_SAMPLE_DIR set, the save_tree() case also
+// leaves its data.h5 and cairn-tree.json there for h5py_context_test.sh.
 #include <hdf5.h>
 
 #include <cairn/comm.hpp>
@@ -19,6 +20,7 @@
 #include <boost/json/value_from.hpp>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <optional>
@@ -205,6 +207,15 @@ TEST(Hdf5Context, SaveTreeRecordsProvenanceDecompositionAndUtf8Strings) {
   EXPECT_EQ(H5Tget_size(nul_type), 3U);
   H5Tclose(nul_type);
   H5Dclose(nul);
+  if (const char* sample = std::getenv("CAIRN_SAMPLE_DIR"); sample != nullptr) {
+    if (comm.is_primary()) {
+      for (const char* name : {"data.h5", "cairn-tree.json"}) {
+        std::filesystem::copy_file(dir / "tree" / name, std::filesystem::path(sample) / name,
+                                   std::filesystem::copy_options::overwrite_existing);
+      }
+    }
+    comm.barrier("sample copied");
+  }
 }
 
 TEST(Hdf5Context, ATreeSavedAloneHasNoStepOrMetrics) {
