@@ -162,6 +162,51 @@ void compress_chunk(const Compression& c, [[maybe_unused]] DType dtype,
                                 compression_kind_name(c.kind)));
 }
 
+namespace {
+
+// The bound of one chunk of `raw` raw bytes.
+std::uint64_t max_chunk_bytes(const Compression& c, [[maybe_unused]] DType dtype,
+                              std::uint64_t raw) {
+  switch (c.kind) {
+    case Compression::Kind::none: return raw;
+    case Compression::Kind::zstd:
+#if CAIRN_HAVE_ZSTD
+      return ZSTD_compressBound(static_cast<std::size_t>(raw));
+#else
+      break;
+#endif
+    case Compression::Kind::zfp: {
+#if CAIRN_HAVE_ZFP
+      // The bound depends on the field and the precision, not on the tolerance.
+      ZfpStreams s;
+      s.field = zfp_field_1d(nullptr, zfp_type_of(dtype),
+                             static_cast<std::size_t>(raw) / dtype_size(dtype));
+      s.zfp = zfp_stream_open(nullptr);
+      if (s.field == nullptr || s.zfp == nullptr) throw std::bad_alloc();
+      zfp_stream_set_accuracy(s.zfp, 1);
+      return zfp_stream_maximum_size(s.zfp, s.field);
+#else
+      break;
+#endif
+    }
+  }
+  throw Unsupported(
+      fmt::format("this build of cairn cannot compress with {}", compression_kind_name(c.kind)));
+}
+
+}  // namespace
+
+std::uint64_t max_stored_bytes(const Compression& compression, DType dtype, std::uint64_t raw_bytes,
+                               std::uint64_t chunk_bytes) {
+  if (compression.kind == Compression::Kind::none || raw_bytes == 0) return raw_bytes;
+  const std::uint64_t chunk = std::max<std::uint64_t>(chunk_bytes, 1);
+  const std::uint64_t whole = raw_bytes / chunk;
+  const std::uint64_t rest = raw_bytes % chunk;
+  std::uint64_t bound = whole > 0 ? whole * max_chunk_bytes(compression, dtype, chunk) : 0;
+  if (rest > 0) bound += max_chunk_bytes(compression, dtype, rest);
+  return bound;
+}
+
 void decompress_chunk(const Compression& c, [[maybe_unused]] DType dtype,
                       [[maybe_unused]] std::span<const std::byte> stored,
                       [[maybe_unused]] std::span<std::byte> raw, const std::string& file,
