@@ -4,7 +4,8 @@
 // An item directory written by save_tree() holds cairn-tree.json (the tree structure, dtypes,
 // global shapes, shard index and an XXH3-64 checksum per chunk of each shard) and the data: data.h5
 // (format hdf5, one dataset per array leaf at its leaf path, readable with h5dump or h5py) and/or
-// shards/p<rank>.bin (format posix, each rank's shards 4 KiB-aligned). Restore works with any
+// shards/p<rank>.bin (format posix, each rank's shards 4 KiB-aligned; shards/a<k>.bin, shared by
+// a group of ranks, with TreeSaveOptions::posix_aggregation). Restore works with any
 // number of ranks and any decomposition.
 //
 // Every function here is collective over the Comm passed to it.
