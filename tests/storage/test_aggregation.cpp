@@ -5,14 +5,17 @@
 // or disagreeing option fails on every rank.
 #include <gtest/gtest.h>
 
+#include <cairn/checkpointer.hpp>
 #include <cairn/config.hpp>
 #include <cairn/error.hpp>
+#include <cairn/handlers.hpp>
 #include <cairn/storage.hpp>
 
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -184,6 +187,30 @@ TEST(Aggregation, VerifyNamesTheLeafOfADamagedAggregatedFile) {
   ArrayTree target;
   target.add_owned_array("a", DType::float64, kShape, whole_box(kShape));
   EXPECT_THROW(restore_tree(world, dir, target), FormatError);
+}
+
+TEST(Aggregation, AnAsyncSaveWritesTheGroupFileFromItsBackgroundThread) {
+  const SharedTempDir tmp;
+  const Comm world(MPI_COMM_WORLD);
+  const Box box = block_box(kShape, world.rank(), world.size());
+  auto a = reference_box(DType::float64, kShape, box);
+  ArrayTree tree;
+  tree.add_array("a",
+                 {.dtype = DType::float64, .global_shape = kShape, .box = box, .data = a.data()});
+  const auto dir = tmp / "async";
+  {
+    AsyncCheckpointer ck(world, std::make_shared<ArrayTreeHandler>());
+    ck.save(dir, ArrayTreeSave(tree, {.fsync = false,
+                                      .posix_aggregation = {.kind = Kind::count, .count = 1}}));
+    ck.wait_until_finished();
+  }
+  EXPECT_EQ(files_in(dir / "shards"), 1U);
+  const Box other = slab_box(kShape, world.rank(), world.size());
+  ArrayTree target;
+  auto* got = static_cast<std::byte*>(target.add_owned_array("a", DType::float64, kShape, other));
+  restore_tree(world, dir, target);
+  const auto want = reference_box(DType::float64, kShape, other);
+  EXPECT_EQ(std::memcmp(got, want.data(), want.size()), 0);
 }
 
 TEST(Aggregation, ABadOrDisagreeingOptionFailsOnEveryRank) {
