@@ -191,7 +191,7 @@ struct TreeSaveOptions {
   /// MPI-IO hints (MPI_Info key -> value, e.g. "striping_factor", "striping_unit",
   /// "cb_nodes", "romio_cb_write") for the hdf5 format's MPI-IO file access (H5Pset_fapl_mpio:
   /// the collective writes of compressed datasets); the MPI library ignores keys it does not
-  /// know. An empty key or value is InvalidArgument on every rank.
+  /// know. Ranks must agree (CollectiveMismatch); an empty key or value is InvalidArgument.
   std::map<std::string, std::string> mpi_info_hints = {};
 };
 
