@@ -114,12 +114,12 @@ std::unique_ptr<ShardWriter> open_posix_writer(const Comm& comm, const std::file
                                                std::span<const ArrayToWrite> arrays,
                                                const PosixAggregation& aggregation) {
   // The primary creates shards/; the verdict doubles as the barrier before any rank's file.
+  // With aggregation each rank also sizes its region.
+  std::uint64_t region = 0;
   comm.run_all(fmt::format("posix writer: creating '{}':", (dir / "shards").string()), [&] {
     if (comm.is_primary()) base::create_directories(dir / "shards");
+    if (aggregation.kind != PosixAggregation::Kind::per_rank) region = posix_region_bytes(arrays);
   });
-  std::uint64_t region = 0;
-  comm.run_all(fmt::format("posix writer '{}': sizing the shards:", dir.string()),
-               [&] { region = posix_region_bytes(arrays); });
   PosixTarget target = plan_posix_target(comm, aggregation, region);
   if (target.shared) {
     // Each group's aggregator creates its file; the verdict is the barrier before the other
