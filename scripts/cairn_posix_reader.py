@@ -3,7 +3,8 @@
 
 A cairn array tree is a directory holding ``cairn-tree.json`` (every leaf: path, kind, dtype,
 global shape, and for arrays the shards, each a box of the global array written by one rank)
-and, in format posix, ``shards/p<rank>.bin``: each shard's elements in row-major order,
+and, in format posix, ``shards/p<rank>.bin`` (or ``shards/a<k>.bin``, shared by a group of
+ranks when saved with posix_aggregation): each shard's elements in row-major order,
 little-endian, ``bytes`` bytes at ``byte_offset``. A checkpoint holds ``cairn-step.json``
 (its handler and items) and one such directory per item of kind ``cairn.array_tree``.
 

@@ -4,7 +4,8 @@
 // preloaded by apps/bench/scaling.py; without it MPI_Pcontrol does nothing). Records per
 // repetition the time, rank 0's peak memory, and (after a save) what the step directory holds:
 // files, bytes, metadata bytes, index bytes, and the time rank 0 takes to read, parse and
-// serialize the index (a lower bound of the primary's work on it). Public API only.
+// serialize the index (a lower bound of the primary's work on it); for posix, also the time and
+// files of the same save with one shard file per node (posix_aggregation). Public API only.
 #include <cairn/checkpointer.hpp>
 #include <cairn/handlers.hpp>
 #include <cairn/storage.hpp>
@@ -66,6 +67,25 @@ double index_seconds(const std::vector<std::filesystem::path>& indexes) {
   return MPI_Wtime() - start;
 }
 
+// posix only: saves the tree again with one shard file per node
+// (TreeSaveOptions::posix_aggregation), outside the counted phase, and records its time and the
+// files of its step next to those of the save with one file per rank.
+void add_aggregated_save(const MetaCase& meta, cairn::Checkpointer& ckpt,
+                         boost::json::object& extra) {
+  if (meta.format != cairn::StorageFormat::posix) return;
+  const std::filesystem::path dir = meta.dir.string() + "-per-node";
+  remove_tree(dir);
+  const double seconds = timed([&] {
+    ckpt.save(dir, cairn::ArrayTreeSave(
+                       meta.trees.tree,
+                       {.format = meta.format,
+                        .posix_aggregation = {.kind = cairn::PosixAggregation::Kind::per_node}}));
+  });
+  extra["per_node_save_seconds"] = seconds;
+  if (meta.world.is_primary()) extra["per_node_files"] = step_files(dir).files;
+  remove_tree(dir);
+}
+
 }  // namespace
 
 void run_cairn_scaling(const Run& run, const std::string& format_name) {
@@ -98,6 +118,7 @@ void run_cairn_scaling(const Run& run, const std::string& format_name) {
       extra["index_bytes"] = files.index_bytes;
       extra["primary_index_json_seconds"] = index_seconds(files.indexes);
     }
+    add_aggregated_save(meta, ckpt, extra);
     run.recorder->add(prefix + "save", rep, seconds, run.shape.meta_bytes(), extra);
 
     std::fill(meta.trees.back.begin(), meta.trees.back.end(), -1.0);

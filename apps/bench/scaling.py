@@ -121,6 +121,9 @@ def run_config(a, ranks, leaves):
         for key in ("files", "step_bytes", "metadata_files", "metadata_bytes", "index_files",
                     "index_bytes"):
             run[key] = saves[0][key]
+        if "per_node_files" in saves[0]:  # posix: the same save with one file per node
+            run["per_node_files"] = saves[0]["per_node_files"]
+            run["per_node_save_seconds"] = [x["per_node_save_seconds"] for x in saves]
         run["save_seconds"] = [x["seconds"] for x in saves]
         run["restore_seconds"] = [x["seconds"] for x in restores]
         run["save_median_seconds"] = statistics.median(run["save_seconds"])

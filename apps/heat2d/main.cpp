@@ -40,11 +40,20 @@ struct Options {
   std::string format =
       cairn::storage_format_available(cairn::StorageFormat::hdf5) ? "hdf5" : "posix";
   std::string compression = "none";
+  std::string posix_files = "per-rank";
   std::string output;
   int margin_seconds = 60;
   int step_delay_ms = 0;
   bool quiet = false;
 };
+
+// The aggregation of --posix-files (validated: per-rank, per-node or a positive number).
+cairn::PosixAggregation posix_files(const std::string& text) {
+  using Kind = cairn::PosixAggregation::Kind;
+  if (text == "per-rank") return {.kind = Kind::per_rank};
+  if (text == "per-node") return {.kind = Kind::per_node};
+  return {.kind = Kind::count, .count = std::stoi(text)};
+}
 
 // Accepts the name of a storage format this build of cairn can write.
 const CLI::Validator available_format(
@@ -116,6 +125,11 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--format", o.format, "Storage format of the field")
       ->check(CLI::IsMember({"hdf5", "posix"}))
       ->check(available_format)
+      ->capture_default_str();
+  app.add_option("--posix-files", o.posix_files,
+                 "Shard files of format posix: per-rank, per-node, or a number of files (ranks "
+                 "grouped in consecutive blocks)")
+      ->check(CLI::IsMember({"per-rank", "per-node"}) | CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--compression", o.compression,
                  "Compression of the saved field: none, zstd (lossless) or zfp=<absolute error> "
@@ -217,7 +231,8 @@ bool save(cairn::CheckpointManager& mgr, const Options& o, heat2d::Grid& grid,
       {"field", std::make_shared<cairn::ArrayTreeSave>(
                     std::move(tree),
                     cairn::TreeSaveOptions{.format = format,
-                                           .compression = *compression_from_text(o.compression)})},
+                                           .compression = *compression_from_text(o.compression),
+                                           .posix_aggregation = posix_files(o.posix_files)})},
       {"run", std::make_shared<cairn::JsonSave>(run_info(o, grid, step, comm.size()))}};
   // "saved" is printed by the manager's on_commit callback, once the step is committed.
   return mgr.save(step, args,

@@ -4,7 +4,8 @@
 // An item directory written by save_tree() holds cairn-tree.json (the tree structure, dtypes,
 // global shapes, shard index and an XXH3-64 checksum per chunk of each shard) and the data: data.h5
 // (format hdf5, one dataset per array leaf at its leaf path, readable with h5dump or h5py) and/or
-// shards/p<rank>.bin (format posix, each rank's shards 4 KiB-aligned). Restore works with any
+// shards/p<rank>.bin (format posix, each rank's shards 4 KiB-aligned; shards/a<k>.bin, shared by
+// a group of ranks, with TreeSaveOptions::posix_aggregation). Restore works with any
 // number of ranks and any decomposition.
 //
 // Every function here is collective over the Comm passed to it.
@@ -121,6 +122,26 @@ struct LeafSaveArgs {
   std::vector<std::int64_t> chunk_shape = {};
 };
 
+/// How the posix format groups ranks into shard files (as ADIOS2 BP5's aggregators): each
+/// group has one file, `shards/a<k>.bin`, in which every rank of the group writes its shards
+/// into its own 4 KiB-aligned region (sized from the shards' bytes, or their compressed bound,
+/// before anything is written), so the files of a save grow with the groups, not the ranks.
+/// per_rank keeps one file per writing rank, `shards/p<rank>.bin`. Every rank must pass the
+/// same (CollectiveMismatch otherwise). Aggregate: use designated initializers.
+struct PosixAggregation {
+  /// How the groups are formed.
+  enum class Kind {
+    per_rank,  ///< no aggregation: one file per writing rank
+    per_node,  ///< one group per node (ranks with the same MPI processor name)
+    count,     ///< `count` groups of consecutive ranks (at most one per rank)
+  };
+  /// How the groups are formed.
+  Kind kind = Kind::per_rank;
+  /// Kind::count: the number of groups (files), at least 1; more than the ranks is one per
+  /// rank. Ignored by the other kinds.
+  int count = 0;
+};
+
 /// How save_tree() writes. Aggregate: use designated initializers.
 struct TreeSaveOptions {
   /// Format of every array leaf not listed in leaf_formats.
@@ -164,6 +185,14 @@ struct TreeSaveOptions {
   /// not float32 or float64, or a bound that is not positive, is InvalidArgument naming the
   /// leaf.
   Compression compression = {};
+  /// Grouping of the posix format's shard files (see PosixAggregation). A count below 1 is
+  /// InvalidArgument on every rank.
+  PosixAggregation posix_aggregation = {};
+  /// MPI-IO hints (MPI_Info key -> value, e.g. "striping_factor", "striping_unit",
+  /// "cb_nodes", "romio_cb_write") for the hdf5 format's MPI-IO file access (H5Pset_fapl_mpio:
+  /// the collective writes of compressed datasets); the MPI library ignores keys it does not
+  /// know. Ranks must agree (CollectiveMismatch); an empty key or value is InvalidArgument.
+  std::map<std::string, std::string> mpi_info_hints = {};
 };
 
 /// A rule of TreeRestoreOptions::renames: target leaves whose whole path matches `target`

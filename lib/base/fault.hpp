@@ -17,6 +17,8 @@
 // rank only):
 //   checkpoint.before_data       every rank, once the temporary directory exists, before any
 //                                item is written
+//   storage.posix_aggregate      the aggregator of each group of the posix format (with
+//                                posix_aggregation), before it creates the group's file
 //   storage.posix_write          every rank, before each shard of the posix format
 //   storage.hdf5_write           every rank, before each collective dataset write of hdf5
 //   storage.pwrite               every rank, in the write wrapper of every file cairn writes

@@ -79,6 +79,17 @@ void zfp_compress_chunk(const Compression& c, DType dtype, std::span<const std::
   out.resize(size);
 }
 
+// The bound depends on the field and the precision, not on the tolerance.
+std::uint64_t zfp_bound(DType dtype, std::uint64_t raw) {
+  ZfpStreams s;
+  s.field =
+      zfp_field_1d(nullptr, zfp_type_of(dtype), static_cast<std::size_t>(raw) / dtype_size(dtype));
+  s.zfp = zfp_stream_open(nullptr);
+  if (s.field == nullptr || s.zfp == nullptr) throw std::bad_alloc();
+  zfp_stream_set_accuracy(s.zfp, 1);
+  return zfp_stream_maximum_size(s.zfp, s.field);
+}
+
 void zfp_decompress_chunk(DType dtype, std::span<const std::byte> stored, std::span<std::byte> raw,
                           const std::string& file, const std::string& what) {
   const std::size_t count = raw.size() / dtype_size(dtype);
@@ -120,6 +131,10 @@ void zstd_compress_chunk(const Compression& c, DType /*dtype*/, std::span<const 
   out.resize(size);
 }
 
+std::uint64_t zstd_bound(DType /*dtype*/, std::uint64_t raw) {
+  return ZSTD_compressBound(static_cast<std::size_t>(raw));
+}
+
 void zstd_decompress_chunk(DType /*dtype*/, std::span<const std::byte> stored,
                            std::span<std::byte> raw, const std::string& file,
                            const std::string& what) {
@@ -136,6 +151,8 @@ void zstd_decompress_chunk(DType /*dtype*/, std::span<const std::byte> stored,
 
 // How one compressor of this build compresses and decompresses a chunk.
 struct Codec {
+  /// The most bytes a chunk of `raw` bytes of `dtype` can take once compressed.
+  std::uint64_t (*bound)(DType dtype, std::uint64_t raw);
   void (*compress)(const Compression&, DType, std::span<const std::byte>, std::vector<std::byte>&,
                    std::string_view);
   void (*decompress)(DType, std::span<const std::byte>, std::span<std::byte>, const std::string&,
@@ -145,11 +162,11 @@ struct Codec {
 // The codec of `kind`, or nullptr when this build lacks it (or for none).
 const Codec* codec_of(Compression::Kind kind) noexcept {
 #if CAIRN_HAVE_ZSTD
-  static constexpr Codec zstd{zstd_compress_chunk, zstd_decompress_chunk};
+  static constexpr Codec zstd{zstd_bound, zstd_compress_chunk, zstd_decompress_chunk};
   if (kind == Compression::Kind::zstd) return &zstd;
 #endif
 #if CAIRN_HAVE_ZFP
-  static constexpr Codec zfp{zfp_compress_chunk, zfp_decompress_chunk};
+  static constexpr Codec zfp{zfp_bound, zfp_compress_chunk, zfp_decompress_chunk};
   if (kind == Compression::Kind::zfp) return &zfp;
 #endif
   (void)kind;
@@ -190,6 +207,22 @@ void compress_chunk(const Compression& c, DType dtype, std::span<const std::byte
                                   compression_kind_name(c.kind)));
   }
   codec->compress(c, dtype, raw, out, what);
+}
+
+std::uint64_t max_stored_bytes(const Compression& compression, DType dtype, std::uint64_t raw_bytes,
+                               std::uint64_t chunk_bytes) {
+  if (compression.kind == Compression::Kind::none || raw_bytes == 0) return raw_bytes;
+  const Codec* codec = codec_of(compression.kind);
+  if (codec == nullptr) {
+    throw Unsupported(fmt::format("this build of cairn cannot compress with {}",
+                                  compression_kind_name(compression.kind)));
+  }
+  const std::uint64_t chunk = std::max<std::uint64_t>(chunk_bytes, 1);
+  const std::uint64_t whole = raw_bytes / chunk;
+  const std::uint64_t rest = raw_bytes % chunk;
+  std::uint64_t bound = whole > 0 ? whole * codec->bound(dtype, chunk) : 0;
+  if (rest > 0) bound += codec->bound(dtype, rest);
+  return bound;
 }
 
 void decompress_chunk(const Compression& c, DType dtype, std::span<const std::byte> stored,

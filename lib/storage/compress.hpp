@@ -32,6 +32,13 @@ namespace cairn::storage {
 void compress_chunk(const Compression& compression, DType dtype, std::span<const std::byte> raw,
                     std::vector<std::byte>& out, std::string_view what);
 
+/// The most bytes a shard of `raw_bytes` raw bytes of `dtype` can take stored in chunks of
+/// `chunk_bytes` raw bytes (whole elements, at least one) compressed with `compression` (each
+/// chunk's bound: ZSTD_compressBound, zfp_stream_maximum_size with its header; the raw bytes
+/// without compression). Not collective. Throws Unsupported when this build lacks the library.
+[[nodiscard]] std::uint64_t max_stored_bytes(const Compression& compression, DType dtype,
+                                             std::uint64_t raw_bytes, std::uint64_t chunk_bytes);
+
 /// Decompresses the stored bytes `stored` of one chunk into `raw`, which must come out exactly
 /// filled. Not collective. Throws FormatError naming `file` and `what` when the bytes do not
 /// decompress to raw.size() bytes, Unsupported when this build lacks the library.

@@ -111,11 +111,12 @@ std::optional<LeafKind> kind_from_name(std::string_view name) {
 
 bool valid_data_file(std::string_view file, StorageFormat format) {
   if (format == StorageFormat::hdf5) return file == kHdf5File;
-  // "shards/p<rank>.bin" with decimal digits only: nothing else can be opened.
+  // "shards/p<rank>.bin" or an aggregated "shards/a<group>.bin", with decimal digits only:
+  // nothing else can be opened.
   constexpr std::string_view prefix = "shards/p";
   constexpr std::string_view suffix = ".bin";
-  if (file.size() <= prefix.size() + suffix.size() || !file.starts_with(prefix) ||
-      !file.ends_with(suffix)) {
+  if (file.size() <= prefix.size() + suffix.size() ||
+      !(file.starts_with(prefix) || file.starts_with("shards/a")) || !file.ends_with(suffix)) {
     return false;
   }
   const auto digits = file.substr(prefix.size(), file.size() - prefix.size() - suffix.size());

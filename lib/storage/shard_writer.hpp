@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -50,6 +51,9 @@ struct ArrayToWrite {
   /// (LeafSaveArgs::chunk_shape, validated: one extent >= 1 per dimension, or empty).
   Compression compression = {};
   std::vector<std::int64_t> chunk_shape = {};
+  /// Raw bytes of a checksum chunk (whole stored elements): a shard stored compressed is
+  /// compressed chunk by chunk (the posix format sizes its region by their bound).
+  std::uint64_t chunk_bytes = 1;
 };
 
 /// One non-array leaf that a format may store for external readers (hdf5 does when it is the
@@ -58,6 +62,9 @@ struct ValueToWrite {
   std::string path;
   const Leaf* leaf = nullptr;
 };
+
+/// MPI_Info hints (key -> value) for a format's MPI-IO file access.
+using MpiInfoHints = std::map<std::string, std::string>;
 
 /// Where a shard's stream is stored: the `file` and `byte_offset` of its ShardRecord.
 struct ShardPlacement {
@@ -103,22 +110,26 @@ class ShardWriter {
 /// readers records `provenance` (hdf5: root attributes of data.h5). Collective over `comm`, which
 /// must outlive the writer. Throws, on every rank alike, CollectiveMismatch when the ranks' lists
 /// differ, InvalidArgument for a bad path or a box outside its shape, Unsupported when this build
-/// lacks the format, IoError naming the file when it cannot be created.
+/// lacks the format, IoError naming the file when it cannot be created. `options` gives the
+/// formats' own settings (TreeSaveOptions::posix_aggregation, mpi_info_hints).
 [[nodiscard]] std::unique_ptr<ShardWriter> open_shard_writer(StorageFormat format, const Comm& comm,
                                                              const std::filesystem::path& dir,
                                                              std::span<const ArrayToWrite> arrays,
                                                              std::span<const ValueToWrite> values,
-                                                             const SaveProvenance& provenance);
+                                                             const SaveProvenance& provenance,
+                                                             const TreeSaveOptions& options);
 
 /// The writers of each format, defined by the formats' folders (a build without a format
 /// defines its function as throwing Unsupported); open_shard_writer() picks one.
 [[nodiscard]] std::unique_ptr<ShardWriter> open_posix_writer(const Comm& comm,
                                                              const std::filesystem::path& dir,
-                                                             std::span<const ArrayToWrite> arrays);
+                                                             std::span<const ArrayToWrite> arrays,
+                                                             const PosixAggregation& aggregation);
 [[nodiscard]] std::unique_ptr<ShardWriter> open_hdf5_writer(const Comm& comm,
                                                             const std::filesystem::path& dir,
                                                             std::span<const ArrayToWrite> arrays,
                                                             std::span<const ValueToWrite> values,
-                                                            const SaveProvenance& provenance);
+                                                            const SaveProvenance& provenance,
+                                                            const MpiInfoHints& hints);
 
 }  // namespace cairn::storage

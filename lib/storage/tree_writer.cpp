@@ -15,6 +15,7 @@
 #include "cuda/staged_copy.hpp"
 #include "storage/checksum.hpp"
 #include "storage/compress.hpp"
+#include "storage/posix/aggregation.hpp"
 
 namespace cairn::storage {
 namespace json = boost::json;
@@ -101,6 +102,17 @@ void check_compression_of(const Compression& compression, const std::string& pat
       fmt::format("leaf '{}': unknown compression {}", path, static_cast<int>(compression.kind)));
 }
 
+// Throws InvalidArgument naming TreeSaveOptions::mpi_info_hints for an empty key or value.
+void check_mpi_info_hints(const std::map<std::string, std::string>& hints) {
+  for (const auto& [key, value] : hints) {
+    if (key.empty() || value.empty()) {
+      throw InvalidArgument(fmt::format(
+          "TreeSaveOptions::mpi_info_hints: the hint '{}' = '{}' needs a key and a value", key,
+          value));
+    }
+  }
+}
+
 // The compression and chunk shape of every array leaf are ones this build can store.
 void check_compression(const ArrayTree& tree, const TreeSaveOptions& options) {
   for (const Leaf* leaf : tree.leaves_under("")) {
@@ -154,6 +166,8 @@ std::vector<MemoryKind> check_leaves(const Comm& comm, const std::filesystem::pa
     }
     check_save_args(tree, options);
     check_compression(tree, options);
+    check_posix_aggregation(options.posix_aggregation);
+    check_mpi_info_hints(options.mpi_info_hints);
     for (const Leaf* leaf : leaves) {
       if (leaf->kind() != LeafKind::array) continue;
       const StorageFormat format = format_of(options, leaf->path());
@@ -207,7 +221,8 @@ void plan_write(const Comm& comm, const std::vector<int>& writers,
                        .box = std::move(box),
                        .shards = std::move(shards),
                        .compression = job.compression,
-                       .chunk_shape = job.chunk_shape});
+                       .chunk_shape = job.chunk_shape,
+                       .chunk_bytes = job.chunk_bytes});
 }
 
 }  // namespace
@@ -245,6 +260,9 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
         .add(static_cast<std::int64_t>(job.chunk_shape.size()));
     for (const std::int64_t extent : job.chunk_shape) formats.add(extent);
   }
+  formats.add(static_cast<std::int64_t>(options_.posix_aggregation.kind))
+      .add(static_cast<std::int64_t>(options_.posix_aggregation.count));
+  for (const auto& [key, value] : options_.mpi_info_hints) formats.add(key).add(value);
   comm.agree({.operation = "save_tree leaf formats " + dir_.filename().string(),
               .structure = formats.value()});
   const std::vector<json::value> all = comm.allgather_json(layouts);
@@ -275,8 +293,8 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
     const std::span<const ValueToWrite> stored = format == options_.format
                                                      ? std::span<const ValueToWrite>(values)
                                                      : std::span<const ValueToWrite>();
-    writers_.emplace_back(
-        format, open_shard_writer(format, comm, dir_, arrays, stored, options_.provenance));
+    writers_.emplace_back(format, open_shard_writer(format, comm, dir_, arrays, stored,
+                                                    options_.provenance, options_));
   }
 }
 

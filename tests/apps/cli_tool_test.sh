@@ -5,7 +5,8 @@
 # format and on several ranks, checked against h5py and numpy.
 #
 #   cli_tool_test.sh CASE HEAT2D CAIRN MPIEXEC "MPIEXEC FLAGS" WORKDIR HAVE_HDF5
-# CASE: version json exit_codes locks convert_force progress dump dump_stats
+# CASE: version json exit_codes locks convert_force progress dump dump_stats compression
+#       aggregated
 set -uo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -286,6 +287,43 @@ f = open('zstd/20/field/shards/p1.bin', 'r+b'); f.seek(20); b = f.read(1); f.see
 f.write(bytes([b[0] ^ 0x5a]))"
   run verify-damaged 1 "$cairn" verify zstd/20
   expect verify-damaged "for leaf 'u'"; expect verify-damaged "compressed bytes"
+  ;;
+
+aggregated)
+  # heat2d on 4 ranks with one posix shard file per node, and per group of 2 ranks: a step
+  # holds one (two) shard files; verify, inspect, convert, diff and the Python reader read them,
+  # a restart on 3 ranks continues bit for bit, and verify names the leaf and the file of a
+  # damaged byte.
+  for files in per-node 2; do
+    mpi 4 "$heat2d" --nx 48 --ny 40 --steps 20 --save-every 10 --format posix \
+      --posix-files "$files" --checkpoint-dir "agg-$files" --quiet >"agg-$files.log" 2>&1 ||
+      { cat "agg-$files.log"; exit 2; }
+  done
+  [ "$(ls agg-per-node/20/field/shards | tr '\n' ' ')" = "a0.bin " ] ||
+    fail "per-node: shard files $(ls agg-per-node/20/field/shards | tr '\n' ' ')"
+  [ "$(ls agg-2/20/field/shards | tr '\n' ' ')" = "a0.bin a1.bin " ] ||
+    fail "2 files: shard files $(ls agg-2/20/field/shards | tr '\n' ' ')"
+  run verify 0 mpi 2 "$cairn" verify agg-per-node
+  run inspect 0 "$cairn" inspect agg-2/20
+  expect inspect "posix"
+  run convert 0 mpi 3 "$cairn" convert agg-2/20 plain --format posix
+  run diff 0 "$cairn" diff agg-per-node/20 plain
+  expect diff "no differences"
+  run reader 0 /usr/bin/python3 -c "
+import sys; sys.path.insert(0, '$(dirname "$0")/../../scripts')
+import cairn_posix_reader as c, numpy as np
+a = c.read_checkpoint('agg-per-node/20')['field']['u']; b = c.read_checkpoint('plain')['field']['u']
+sys.exit(0 if a.shape == (40, 48) and np.array_equal(a, b) else 1)"
+  mpi 3 "$heat2d" --nx 48 --ny 40 --steps 30 --save-every 10 --format posix \
+    --posix-files per-node --checkpoint-dir agg-2 --output restarted.bin --quiet >restart.log 2>&1
+  mpi 2 "$heat2d" --nx 48 --ny 40 --steps 30 --save-every 100 --format posix \
+    --checkpoint-dir straight --output straight.bin --quiet >straight.log 2>&1
+  cmp -s restarted.bin straight.bin || fail "the restart from aggregated files differs"
+  /usr/bin/python3 -c "
+f = open('agg-per-node/20/field/shards/a0.bin', 'r+b'); f.seek(100); b = f.read(1); f.seek(100)
+f.write(bytes([b[0] ^ 0x5a]))"
+  run verify-damaged 1 "$cairn" verify agg-per-node/20
+  expect verify-damaged "'u'"; expect verify-damaged "a0.bin"
   ;;
 
 *)

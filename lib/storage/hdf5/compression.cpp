@@ -157,8 +157,33 @@ std::string compression_text(const Compression& compression) {
   return "unknown";
 }
 
+PropertyList mpio_access(const Comm& comm, const std::map<std::string, std::string>& hints,
+                         const Where& where) {
+  PropertyList fapl(
+      check(H5Pcreate(H5P_FILE_ACCESS), where, "creating a file-access property list"));
+  MPI_Info info = MPI_INFO_NULL;
+  if (!hints.empty()) {
+    if (MPI_Info_create(&info) != MPI_SUCCESS) {
+      throw IoError(std::string(where.file),
+                    "creating the MPI_Info of TreeSaveOptions::mpi_info_hints");
+    }
+    for (const auto& [key, value] : hints) {
+      if (MPI_Info_set(info, key.c_str(), value.c_str()) != MPI_SUCCESS) {
+        MPI_Info_free(&info);
+        throw IoError(std::string(where.file),
+                      fmt::format("setting the MPI-IO hint '{}' = '{}'", key, value));
+      }
+    }
+  }
+  const herr_t status = H5Pset_fapl_mpio(fapl.get(), comm.get(), info);
+  if (info != MPI_INFO_NULL) MPI_Info_free(&info);  // HDF5 keeps its own copy
+  check(status, where, "selecting the MPI-IO driver");
+  return fapl;
+}
+
 void write_filtered(const Comm& comm, const std::filesystem::path& file,
-                    std::span<const StagedShard> shards) {
+                    std::span<const StagedShard> shards,
+                    const std::map<std::string, std::string>& hints) {
   const std::string name = file.string();
   // Every rank decodes and encodes with the filter (a chunk is compressed by the rank that
   // collects it): registered everywhere before any collective call, with one verdict, so that
@@ -174,10 +199,7 @@ void write_filtered(const Comm& comm, const std::filesystem::path& file,
     const QuietErrors quiet;
     try {
       const Where file_where{name, {}};
-      const PropertyList fapl(
-          check(H5Pcreate(H5P_FILE_ACCESS), file_where, "creating a file-access property list"));
-      check(H5Pset_fapl_mpio(fapl.get(), comm.get(), MPI_INFO_NULL), file_where,
-            "selecting the MPI-IO driver");
+      const PropertyList fapl = mpio_access(comm, hints, file_where);
       File handle(check(H5Fopen(name.c_str(), H5F_ACC_RDWR, fapl.get()), file_where,
                         "opening the file for the compressed datasets"));
       const PropertyList dxpl(

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -74,12 +75,20 @@ struct StagedShard {
   std::span<const std::byte> bytes;
 };
 
-/// Opens `file` (closed by every other process) with the MPI-IO driver over `comm`, writes every
-/// dataset of `shards` with one collective H5Dwrite each (every rank passes the same paths in the
-/// same order, a rank without a shard selects nothing) and closes it. Collective over `comm`;
-/// hdf5_mutex() is held throughout. Throws IoError naming the file and the leaf, on every rank
-/// alike (the outcome is agreed after the file is closed).
+/// A new file-access property list of the MPI-IO driver over `comm`, with `hints` (MPI_Info
+/// key -> value) as its MPI_Info: HDF5 keeps a copy, and the MPI library ignores keys it does
+/// not know. Not collective (opening a file with it is). Throws IoError naming `where`.
+[[nodiscard]] PropertyList mpio_access(const Comm& comm,
+                                       const std::map<std::string, std::string>& hints,
+                                       const Where& where);
+
+/// Opens `file` (closed by every other process) with the MPI-IO driver over `comm` and `hints`,
+/// writes every dataset of `shards` with one collective H5Dwrite each (every rank passes the same
+/// paths in the same order, a rank without a shard selects nothing) and closes it. Collective over
+/// `comm`; hdf5_mutex() is held throughout. Throws IoError naming the file and the leaf, on every
+/// rank alike (the outcome is agreed after the file is closed).
 void write_filtered(const Comm& comm, const std::filesystem::path& file,
-                    std::span<const StagedShard> shards);
+                    std::span<const StagedShard> shards,
+                    const std::map<std::string, std::string>& hints);
 
 }  // namespace cairn::storage::h5

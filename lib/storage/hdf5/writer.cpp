@@ -225,6 +225,7 @@ struct Hdf5Writer::Impl {
     std::vector<std::byte> staged;  // a filtered array's shard, until close()
   };
 
+  MpiInfoHints hints;  // for the MPI-IO access of the filtered datasets
   std::filesystem::path file;
   std::string file_name;  // file.string(), for messages
   h5::File handle;        // the primary's, from the constructor to close()
@@ -379,9 +380,10 @@ void Hdf5Writer::Impl::find_shards(const Comm& comm, const std::vector<std::byte
 
 Hdf5Writer::Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
                        std::span<const ArrayToWrite> arrays, std::span<const ValueToWrite> values,
-                       const SaveProvenance& provenance)
+                       const SaveProvenance& provenance, MpiInfoHints hints)
     : impl_(std::make_unique<Impl>()) {
   Impl& w = *impl_;
+  w.hints = std::move(hints);
   w.file = file;
   w.file_name = file.string();
   comm.agree({.operation = "Hdf5Writer " + file.filename().string(),
@@ -528,7 +530,7 @@ void Hdf5Writer::close(const Comm& comm, bool fsync) {
   }
   if (!staged.empty()) {
     try {
-      h5::write_filtered(comm, w.file, staged);
+      h5::write_filtered(comm, w.file, staged, w.hints);
     } catch (const std::exception& e) {
       failure.record(e);
     }
@@ -552,8 +554,9 @@ void Hdf5Writer::close(const Comm& comm, bool fsync) {
 std::unique_ptr<ShardWriter> open_hdf5_writer(const Comm& comm, const std::filesystem::path& dir,
                                               std::span<const ArrayToWrite> arrays,
                                               std::span<const ValueToWrite> values,
-                                              const SaveProvenance& provenance) {
-  return std::make_unique<Hdf5Writer>(comm, dir / kHdf5File, arrays, values, provenance);
+                                              const SaveProvenance& provenance,
+                                              const MpiInfoHints& hints) {
+  return std::make_unique<Hdf5Writer>(comm, dir / kHdf5File, arrays, values, provenance, hints);
 }
 
 }  // namespace cairn::storage

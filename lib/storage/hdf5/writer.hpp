@@ -56,12 +56,13 @@ class Hdf5Writer final : public ShardWriter {
   /// Throws the same error on every rank: CollectiveMismatch when the ranks' lists differ,
   /// InvalidArgument for a bad path, a box outside its shape or a chunk shape of 4 GiB or more,
   /// Unsupported naming the leaf for a zfp-compressed array (posix stores those), IoError
+  /// `hints` go to the MPI-IO file access of the compressed datasets' collective writes.
   /// naming the file and
   /// the leaf with the HDF5 error stack's message for a failed HDF5 call, or when the file
   /// system has too little free space for the datasets.
   Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
              std::span<const ArrayToWrite> arrays, std::span<const ValueToWrite> values,
-             const SaveProvenance& provenance = {});
+             const SaveProvenance& provenance = {}, MpiInfoHints hints = {});
   /// When close() was not called (or threw before closing), closes the primary's handle of
   /// the file without throwing and logs that the file is incomplete. Local. Never throws.
   ~Hdf5Writer() override;

@@ -8,14 +8,26 @@
 
 namespace cairn::storage {
 
-PosixShardWriter::PosixShardWriter(std::filesystem::path item_dir, int rank,
+PosixShardWriter::PosixShardWriter(std::filesystem::path item_dir, int rank, PosixTarget target,
                                    std::span<const ArrayToWrite> arrays)
-    : dir_(std::move(item_dir)), name_(shard_file_name(rank)), placed_(arrays.size()) {
+    : dir_(std::move(item_dir)),
+      rank_(rank),
+      target_(std::move(target)),
+      name_(target_.file),
+      placed_(arrays.size()) {
   for (const ArrayToWrite& a : arrays) {
     box_bytes_.push_back(a.box ? static_cast<std::uint64_t>(volume(*a.box)) * dtype_size(a.dtype)
                                : 0);
     paths_.push_back(a.path);
     compressed_.push_back(a.compression.kind != Compression::Kind::none);
+  }
+}
+
+void PosixShardWriter::check_region(std::uint64_t end) const {
+  if (end > target_.limit) {
+    throw IoError((dir_ / name_).string(),
+                  fmt::format("rank {}: its shards pass the end of its region of {} bytes", rank_,
+                              target_.limit));
   }
 }
 
@@ -25,14 +37,23 @@ ShardPlacement PosixShardWriter::place(std::size_t index, std::uint64_t bytes) {
         "shard of array {} in '{}': placed twice, unknown, or {} bytes where its box holds {}",
         index, (dir_ / name_).string(), bytes, index < box_bytes_.size() ? box_bytes_[index] : 0));
   }
-  base::fault::point("storage.posix_write");
-  if (!file_) file_.emplace(dir_ / name_, PosixFile::Mode::write_new);
+  try {
+    base::fault::point("storage.posix_write");
+  } catch (const IoError& e) {
+    throw IoError((dir_ / name_).string(), fmt::format("rank {} writing its shards into '{}': {}",
+                                                       rank_, (dir_ / name_).string(), e.what()));
+  }
+  if (!file_) {
+    file_.emplace(dir_ / name_,
+                  target_.shared ? PosixFile::Mode::write_existing : PosixFile::Mode::write_new);
+  }
   // A compressed shard grows with its writes (write() moves end_).
   const std::uint64_t reserved = compressed_[index] ? 0 : bytes;
+  check_region(end_ + reserved);
   placed_[index] = Placed{.offset = end_, .bytes = reserved};
   end_gap_ = 0;
   end_ += (reserved + kShardAlignment - 1) / kShardAlignment * kShardAlignment;
-  return {.file = name_, .byte_offset = placed_[index]->offset};
+  return {.file = name_, .byte_offset = target_.base + placed_[index]->offset};
 }
 
 void PosixShardWriter::write(std::size_t index, std::uint64_t first,
@@ -40,7 +61,8 @@ void PosixShardWriter::write(std::size_t index, std::uint64_t first,
   if (index < placed_.size() && placed_[index] && compressed_[index] && file_ &&
       first == placed_[index]->bytes && placed_[index]->offset + first == end_ - end_gap_) {
     // The next compressed chunks of the shard placed last, appended.
-    file_->write_at(placed_[index]->offset + first, data);
+    check_region(placed_[index]->offset + first + data.size());
+    file_->write_at(target_.base + placed_[index]->offset + first, data);
     placed_[index]->bytes += data.size();
     const std::uint64_t end = placed_[index]->offset + placed_[index]->bytes;
     end_ = (end + kShardAlignment - 1) / kShardAlignment * kShardAlignment;
@@ -55,7 +77,7 @@ void PosixShardWriter::write(std::size_t index, std::uint64_t first,
                     index < paths_.size() ? paths_[index] : "?", (dir_ / name_).string(), first,
                     first + data.size()));
   }
-  file_->write_at(placed_[index]->offset + first, data);
+  file_->write_at(target_.base + placed_[index]->offset + first, data);
 }
 
 void PosixShardWriter::flush(bool fsync) {
@@ -73,13 +95,42 @@ void PosixShardWriter::close(const Comm& comm, bool fsync) {
   if (comm.is_primary()) base::sync_directory(dir_ / "shards");
 }
 
+namespace {
+
+// The aggregator `rank` creates (or truncates) its group's file.
+void create_group_file(int rank, const std::filesystem::path& file) {
+  try {
+    base::fault::point("storage.posix_aggregate");
+  } catch (const IoError& e) {
+    throw IoError(file.string(), fmt::format("aggregator rank {} creating '{}': {}", rank,
+                                             file.string(), e.what()));
+  }
+  PosixFile(file, PosixFile::Mode::write_new).close();
+}
+
+}  // namespace
+
 std::unique_ptr<ShardWriter> open_posix_writer(const Comm& comm, const std::filesystem::path& dir,
-                                               std::span<const ArrayToWrite> arrays) {
+                                               std::span<const ArrayToWrite> arrays,
+                                               const PosixAggregation& aggregation) {
   // The primary creates shards/; the verdict doubles as the barrier before any rank's file.
+  // With aggregation each rank also sizes its region.
+  std::uint64_t region = 0;
   comm.run_all(fmt::format("posix writer: creating '{}':", (dir / "shards").string()), [&] {
     if (comm.is_primary()) base::create_directories(dir / "shards");
+    if (aggregation.kind != PosixAggregation::Kind::per_rank) region = posix_region_bytes(arrays);
   });
-  return std::make_unique<PosixShardWriter>(dir, comm.rank(), arrays);
+  PosixTarget target = plan_posix_target(comm, aggregation, region);
+  if (target.shared) {
+    // Each group's aggregator creates its file; the verdict is the barrier before the other
+    // ranks of the group open it.
+    comm.run_all(
+        fmt::format("posix writer: creating the aggregated shard files of '{}':", dir.string()),
+        [&] {
+          if (target.creates) create_group_file(comm.rank(), dir / target.file);
+        });
+  }
+  return std::make_unique<PosixShardWriter>(dir, comm.rank(), std::move(target), arrays);
 }
 
 const PosixFile& PosixShardReader::file_of(const LeafRecord& leaf, const ShardRecord& shard,

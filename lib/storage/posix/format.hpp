@@ -1,5 +1,6 @@
 // cairn — the posix storage format (internal): each rank writes its shards into one file,
-// shards/p<rank>.bin, at 4 KiB-aligned offsets; the index says where each shard is.
+// shards/p<rank>.bin, or into its region of its group's file, shards/a<k>.bin (aggregation.hpp),
+// at 4 KiB-aligned offsets; the index says where each shard is.
 #pragma once
 
 #include <cairn/tree.hpp>
@@ -12,18 +13,22 @@
 #include <vector>
 
 #include "storage/index.hpp"
+#include "storage/posix/aggregation.hpp"
 #include "storage/posix_file.hpp"
 #include "storage/shard_reader.hpp"
 #include "storage/shard_writer.hpp"
 
 namespace cairn::storage {
 
-/// Places this rank's shards one after the other in `item_dir`/shards/p<rank>.bin (created by
-/// the first place()), each at a 4 KiB-aligned offset. Nothing here is collective.
+/// Places this rank's shards one after the other in the file and region of `target` under
+/// `item_dir` (shards/p<rank>.bin, created by the first place(); or a group's file, created by
+/// its aggregator and opened by the first place()), each at a 4 KiB-aligned offset. Nothing
+/// here is collective.
 class PosixShardWriter final : public ShardWriter {
  public:
   /// `arrays` as open_shard_writer() takes them. Never throws beyond std::bad_alloc.
-  PosixShardWriter(std::filesystem::path item_dir, int rank, std::span<const ArrayToWrite> arrays);
+  PosixShardWriter(std::filesystem::path item_dir, int rank, PosixTarget target,
+                   std::span<const ArrayToWrite> arrays);
 
   /// The next aligned offset of this rank's file. Throws as ShardWriter::place().
   ShardPlacement place(std::size_t index, std::uint64_t bytes) override;
@@ -47,7 +52,12 @@ class PosixShardWriter final : public ShardWriter {
     std::uint64_t offset = 0;
     std::uint64_t bytes = 0;
   };
+  // Throws IoError naming the file and this rank when `end` passes the end of its region.
+  void check_region(std::uint64_t end) const;
+
   std::filesystem::path dir_;
+  int rank_ = 0;
+  PosixTarget target_;
   std::string name_;
   std::vector<std::optional<Placed>> placed_;  // by array index
   std::vector<std::uint64_t> box_bytes_;       // by array index; 0 without a shard

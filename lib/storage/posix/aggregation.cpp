@@ -1,0 +1,109 @@
+#include "storage/posix/aggregation.hpp"
+
+#include <mpi.h>
+
+#include <cairn/error.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "storage/compress.hpp"
+#include "storage/index.hpp"
+
+namespace cairn::storage {
+namespace {
+
+std::uint64_t aligned(std::uint64_t bytes) {
+  return (bytes + kShardAlignment - 1) / kShardAlignment * kShardAlignment;
+}
+
+// The name of this rank's node (MPI_Get_processor_name), or "" when MPI cannot say.
+std::string node_name() {
+  std::string name(MPI_MAX_PROCESSOR_NAME, '\0');
+  int length = 0;
+  if (MPI_Get_processor_name(name.data(), &length) != MPI_SUCCESS) return {};
+  name.resize(static_cast<std::size_t>(std::max(length, 0)));
+  return name;
+}
+
+// The group of every rank: groups numbered by their first rank, in rank order.
+std::vector<int> groups_of(const Comm& comm, const PosixAggregation& aggregation) {
+  const int size = comm.size();
+  std::vector<int> group(static_cast<std::size_t>(size));
+  if (aggregation.kind == PosixAggregation::Kind::count) {
+    const std::int64_t n = std::min(aggregation.count, size);
+    for (int r = 0; r < size; ++r) {
+      group[static_cast<std::size_t>(r)] = static_cast<int>(std::int64_t{r} * n / size);
+    }
+    return group;
+  }
+  // per_node: ranks with the same processor name (the node) share a group. The names go
+  // through the Comm's allgather, with its deadline.
+  const std::vector<std::string> names = comm.allgather(node_name());
+  std::vector<std::string> seen;
+  for (std::size_t r = 0; r < names.size(); ++r) {
+    const auto it = std::find(seen.begin(), seen.end(), names[r]);
+    group[r] = static_cast<int>(it - seen.begin());
+    if (it == seen.end()) seen.push_back(names[r]);
+  }
+  return group;
+}
+
+}  // namespace
+
+std::string aggregate_file_name(int group) { return fmt::format("shards/a{}.bin", group); }
+
+void check_posix_aggregation(const PosixAggregation& aggregation) {
+  using Kind = PosixAggregation::Kind;
+  switch (aggregation.kind) {
+    case Kind::per_rank:
+    case Kind::per_node: return;
+    case Kind::count:
+      if (aggregation.count < 1) {
+        throw InvalidArgument(fmt::format(
+            "TreeSaveOptions::posix_aggregation: count is {}; give at least 1 file (aggregator)",
+            aggregation.count));
+      }
+      return;
+  }
+  throw InvalidArgument(fmt::format("TreeSaveOptions::posix_aggregation: unknown kind {}",
+                                    static_cast<int>(aggregation.kind)));
+}
+
+std::uint64_t posix_region_bytes(std::span<const ArrayToWrite> arrays) {
+  std::uint64_t bytes = 0;
+  for (const ArrayToWrite& a : arrays) {
+    if (!a.box) continue;
+    const std::uint64_t raw = static_cast<std::uint64_t>(volume(*a.box)) * dtype_size(a.dtype);
+    bytes += aligned(max_stored_bytes(a.compression, a.dtype, raw, a.chunk_bytes));
+  }
+  return bytes;
+}
+
+PosixTarget plan_posix_target(const Comm& comm, const PosixAggregation& aggregation,
+                              std::uint64_t region) {
+  check_posix_aggregation(aggregation);
+  if (aggregation.kind == PosixAggregation::Kind::per_rank) {
+    return {.file = shard_file_name(comm.rank())};
+  }
+  const std::vector<int> group = groups_of(comm, aggregation);
+  const std::vector<std::int64_t> regions =
+      comm.allgather(static_cast<std::int64_t>(aligned(region)));
+  const int me = comm.rank();
+  const int mine = group[static_cast<std::size_t>(me)];
+  PosixTarget target{.file = aggregate_file_name(mine), .shared = true};
+  std::uint64_t total = 0;
+  int leader = -1;
+  for (int r = 0; r < comm.size(); ++r) {
+    if (group[static_cast<std::size_t>(r)] != mine) continue;
+    if (leader < 0) leader = r;
+    if (r < me) target.base += static_cast<std::uint64_t>(regions[static_cast<std::size_t>(r)]);
+    total += static_cast<std::uint64_t>(regions[static_cast<std::size_t>(r)]);
+  }
+  target.limit = aligned(region);
+  target.creates = me == leader && total > 0;
+  return target;
+}
+
+}  // namespace cairn::storage

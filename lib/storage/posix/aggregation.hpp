@@ -1,0 +1,53 @@
+// cairn — aggregation of the posix format's shard files (internal): the ranks of a group
+// (a node, or a block of consecutive ranks) share one file, shards/a<k>.bin, in which each
+// rank writes its shards into its own region, as the ranks of an ADIOS2 BP5 aggregator share
+// a subfile. The regions are sized before anything is written (a compressed shard by the
+// bound of its compressor), so no rank waits for another while it writes; the file of a group
+// is created by its aggregator, the group's first rank.
+#pragma once
+
+#include <cairn/comm.hpp>
+#include <cairn/storage.hpp>
+
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <string>
+
+#include "storage/shard_writer.hpp"
+
+namespace cairn::storage {
+
+/// Where this rank writes its shards of the posix format.
+struct PosixTarget {
+  /// The file, relative to the item directory: shards/p<rank>.bin or shards/a<k>.bin.
+  std::string file;
+  /// The first byte of this rank's region of the file (4 KiB-aligned) and its length.
+  std::uint64_t base = 0;
+  std::uint64_t limit = std::numeric_limits<std::uint64_t>::max();
+  /// The file is a group's: created by its aggregator, opened by the others without
+  /// truncating.
+  bool shared = false;
+  /// This rank is the aggregator of its group and creates the group's file (not when no rank
+  /// of the group writes a byte).
+  bool creates = false;
+};
+
+/// "shards/a<k>.bin", the file of group `group`. Never throws beyond std::bad_alloc.
+[[nodiscard]] std::string aggregate_file_name(int group);
+
+/// Throws InvalidArgument naming TreeSaveOptions::posix_aggregation when `aggregation` is not
+/// valid (an unknown kind, a count below 1). Local.
+void check_posix_aggregation(const PosixAggregation& aggregation);
+
+/// The bytes of the region this rank's shards of `arrays` take (each shard 4 KiB-aligned, a
+/// compressed one by its bound). Local. Throws Unsupported when this build lacks a compressor.
+[[nodiscard]] std::uint64_t posix_region_bytes(std::span<const ArrayToWrite> arrays);
+
+/// This rank's file and region under `aggregation` (validated), given `region` bytes of its
+/// own. Collective over `comm` for the aggregating kinds (two allgathers), local for per_rank.
+/// Throws TimeoutError as Comm does.
+[[nodiscard]] PosixTarget plan_posix_target(const Comm& comm, const PosixAggregation& aggregation,
+                                            std::uint64_t region);
+
+}  // namespace cairn::storage

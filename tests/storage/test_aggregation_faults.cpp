@@ -1,0 +1,55 @@
+// Failures of an aggregated posix save (TreeSaveOptions::posix_aggregation, one group): the
+// fault point and rank come from CAIRN_FAULT (set by ctest, see CMakeLists.txt). A shard
+// write failing on a sender (a rank that is not its group's aggregator), on the aggregator, or
+// the aggregator failing to create the group's file, throws on every rank, naming the failing
+// rank and the group's file, and no rank hangs.
+#include <gtest/gtest.h>
+
+#include <cairn/config.hpp>
+#include <cairn/error.hpp>
+#include <cairn/storage.hpp>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "storage/storage_test_util.hpp"
+#include "support/test_support.hpp"
+
+namespace cairn::testing {
+namespace {
+
+const std::vector<std::int64_t> kShape = {16, 12};
+
+TEST(AggregationFault, FailsOnEveryRankNamingRankAndFile) {
+  const char* rule = std::getenv("CAIRN_FAULT");
+  if (!CAIRN_HAVE_FAULT_INJECTION || rule == nullptr) {
+    GTEST_SKIP() << "needs CAIRN_FAULT=<point>@<rank> and CAIRN_FAULT_INJECTION (ctest sets it)";
+  }
+  const std::string fault(rule);
+  const std::string point = fault.substr(0, fault.find('@'));
+  const int rank = std::atoi(fault.substr(fault.find('@') + 1).c_str());
+  const SharedTempDir tmp;
+  const Comm comm(MPI_COMM_WORLD);
+  const Box box = slab_box(kShape, comm.rank(), comm.size());
+  auto a = reference_box(DType::float64, kShape, box);
+  ArrayTree tree;
+  tree.add_array("a",
+                 {.dtype = DType::float64, .global_shape = kShape, .box = box, .data = a.data()});
+  try {
+    save_tree(
+        comm, tmp / "item", tree,
+        {.fsync = false, .posix_aggregation = {.kind = PosixAggregation::Kind::count, .count = 1}});
+    ADD_FAILURE() << "the save succeeded despite " << fault;
+  } catch (const IoError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("injected fault at " + point), std::string::npos) << message;
+    EXPECT_NE(message.find("rank " + std::to_string(rank)), std::string::npos) << message;
+    EXPECT_NE(message.find("a0.bin"), std::string::npos) << message;
+  }
+  // The ranks are still in step: a collective call completes on every rank.
+  EXPECT_EQ(comm.sum(1), comm.size());
+}
+
+}  // namespace
+}  // namespace cairn::testing
