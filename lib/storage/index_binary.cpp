@@ -118,7 +118,10 @@ bool equal_blocks(const std::vector<std::vector<std::int64_t>>& cuts,
   block.clear();
   for (std::size_t d = 0; d < cuts.size(); ++d) {
     const std::int64_t b = cuts[d][1] - cuts[d][0];
-    if (equal_cuts(shape[d], b) != cuts[d]) return false;
+    if (equal_cuts(shape[d], b) != cuts[d]) {
+      block.clear();
+      return false;
+    }
     block.push_back(b);
   }
   return true;

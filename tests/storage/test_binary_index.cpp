@@ -72,7 +72,7 @@ TreeIndex sample_index() {
   index.world_size = 16;
   // Equal blocks (the last ones shorter), unequal blocks, slabs, a list of shards, a replicated
   // leaf, a compressed leaf, an hdf5 leaf, a 0-d array and a scalar.
-  index.leaves.push_back(array_leaf("a/cuts", {10, 9}, grid({0, 3, 5, 10}, {0, 7, 9})));
+  index.leaves.push_back(array_leaf("a/cuts", {10, 9}, grid({0, 4, 8, 10}, {0, 3, 9})));
   index.leaves.push_back(array_leaf("a/equal", {10, 9}, grid({0, 4, 8, 10}, {0, 3, 6, 9})));
   index.leaves.push_back(array_leaf("a/slabs", {12, 5}, grid({0, 3, 6, 9, 12}, {0, 5})));
   index.leaves.push_back(array_leaf(
@@ -141,6 +141,7 @@ TEST(BinaryIndex, RoundTripsEveryDecomposition) {
   }
   // Grids are stored as grids: equal blocks without cuts, the others with their cuts.
   EXPECT_EQ(back.find("a/equal")->section->block, (std::vector<std::int64_t>{4, 3}));
+  // Equal blocks along the first dimension, not the second.
   EXPECT_EQ(back.find("a/cuts")->section->blocks, (std::vector<std::int64_t>{3, 2}));
   EXPECT_TRUE(back.find("a/cuts")->section->block.empty());
   EXPECT_EQ(back.find("a/slabs")->section->block, (std::vector<std::int64_t>{3, 5}));

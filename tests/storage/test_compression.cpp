@@ -99,7 +99,7 @@ TEST(Compression, ZstdRestoresExactlyNToM) {
     const auto dir = tmp / ("zstd_" + std::to_string(chunk));
     save_reference(dir, Compression::zstd(5), chunk);
     const storage::TreeIndex index = read_index(dir);
-    EXPECT_EQ(index.version, storage::kTreeFormatVersionCompressed);
+    EXPECT_EQ(index.version, storage::kTreeFormatVersionBinary);
     for (const auto& leaf : index.leaves) {
       EXPECT_EQ(leaf.compression, Compression::zstd(5)) << leaf.path;
       for (const auto& shard : leaf.shards) {
@@ -327,7 +327,7 @@ TEST(Compression, IndexRefusesInconsistentCompressionFields) {
              {index(3, R"(, "compression": {"kind": "lz4"})", sizes), "kind"},
              {index(3, R"(, "compression": {"kind": "zfp", "absolute_error": -1})", sizes),
               "absolute_error"},
-             {index(4, zstd, sizes), "version"}};
+             {index(5, zstd, sizes), "version"}};
   for (const auto& b : bad) {
     try {
       (void)storage::parse_index(b.text, "t.json");
