@@ -2,8 +2,9 @@
 """Read a cairn checkpoint whose arrays are in format posix, with numpy alone (no cairn).
 
 A cairn array tree is a directory holding ``cairn-tree.json`` (every leaf: path, kind, dtype,
-global shape, and for arrays the shards, each a box of the global array written by one rank)
-and, in format posix, ``shards/p<rank>.bin``: each shard's elements in row-major order,
+global shape, and for arrays the shards, each a box of the global array written by one rank;
+from version 4 on the shards are in ``cairn-tree.bin``, one section per array leaf, see
+``_shards_v4``) and, in format posix, ``shards/p<rank>.bin``: each shard's elements in row-major order,
 little-endian, ``bytes`` bytes at ``byte_offset``. A checkpoint holds ``cairn-step.json``
 (its handler and items) and one such directory per item of kind ``cairn.array_tree``.
 
@@ -22,6 +23,7 @@ checked here (``cairn verify`` does); leaves in format hdf5 are read with h5py f
 """
 import json
 import os
+import struct
 import sys
 
 import numpy
@@ -43,6 +45,49 @@ def _decode(raw, name):
     if name == "bfloat16":
         return (raw.astype("<u4") << 16).view("<f4")
     return raw
+
+
+def _cuts_v4(leaf, data, at):
+    """The cuts of each dimension of a grid leaf's section, and the offset after them."""
+    section = leaf["section"]
+    if "block" in section:
+        return [list(range(0, n, b)) + [n] for n, b in zip(leaf["shape"], section["block"])], at
+    cuts = []
+    for blocks in section["blocks"]:
+        cuts.append(list(struct.unpack_from(f"<{blocks + 1}q", data, at)))
+        at += 8 * (blocks + 1)
+    return cuts, at
+
+
+def _shards_v4(leaf, files, binary):
+    """The shards of an array leaf of a version-4 index, from its section of cairn-tree.bin:
+    a block grid's cuts (unless its blocks are equal), then per shard rank (u32), file (u32,
+    an entry of "files"), byte offset (u64) and, when not a grid, the box's offsets and extents
+    (i64 each); the checksums follow (not read here). Little-endian throughout."""
+    section = leaf["section"]
+    data = binary[section["offset"]:section["offset"] + section["length"]]
+    if len(data) != section["length"]:
+        raise ValueError(f"cairn-tree.bin is truncated (leaf '{leaf['path']}')")
+    nd = len(leaf["shape"])
+    grid = "blocks" in section
+    cuts, at = _cuts_v4(leaf, data, 0) if grid else ([], 0)
+    cells = list(numpy.ndindex(*section["blocks"])) if grid else []
+    shards = []
+    for k in range(section["shard_count"]):
+        rank, file, byte_offset = struct.unpack_from("<IIQ", data, at)
+        at += 16
+        if grid:
+            offset = [cuts[d][i] for d, i in enumerate(cells[k])]
+            extent = [cuts[d][i + 1] - cuts[d][i] for d, i in enumerate(cells[k])]
+        else:
+            box = struct.unpack_from(f"<{2 * nd}q", data, at)
+            at += 16 * nd
+            offset, extent = list(box[:nd]), list(box[nd:])
+        count = int(numpy.prod(extent, dtype=numpy.int64))
+        shards.append({"rank": rank, "file": files[file], "byte_offset": byte_offset,
+                       "offset": offset, "extent": extent,
+                       "bytes": count * numpy.dtype(_DTYPES[leaf["dtype"]]).itemsize})
+    return shards
 
 
 def read_array(tree_dir, leaf):
@@ -82,8 +127,19 @@ def read_tree(tree_dir):
     """Every leaf of the array tree in `tree_dir`: {path: ndarray or value}."""
     with open(os.path.join(tree_dir, "cairn-tree.json")) as f:
         index = json.load(f)
-    if index.get("format") != "cairn-tree" or index.get("version") not in (1, 2):
-        raise ValueError(f"{tree_dir}/cairn-tree.json: not a cairn tree of version 1 or 2")
+    if index.get("format") != "cairn-tree" or index.get("version") not in (1, 2, 4):
+        raise ValueError(f"{tree_dir}/cairn-tree.json: not a cairn tree of version 1, 2 or 4")
+    if index["version"] == 4:
+        with open(os.path.join(tree_dir, "cairn-tree.bin"), "rb") as f:
+            binary = f.read()
+        if binary[:8] != b"CAIRNTRB":
+            raise ValueError(f"{tree_dir}/cairn-tree.bin: not the binary part of a cairn index")
+        for leaf in index["leaves"]:
+            if leaf["kind"] == "array":
+                if leaf.get("compression", {"kind": "none"})["kind"] != "none":
+                    raise ValueError(f"leaf '{leaf['path']}' is compressed: `cairn convert "
+                                     f"--compression none` it first")
+                leaf["shards"] = _shards_v4(leaf, index["files"], binary)
     return {leaf["path"]: read_array(tree_dir, leaf) if leaf["kind"] == "array" else _value(leaf)
             for leaf in index["leaves"]}
 

@@ -427,7 +427,8 @@ BinarySection read_section(const Reader& r, const json::object& o, const LeafRec
   if (o.contains("blocks")) {
     s.blocks = r.dims(o, "blocks");
     std::uint64_t cells = 1;
-    if (s.blocks.size() != leaf.shape.size() || s.blocks.empty()) r.fail("blocks", "is not one per dimension");
+    if (s.blocks.size() != leaf.shape.size() || s.blocks.empty())
+      r.fail("blocks", "is not one per dimension");
     for (std::size_t d = 0; d < s.blocks.size(); ++d) {
       if (s.blocks[d] < 1 || s.blocks[d] > std::max<std::int64_t>(leaf.shape[d], 1)) {
         r.fail("blocks", "holds a count outside [1, the extent of its dimension]");

@@ -1,6 +1,7 @@
 #include "storage/index_binary.hpp"
 
 #include <cairn/error.hpp>
+#include <cairn/storage.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -66,28 +67,29 @@ std::uint64_t chunks_of(const LeafRecord& leaf, std::uint64_t bytes) noexcept {
 }
 
 void damaged(const std::filesystem::path& file, std::string_view leaf, std::string_view problem) {
-  throw FormatError(file.string(), std::string(leaf),
-                    fmt::format("'{}'{}: {}; the file is damaged or was not written by this "
-                                "version of cairn",
-                                file.string(),
-                                leaf.empty() ? std::string() : fmt::format(" (leaf '{}')", leaf),
-                                problem));
+  throw FormatError(
+      file.string(), std::string(leaf),
+      fmt::format("'{}'{}: {}; the file is damaged or was not written by this "
+                  "version of cairn",
+                  file.string(), leaf.empty() ? std::string() : fmt::format(" (leaf '{}')", leaf),
+                  problem));
 }
 
-void check_record(const std::filesystem::path& file, const TreeIndex& index,
-                  const LeafRecord& leaf, std::uint32_t file_id, ShardRecord& shard) {
+void check_record(const std::filesystem::path& file, const TreeIndex& index, const LeafRecord& leaf,
+                  std::uint32_t file_id, ShardRecord& shard) {
   if (shard.rank < 0 || shard.rank >= index.world_size) {
-    damaged(file, leaf.path, fmt::format("a shard's rank {} is outside the {} ranks", shard.rank,
-                                         index.world_size));
+    damaged(file, leaf.path,
+            fmt::format("a shard's rank {} is outside the {} ranks", shard.rank, index.world_size));
   }
   if (file_id >= index.files.size()) {
-    damaged(file, leaf.path, fmt::format("a shard names data file {} of {}", file_id,
-                                         index.files.size()));
+    damaged(file, leaf.path,
+            fmt::format("a shard names data file {} of {}", file_id, index.files.size()));
   }
   shard.file = index.files[file_id];
   if ((leaf.format == StorageFormat::hdf5) != (shard.file == kHdf5File)) {
-    damaged(file, leaf.path, fmt::format("a shard names '{}', not a file of format {}", shard.file,
-                                         storage_format_name(leaf.format)));
+    damaged(file, leaf.path,
+            fmt::format("a shard names '{}', not a file of format {}", shard.file,
+                        storage_format_name(leaf.format)));
   }
   if (auto problem = box_problem(shard.box, leaf.shape)) {
     damaged(file, leaf.path, fmt::format("a shard's box: {}", *problem));
@@ -163,7 +165,8 @@ void encode_leaf(LeafRecord& leaf, const std::map<std::string, std::uint32_t>& f
   if (section.chunk_sizes) {
     for (const ShardRecord* s : order) {
       if (s->chunk_sizes.size() != s->checksums.size()) {
-        throw Error(ErrorCode::internal, fmt::format("leaf '{}': a shard of rank {} has {} chunk sizes for {} chunks",
+        throw Error(ErrorCode::internal,
+                    fmt::format("leaf '{}': a shard of rank {} has {} chunk sizes for {} chunks",
                                 leaf.path, s->rank, s->chunk_sizes.size(), s->checksums.size()));
       }
       for (std::uint64_t size : s->chunk_sizes) put(out, size);
@@ -301,9 +304,10 @@ void attach_shards(TreeIndex& index, std::string_view binary, const std::filesys
     const BinarySection& s = *leaf.section;
     if (s.offset < kTreeIndexBinaryHeaderBytes || s.offset > binary.size() ||
         s.length > binary.size() - s.offset) {
-      damaged(file, leaf.path, fmt::format("it is {} bytes long, too short for the section of "
-                                           "{} bytes at {}",
-                                           binary.size(), s.length, s.offset));
+      damaged(file, leaf.path,
+              fmt::format("it is {} bytes long, too short for the section of "
+                          "{} bytes at {}",
+                          binary.size(), s.length, s.offset));
     }
     leaf.shards = decode_leaf(index, leaf, binary.substr(s.offset, s.length), file);
   }
@@ -319,3 +323,11 @@ TreeIndex read_full_index(const std::filesystem::path& dir) {
 }
 
 }  // namespace cairn::storage
+
+namespace cairn {
+
+boost::json::object read_tree_index_json(const std::filesystem::path& dir) {
+  return storage::to_json(storage::read_full_index(dir)).as_object();
+}
+
+}  // namespace cairn

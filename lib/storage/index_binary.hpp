@@ -16,6 +16,7 @@
 #include <cairn/box.hpp>
 
 #include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -67,12 +68,16 @@ class IndexSections {
   /// its shape's rank), in ascending rank for a grid, in saved order otherwise. Throws
   /// FormatError naming cairn-tree.bin (truncated, damaged, not an index), NotFound, IoError.
   [[nodiscard]] std::vector<ShardRecord> shards_meeting(const LeafRecord& leaf, const Box& region);
+  /// `leaf` itself when it holds all its shards; otherwise a copy of it, kept by this object,
+  /// with the shards that meet `region`. Throws as shards_meeting().
+  [[nodiscard]] const LeafRecord& part_of(const LeafRecord& leaf, const Box& region);
 
  private:
   void read(std::uint64_t offset, std::span<std::byte> out);
   std::filesystem::path file_;
   const TreeIndex& index_;
   std::unique_ptr<PosixFile> bin_;
+  std::deque<LeafRecord> parts_;
 };
 
 namespace index_detail {
@@ -94,8 +99,8 @@ namespace index_detail {
 
 /// Checks one decoded shard record of `leaf` (rank, file, box, offset) against `index`;
 /// throws as damaged(). Sets shard.file and shard.bytes.
-void check_record(const std::filesystem::path& file, const TreeIndex& index,
-                  const LeafRecord& leaf, std::uint32_t file_id, ShardRecord& shard);
+void check_record(const std::filesystem::path& file, const TreeIndex& index, const LeafRecord& leaf,
+                  std::uint32_t file_id, ShardRecord& shard);
 
 }  // namespace index_detail
 

@@ -106,21 +106,23 @@ void check_length(const std::filesystem::path& file, const LeafRecord& leaf, Lay
   layout.sizes = layout.checksums + 8 * s.chunk_count;
   const std::uint64_t end = layout.sizes + (s.chunk_sizes ? 8 * s.chunk_count : 0);
   if (end != s.offset + s.length) {
-    damaged(file, leaf.path, fmt::format("its section is {} bytes long, not the {} its records "
-                                         "take",
-                                         s.length, end - s.offset));
+    damaged(file, leaf.path,
+            fmt::format("its section is {} bytes long, not the {} its records "
+                        "take",
+                        s.length, end - s.offset));
   }
 }
 
 // Reads the checksums (and chunk sizes) of `shards`, whose first checksums are `first`.
 template <class Read>
-void read_checksums(Read&& read, const LeafRecord& leaf, const Layout& layout,
-                    std::uint64_t first, std::vector<ShardRecord>& shards) {
+void read_checksums(Read&& read, const LeafRecord& leaf, const Layout& layout, std::uint64_t first,
+                    std::vector<ShardRecord>& shards) {
   std::uint64_t count = 0;
   for (const ShardRecord& s : shards) count += chunks_of(leaf, s.bytes);
   const auto sums = read_numbers<std::uint64_t>(read, layout.checksums + 8 * first, count);
   std::vector<std::uint64_t> sizes;
-  if (leaf.section->chunk_sizes) sizes = read_numbers<std::uint64_t>(read, layout.sizes + 8 * first, count);
+  if (leaf.section->chunk_sizes)
+    sizes = read_numbers<std::uint64_t>(read, layout.sizes + 8 * first, count);
   std::size_t at = 0;
   for (ShardRecord& s : shards) {
     const std::uint64_t n = chunks_of(leaf, s.bytes);
@@ -222,7 +224,8 @@ std::vector<ShardRecord> IndexSections::shards_meeting(const LeafRecord& leaf, c
       std::vector<ShardRecord> one = {
           decode_record(file_, index_, leaf, records.data() + k * rec, Box{})};
       const std::uint64_t chunks = chunks_of(leaf, one[0].bytes);
-      if (first + chunks > section.chunk_count) damaged(file_, leaf.path, "its chunk count does not add up");
+      if (first + chunks > section.chunk_count)
+        damaged(file_, leaf.path, "its chunk count does not add up");
       if (region.rank() == nd && intersect(one[0].box, region)) {
         read_checksums(reader, leaf, layout, first, one);
         out.push_back(std::move(one[0]));
@@ -250,6 +253,13 @@ std::vector<ShardRecord> IndexSections::shards_meeting(const LeafRecord& leaf, c
   check_length(file_, leaf, layout);
   if (region.rank() != nd) return out;
   return grid_shards(reader, file_, index_, leaf, region, layout);
+}
+
+const LeafRecord& IndexSections::part_of(const LeafRecord& leaf, const Box& region) {
+  if (!leaf.section || leaf.shards.size() == leaf.section->shard_count) return leaf;
+  LeafRecord& part = parts_.emplace_back(leaf);
+  part.shards = shards_meeting(leaf, region);
+  return part;
 }
 
 }  // namespace cairn::storage

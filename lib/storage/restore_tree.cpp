@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <deque>
 #include <map>
 #include <optional>
 #include <utility>
@@ -36,9 +35,8 @@ using storage::ShardRecord;
 
 namespace {
 
-// The primary reads cairn-tree.json; every rank parses the same text, so every rank reaches
-// the same verdict on a damaged file. For a version-4 index that is the part that grows with
-// the leaves: each rank reads the shard records it needs from cairn-tree.bin later.
+// The primary reads cairn-tree.json; every rank parses the same text, so every rank reaches the
+// same verdict on a damaged file. Shard records of cairn-tree.bin are read later, as needed.
 storage::TreeIndex load_index(const Comm& comm, const std::filesystem::path& dir) {
   const auto file = dir / storage::kTreeIndexFile;
   std::string text;
@@ -503,16 +501,12 @@ void restore_from_index(const Comm& comm, const std::filesystem::path& dir,
     }
   }
   // A version-4 index: each rank reads the records of the shards that meet what it reads.
-  std::deque<LeafRecord> loaded;
   LeafPairs local = pairs;
   storage::IndexSections sections(dir, index);
   comm.run_all(fmt::format("restore_tree '{}': reading the index:", dir.string()), [&] {
     for (std::size_t i = 0; i < local.size(); ++i) {
-      const LeafRecord* saved = local[i].second;
-      if (!saved->section || saved->shards.size() == saved->section->shard_count) continue;
-      LeafRecord& part = loaded.emplace_back(*saved);
-      if (read_here[i]) part.shards = sections.shards_meeting(part, local[i].first->as_array().box);
-      local[i].second = &part;
+      if (!local[i].second->section || !read_here[i]) continue;
+      local[i].second = &sections.part_of(*local[i].second, local[i].first->as_array().box);
     }
   });
   read_array_leaves(comm, dir, local, memory, read_here, options);
@@ -571,9 +565,7 @@ ArrayTree restore_tree_as_saved(const Comm& comm, const std::filesystem::path& d
         if (!options.whole_arrays && !leaf.replicated && !leaf.shape.empty()) {
           box = Box{std::vector<std::int64_t>(leaf.shape.size(), 0),
                     std::vector<std::int64_t>(leaf.shape.size(), 0)};
-          const auto shards =
-              leaf.section ? sections.shards_meeting(leaf, whole_box(leaf.shape)) : leaf.shards;
-          for (const auto& shard : shards) {
+          for (const auto& shard : sections.part_of(leaf, whole_box(leaf.shape)).shards) {
             if (shard.rank == comm.rank()) box = shard.box;
           }
         }

@@ -75,10 +75,10 @@ TreeIndex sample_index() {
   index.leaves.push_back(array_leaf("a/cuts", {10, 9}, grid({0, 4, 8, 10}, {0, 3, 9})));
   index.leaves.push_back(array_leaf("a/equal", {10, 9}, grid({0, 4, 8, 10}, {0, 3, 6, 9})));
   index.leaves.push_back(array_leaf("a/slabs", {12, 5}, grid({0, 3, 6, 9, 12}, {0, 5})));
-  index.leaves.push_back(array_leaf(
-      "b/irregular", {4, 4},
-      {shard(0, Box{{0, 0}, {2, 4}}), shard(1, Box{{2, 0}, {2, 1}}), shard(2, Box{{2, 1}, {2, 3}}),
-       shard(3, Box{{0, 0}, {0, 0}})}));
+  index.leaves.push_back(
+      array_leaf("b/irregular", {4, 4},
+                 {shard(0, Box{{0, 0}, {2, 4}}), shard(1, Box{{2, 0}, {2, 1}}),
+                  shard(2, Box{{2, 1}, {2, 3}}), shard(3, Box{{0, 0}, {0, 0}})}));
   LeafRecord replicated = array_leaf("c/replicated", {6}, {shard(0, Box{{0}, {6}})});
   replicated.replicated = true;
   index.leaves.push_back(replicated);
@@ -148,8 +148,8 @@ TEST(BinaryIndex, RoundTripsEveryDecomposition) {
   EXPECT_TRUE(back.find("b/irregular")->section->blocks.empty());
   EXPECT_TRUE(back.find("d/compressed")->section->chunk_sizes);
   // The totals of read_tree_info() come from cairn-tree.json alone.
-  const TreeIndex head = storage::parse_index(
-      base::read_small_file(dir / storage::kTreeIndexFile), dir / storage::kTreeIndexFile);
+  const TreeIndex head = storage::parse_index(base::read_small_file(dir / storage::kTreeIndexFile),
+                                              dir / storage::kTreeIndexFile);
   const SavedLeafInfo info = storage::leaf_info(*head.find("d/compressed"));
   EXPECT_EQ(info.shard_count, 2u);
   EXPECT_EQ(info.bytes, 8u * 8 * 8);
@@ -164,7 +164,8 @@ TEST(BinaryIndex, GridsCostNoBoxes) {
   std::vector<std::int64_t> rows = {0}, cols = {0};
   for (int k = 1; k <= 8; ++k) rows.push_back(8 * k), cols.push_back(8 * k);
   for (int l = 0; l < 50; ++l) {
-    index.leaves.push_back(array_leaf("leaf" + std::to_string(100 + l), {64, 64}, grid(rows, cols)));
+    index.leaves.push_back(
+        array_leaf("leaf" + std::to_string(100 + l), {64, 64}, grid(rows, cols)));
   }
   (void)storage::write_index(dir, index);
   // 64 shards of 512 bytes, 8 checksums each: 16 bytes of record and 64 of checksums per shard.
@@ -179,8 +180,8 @@ TEST(BinaryIndex, PartsOfAGridAreReadAlone) {
   const auto dir = own_dir(tmp, "part");
   const TreeIndex index = sample_index();
   (void)storage::write_index(dir, index);
-  const TreeIndex head = storage::parse_index(
-      base::read_small_file(dir / storage::kTreeIndexFile), dir / storage::kTreeIndexFile);
+  const TreeIndex head = storage::parse_index(base::read_small_file(dir / storage::kTreeIndexFile),
+                                              dir / storage::kTreeIndexFile);
   storage::IndexSections sections(dir, head);
   for (const char* path : {"a/equal", "a/cuts", "b/irregular", "d/compressed"}) {
     SCOPED_TRACE(path);
@@ -231,8 +232,8 @@ TEST(BinaryIndex, DamagedOrTruncatedBinaryIsAFormatErrorNamingIt) {
   std::filesystem::resize_file(bin, size - 9);
   expect_format_error("truncated");
   // The partial reader says the same of a truncated file.
-  const TreeIndex head = storage::parse_index(
-      base::read_small_file(dir / storage::kTreeIndexFile), dir / storage::kTreeIndexFile);
+  const TreeIndex head = storage::parse_index(base::read_small_file(dir / storage::kTreeIndexFile),
+                                              dir / storage::kTreeIndexFile);
   storage::IndexSections sections(dir, head);
   EXPECT_THROW((void)sections.shards_meeting(*head.find("f/zero_d"), Box{}), FormatError);
 }
@@ -252,19 +253,23 @@ TEST(BinaryIndex, RestoreReadsOnlyItsPart) {
     ArrayTree tree;
     for (int l = 0; l < kLeaves; ++l) {
       tree.add_array("leaf" + std::to_string(10 + l),
-                     {.dtype = DType::float64, .global_shape = shape, .box = saved,
+                     {.dtype = DType::float64,
+                      .global_shape = shape,
+                      .box = saved,
                       .data = const_cast<std::byte*>(data.data())});
     }
     save_tree(world, dir, tree, {.format = format, .checksum_chunk_bytes = 128});
     const auto binary = std::filesystem::file_size(dir / storage::kTreeIndexBinaryFile);
 
     const Box mine = slab_box(shape, world.rank(), world.size());
-    std::vector<std::vector<std::byte>> out(kLeaves, std::vector<std::byte>(
-                                                         static_cast<std::size_t>(volume(mine)) * 8));
+    std::vector<std::vector<std::byte>> out(
+        kLeaves, std::vector<std::byte>(static_cast<std::size_t>(volume(mine)) * 8));
     ArrayTree target;
     for (int l = 0; l < kLeaves; ++l) {
       target.add_array("leaf" + std::to_string(10 + l),
-                       {.dtype = DType::float64, .global_shape = shape, .box = mine,
+                       {.dtype = DType::float64,
+                        .global_shape = shape,
+                        .box = mine,
                         .data = out[static_cast<std::size_t>(l)].data()});
     }
     const std::uint64_t before = storage::index_bytes_read();
@@ -272,8 +277,8 @@ TEST(BinaryIndex, RestoreReadsOnlyItsPart) {
     const std::uint64_t read = storage::index_bytes_read() - before;
     const auto want = reference_box(DType::float64, shape, mine);
     for (const auto& o : out) EXPECT_EQ(o, want);
-    const std::uint64_t share = (binary - storage::kTreeIndexBinaryHeaderBytes) /
-                                static_cast<std::uint64_t>(world.size());
+    const std::uint64_t share =
+        (binary - storage::kTreeIndexBinaryHeaderBytes) / static_cast<std::uint64_t>(world.size());
     EXPECT_GT(read, 0u);
     EXPECT_LE(read, 2 * share + storage::kTreeIndexBinaryHeaderBytes)
         << "of " << binary << " bytes at " << world.size() << " ranks";
@@ -292,14 +297,14 @@ TEST(BinaryIndex, OldJsonIndexRestoresAndTruncatedBinaryFails) {
     const Box box = slab_box(shape, world.rank(), world.size());
     std::vector<std::byte> data = reference_box(DType::float64, shape, box);
     ArrayTree tree;
-    tree.add_array("u", {.dtype = DType::float64, .global_shape = shape, .box = box,
-                         .data = data.data()});
+    tree.add_array(
+        "u", {.dtype = DType::float64, .global_shape = shape, .box = box, .data = data.data()});
     save_tree(world, dir, tree, {.format = format});
     const auto bin = dir / storage::kTreeIndexBinaryFile;
     std::vector<std::byte> out(data.size());
     ArrayTree target;
-    target.add_array("u", {.dtype = DType::float64, .global_shape = shape, .box = box,
-                           .data = out.data()});
+    target.add_array(
+        "u", {.dtype = DType::float64, .global_shape = shape, .box = box, .data = out.data()});
     if (world.is_primary()) std::filesystem::resize_file(bin, 20);
     world.barrier("test");
     try {
