@@ -206,7 +206,7 @@ if [ "${CAIRN_TEST_NOHDF5:-1}" != "0" ]; then
   nohdf5_gtests+=" test_damaged_chunks test_checkpointer test_async test_faults"
   nohdf5_gtests+=" test_stalls test_file_safety"
   nohdf5_gtests+=" test_save_args test_derived_leaves test_empty_nodes test_restore_memory"
-  nohdf5_gtests+=" test_compression"
+  nohdf5_gtests+=" test_compression test_binary_index"
   nohdf5_regex="^(${nohdf5_gtests// /|})\\.|^capi\\.test_capi_manager\\."
   nohdf5_regex+="|^xlang\\.c_(save|restores_c)\\.|^apps\\.cli\\."
   configure_build_test "no-hdf5" "$NOHDF5_BUILD_DIR" "-R $nohdf5_regex" \
