@@ -2,8 +2,9 @@
 """Read a cairn checkpoint whose arrays are in format posix, with numpy alone (no cairn).
 
 A cairn array tree is a directory holding ``cairn-tree.json`` (every leaf: path, kind, dtype,
-global shape, and for arrays the shards, each a box of the global array written by one rank)
-and, in format posix, ``shards/p<rank>.bin`` (or ``shards/a<k>.bin``, shared by a group of
+global shape, and for arrays the shards, each a box of the global array written by one rank;
+from version 4 on the shards are in ``cairn-tree.bin``, one section per array leaf, see
+``_shards_v4``) and, in format posix, ``shards/p<rank>.bin`` (or ``shards/a<k>.bin``, shared by a group of
 ranks when saved with posix_aggregation): each shard's elements in row-major order,
 little-endian, ``bytes`` bytes at ``byte_offset``. A checkpoint holds ``cairn-step.json``
 (its handler and items) and one such directory per item of kind ``cairn.array_tree``.
@@ -19,13 +20,14 @@ Arrays come back in the stored, C-order shape: an array saved from Fortran (``"o
 has its dimensions reversed (``a.T`` is the Fortran view). bfloat16 comes back as float32.
 Parts of a sparse array that no rank wrote are zero. The XXH3 checksums of the index are not
 checked here (``cairn verify`` does); leaves in format hdf5 are read with h5py from
-``data.h5`` (dataset at the leaf path), or ``cairn convert --format posix`` first. Indexes of
-version 3 (written when a leaf is compressed) are read too: their uncompressed leaves as any
-other, while a compressed (zstd or zfp) leaf raises ValueError naming it; ``cairn convert
-CHECKPOINT COPY --format posix`` writes an uncompressed copy.
+``data.h5`` (dataset at the leaf path), or ``cairn convert --format posix`` first. A
+compressed (zstd or zfp) leaf raises ValueError naming it, while the uncompressed leaves
+beside it read as any other; ``cairn convert CHECKPOINT COPY --format posix`` writes an
+uncompressed copy.
 """
 import json
 import os
+import struct
 import sys
 
 import numpy
@@ -52,6 +54,49 @@ def _decode(raw, name):
 def _compression(leaf):
     """The compressor of an array leaf ("none" when its bytes are stored as they are)."""
     return leaf.get("compression", {}).get("kind", "none")
+
+
+def _cuts_v4(leaf, data, at):
+    """The cuts of each dimension of a grid leaf's section, and the offset after them."""
+    section = leaf["section"]
+    if "block" in section:
+        return [list(range(0, n, b)) + [n] for n, b in zip(leaf["shape"], section["block"])], at
+    cuts = []
+    for blocks in section["blocks"]:
+        cuts.append(list(struct.unpack_from(f"<{blocks + 1}q", data, at)))
+        at += 8 * (blocks + 1)
+    return cuts, at
+
+
+def _shards_v4(leaf, files, binary):
+    """The shards of an array leaf of a version-4 index, from its section of cairn-tree.bin:
+    a block grid's cuts (unless its blocks are equal), then per shard rank (u32), file (u32,
+    an entry of "files"), byte offset (u64) and, when not a grid, the box's offsets and extents
+    (i64 each); the checksums follow (not read here). Little-endian throughout."""
+    section = leaf["section"]
+    data = binary[section["offset"]:section["offset"] + section["length"]]
+    if len(data) != section["length"]:
+        raise ValueError(f"cairn-tree.bin is truncated (leaf '{leaf['path']}')")
+    nd = len(leaf["shape"])
+    grid = "blocks" in section
+    cuts, at = _cuts_v4(leaf, data, 0) if grid else ([], 0)
+    cells = list(numpy.ndindex(*section["blocks"])) if grid else []
+    shards = []
+    for k in range(section["shard_count"]):
+        rank, file, byte_offset = struct.unpack_from("<IIQ", data, at)
+        at += 16
+        if grid:
+            offset = [cuts[d][i] for d, i in enumerate(cells[k])]
+            extent = [cuts[d][i + 1] - cuts[d][i] for d, i in enumerate(cells[k])]
+        else:
+            box = struct.unpack_from(f"<{2 * nd}q", data, at)
+            at += 16 * nd
+            offset, extent = list(box[:nd]), list(box[nd:])
+        count = int(numpy.prod(extent, dtype=numpy.int64))
+        shards.append({"rank": rank, "file": files[file], "byte_offset": byte_offset,
+                       "offset": offset, "extent": extent,
+                       "bytes": count * numpy.dtype(_DTYPES[leaf["dtype"]]).itemsize})
+    return shards
 
 
 def read_array(tree_dir, leaf):
@@ -92,11 +137,20 @@ def _value(leaf):
 
 
 def read_index(tree_dir):
-    """The leaves of cairn-tree.json in `tree_dir` (a list of dicts), any version 1 to 3."""
+    """The leaves of cairn-tree.json in `tree_dir` (a list of dicts), any version 1 to 4; for
+    version 4 each array leaf's "shards" are read from cairn-tree.bin."""
     with open(os.path.join(tree_dir, "cairn-tree.json")) as f:
         index = json.load(f)
-    if index.get("format") != "cairn-tree" or index.get("version") not in (1, 2, 3):
-        raise ValueError(f"{tree_dir}/cairn-tree.json: not a cairn tree of version 1, 2 or 3")
+    if index.get("format") != "cairn-tree" or index.get("version") not in (1, 2, 3, 4):
+        raise ValueError(f"{tree_dir}/cairn-tree.json: not a cairn tree of version 1 to 4")
+    if index["version"] == 4:
+        with open(os.path.join(tree_dir, "cairn-tree.bin"), "rb") as f:
+            binary = f.read()
+        if binary[:8] != b"CAIRNTRB":
+            raise ValueError(f"{tree_dir}/cairn-tree.bin: not the binary part of a cairn index")
+        for leaf in index["leaves"]:
+            if leaf["kind"] == "array":
+                leaf["shards"] = _shards_v4(leaf, index["files"], binary)
     return index["leaves"]
 
 

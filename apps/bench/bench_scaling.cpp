@@ -25,10 +25,12 @@ namespace {
 struct StepFiles {
   std::int64_t files = 0;
   std::int64_t bytes = 0;
-  std::int64_t metadata_files = 0;  // *.json and the commit marker
+  std::int64_t metadata_files = 0;  // *.json, cairn-tree.bin and the commit marker
   std::int64_t metadata_bytes = 0;
-  std::int64_t index_files = 0;  // cairn-tree.json of each item
+  std::int64_t index_files = 0;  // cairn-tree.json and cairn-tree.bin of each item
   std::int64_t index_bytes = 0;
+  std::int64_t index_json_bytes = 0;    // cairn-tree.json: what grows with the leaves
+  std::int64_t index_binary_bytes = 0;  // cairn-tree.bin: shard records and checksums
   std::vector<std::filesystem::path> indexes;
 };
 
@@ -40,21 +42,26 @@ StepFiles step_files(const std::filesystem::path& dir) {
     const std::string name = entry.path().filename().string();
     ++out.files;
     out.bytes += size;
-    if (entry.path().extension() == ".json" || name == "COMMITTED") {
+    if (entry.path().extension() == ".json" || name == "COMMITTED" || name == "cairn-tree.bin") {
       ++out.metadata_files;
       out.metadata_bytes += size;
     }
     if (name == "cairn-tree.json") {
+      out.index_json_bytes += size;
+      out.indexes.push_back(entry.path());
+    }
+    if (name == "cairn-tree.bin") out.index_binary_bytes += size;
+    if (name == "cairn-tree.json" || name == "cairn-tree.bin") {
       ++out.index_files;
       out.index_bytes += size;
-      out.indexes.push_back(entry.path());
     }
   }
   return out;
 }
 
-// Seconds to read, parse and serialize every index file (what the primary does with the index
-// on a restore and on a save, without gathering it or building its records).
+// Seconds to read, parse and serialize every cairn-tree.json (what the primary reads and
+// broadcasts on a restore; the shard records of cairn-tree.bin are read by each rank, its own
+// part only).
 double index_seconds(const std::vector<std::filesystem::path>& indexes) {
   const double start = MPI_Wtime();
   std::size_t sink = 0;
@@ -116,6 +123,8 @@ void run_cairn_scaling(const Run& run, const std::string& format_name) {
       extra["metadata_bytes"] = files.metadata_bytes;
       extra["index_files"] = files.index_files;
       extra["index_bytes"] = files.index_bytes;
+      extra["index_json_bytes"] = files.index_json_bytes;
+      extra["index_binary_bytes"] = files.index_binary_bytes;
       extra["primary_index_json_seconds"] = index_seconds(files.indexes);
     }
     add_aggregated_save(meta, ckpt, extra);

@@ -119,8 +119,8 @@ def run_config(a, ranks, leaves):
                "bytes_per_leaf_per_rank": a.elems_per_rank * 8,
                "data_bytes": saves[0]["bytes"]}
         for key in ("files", "step_bytes", "metadata_files", "metadata_bytes", "index_files",
-                    "index_bytes"):
-            run[key] = saves[0][key]
+                    "index_bytes", "index_json_bytes", "index_binary_bytes"):
+            run[key] = saves[0].get(key, 0)
         if "per_node_files" in saves[0]:  # posix: the same save with one file per node
             run["per_node_files"] = saves[0]["per_node_files"]
             run["per_node_save_seconds"] = [x["per_node_save_seconds"] for x in saves]
@@ -162,6 +162,8 @@ def model(runs, a):
     out = {}
     quantities = {
         "index_bytes": lambda r: r["index_bytes"],
+        "index_json_bytes": lambda r: r.get("index_json_bytes", r["index_bytes"]),
+        "index_binary_bytes": lambda r: r.get("index_binary_bytes", 0),
         "metadata_bytes": lambda r: r["metadata_bytes"],
         "files": lambda r: r["files"],
         "save_bytes_received_by_one_rank": lambda r: r["save"]["received_bytes_rank1"],
@@ -199,9 +201,14 @@ def model(runs, a):
                                                 if time_rate > 0 else None)
             p["primary_peak_growth_bytes"] = memory_rate * p["index_bytes"]
             p["nodes"] = -(-ranks // a.ranks_per_node)
+            # A restoring rank receives cairn-tree.json and reads its part of cairn-tree.bin
+            # (its 1/P of the shard records and checksums, the leaves being split over all).
+            p["index_read_by_one_rank"] = (p["index_json_bytes"] +
+                                           p["index_binary_bytes"] / ranks)
             p["read_by_one_rank"] = max(
                 p["save_bytes_received_by_one_rank"], p["restore_bytes_received_by_one_rank"],
-                p["primary_metadata_read_save"], p["primary_metadata_read_restore"])
+                p["primary_metadata_read_save"], p["primary_metadata_read_restore"],
+                p["index_read_by_one_rank"])
             predictions.append(p)
         out[fmt] = {"fits": fits, "primary_json_seconds_per_index_byte": json_rate,
                     "save_seconds_per_index_byte": time_rate,

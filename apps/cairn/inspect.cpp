@@ -80,11 +80,13 @@ boost::json::object describe_tree(const cairn::Comm& comm, const Item& item) {
   return {{"world_size", info.world_size}, {"leaves", std::move(leaves)}};
 }
 
-boost::json::object describe_item(const cairn::Comm& comm, const Item& item) {
+// What `item` holds; with `index`, an array tree's whole index too (cairn inspect --json).
+boost::json::object describe_item(const cairn::Comm& comm, const Item& item, bool index) {
   boost::json::object out = {{"type", item.type}};
   try {
     if (item.type == kArrayTree) {
       for (auto& [key, value] : describe_tree(comm, item)) out[key] = value;
+      if (index && comm.is_primary()) out["index"] = cairn::read_tree_index_json(item.dir);
     } else if (item.type == kJson) {
       const auto file = read_json_file(item.dir / "value.json");
       if (file.value) {
@@ -166,7 +168,7 @@ int run_inspect(const cairn::Comm& comm, const InspectOptions& options) {
   for (const auto& item : ckpt.items) {
     if (!options.item.empty() && item.name != options.item) continue;
     found = true;
-    items[item.label()] = describe_item(comm, item);
+    items[item.label()] = describe_item(comm, item, options.json);
   }
   if (!comm.is_primary()) return found ? kOk : kFailed;
   if (!found) {

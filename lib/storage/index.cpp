@@ -165,6 +165,12 @@ SavedLeafInfo leaf_info(const LeafRecord& leaf) {
   out.fortran_order = leaf.fortran_order;
   out.shard_count = leaf.shards.size();
   out.compression = leaf.compression;
+  if (leaf.section) {
+    out.shard_count = leaf.section->shard_count;
+    out.bytes = leaf.section->bytes;
+    out.stored_bytes = leaf.section->stored_bytes;
+    return out;
+  }
   for (const auto& s : leaf.shards) {
     out.bytes += s.bytes;
     out.stored_bytes += s.stored_bytes();
@@ -202,6 +208,21 @@ std::uint64_t chunk_bytes_for(DType dtype, std::uint64_t requested) noexcept {
 
 std::string shard_file_name(int rank) { return fmt::format("shards/p{}.bin", rank); }
 
+json::value section_to_json(const BinarySection& section) {
+  json::object o;
+  o["offset"] = section.offset;
+  o["length"] = section.length;
+  o["xxh3"] = checksum_to_hex(section.checksum);
+  o["shard_count"] = section.shard_count;
+  o["chunk_count"] = section.chunk_count;
+  o["bytes"] = section.bytes;
+  o["stored_bytes"] = section.stored_bytes;
+  if (!section.blocks.empty()) o["blocks"] = to_json_array(section.blocks);
+  if (!section.block.empty()) o["block"] = to_json_array(section.block);
+  if (section.chunk_sizes) o["chunk_sizes"] = true;
+  return o;
+}
+
 json::value to_json(const TreeIndex& index) {
   json::array leaves;
   for (const auto& leaf : index.leaves) {
@@ -219,6 +240,8 @@ json::value to_json(const TreeIndex& index) {
         if (leaf.compression.kind != Compression::Kind::none) {
           o["compression"] = compression_to_json(leaf.compression);
         }
+        if (leaf.section) o["section"] = section_to_json(*leaf.section);
+        if (leaf.section && leaf.shards.empty()) break;
         json::array shards;
         for (const auto& s : leaf.shards) {
           json::object so;
@@ -249,6 +272,7 @@ json::value to_json(const TreeIndex& index) {
   root["version"] = index.version;
   root["world_size"] = index.world_size;
   root["leaves"] = std::move(leaves);
+  if (index.version >= kTreeFormatVersionBinary) root["files"] = json::value_from(index.files);
   if (!index.empty_nodes.empty()) {
     json::array empty;
     for (const auto& [path, kind] : index.empty_nodes) {
@@ -371,6 +395,62 @@ ShardRecord read_shard(const Reader& sr, const json::object& so, const LeafRecor
   return shard;
 }
 
+// Reads the "files" of a version-4 index: data file names of either format.
+void read_files(const Reader& top, const json::object& root, TreeIndex& index) {
+  const json::value& files = top.member(root, "files");
+  if (!files.is_array()) top.fail("files", "is not an array");
+  for (const json::value& f : files.get_array()) {
+    if (!f.is_string() || !(valid_data_file(f.get_string(), StorageFormat::posix) ||
+                            valid_data_file(f.get_string(), StorageFormat::hdf5))) {
+      top.fail("files", "holds a name that is not a data file name");
+    }
+    index.files.emplace_back(f.get_string());
+  }
+}
+
+// Reads the "section" of an array leaf of a version-4 index: counts in range, a grid's
+// blocks (and equal block extents) fitting the shape.
+BinarySection read_section(const Reader& r, const json::object& o, const LeafRecord& leaf) {
+  constexpr auto max = std::numeric_limits<std::int64_t>::max() / 4;
+  const auto u = [&](std::string_view name) {
+    return static_cast<std::uint64_t>(r.integer(o, name, 0, max));
+  };
+  BinarySection s{.offset = u("offset"),
+                  .length = u("length"),
+                  .checksum = 0,
+                  .shard_count = u("shard_count"),
+                  .chunk_count = u("chunk_count"),
+                  .bytes = u("bytes"),
+                  .stored_bytes = u("stored_bytes")};
+  const auto sum = checksum_from_hex(r.string(o, "xxh3"));
+  if (!sum) r.fail("xxh3", "is not 16 lower-case hex digits");
+  s.checksum = *sum;
+  if (o.contains("blocks")) {
+    s.blocks = r.dims(o, "blocks");
+    std::uint64_t cells = 1;
+    if (s.blocks.size() != leaf.shape.size() || s.blocks.empty())
+      r.fail("blocks", "is not one per dimension");
+    for (std::size_t d = 0; d < s.blocks.size(); ++d) {
+      if (s.blocks[d] < 1 || s.blocks[d] > std::max<std::int64_t>(leaf.shape[d], 1)) {
+        r.fail("blocks", "holds a count outside [1, the extent of its dimension]");
+      }
+      cells *= static_cast<std::uint64_t>(s.blocks[d]);
+    }
+    if (cells != s.shard_count) r.fail("blocks", "do not multiply to shard_count");
+  }
+  if (o.contains("chunk_sizes")) s.chunk_sizes = r.boolean(o, "chunk_sizes");
+  if (o.contains("block")) {
+    s.block = r.dims(o, "block");
+    if (s.block.size() != s.blocks.size()) r.fail("block", "is not one extent per dimension");
+    for (std::size_t d = 0; d < s.block.size(); ++d) {
+      if (s.block[d] < 1 || (leaf.shape[d] + s.block[d] - 1) / s.block[d] != s.blocks[d]) {
+        r.fail("block", "does not cut its dimension into the given blocks");
+      }
+    }
+  }
+  return s;
+}
+
 // Reads the fields of an array leaf (format, dtype, shape, order, chunks, shards) into `leaf`.
 void read_array_leaf(const Reader& r, const json::object& o, const TreeIndex& index,
                      LeafRecord& leaf) {
@@ -402,6 +482,10 @@ void read_array_leaf(const Reader& r, const json::object& o, const TreeIndex& in
     }
   }
   leaf.compression = read_compression(r, o, index, leaf);
+  if (index.version >= kTreeFormatVersionBinary) {
+    leaf.section = read_section(r.at("section"), r.object(r.member(o, "section")), leaf);
+    return;
+  }
   const json::value& shards = r.member(o, "shards");
   if (!shards.is_array()) r.fail("shards", "is not an array");
   std::size_t j = 0;
@@ -436,12 +520,13 @@ TreeIndex index_from_json(const json::value& value, const std::filesystem::path&
   if (top.string(root, "format") != "cairn-tree") top.fail("format", "is not \"cairn-tree\"");
   TreeIndex index;
   index.version = top.integer(root, "version", 1, std::numeric_limits<std::int64_t>::max());
-  if (index.version > kTreeFormatVersionCompressed) {
+  if (index.version > kTreeFormatVersionBinary) {
     top.fail("version", fmt::format("is {}, newer than the version {} this cairn reads; "
                                     "upgrade cairn",
-                                    index.version, kTreeFormatVersionCompressed));
+                                    index.version, kTreeFormatVersionBinary));
   }
   index.world_size = static_cast<int>(top.integer(root, "world_size", 1, 1 << 24));
+  if (index.version >= kTreeFormatVersionBinary) read_files(top, root, index);
   const json::value& leaves = top.member(root, "leaves");
   if (!leaves.is_array()) top.fail("leaves", "is not an array");
 

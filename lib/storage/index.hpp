@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,8 +23,13 @@ inline constexpr std::int64_t kTreeFormatVersion = 2;
 /// Version of an index with a compressed leaf (its "compression", its shards' "chunk_sizes"):
 /// 3, so that a cairn that cannot decompress refuses it. The newest version this build reads.
 inline constexpr std::int64_t kTreeFormatVersionCompressed = 3;
+/// Version of a two-file index (written by this build): cairn-tree.json holds what grows with
+/// the leaves, cairn-tree.bin the shard records and checksums, one section per array leaf.
+inline constexpr std::int64_t kTreeFormatVersionBinary = 4;
 /// Name of the index file inside an item directory.
 inline constexpr const char* kTreeIndexFile = "cairn-tree.json";
+/// Name of the binary part of a version-4 index inside an item directory.
+inline constexpr const char* kTreeIndexBinaryFile = "cairn-tree.bin";
 /// Name of the shared HDF5 file inside an item directory.
 inline constexpr const char* kHdf5File = "data.h5";
 /// Alignment of shards inside a per-process file.
@@ -54,6 +60,26 @@ struct ShardRecord {
   }
 };
 
+/// Where an array leaf's shards lie in cairn-tree.bin (version 4), with the totals that
+/// read_tree_info() reports without reading them.
+struct BinarySection {
+  std::uint64_t offset = 0;        ///< of the section in cairn-tree.bin
+  std::uint64_t length = 0;        ///< bytes of the section
+  std::uint64_t checksum = 0;      ///< XXH3-64 of the section
+  std::uint64_t shard_count = 0;   ///< shards of the leaf
+  std::uint64_t chunk_count = 0;   ///< checksums of all its shards
+  std::uint64_t bytes = 0;         ///< sum of the shards' bytes
+  std::uint64_t stored_bytes = 0;  ///< sum of the shards' stored bytes
+  /// A block grid: blocks per dimension (their product is shard_count); empty for a list of
+  /// shards with their boxes.
+  std::vector<std::int64_t> blocks = {};
+  /// A grid of equal blocks (the last of a dimension possibly shorter): the block's extent
+  /// per dimension, so that the section holds no cuts. Empty otherwise.
+  std::vector<std::int64_t> block = {};
+  /// Whether the section holds the stored size of each chunk (compressed posix shards).
+  bool chunk_sizes = false;
+};
+
 /// One leaf of a saved tree.
 struct LeafRecord {
   std::string path;
@@ -71,6 +97,9 @@ struct LeafRecord {
   /// Arrays only: the compression of the stored bytes ("compression", version 3; none when
   /// absent).
   Compression compression = {};
+  /// Arrays of a version-4 index: where their shards are in cairn-tree.bin. `shards` holds
+  /// only those read from it (all of them in a full read, see read_full_index()).
+  std::optional<BinarySection> section;
 
   /// Bytes of the checksum chunks of `shard`: chunk_bytes, or for version 1 the shard's
   /// bytes (at least 1). Never throws.
@@ -90,6 +119,8 @@ struct TreeIndex {
   std::vector<LeafRecord> leaves;  ///< sorted by path
   /// Empty groups and lists ("empty_nodes", written only when there are some), by path.
   std::map<std::string, EmptyNode, std::less<>> empty_nodes;
+  /// Version 4: the data files that shard records name by number ("files").
+  std::vector<std::string> files;
 
   /// The leaf at `path`, or nullptr.
   [[nodiscard]] const LeafRecord* find(std::string_view path) const;
@@ -102,7 +133,11 @@ struct TreeIndex {
 /// "absolute_error" or "relative_error": x}. Never throws beyond std::bad_alloc.
 [[nodiscard]] boost::json::value compression_to_json(const Compression& compression);
 
-/// JSON form of the index (what cairn-tree.json holds).
+/// JSON form of a leaf's "section" (version 4). Never throws beyond std::bad_alloc.
+[[nodiscard]] boost::json::value section_to_json(const BinarySection& section);
+
+/// JSON form of the index: what cairn-tree.json holds (leaves with a section and no shards
+/// list only their section), or a full view (leaves with both list both).
 [[nodiscard]] boost::json::value to_json(const TreeIndex& index);
 
 /// Parses and validates an index read from `source`: every field's type and range, leaf

@@ -22,6 +22,7 @@
 #include "storage/broadcast_leaves.hpp"
 #include "storage/checksum.hpp"
 #include "storage/index.hpp"
+#include "storage/index_binary.hpp"
 #include "storage/posix_file.hpp"
 #include "storage/restore_transforms.hpp"
 #include "storage/shard_source.hpp"
@@ -34,8 +35,8 @@ using storage::ShardRecord;
 
 namespace {
 
-// The primary reads cairn-tree.json; every rank parses the same text, so every rank reaches
-// the same verdict on a damaged file.
+// The primary reads cairn-tree.json; every rank parses the same text, so every rank reaches the
+// same verdict on a damaged file. Shard records of cairn-tree.bin are read later, as needed.
 storage::TreeIndex load_index(const Comm& comm, const std::filesystem::path& dir) {
   const auto file = dir / storage::kTreeIndexFile;
   std::string text;
@@ -499,7 +500,16 @@ void restore_from_index(const Comm& comm, const std::filesystem::path& dir,
       read_here[i] = comm.is_primary();
     }
   }
-  read_array_leaves(comm, dir, pairs, memory, read_here, options);
+  // A version-4 index: each rank reads the records of the shards that meet what it reads.
+  LeafPairs local = pairs;
+  storage::IndexSections sections(dir, index);
+  comm.run_all(fmt::format("restore_tree '{}': reading the index:", dir.string()), [&] {
+    for (std::size_t i = 0; i < local.size(); ++i) {
+      if (!local[i].second->section || !read_here[i]) continue;
+      local[i].second = &sections.part_of(*local[i].second, local[i].first->as_array().box);
+    }
+  });
+  read_array_leaves(comm, dir, local, memory, read_here, options);
   storage::broadcast_leaves(comm, broadcasts);
   const auto is_value = [](const auto& pair) { return pair.second->kind != LeafKind::array; };
   if (std::ranges::any_of(pairs, is_value)) restore_values(dir, saved_of, target);
@@ -541,6 +551,7 @@ void restore_tree(const Comm& comm, const std::filesystem::path& dir, ArrayTree&
 ArrayTree restore_tree_as_saved(const Comm& comm, const std::filesystem::path& dir,
                                 const AsSavedOptions& options) {
   const auto index = load_index(comm, dir);
+  storage::IndexSections sections(dir, index);
   ArrayTree target;
   // The buffers are sized by the index: a rank that cannot allocate its part says so on every
   // rank before the collective reads begin.
@@ -554,7 +565,7 @@ ArrayTree restore_tree_as_saved(const Comm& comm, const std::filesystem::path& d
         if (!options.whole_arrays && !leaf.replicated && !leaf.shape.empty()) {
           box = Box{std::vector<std::int64_t>(leaf.shape.size(), 0),
                     std::vector<std::int64_t>(leaf.shape.size(), 0)};
-          for (const auto& shard : leaf.shards) {
+          for (const auto& shard : sections.part_of(leaf, whole_box(leaf.shape)).shards) {
             if (shard.rank == comm.rank()) box = shard.box;
           }
         }

@@ -20,7 +20,7 @@ std::string_view storage_format_name(StorageFormat format) noexcept {
   return "invalid";
 }
 
-std::int64_t tree_format_version() noexcept { return storage::kTreeFormatVersion; }
+std::int64_t tree_format_version() noexcept { return storage::kTreeFormatVersionBinary; }
 
 std::optional<StorageFormat> storage_format_from_name(std::string_view name) noexcept {
   if (name == "hdf5") return StorageFormat::hdf5;

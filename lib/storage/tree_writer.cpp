@@ -15,6 +15,7 @@
 #include "cuda/staged_copy.hpp"
 #include "storage/checksum.hpp"
 #include "storage/compress.hpp"
+#include "storage/index_binary.hpp"
 #include "storage/posix/aggregation.hpp"
 
 namespace cairn::storage {
@@ -482,7 +483,8 @@ void TreeWriter::finish(const Comm& comm) {
             [](const auto& a, const auto& b) { return a.first < b.first; });
   error_.report(comm, fmt::format("save_tree '{}': ", dir_.string()));
 
-  // The index: the primary gathers every rank's shard records and writes cairn-tree.json.
+  // The index: the primary gathers every rank's shard records and writes the index
+  // (cairn-tree.json and cairn-tree.bin).
   json::array my_records;
   for (const auto& [index, record] : records_) my_records.push_back(record_to_json(index, record));
   const std::vector<json::value> gathered = comm.gather_json(my_records);
@@ -526,13 +528,13 @@ void TreeWriter::finish(const Comm& comm) {
         index.leaves.at(slot_of_array.at(array)).shards.push_back(record_from_json(v.as_object()));
       }
     }
-    const std::string text = json::serialize(to_json(index));
-    base::write_file_durably(dir_ / kTreeIndexFile, text);
+    const std::size_t leaf_count = index.leaves.size();
+    const std::uint64_t bytes = write_index(dir_, std::move(index));
     if (options_.fsync) {
       base::sync_directory(dir_);
     }
     base::log::info("storage.save", "dir=\"{}\" leaves={} index_bytes={}", dir_.string(),
-                    index.leaves.size(), text.size());
+                    leaf_count, bytes);
   });
 }
 

@@ -10,6 +10,7 @@
 
 #include "base/durable_file.hpp"
 #include "storage/index.hpp"
+#include "storage/index_binary.hpp"
 #include "storage/posix_file.hpp"
 #include "storage/shard_source.hpp"
 
@@ -19,17 +20,23 @@ namespace {
 // Bytes each rank reads at a time.
 constexpr std::size_t kVerifyWindowBytes = std::size_t{16} << 20;
 
-// The primary reads cairn-tree.json and every rank parses the same text; a damaged index is
-// a problem on every rank alike. The text goes as bytes, not inside JSON: a damaged file need
-// not be valid UTF-8.
+// The primary reads cairn-tree.json (and cairn-tree.bin) and every rank parses the same; a
+// damaged index is a problem on every rank alike. The text goes as bytes, not inside JSON: a
+// damaged file need not be valid UTF-8.
 std::optional<storage::TreeIndex> load_index(const Comm& comm, const std::filesystem::path& dir,
                                              std::vector<std::string>& problems) {
   const auto file = dir / storage::kTreeIndexFile;
-  std::string read;  // "+" and the text, or "-" and why it could not be read
+  const auto binary_file = dir / storage::kTreeIndexBinaryFile;
+  std::string read;    // "+" and the text, or "-" and why it could not be read
+  std::string binary;  // cairn-tree.bin, when there is one
   if (comm.is_primary()) {
     try {
       storage::require_no_link_out(dir);  // the index and the data files it names
       read = "+" + base::read_small_file(file);
+      std::error_code ec;
+      if (std::filesystem::exists(binary_file, ec)) {
+        binary = base::read_small_file(binary_file, std::uint64_t{1} << 40);
+      }
     } catch (const std::exception& e) {
       read = std::string("-") + e.what();
     }
@@ -39,8 +46,11 @@ std::optional<storage::TreeIndex> load_index(const Comm& comm, const std::filesy
     problems.push_back(read.empty() ? read : read.substr(1));
     return std::nullopt;
   }
+  binary = comm.broadcast(binary);
   try {
-    return storage::parse_index(std::string_view(read).substr(1), file);
+    auto index = storage::parse_index(std::string_view(read).substr(1), file);
+    storage::attach_shards(index, binary, dir);
+    return index;
   } catch (const std::exception& e) {
     problems.push_back(e.what());
     return std::nullopt;

@@ -2,7 +2,7 @@
 # scripts/cairn_posix_reader.py reads posix checkpoints with numpy alone: every array equals
 # what `cairn dump` restores, for a checkpoint of heat2d on 3 ranks (uneven slabs) and for the
 # format-version-1 sample of tests/data/v1 (replicated, int32 and float32 leaves, values).
-# A checkpoint of version 3 (heat2d --compression zstd) is listed, its uncompressed leaves
+# A compressed checkpoint (heat2d --compression zstd) is listed, its uncompressed leaves
 # read (also one next to a compressed leaf), and its compressed leaf refused naming the leaf
 # and `cairn convert`, whose uncompressed copy then reads (skipped without zstd).
 #
@@ -63,15 +63,15 @@ status=$?
 if ! "$mpiexec" -n 2 "${flags[@]}" "$heat2d" --nx 50 --ny 41 --steps 10 --save-every 10 \
   --format posix --compression zstd --checkpoint-dir zroot --quiet >zheat2d.log 2>&1; then
   grep -q "cannot compress with zstd" zheat2d.log || { cat zheat2d.log; exit 2; }
-  echo "posix reader: all checks passed (this build has no zstd: version 3 not tested)"
+  echo "posix reader: all checks passed (this build has no zstd: compressed leaves not tested)"
   exit 0
 fi
 "$mpiexec" -n 2 "${flags[@]}" "$cairn" convert --format posix --quiet zroot/10 zplain \
   >zconvert.log 2>&1 || { cat zconvert.log; exit 2; }
 "$python" "$reader" zroot/10 >zlist.out || { cat zlist.out; exit 1; }
 grep -q "field/u: float64 (41, 50) (zstd-compressed: not read here)" zlist.out &&
-  grep -q "field/step: 10" zlist.out || { echo "FAIL: version 3 listing"; cat zlist.out; exit 1; }
-"$python" "$reader" zroot/10 field/step | grep -qx 10 || { echo "FAIL: step of version 3"; exit 1; }
+  grep -q "field/step: 10" zlist.out || { echo "FAIL: compressed listing"; cat zlist.out; exit 1; }
+"$python" "$reader" zroot/10 field/step | grep -qx 10 || { echo "FAIL: step of the compressed checkpoint"; exit 1; }
 if "$python" "$reader" zroot/10 field/u >zleaf.out 2>&1 ||
   ! grep -q "leaf 'u'.*zstd-compressed.*cairn convert" zleaf.out; then
   echo "FAIL: compressed leaf not refused as it should be"; cat zleaf.out; exit 1
@@ -92,7 +92,7 @@ def check(what, ok):
 
 u = reader.read_checkpoint("root/10")["field"]["u"]
 index = json.load(open("zroot/10/field/cairn-tree.json"))
-check("heat2d --compression zstd writes version 3", index["version"] == 3)
+check("heat2d --compression zstd writes version 4", index["version"] == 4)
 try:
     reader.read_checkpoint("zroot/10")
     check("read_checkpoint refuses the compressed leaf", False)
@@ -102,18 +102,22 @@ except ValueError as e:
 check("cairn convert's copy reads",
       numpy.array_equal(reader.read_checkpoint("zplain")["field"]["u"], u))
 
-# An uncompressed leaf in a version-3 index: the compressed tree plus root/10's u as "plain".
+# An uncompressed leaf beside a compressed one in a JSON-only index of version 3 (as cairn
+# wrote before cairn-tree.bin): the compressed tree plus root/10's u as "plain", shards inline.
 shutil.copytree("zroot/10/field", "mixed")
-plain = json.load(open("root/10/field/cairn-tree.json"))
-leaf = next(l for l in plain["leaves"] if l["path"] == "u")
+zleaves = reader.read_index("zroot/10/field")  # version 4: shards read from cairn-tree.bin
+leaf = next(l for l in reader.read_index("root/10/field") if l["path"] == "u")
 leaf["path"] = "plain"
 os.makedirs("mixed/plain")
 for shard in leaf["shards"]:
     name = os.path.join("plain", os.path.basename(shard["file"]))
     shutil.copyfile(os.path.join("root/10/field", shard["file"]), os.path.join("mixed", name))
     shard["file"] = name
-index["leaves"] = sorted(index["leaves"] + [leaf], key=lambda l: l["path"])
-json.dump(index, open("mixed/cairn-tree.json", "w"))
+for l in zleaves + [leaf]:
+    l.pop("section", None)
+v3 = {"format": "cairn-tree", "version": 3, "world_size": index["world_size"],
+      "leaves": sorted(zleaves + [leaf], key=lambda l: l["path"])}
+json.dump(v3, open("mixed/cairn-tree.json", "w"))
 leaves = {l["path"]: l for l in reader.read_index("mixed")}
 check("version 3: the uncompressed leaf reads", numpy.array_equal(
     reader.read_leaf("mixed", leaves["plain"]), u))

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "../storage/storage_test_util.hpp"
+#include "storage/index_binary.hpp"
 #include "support/test_support.hpp"
 
 namespace cairn {
@@ -173,8 +174,9 @@ class DamagedChunks : public ::testing::TestWithParam<StorageFormat> {
     save_tree(comm_, dir_, tree, {.format = GetParam(), .checksum_chunk_bytes = kChunkBytes});
 
     // Every rank reads the index: the chunk size, rank 0's shard, its file and offset.
-    const json::value index = json::parse(read_file_bytes(dir_ / "cairn-tree.json"));
-    ASSERT_EQ(index.at("version").to_number<std::int64_t>(), 2);
+    // The full view of the index: cairn-tree.json with the shards of cairn-tree.bin.
+    const json::value index = storage::to_json(storage::read_full_index(dir_));
+    ASSERT_EQ(index.at("version").to_number<std::int64_t>(), 4);
     const json::object* leaf = leaf_record(index, kLeaf);
     ASSERT_NE(leaf, nullptr) << "no leaf '" << kLeaf << "' in the index";
     ASSERT_EQ(std::string(leaf->at("format").as_string()), name_of(GetParam()));

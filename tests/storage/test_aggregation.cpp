@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "storage/index.hpp"
+#include "storage/index_binary.hpp"
 #include "storage/storage_test_util.hpp"
 #include "support/test_support.hpp"
 
@@ -45,10 +45,7 @@ std::vector<Mode> modes(int size) {
 }
 
 storage::TreeIndex read_index(const std::filesystem::path& dir) {
-  std::ifstream in(dir / storage::kTreeIndexFile);
-  std::stringstream text;
-  text << in.rdbuf();
-  return storage::parse_index(text.str(), dir / storage::kTreeIndexFile);
+  return storage::read_full_index(dir);
 }
 
 std::size_t files_in(const std::filesystem::path& dir) {

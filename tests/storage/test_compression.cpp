@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "storage/index.hpp"
+#include "storage/index_binary.hpp"
 #include "storage/storage_test_util.hpp"
 #include "support/test_support.hpp"
 
@@ -45,10 +46,7 @@ std::vector<T> smooth_box(const Box& box) {
 }
 
 storage::TreeIndex read_index(const std::filesystem::path& dir) {
-  std::ifstream in(dir / storage::kTreeIndexFile);
-  std::stringstream text;
-  text << in.rdbuf();
-  return storage::parse_index(text.str(), dir / storage::kTreeIndexFile);
+  return storage::read_full_index(dir);
 }
 
 // Saves the reference arrays "a" (float64), "i" (int32) and "u" (uint8) from at most two ranks
@@ -101,7 +99,7 @@ TEST(Compression, ZstdRestoresExactlyNToM) {
     const auto dir = tmp / ("zstd_" + std::to_string(chunk));
     save_reference(dir, Compression::zstd(5), chunk);
     const storage::TreeIndex index = read_index(dir);
-    EXPECT_EQ(index.version, storage::kTreeFormatVersionCompressed);
+    EXPECT_EQ(index.version, storage::kTreeFormatVersionBinary);
     for (const auto& leaf : index.leaves) {
       EXPECT_EQ(leaf.compression, Compression::zstd(5)) << leaf.path;
       for (const auto& shard : leaf.shards) {
@@ -233,7 +231,7 @@ TEST(Compression, UncompressedSavesKeepTheVersion2Index) {
     std::ifstream in(tmp / "plain" / storage::kTreeIndexFile);
     std::stringstream text;
     text << in.rdbuf();
-    EXPECT_NE(text.str().find("\"version\":2"), std::string::npos) << text.str();
+    EXPECT_NE(text.str().find("\"version\":4"), std::string::npos) << text.str();
     EXPECT_EQ(text.str().find("compression"), std::string::npos) << text.str();
     EXPECT_EQ(text.str().find("chunk_sizes"), std::string::npos) << text.str();
   }
@@ -329,7 +327,7 @@ TEST(Compression, IndexRefusesInconsistentCompressionFields) {
              {index(3, R"(, "compression": {"kind": "lz4"})", sizes), "kind"},
              {index(3, R"(, "compression": {"kind": "zfp", "absolute_error": -1})", sizes),
               "absolute_error"},
-             {index(4, zstd, sizes), "version"}};
+             {index(5, zstd, sizes), "version"}};
   for (const auto& b : bad) {
     try {
       (void)storage::parse_index(b.text, "t.json");

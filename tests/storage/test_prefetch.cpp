@@ -24,6 +24,7 @@
 
 #include "base/durable_file.hpp"
 #include "storage/index.hpp"
+#include "storage/index_binary.hpp"
 #include "storage/shard_reader.hpp"
 #include "storage/shard_stream.hpp"
 #include "storage/storage_test_util.hpp"
@@ -113,9 +114,7 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> file_ranges(
 // through a reader of `format` opened on `alone` (one rank).
 void check_prefetch(const Comm& alone, StorageFormat format, const std::vector<std::int64_t>& shape,
                     const std::filesystem::path& dir) {
-  const auto index_file = dir / storage::kTreeIndexFile;
-  const storage::TreeIndex index =
-      storage::parse_index(base::read_small_file(index_file), index_file);
+  const storage::TreeIndex index = storage::read_full_index(dir);
   const LeafRecord* leaf = index.find("params/w");
   ASSERT_NE(leaf, nullptr);
   const std::vector<const LeafRecord*> leaves = {leaf};

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "storage/index.hpp"
+#include "storage/index_binary.hpp"
 #include "storage/storage_test_util.hpp"
 #include "support/test_support.hpp"
 
@@ -93,10 +94,7 @@ std::string fmt_name(StorageFormat format, DType stored) {
 }
 
 storage::TreeIndex read_index(const std::filesystem::path& dir) {
-  std::ifstream in(dir / storage::kTreeIndexFile);
-  std::stringstream text;
-  text << in.rdbuf();
-  return storage::parse_index(text.str(), dir / storage::kTreeIndexFile);
+  return storage::read_full_index(dir);
 }
 
 TEST(SaveArgs, CastLeavesStoreTheirDtypeAndRestoreNToM) {

@@ -17,6 +17,7 @@
 
 #include "base/durable_file.hpp"
 #include "storage/index.hpp"
+#include "storage/index_binary.hpp"
 #include "storage/posix_file.hpp"
 #include "storage/shard_reader.hpp"
 #include "storage/shard_stream.hpp"
@@ -136,9 +137,7 @@ TEST(Scatter, ReadersScatterWhatTheyRead) {
       SCOPED_TRACE(name);
       const auto dir = tmp / name;
       save_tree(world, dir, tree, {.format = format});
-      const auto index_file = dir / storage::kTreeIndexFile;
-      const storage::TreeIndex index =
-          storage::parse_index(base::read_small_file(index_file), index_file);
+      const storage::TreeIndex index = storage::read_full_index(dir);
       const LeafRecord* leaf = index.find("params/w");
       ASSERT_NE(leaf, nullptr);
       const std::vector<const LeafRecord*> leaves = {leaf};

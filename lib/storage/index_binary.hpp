@@ -1,0 +1,107 @@
+// cairn — the two-file index of a saved tree (internal, version 4): cairn-tree.json holds what
+// grows with the leaves (each array leaf with its "section"), cairn-tree.bin the shard records
+// and checksums, one section per array leaf, so that a restoring rank reads only the records
+// of the shards that meet its boxes.
+//
+// cairn-tree.bin: "CAIRNTRB" and the version (u64), then the sections back to back. All
+// numbers little-endian. A section of an array leaf holds
+//   a block grid without equal blocks: per dimension its blocks + 1 cuts (i64);
+//   per shard a record: rank (u32), file (u32, an entry of the index's "files"),
+//     byte offset (u64) and, when not a grid, the box's offsets then extents (i64 each);
+//     a grid lists its blocks in row-major order, each with the box of its cell;
+//   the checksums of every shard's chunks (u64), shard after shard in record order;
+//   when the leaf's section says "chunk_sizes", the stored size of each chunk (u64), likewise.
+#pragma once
+
+#include <cairn/box.hpp>
+
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "storage/index.hpp"
+
+namespace cairn::storage {
+
+class PosixFile;
+
+/// First bytes of cairn-tree.bin.
+inline constexpr std::string_view kTreeIndexBinaryMagic = "CAIRNTRB";
+/// Bytes of the header of cairn-tree.bin: the magic and the version.
+inline constexpr std::uint64_t kTreeIndexBinaryHeaderBytes = 16;
+
+/// Writes `index` (with every shard of every array leaf) into `dir` as a version-4 index:
+/// cairn-tree.bin, then cairn-tree.json, each written and fsynced. Not collective. Returns the
+/// bytes of the two files. Throws IoError naming the file.
+std::uint64_t write_index(const std::filesystem::path& dir, TreeIndex index);
+
+/// Fills every array leaf of a version-4 `index` (parsed from cairn-tree.json of `dir`) with
+/// all its shards, decoded from `binary`, the bytes of cairn-tree.bin; checks each section's
+/// checksum. Does nothing for older versions. Not collective. Throws FormatError naming
+/// cairn-tree.bin and the leaf.
+void attach_shards(TreeIndex& index, std::string_view binary, const std::filesystem::path& dir);
+
+/// Reads the whole index of `dir` (any version; see attach_shards()). Not collective.
+/// Throws NotFound, IoError, FormatError naming the file.
+[[nodiscard]] TreeIndex read_full_index(const std::filesystem::path& dir);
+
+/// Bytes that IndexSections has read from cairn-tree.bin in this process, for tests and
+/// benchmarks. Thread-safe; never throws.
+[[nodiscard]] std::uint64_t index_bytes_read() noexcept;
+
+/// Reads the shard records of array leaves of a version-4 index from cairn-tree.bin with
+/// pread, only those of the shards that meet a given region (for a block grid, found by
+/// arithmetic; otherwise among the leaf's records). Not collective; not thread-safe.
+class IndexSections {
+ public:
+  /// Opens nothing yet. Never throws beyond std::bad_alloc.
+  IndexSections(const std::filesystem::path& dir, const TreeIndex& index);
+  ~IndexSections();
+  IndexSections(const IndexSections&) = delete;
+  IndexSections& operator=(const IndexSections&) = delete;
+
+  /// The shards of `leaf` (a leaf of the index, with a section) that meet `region` (a box of
+  /// its shape's rank), in ascending rank for a grid, in saved order otherwise. Throws
+  /// FormatError naming cairn-tree.bin (truncated, damaged, not an index), NotFound, IoError.
+  [[nodiscard]] std::vector<ShardRecord> shards_meeting(const LeafRecord& leaf, const Box& region);
+  /// `leaf` itself when it holds all its shards; otherwise a copy of it, kept by this object,
+  /// with the shards that meet `region`. Throws as shards_meeting().
+  [[nodiscard]] const LeafRecord& part_of(const LeafRecord& leaf, const Box& region);
+
+ private:
+  void read(std::uint64_t offset, std::span<std::byte> out);
+  std::filesystem::path file_;
+  const TreeIndex& index_;
+  std::unique_ptr<PosixFile> bin_;
+  std::deque<LeafRecord> parts_;
+};
+
+namespace index_detail {
+
+/// The cuts of the block grid whose cells are exactly the boxes of `shards` (each cell once,
+/// none empty), or an empty list when they are not one. Never throws beyond std::bad_alloc.
+[[nodiscard]] std::vector<std::vector<std::int64_t>> grid_cuts(
+    std::span<const std::int64_t> shape, const std::vector<ShardRecord>& shards);
+
+/// The cuts of a dimension of `extent` cut into blocks of `block` (the last possibly shorter).
+[[nodiscard]] std::vector<std::int64_t> equal_cuts(std::int64_t extent, std::int64_t block);
+
+/// Checksum chunks of a shard of `bytes` bytes of `leaf`. Never throws.
+[[nodiscard]] std::uint64_t chunks_of(const LeafRecord& leaf, std::uint64_t bytes) noexcept;
+
+/// Throws the FormatError of a damaged cairn-tree.bin `file`, naming `leaf` (may be empty).
+[[noreturn]] void damaged(const std::filesystem::path& file, std::string_view leaf,
+                          std::string_view problem);
+
+/// Checks one decoded shard record of `leaf` (rank, file, box, offset) against `index`;
+/// throws as damaged(). Sets shard.file and shard.bytes.
+void check_record(const std::filesystem::path& file, const TreeIndex& index, const LeafRecord& leaf,
+                  std::uint32_t file_id, ShardRecord& shard);
+
+}  // namespace index_detail
+
+}  // namespace cairn::storage

@@ -1,0 +1,265 @@
+// IndexSections: the shard records of the shards that meet a region, read from cairn-tree.bin
+// with pread: for a block grid, the blocks that meet the region and their checksums are found
+// by arithmetic; for a list of shards, from the leaf's records.
+#include <cairn/error.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstring>
+#include <iterator>
+
+#include "storage/index_binary.hpp"
+#include "storage/posix_file.hpp"
+
+namespace cairn::storage {
+using namespace index_detail;
+
+namespace {
+
+std::atomic<std::uint64_t> g_bytes_read{0};
+
+// Bytes of a shard record in a section: rank, file, byte offset and, without a grid, the box.
+std::uint64_t record_bytes(const LeafRecord& leaf) {
+  return 16 + (leaf.section->blocks.empty() ? 16 * leaf.shape.size() : 0);
+}
+
+template <class T>
+T get(const std::byte* at) {
+  T value;
+  std::memcpy(&value, at, sizeof(T));
+  return value;
+}
+
+// Where the parts of a leaf's section start, and its shards' first checksum indices.
+struct Layout {
+  std::vector<std::vector<std::int64_t>> cuts;  // a grid's
+  std::uint64_t records = 0;                    // offset of the first record
+  std::uint64_t checksums = 0;                  // offset of the first checksum
+  std::uint64_t sizes = 0;                      // offset of the first chunk size
+};
+
+}  // namespace
+
+std::uint64_t index_bytes_read() noexcept { return g_bytes_read.load(); }
+
+IndexSections::IndexSections(const std::filesystem::path& dir, const TreeIndex& index)
+    : file_(dir / kTreeIndexBinaryFile), index_(index) {}
+
+IndexSections::~IndexSections() = default;
+
+void IndexSections::read(std::uint64_t offset, std::span<std::byte> out) {
+  if (!bin_) {
+    auto bin = std::make_unique<PosixFile>(file_, PosixFile::Mode::read);
+    std::array<std::byte, kTreeIndexBinaryHeaderBytes> header{};
+    bin->read_at(0, header);
+    g_bytes_read += header.size();
+    const auto version = get<std::uint64_t>(header.data() + kTreeIndexBinaryMagic.size());
+    if (std::memcmp(header.data(), kTreeIndexBinaryMagic.data(), kTreeIndexBinaryMagic.size()) !=
+            0 ||
+        version != static_cast<std::uint64_t>(index_.version)) {
+      damaged(file_, "", "it does not start with the header of a cairn index of its version");
+    }
+    bin_ = std::move(bin);
+  }
+  if (out.empty()) return;
+  bin_->read_at(offset, out);
+  g_bytes_read += out.size();
+}
+
+namespace {
+
+// Reads `count` numbers of type T at `offset` through `read`.
+template <class T, class Read>
+std::vector<T> read_numbers(Read&& read, std::uint64_t offset, std::uint64_t count) {
+  std::vector<T> out(count);
+  read(offset, std::as_writable_bytes(std::span(out)));
+  return out;
+}
+
+// Decodes one shard record at `at` (of `leaf`, box already set for a grid) and checks it.
+ShardRecord decode_record(const std::filesystem::path& file, const TreeIndex& index,
+                          const LeafRecord& leaf, const std::byte* at, Box box) {
+  ShardRecord s;
+  s.rank = static_cast<int>(get<std::uint32_t>(at));
+  s.box = std::move(box);
+  const auto file_id = get<std::uint32_t>(at + 4);
+  s.byte_offset = get<std::uint64_t>(at + 8);
+  if (leaf.section->blocks.empty()) {
+    const std::size_t nd = leaf.shape.size();
+    s.box.offset.resize(nd);
+    s.box.extent.resize(nd);
+    for (std::size_t d = 0; d < nd; ++d) {
+      s.box.offset[d] = get<std::int64_t>(at + 16 + 8 * d);
+      s.box.extent[d] = get<std::int64_t>(at + 16 + 8 * (nd + d));
+    }
+  }
+  check_record(file, index, leaf, file_id, s);
+  return s;
+}
+
+// Checks that the parts of `layout` fill the leaf's section exactly.
+void check_length(const std::filesystem::path& file, const LeafRecord& leaf, Layout& layout) {
+  const BinarySection& s = *leaf.section;
+  layout.checksums = layout.records + s.shard_count * record_bytes(leaf);
+  layout.sizes = layout.checksums + 8 * s.chunk_count;
+  const std::uint64_t end = layout.sizes + (s.chunk_sizes ? 8 * s.chunk_count : 0);
+  if (end != s.offset + s.length) {
+    damaged(file, leaf.path,
+            fmt::format("its section is {} bytes long, not the {} its records "
+                        "take",
+                        s.length, end - s.offset));
+  }
+}
+
+// Reads the checksums (and chunk sizes) of `shards`, whose first checksums are `first`.
+template <class Read>
+void read_checksums(Read&& read, const LeafRecord& leaf, const Layout& layout, std::uint64_t first,
+                    std::vector<ShardRecord>& shards) {
+  std::uint64_t count = 0;
+  for (const ShardRecord& s : shards) count += chunks_of(leaf, s.bytes);
+  const auto sums = read_numbers<std::uint64_t>(read, layout.checksums + 8 * first, count);
+  std::vector<std::uint64_t> sizes;
+  if (leaf.section->chunk_sizes)
+    sizes = read_numbers<std::uint64_t>(read, layout.sizes + 8 * first, count);
+  std::size_t at = 0;
+  for (ShardRecord& s : shards) {
+    const std::uint64_t n = chunks_of(leaf, s.bytes);
+    s.checksums.assign(sums.begin() + static_cast<std::ptrdiff_t>(at),
+                       sums.begin() + static_cast<std::ptrdiff_t>(at + n));
+    if (!sizes.empty()) {
+      s.chunk_sizes.assign(sizes.begin() + static_cast<std::ptrdiff_t>(at),
+                           sizes.begin() + static_cast<std::ptrdiff_t>(at + n));
+    }
+    at += n;
+  }
+}
+
+// The first checksum of each block of a grid leaf (row-major), and the total at the end.
+std::vector<std::uint64_t> first_checksums(const LeafRecord& leaf, const Layout& layout) {
+  const std::size_t nd = leaf.shape.size();
+  std::vector<std::uint64_t> first = {0};
+  std::vector<std::size_t> at(nd, 0);  // the block's index per dimension
+  for (std::uint64_t k = 0; k < leaf.section->shard_count; ++k) {
+    std::uint64_t elements = 1;
+    for (std::size_t d = 0; d < nd; ++d) {
+      elements *= static_cast<std::uint64_t>(layout.cuts[d][at[d] + 1] - layout.cuts[d][at[d]]);
+    }
+    first.push_back(first.back() + chunks_of(leaf, elements * dtype_size(leaf.dtype)));
+    for (std::size_t d = nd; d-- > 0;) {
+      if (++at[d] + 1 < layout.cuts[d].size()) break;
+      at[d] = 0;
+    }
+  }
+  return first;
+}
+
+// The shards of a grid leaf that meet `region`, read run by run along the last dimension.
+template <class Read>
+std::vector<ShardRecord> grid_shards(Read&& read, const std::filesystem::path& file,
+                                     const TreeIndex& index, const LeafRecord& leaf,
+                                     const Box& region, const Layout& layout) {
+  const std::size_t nd = leaf.shape.size();
+  std::vector<std::size_t> lo(nd), hi(nd);  // blocks [lo, hi) meet the region per dimension
+  for (std::size_t d = 0; d < nd; ++d) {
+    const auto& c = layout.cuts[d];
+    const std::int64_t begin = region.offset[d], end = begin + region.extent[d];
+    if (end <= begin) return {};
+    lo[d] = static_cast<std::size_t>(std::upper_bound(c.begin(), c.end(), begin) - c.begin());
+    hi[d] = static_cast<std::size_t>(std::lower_bound(c.begin(), c.end(), end) - c.begin());
+    lo[d] = lo[d] == 0 ? 0 : lo[d] - 1;
+    hi[d] = std::min(hi[d], c.size() - 1);  // a region may reach beyond the saved shape
+    if (lo[d] >= hi[d]) return {};
+  }
+  const std::vector<std::uint64_t> first = first_checksums(leaf, layout);
+  if (first.back() != leaf.section->chunk_count) {
+    damaged(file, leaf.path, "its chunk count does not add up");
+  }
+  std::vector<ShardRecord> out;
+  std::vector<std::size_t> at = lo;
+  while (true) {
+    std::uint64_t k0 = 0;  // flat index of the run's first block
+    for (std::size_t d = 0; d < nd; ++d) k0 = k0 * (layout.cuts[d].size() - 1) + at[d];
+    const std::uint64_t count = hi[nd - 1] - lo[nd - 1];
+    const auto records = read_numbers<std::byte>(read, layout.records + 16 * k0, 16 * count);
+    std::vector<ShardRecord> run;
+    for (std::uint64_t j = 0; j < count; ++j) {
+      Box box;
+      for (std::size_t d = 0; d < nd; ++d) {
+        const std::size_t i = d + 1 == nd ? at[d] + j : at[d];
+        box.offset.push_back(layout.cuts[d][i]);
+        box.extent.push_back(layout.cuts[d][i + 1] - layout.cuts[d][i]);
+      }
+      run.push_back(decode_record(file, index, leaf, records.data() + 16 * j, std::move(box)));
+    }
+    read_checksums(read, leaf, layout, first[k0], run);
+    std::ranges::move(run, std::back_inserter(out));
+    std::size_t d = nd - 1;  // the next run: count up the dimensions before the last
+    while (d-- > 0) {
+      if (++at[d] < hi[d]) break;
+      at[d] = lo[d];
+    }
+    if (d == static_cast<std::size_t>(-1)) break;
+  }
+  std::ranges::stable_sort(out, [](const auto& a, const auto& b) { return a.rank < b.rank; });
+  return out;
+}
+
+}  // namespace
+
+std::vector<ShardRecord> IndexSections::shards_meeting(const LeafRecord& leaf, const Box& region) {
+  const BinarySection& section = *leaf.section;
+  const auto reader = [this](std::uint64_t offset, std::span<std::byte> out) { read(offset, out); };
+  const std::size_t nd = leaf.shape.size();
+  const std::uint64_t rec = record_bytes(leaf);
+  Layout layout;
+  layout.records = section.offset;
+  std::vector<ShardRecord> out;
+  if (section.blocks.empty()) {
+    check_length(file_, leaf, layout);
+    const auto records = read_numbers<std::byte>(reader, layout.records, section.shard_count * rec);
+    std::uint64_t first = 0;  // checksum index of the shard
+    for (std::uint64_t k = 0; k < section.shard_count; ++k) {
+      std::vector<ShardRecord> one = {
+          decode_record(file_, index_, leaf, records.data() + k * rec, Box{})};
+      const std::uint64_t chunks = chunks_of(leaf, one[0].bytes);
+      if (first + chunks > section.chunk_count)
+        damaged(file_, leaf.path, "its chunk count does not add up");
+      if (region.rank() == nd && intersect(one[0].box, region)) {
+        read_checksums(reader, leaf, layout, first, one);
+        out.push_back(std::move(one[0]));
+      }
+      first += chunks;
+    }
+    return out;
+  }
+  // A grid: its cuts, then the blocks that meet the region, run by run along the last axis.
+  layout.cuts.resize(nd);
+  for (std::size_t d = 0; d < nd; ++d) {
+    if (!section.block.empty()) {
+      layout.cuts[d] = equal_cuts(leaf.shape[d], section.block[d]);
+      continue;
+    }
+    const auto n = static_cast<std::uint64_t>(section.blocks[d]) + 1;
+    layout.cuts[d] = read_numbers<std::int64_t>(reader, layout.records, n);
+    layout.records += 8 * n;
+    const auto& c = layout.cuts[d];
+    if (c.front() != 0 || c.back() != leaf.shape[d] || !std::ranges::is_sorted(c) ||
+        std::ranges::adjacent_find(c) != c.end()) {
+      damaged(file_, leaf.path, fmt::format("its cuts of dimension {} do not cut the shape", d));
+    }
+  }
+  check_length(file_, leaf, layout);
+  if (region.rank() != nd) return out;
+  return grid_shards(reader, file_, index_, leaf, region, layout);
+}
+
+const LeafRecord& IndexSections::part_of(const LeafRecord& leaf, const Box& region) {
+  if (!leaf.section || leaf.shards.size() == leaf.section->shard_count) return leaf;
+  LeafRecord& part = parts_.emplace_back(leaf);
+  part.shards = shards_meeting(leaf, region);
+  return part;
+}
+
+}  // namespace cairn::storage
