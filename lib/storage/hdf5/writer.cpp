@@ -198,9 +198,11 @@ struct Hdf5Writer::Impl {
   // cairn_decomposition `decomposition`) in the file and packs where its data lies into `out`.
   void create_array(std::size_t i, const std::string& decomposition, hid_t lcpl, hid_t dcpl,
                     h5::Packed& out) const;
-  // In close(), collective: the tolerance of each zfp array with a relative bound, then on the
-  // primary their datasets (hdf5/zfp_dataset.hpp). Throws IoError, on the primary only.
+  // In close(), collective: the tolerance of each zfp array with a relative bound, from every
+  // rank's staged values (hdf5/zfp_dataset.hpp). Throws as Comm::max().
   void plan_created_at_close(const Comm& comm);
+  // In close(), on the primary with the file open: creates the datasets of those arrays.
+  // Throws IoError naming the file and the leaf.
   void create_at_close();
   // In close(), after the collective writes: this rank reads its zfp shards back and
   // checksums what a restore will get. Local. Throws IoError naming the file and the leaf.
