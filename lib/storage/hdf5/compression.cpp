@@ -44,9 +44,11 @@ bool is_filtered(const ArrayToWrite& array) noexcept {
 
 void register_filters(const Where& where) {
 #if CAIRN_HAVE_ZFP
-  if (H5Zfilter_avail(kZfpFilterId) <= 0) {
-    check(H5Zregister(&kZfpFilterClass), where, "registering the zfp filter");
-  }
+  // Always cairn's own, registered again on each call (HDF5 replaces a class of the same id),
+  // before any lookup could load H5Z-ZFP's plugin from HDF5_PLUGIN_PATH: that plugin's
+  // set_local callback would take cairn's cd_values, already in their stored form (zfp's
+  // header), for its own input form, and refuse them.
+  check(H5Zregister(&kZfpFilterClass), where, "registering the zfp filter");
 #endif
 #if CAIRN_HAVE_ZSTD
   if (H5Zfilter_avail(kZstdFilterId) > 0) {

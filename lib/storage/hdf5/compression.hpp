@@ -30,8 +30,9 @@ namespace cairn::storage::h5 {
 /// dimension, and a compression or a chunk shape. Never throws.
 [[nodiscard]] bool is_filtered(const ArrayToWrite& array) noexcept;
 
-/// Registers the zstd and zfp filters with this process's HDF5 library, once (later calls do
-/// nothing; a build without zstd or zfp leaves that filter to HDF5's plugins). hdf5_mutex() must
+/// Registers the zstd and zfp filters with this process's HDF5 library (zstd once, and not over
+/// a zstd plugin HDF5 loaded; zfp always cairn's, over H5Z-ZFP's plugin; a build without zstd or
+/// zfp leaves that filter to HDF5's plugins). hdf5_mutex() must
 /// be held. Throws IoError naming `where` when HDF5 refuses.
 void register_filters(const Where& where);
 
