@@ -20,6 +20,7 @@ packages=(
   clang libclang-rt-14-dev              # libFuzzer targets (tests/fuzz) in scripts/test.sh
   gfortran                              # Fortran bindings
   python3-h5py python3-numpy            # interoperability test: h5py reads cairn files
+  hdf5-filter-plugin-zfp-serial         # H5Z-ZFP plugin: h5py reads cairn's zfp datasets
 )
 packages+=("$@")
 

@@ -80,7 +80,8 @@ struct Compression {
   /// positive.
   double absolute_error = 0;
   /// zfp: every restored element differs from the saved one by at most this fraction of the
-  /// largest magnitude in its chunk. Used when positive and absolute_error is not.
+  /// largest finite magnitude in its chunk (posix: each checksum chunk; hdf5: the whole leaf,
+  /// one tolerance per dataset). Used when positive and absolute_error is not.
   double relative_error = 0;
 
   /// Stored as they are. Never throws.
@@ -93,8 +94,8 @@ struct Compression {
   [[nodiscard]] static Compression zfp_absolute(double bound) {
     return {.kind = Kind::zfp, .absolute_error = bound};
   }
-  /// ZFP with an error bound relative to the largest magnitude of each chunk. Never throws;
-  /// a bound <= 0 fails the save.
+  /// ZFP with an error bound relative to the largest magnitude of each chunk (hdf5: of the
+  /// leaf). Never throws; a bound <= 0 fails the save.
   [[nodiscard]] static Compression zfp_relative(double bound) {
     return {.kind = Kind::zfp, .relative_error = bound};
   }

@@ -44,6 +44,7 @@ struct ShardRecord {
   std::uint64_t bytes = 0;        ///< volume(box) * dtype_size
   /// XXH3-64 of each LeafRecord::chunk_bytes-byte chunk of the shard's row-major bytes, the
   /// last one possibly shorter (version 2); for version 1, the one checksum of the whole shard.
+  /// A lossy hdf5 leaf (zfp filter) records those of the decompressed values a read returns.
   std::vector<std::uint64_t> checksums;
   /// A shard stored compressed chunk by chunk (posix): the stored size of each checksum chunk,
   /// stored back to back from byte_offset; `checksums` are then of the stored bytes. Empty

@@ -51,8 +51,10 @@ struct ArrayToWrite {
   /// (LeafSaveArgs::chunk_shape, validated: one extent >= 1 per dimension, or empty).
   Compression compression = {};
   std::vector<std::int64_t> chunk_shape = {};
-  /// Raw bytes of a checksum chunk (whole stored elements): a shard stored compressed is
-  /// compressed chunk by chunk (the posix format sizes its region by their bound).
+  /// Raw bytes of a checksum chunk of the shard's stream (whole stored elements): a shard
+  /// stored compressed is compressed chunk by chunk (the posix format sizes its region by
+  /// their bound), and a format that supplies the checksums of a lossy leaf
+  /// (checksums_as_read()) cuts by it.
   std::uint64_t chunk_bytes = 1;
 };
 
@@ -93,6 +95,16 @@ class ShardWriter {
   /// an array without compression, says false. Local; never throws.
   [[nodiscard]] virtual bool stores_compressed_chunks(std::size_t /*index*/) const noexcept {
     return false;
+  }
+  /// After close(): the checksums of what a read of this rank's shard of array `index` gives
+  /// back, one XXH3-64 per ArrayToWrite::chunk_bytes of its stream, when that differs
+  /// from the stream written (lossy compression: hdf5's zfp filter, whose datasets return the
+  /// decompressed values); the index records them in place of the stream's. std::nullopt: the
+  /// stream's own checksums stand (every lossless format and leaf). Local; never throws beyond
+  /// std::bad_alloc.
+  [[nodiscard]] virtual std::optional<std::vector<std::uint64_t>> checksums_as_read(
+      std::size_t /*index*/) const {
+    return std::nullopt;
   }
   /// Ends this rank's writes and releases its own descriptors; no write() follows. With
   /// `fsync`, a format makes the writes durable here or in close() (hdf5, whose file is

@@ -287,6 +287,18 @@ f = open('zstd/20/field/shards/p1.bin', 'r+b'); f.seek(20); b = f.read(1); f.see
 f.write(bytes([b[0] ^ 0x5a]))"
   run verify-damaged 1 "$cairn" verify zstd/20
   expect verify-damaged "for leaf 'u'"; expect verify-damaged "compressed bytes"
+  if [ "$have_hdf5" = 1 ]; then
+    # zfp in hdf5 (H5Z-ZFP's filter): the index holds the checksums of the decompressed values.
+    mpi 2 "$heat2d" --nx 48 --ny 40 --steps 20 --save-every 10 --format hdf5 \
+      --compression zfp=1e-4 --checkpoint-dir zfp-h5 --quiet >zfp-h5.log 2>&1 ||
+      { cat zfp-h5.log; exit 2; }
+    run inspect-h5 0 "$cairn" inspect zfp-h5/20
+    expect inspect-h5 "zfp absolute error 0.0001"
+    run verify-h5 0 mpi 2 "$cairn" verify zfp-h5
+    run convert-h5 0 mpi 3 "$cairn" convert zfp-h5/20 plain-h5 --format posix
+    run diff-h5 0 "$cairn" diff zfp-h5/20 plain-h5
+    expect diff-h5 "no differences"
+  fi
   ;;
 
 aggregated)

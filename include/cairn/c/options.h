@@ -150,7 +150,8 @@ typedef struct cairn_compression {
   double absolute_error; /* zfp: every restored element is within this of the saved one
                             (used when positive) */
   double relative_error; /* zfp: ... within this fraction of the largest magnitude of its
-                            chunk (used when positive and absolute_error is not) */
+                            chunk (posix) or leaf (hdf5) (used when positive and
+                            absolute_error is not) */
 } cairn_compression;
 
 /* How one array leaf is saved (cairn::LeafSaveArgs, Orbax's SaveArgs): an element of

@@ -9,6 +9,7 @@
 
 #include "base/first_error.hpp"
 #include "storage/hdf5/settings.hpp"
+#include "storage/hdf5/zfp_filter.hpp"
 #include "storage/hdf5/zstd_filter.hpp"
 
 namespace cairn::storage::h5 {
@@ -41,17 +42,14 @@ bool is_filtered(const ArrayToWrite& array) noexcept {
   return array.compression.kind != Compression::Kind::none || !array.chunk_shape.empty();
 }
 
-void check_compression(std::span<const ArrayToWrite> arrays, const std::string& file) {
-  for (const ArrayToWrite& a : arrays) {
-    if (a.compression.kind != Compression::Kind::zfp) continue;
-    throw Unsupported(fmt::format(
-        "leaf '{}' in '{}': the hdf5 format does not store zfp-compressed leaves; save this "
-        "leaf in the posix format (LeafSaveArgs::format) or compress it with zstd",
-        a.path, file));
-  }
-}
-
-void register_zstd_filter(const Where& where) {
+void register_filters(const Where& where) {
+#if CAIRN_HAVE_ZFP
+  // Always cairn's own, registered again on each call (HDF5 replaces a class of the same id),
+  // before any lookup could load H5Z-ZFP's plugin from HDF5_PLUGIN_PATH: that plugin's
+  // set_local callback would take cairn's cd_values, already in their stored form (zfp's
+  // header), for its own input form, and refuse them.
+  check(H5Zregister(&kZfpFilterClass), where, "registering the zfp filter");
+#endif
 #if CAIRN_HAVE_ZSTD
   if (H5Zfilter_avail(kZstdFilterId) > 0) {
     // Ours, or a zstd plugin HDF5 loaded: both store one zstd frame per chunk.
@@ -125,17 +123,34 @@ std::vector<std::vector<std::int64_t>> plan_filtered_chunks(const Comm& comm,
 }
 
 PropertyList filtered_creation(const Where& where, std::span<const std::int64_t> chunk,
-                               const Compression& compression) {
+                               const Compression& compression, DType dtype, double zfp_tolerance) {
   PropertyList dcpl(
       check(H5Pcreate(H5P_DATASET_CREATE), where, "creating a dataset-creation property list"));
   const std::vector<hsize_t> dims = to_hsize(chunk);
   check(H5Pset_chunk(dcpl.get(), static_cast<int>(dims.size()), dims.data()), where,
         "setting the chunk shape");
   if (compression.kind == Compression::Kind::zstd) {
-    register_zstd_filter(where);
+    register_filters(where);
     const unsigned level = static_cast<unsigned>(std::max(compression.level, 0));
     check(H5Pset_filter(dcpl.get(), kZstdFilterId, H5Z_FLAG_MANDATORY, 1, &level), where,
           "adding the zstd filter");
+  }
+  if (compression.kind == Compression::Kind::zfp) {
+#if CAIRN_HAVE_ZFP
+    register_filters(where);
+    const std::vector<unsigned> values = zfp_cd_values(chunk, dtype_size(dtype), zfp_tolerance);
+    if (values.empty()) {
+      throw InvalidArgument(
+          fmt::format("leaf '{}': zfp compresses chunks of at most 4 "
+                      "dimensions above 1, not {}",
+                      where.leaf, shape_to_string(chunk)));
+    }
+    check(H5Pset_filter(dcpl.get(), kZfpFilterId, H5Z_FLAG_MANDATORY, values.size(), values.data()),
+          where, "adding the zfp filter");
+#else
+    (void)dtype;
+    (void)zfp_tolerance;
+#endif
   }
   check(H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY), where, "setting allocation");
   const bool filtered = compression.kind != Compression::Kind::none;
@@ -144,7 +159,7 @@ PropertyList filtered_creation(const Where& where, std::span<const std::int64_t>
   return dcpl;
 }
 
-std::string compression_text(const Compression& compression) {
+std::string compression_text(const Compression& compression, double zfp_tolerance) {
   switch (compression.kind) {
     case Compression::Kind::none: return "none";
     case Compression::Kind::zstd:
@@ -152,7 +167,8 @@ std::string compression_text(const Compression& compression) {
     case Compression::Kind::zfp:
       return compression.absolute_error > 0
                  ? fmt::format("zfp absolute error {}", compression.absolute_error)
-                 : fmt::format("zfp relative error {}", compression.relative_error);
+                 : fmt::format("zfp relative error {} (absolute error {} in this dataset)",
+                               compression.relative_error, zfp_tolerance);
   }
   return "unknown";
 }
@@ -191,7 +207,7 @@ void write_filtered(const Comm& comm, const std::filesystem::path& file,
   comm.run_all(fmt::format("writing the compressed datasets of '{}'", name), [&] {
     const std::lock_guard lock(hdf5_mutex());
     const QuietErrors quiet;
-    register_zstd_filter({name, {}});
+    register_filters({name, {}});
   });
   base::FirstError failure;
   {

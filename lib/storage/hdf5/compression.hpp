@@ -1,12 +1,13 @@
 // cairn — compressed and explicitly chunked datasets of the hdf5 format (internal).
 //
 // An array leaf saved with a Compression or a chunk shape (LeafSaveArgs::chunk_shape) is a
-// "filtered" dataset: chunked, with the zstd filter (id 32015, hdf5/zstd_filter.hpp) when
-// compressed. Its bytes cannot be placed by pwrite (compressed chunks have sizes known only
-// once compressed), so the writer stages each rank's shard and, once the primary has closed
-// the file, the ranks reopen it with the MPI-IO driver and write every filtered dataset with one
-// collective H5Dwrite each (parallel HDF5 >= 1.10.2 compresses chunks during collective writes).
-// Readers read them with H5Dread through the same filter.
+// "filtered" dataset: chunked, with the zstd filter (id 32015, hdf5/zstd_filter.hpp) or the zfp
+// filter (id 32013, H5Z-ZFP's format, hdf5/zfp_filter.hpp; see hdf5/zfp_dataset.hpp for its
+// tolerance and checksums) when compressed. Its bytes cannot be placed by pwrite (compressed chunks
+// have sizes known only once compressed), so the writer stages each rank's shard and, once the
+// primary has closed the file, the ranks reopen it with the MPI-IO driver and write every filtered
+// dataset with one collective H5Dwrite each (parallel HDF5 >= 1.10.2 compresses chunks during
+// collective writes). Readers read them with H5Dread through the same filter.
 #pragma once
 
 #include <cairn/comm.hpp>
@@ -30,15 +31,11 @@ namespace cairn::storage::h5 {
 /// dimension, and a compression or a chunk shape. Never throws.
 [[nodiscard]] bool is_filtered(const ArrayToWrite& array) noexcept;
 
-/// Throws Unsupported naming the leaf and `file` for the first array of `arrays` compressed with
-/// zfp (the hdf5 format stores zfp leaves nowhere; the posix format does). The arrays (and their
-/// compression) are the same on every rank, so every rank throws alike. Not collective.
-void check_compression(std::span<const ArrayToWrite> arrays, const std::string& file);
-
-/// Registers the zstd filter with this process's HDF5 library, once (later calls do nothing;
-/// a build without zstd registers nothing and leaves HDF5 to its plugins). hdf5_mutex() must be
-/// held. Throws IoError naming `where` when HDF5 refuses.
-void register_zstd_filter(const Where& where);
+/// Registers the zstd and zfp filters with this process's HDF5 library (zstd once, and not over
+/// a zstd plugin HDF5 loaded; zfp always cairn's, over H5Z-ZFP's plugin; a build without zstd or
+/// zfp leaves that filter to HDF5's plugins). hdf5_mutex() must
+/// be held. Throws IoError naming `where` when HDF5 refuses.
+void register_filters(const Where& where);
 
 /// The chunk shape of each filtered array of `arrays` (empty for the others): the array's
 /// chunk_shape, each extent capped at the array's, or else one chosen by default_chunk() from
@@ -54,17 +51,24 @@ void register_zstd_filter(const Where& where);
                                                       std::span<const std::int64_t> largest,
                                                       std::size_t element_bytes);
 
-/// The dataset-creation property list of a filtered dataset: chunks of `chunk`, the zstd
-/// filter at `compression`'s level when compressed, allocated at creation and filled with
-/// zeros (compressed, they cost little; a chunk that several ranks write in parts is then
-/// always a valid frame to merge into). Throws IoError naming `where`.
+/// The dataset-creation property list of a filtered dataset of `dtype`: chunks of `chunk`, the
+/// zstd filter at `compression`'s level, or the zfp filter (hdf5/zfp_filter.hpp) in fixed
+/// accuracy at `zfp_tolerance` (the absolute bound, or the dataset's tolerance of a relative
+/// bound, hdf5/zfp_dataset.hpp), when compressed; allocated at creation and filled with zeros
+/// (compressed, they cost little; a chunk that several ranks write in parts is then always a
+/// valid frame to merge into). Throws InvalidArgument naming the leaf for a chunk zfp cannot
+/// compress (more than 4 dimensions above 1), IoError naming `where`.
 [[nodiscard]] PropertyList filtered_creation(const Where& where,
                                              std::span<const std::int64_t> chunk,
-                                             const Compression& compression);
+                                             const Compression& compression, DType dtype,
+                                             double zfp_tolerance = 0);
 
-/// "zstd level 3", "none": how `compression` is described in the dataset attribute
-/// cairn_compression. Never throws beyond std::bad_alloc.
-[[nodiscard]] std::string compression_text(const Compression& compression);
+/// "zstd level 3", "zfp absolute error 1e-06", "zfp relative error 0.001 (absolute error 0.05
+/// in this dataset)", "none": how `compression` is described in the dataset attribute
+/// cairn_compression; `zfp_tolerance` is the dataset's tolerance of a relative bound. Never
+/// throws beyond std::bad_alloc.
+[[nodiscard]] std::string compression_text(const Compression& compression,
+                                           double zfp_tolerance = 0);
 
 /// One filtered dataset to write collectively: its leaf path, dtype and, when this rank has a
 /// shard, its box and its row-major bytes.

@@ -214,7 +214,7 @@ Hdf5Reader::Impl::Placement Hdf5Reader::Impl::inspect(const LeafRecord& record) 
 void Hdf5Reader::Impl::open_file() {
   const Where where{file, {}};
   const h5::PropertyList fapl = read_access(where);
-  h5::register_zstd_filter(where);  // compressed datasets are read through it
+  h5::register_filters(where);  // compressed datasets are read through it
   const hid_t id = H5Fopen(file.c_str(), H5F_ACC_RDONLY, fapl.get());
   if (id >= 0) {
     handle = h5::File(id);

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "storage/hdf5/zfp_filter.hpp"
 #include "storage/hdf5/zstd_filter.hpp"
 
 namespace cairn::storage::h5 {
@@ -222,15 +223,18 @@ std::optional<std::string> dataset_problem(hid_t dataset, DType dtype,
     std::size_t count = 0;
     const H5Z_filter_t id = H5Pget_filter2(dcpl.get(), static_cast<unsigned>(k), &flags, &count,
                                            nullptr, 0, nullptr, nullptr);
-    if (id != kZstdFilterId) {
+    if (id != kZstdFilterId && id != kZfpFilterId) {
       return fmt::format(
           "its chunks are compressed or filtered with HDF5 filter {} (cairn reads "
-          "unfiltered datasets and zstd ones, filter {})",
-          static_cast<int>(id), static_cast<int>(kZstdFilterId));
+          "unfiltered datasets, zstd ones (filter {}) and zfp ones ({}))",
+          static_cast<int>(id), static_cast<int>(kZstdFilterId), static_cast<int>(kZfpFilterId));
     }
     if (H5Zfilter_avail(id) <= 0) {
-      return "its chunks are compressed with zstd, which this build of cairn cannot decode "
-             "(configure with CAIRN_USE_ZSTD=ON, or set HDF5_PLUGIN_PATH to a zstd plugin)";
+      return fmt::format(
+          "its chunks are compressed with HDF5 filter {}, which this build of "
+          "cairn cannot decode (configure with CAIRN_USE_ZSTD=ON or "
+          "CAIRN_USE_ZFP=ON, or set HDF5_PLUGIN_PATH to a plugin)",
+          static_cast<int>(id));
     }
   }
 

@@ -26,11 +26,13 @@
 #include "base/first_error.hpp"
 #include "base/log.hpp"
 #include "storage/checksum.hpp"
+#include "storage/hdf5/chunk_plan.hpp"
 #include "storage/hdf5/compression.hpp"
 #include "storage/hdf5/context.hpp"
 #include "storage/hdf5/handle.hpp"
 #include "storage/hdf5/settings.hpp"
 #include "storage/hdf5/verdict.hpp"
+#include "storage/hdf5/zfp_dataset.hpp"
 #include "storage/index.hpp"
 #include "storage/posix_file.hpp"
 #include "storage/shard_stream.hpp"
@@ -85,80 +87,6 @@ void check_free_space(const std::filesystem::path& file, std::span<const ArrayTo
                             "file system has {} bytes free (No space left on device). Free "
                             "space or save elsewhere",
                             file.string(), needed, space.free));
-}
-
-/// Whether `box` is one run of the row-major array it is in: every dimension after the first
-/// one with an extent other than 1 is whole.
-bool is_run(const Box& box, std::span<const std::int64_t> shape) {
-  std::size_t d = 0;
-  while (d < shape.size() && box.extent[d] == 1) ++d;
-  for (std::size_t k = d + 1; k < shape.size(); ++k) {
-    if (box.extent[k] != shape[k]) return false;
-  }
-  return true;
-}
-
-/// The chunk shape of each array of `arrays` (every rank's the same): empty for a contiguous
-/// dataset. An array is chunked with one chunk per shard when some rank's shard is not a run
-/// of the array (2-D blocks, column slabs: in a contiguous dataset such a shard is one piece
-/// per row, written and read in small strided requests) and every shard is one chunk of a
-/// regular grid (the largest shard's shape; shards start on chunk boundaries and span a chunk,
-/// or reach the end of the array). A decomposition that is not a regular grid, a chunk of
-/// 4 GiB or more (HDF5's limit) or more chunks than ranks keeps the dataset contiguous.
-/// Filtered arrays (compressed, or with a chunk shape) are planned by plan_filtered_chunks().
-/// Collective: at most two element-wise reductions over `comm`, whatever the number of arrays.
-std::vector<std::vector<std::int64_t>> plan_chunks(const Comm& comm,
-                                                   std::span<const ArrayToWrite> arrays) {
-  constexpr std::uint64_t kMaxChunkBytes = (std::uint64_t{1} << 32) - 1;
-  std::vector<std::vector<std::int64_t>> chunks(arrays.size());
-  // Candidates: arrays of two or more dimensions with elements (the same on every rank).
-  std::vector<std::size_t> candidates;
-  std::vector<std::int64_t> proposal;  // per candidate: [not a run, extents...]
-  for (std::size_t i = 0; i < arrays.size(); ++i) {
-    const ArrayToWrite& a = arrays[i];
-    if (a.shape.size() < 2 || volume(a.shape) == 0 || h5::is_filtered(a)) continue;
-    candidates.push_back(i);
-    const bool has = a.box && volume(*a.box) > 0;
-    proposal.push_back(has && !is_run(*a.box, a.shape) ? 1 : 0);
-    for (std::size_t d = 0; d < a.shape.size(); ++d) proposal.push_back(has ? a.box->extent[d] : 0);
-  }
-  if (candidates.empty()) return chunks;
-  const std::vector<std::int64_t> largest = comm.max(proposal);
-  std::vector<std::size_t> chunked;
-  std::vector<std::int64_t> misfit;  // per chunked candidate: this rank's shard is not a chunk
-  std::size_t at = 0;
-  for (std::size_t i : candidates) {
-    const ArrayToWrite& a = arrays[i];
-    const bool strided = largest[at] == 1;
-    const std::vector<std::int64_t> chunk(
-        largest.begin() + static_cast<std::ptrdiff_t>(at + 1),
-        largest.begin() + static_cast<std::ptrdiff_t>(at + 1 + a.shape.size()));
-    at += 1 + a.shape.size();
-    if (!strided) continue;
-    const std::uint64_t chunk_bytes =
-        static_cast<std::uint64_t>(volume(chunk)) * dtype_size(a.dtype);
-    if (chunk_bytes == 0 || chunk_bytes > kMaxChunkBytes ||
-        h5::chunk_count(a.shape, chunk) > static_cast<std::uint64_t>(comm.size())) {
-      continue;
-    }
-    bool fits = true;
-    if (a.box && volume(*a.box) > 0) {
-      for (std::size_t d = 0; d < a.shape.size(); ++d) {
-        const std::int64_t offset = a.box->offset[d];
-        fits = fits && offset % chunk[d] == 0 &&
-               a.box->extent[d] == std::min(chunk[d], a.shape[d] - offset);
-      }
-    }
-    chunked.push_back(i);
-    misfit.push_back(fits ? 0 : 1);
-    chunks[i] = chunk;
-  }
-  if (chunked.empty()) return chunks;
-  const std::vector<std::int64_t> any_misfit = comm.max(misfit);
-  for (std::size_t k = 0; k < chunked.size(); ++k) {
-    if (any_misfit[k] != 0) chunks[chunked[k]].clear();
-  }
-  return chunks;
 }
 
 /// Creates the dataset of the value `leaf` (a scalar, string or JSON leaf; `text` is the
@@ -223,6 +151,12 @@ struct Hdf5Writer::Impl {
     Compression compression = {};
     bool filtered = false;          // written by close() with HDF5 (hdf5/compression.hpp)
     std::vector<std::byte> staged;  // a filtered array's shard, until close()
+    std::uint64_t checksum_chunk_bytes = 1;
+    double zfp_tolerance = 0;  // zfp: the dataset's absolute tolerance
+    // The primary's cairn_decomposition of a dataset created by close() (hdf5/zfp_dataset.hpp).
+    std::string decomposition;
+    // zfp: the checksums of this rank's shard as read back by close().
+    std::optional<std::vector<std::uint64_t>> checksums_as_read;
   };
 
   MpiInfoHints hints;  // for the MPI-IO access of the filtered datasets
@@ -261,10 +195,19 @@ struct Hdf5Writer::Impl {
   // also renders the text of the values into `texts`.
   void check_input(const Comm& comm, std::span<const ArrayToWrite> arrays_in,
                    std::span<const ValueToWrite> values, std::vector<std::string>& texts);
-  // Step 3, on the primary: creates the dataset of array `i` (given as `given`) in the file and
-  // packs where its data lies into `out`.
-  void create_array(std::size_t i, const ArrayToWrite& given, hid_t lcpl, hid_t dcpl,
+  // Step 3, on the primary: creates the dataset of array `i` (with the attribute
+  // cairn_decomposition `decomposition`) in the file and packs where its data lies into `out`.
+  void create_array(std::size_t i, const std::string& decomposition, hid_t lcpl, hid_t dcpl,
                     h5::Packed& out) const;
+  // In close(), collective: the tolerance of each zfp array with a relative bound, from every
+  // rank's staged values (hdf5/zfp_dataset.hpp). Throws as Comm::max().
+  void plan_created_at_close(const Comm& comm);
+  // In close(), on the primary with the file open: creates the datasets of those arrays.
+  // Throws IoError naming the file and the leaf.
+  void create_at_close();
+  // In close(), after the collective writes: this rank reads its zfp shards back and
+  // checksums what a restore will get. Local. Throws IoError naming the file and the leaf.
+  void checksum_lossy_shards();
   // Step 4, collective: each rank finds its shards in what the primary sent.
   void find_shards(const Comm& comm, const std::vector<std::byte>& found);
 };
@@ -286,7 +229,11 @@ void Hdf5Writer::Impl::check_input(const Comm& comm, std::span<const ArrayToWrit
                       .placed = false,
                       .compression = a.compression,
                       .filtered = h5::is_filtered(a),
-                      .staged = {}});
+                      .staged = {},
+                      .checksum_chunk_bytes = std::max<std::uint64_t>(a.chunk_bytes, 1),
+                      .zfp_tolerance = a.compression.absolute_error,
+                      .decomposition = {},
+                      .checksums_as_read = std::nullopt});
   }
   for (std::size_t k = 0; k < values.size(); ++k) {
     const ValueToWrite& v = values[k];
@@ -301,7 +248,7 @@ void Hdf5Writer::Impl::check_input(const Comm& comm, std::span<const ArrayToWrit
   if (comm.is_primary()) check_free_space(file, arrays_in);
 }
 
-void Hdf5Writer::Impl::create_array(std::size_t i, const ArrayToWrite& given, hid_t lcpl,
+void Hdf5Writer::Impl::create_array(std::size_t i, const std::string& decomposition, hid_t lcpl,
                                     hid_t dcpl, h5::Packed& out) const {
   const Array& a = arrays[i];
   const Where where{file_name, a.path};
@@ -309,7 +256,8 @@ void Hdf5Writer::Impl::create_array(std::size_t i, const ArrayToWrite& given, hi
   const h5::Dataspace space = make_space(a.shape, where);
   std::optional<h5::PropertyList> chunked_dcpl;
   if (a.filtered) {
-    chunked_dcpl.emplace(h5::filtered_creation(where, a.chunk, a.compression));
+    chunked_dcpl.emplace(
+        h5::filtered_creation(where, a.chunk, a.compression, a.dtype, a.zfp_tolerance));
   } else if (!a.chunk.empty()) {
     chunked_dcpl.emplace(dataset_creation(where, a.chunk));
   }
@@ -322,13 +270,12 @@ void Hdf5Writer::Impl::create_array(std::size_t i, const ArrayToWrite& given, hi
   // the C-order shape either way.
   write_string_attribute(dataset.get(), "cairn_order", a.fortran_order ? "F" : "C", where);
   // Which rank wrote which part: the primary was given every writer's box.
-  write_string_attribute(dataset.get(), "cairn_decomposition",
-                         h5::decomposition_text(a.shape, given.shards), where);
+  write_string_attribute(dataset.get(), "cairn_decomposition", decomposition, where);
   // A filtered dataset is written by close(); a dataset without elements has no storage; every
   // other one has its address now (it was allocated at creation).
   if (a.filtered) {
-    write_string_attribute(dataset.get(), "cairn_compression", h5::compression_text(a.compression),
-                           where);
+    write_string_attribute(dataset.get(), "cairn_compression",
+                           h5::compression_text(a.compression, a.zfp_tolerance), where);
     out.put_byte(0);
   } else if (volume(a.shape) == 0) {
     out.put_byte(0);
@@ -344,6 +291,46 @@ void Hdf5Writer::Impl::create_array(std::size_t i, const ArrayToWrite& given, hi
     for (const auto& address : addresses) out.put(address.value_or(kNoAddress));
   }
   dataset.close(where);
+}
+
+void Hdf5Writer::Impl::plan_created_at_close(const Comm& comm) {
+  std::vector<h5::RelativeBound> leaves;
+  std::vector<Array*> of;
+  for (Array& a : arrays) {
+    if (!a.filtered || !h5::created_at_close(a.compression)) continue;
+    leaves.push_back(
+        {.relative_error = a.compression.relative_error, .dtype = a.dtype, .shard = a.staged});
+    of.push_back(&a);
+  }
+  if (leaves.empty()) return;  // on every rank alike: the arrays are the same
+  const std::vector<double> tolerances = h5::relative_tolerances(comm, leaves);
+  for (std::size_t k = 0; k < of.size(); ++k) of[k]->zfp_tolerance = tolerances[k];
+}
+
+void Hdf5Writer::Impl::create_at_close() {
+  const Where where{file_name, {}};
+  const h5::PropertyList dcpl = dataset_creation(where);
+  const h5::PropertyList lcpl = link_creation(where);
+  h5::Packed unused;  // every rank knows where these datasets lie: nowhere yet
+  for (std::size_t i = 0; i < arrays.size(); ++i) {
+    const Array& a = arrays[i];
+    if (a.filtered && h5::created_at_close(a.compression)) {
+      create_array(i, a.decomposition, lcpl.get(), dcpl.get(), unused);
+    }
+  }
+}
+
+void Hdf5Writer::Impl::checksum_lossy_shards() {
+  std::vector<h5::ShardToRead> shards;
+  std::vector<Array*> of;
+  for (Array& a : arrays) {
+    if (!a.filtered || !h5::is_lossy(a.compression) || !a.placed || volume(*a.box) == 0) continue;
+    // Read into the staged shard itself: no memory beyond what the write held.
+    shards.push_back({.path = a.path, .dtype = a.dtype, .box = *a.box, .buffer = a.staged});
+    of.push_back(&a);
+  }
+  h5::read_back(file, shards);
+  for (Array* a : of) a->checksums_as_read = chunk_checksums_of(a->staged, a->checksum_chunk_bytes);
 }
 
 void Hdf5Writer::Impl::find_shards(const Comm& comm, const std::vector<std::byte>& found) {
@@ -389,13 +376,12 @@ Hdf5Writer::Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
   comm.agree({.operation = "Hdf5Writer " + file.filename().string(),
               .step = -1,
               .structure = structure_hash(arrays, values)});
-  h5::check_compression(arrays, w.file_name);  // the same verdict on every rank
 
   // Step 2: local checks, then one verdict. The primary also renders the values' text.
   std::vector<std::string> texts(values.size());
   comm.run_all(fmt::format("Hdf5Writer '{}': checking the input", w.file_name),
                [&] { w.check_input(comm, arrays, values, texts); });
-  const std::vector<std::vector<std::int64_t>> chunks = plan_chunks(comm, arrays);
+  const std::vector<std::vector<std::int64_t>> chunks = h5::plan_chunks(comm, arrays);
   const std::vector<std::vector<std::int64_t>> filtered = h5::plan_filtered_chunks(comm, arrays);
   for (std::size_t i = 0; i < w.arrays.size(); ++i) {
     w.arrays[i].chunk = w.arrays[i].filtered ? filtered[i] : chunks[i];
@@ -415,7 +401,16 @@ Hdf5Writer::Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
     const h5::PropertyList dcpl = dataset_creation(file_where);
     const h5::PropertyList lcpl = link_creation(file_where);
     for (std::size_t i = 0; i < w.arrays.size(); ++i) {
-      w.create_array(i, arrays[i], lcpl.get(), dcpl.get(), out);
+      Impl::Array& a = w.arrays[i];
+      std::string decomposition = h5::decomposition_text(a.shape, arrays[i].shards);
+      if (a.filtered && h5::created_at_close(a.compression)) {
+        // Created by close(); a chunk that zfp cannot compress fails here, with the file.
+        (void)h5::filtered_creation({w.file_name, a.path}, a.chunk, a.compression, a.dtype, 1.0);
+        a.decomposition = std::move(decomposition);
+        out.put_byte(0);
+        continue;
+      }
+      w.create_array(i, decomposition, lcpl.get(), dcpl.get(), out);
     }
     // Values: small datasets, written at once.
     for (std::size_t k = 0; k < values.size(); ++k) {
@@ -514,12 +509,17 @@ void Hdf5Writer::close(const Comm& comm, bool fsync) {
   } catch (const std::exception& e) {
     failure.record(e);
   }
+  // The tolerances of relative zfp bounds, from every rank's values.
+  w.plan_created_at_close(comm);
   // Every rank learns whether the metadata was written before it fsyncs.
   (void)h5::primary_verdict(comm, [&](h5::Packed&) {
     const std::lock_guard lock(hdf5_mutex());
     const h5::QuietErrors quiet;
     const Where where{w.file_name, {}};
-    if (w.handle.valid()) h5::write_time_attribute(w.handle.get(), where);
+    if (w.handle.valid()) {
+      w.create_at_close();
+      h5::write_time_attribute(w.handle.get(), where);
+    }
     w.handle.close(where);
   });
   // The filtered datasets, collectively, once the primary's handle is closed.
@@ -533,6 +533,14 @@ void Hdf5Writer::close(const Comm& comm, bool fsync) {
       h5::write_filtered(comm, w.file, staged, w.hints);
     } catch (const std::exception& e) {
       failure.record(e);
+    }
+    // write_filtered() agreed on its outcome: every rank reads back, or none.
+    if (!failure.failed()) {
+      try {
+        w.checksum_lossy_shards();
+      } catch (const std::exception& e) {
+        failure.record(e);
+      }
     }
     for (Impl::Array& a : w.arrays) std::vector<std::byte>().swap(a.staged);
   }
@@ -549,6 +557,11 @@ void Hdf5Writer::close(const Comm& comm, bool fsync) {
   }
   failure.throw_if_failed();
   base::log::debug("hdf5.write", "file=\"{}\" arrays={}", w.file_name, w.arrays.size());
+}
+
+std::optional<std::vector<std::uint64_t>> Hdf5Writer::checksums_as_read(std::size_t index) const {
+  if (index >= impl_->arrays.size()) return std::nullopt;
+  return impl_->arrays[index].checksums_as_read;
 }
 
 std::unique_ptr<ShardWriter> open_hdf5_writer(const Comm& comm, const std::filesystem::path& dir,

@@ -16,7 +16,7 @@
 // HDF5 metadata. Array datasets are allocated at creation and never filled, and their file
 // type is the memory type. A dataset is contiguous, or, when its shards are a regular grid of
 // boxes that are not runs of the array (2-D blocks, column slabs), chunked with one chunk per
-// shard, so that every shard is one range of the file (see plan_chunks() in writer.cpp). Each
+// shard, so that every shard is one range of the file (see hdf5/chunk_plan.hpp). Each
 // rank then writes its shards itself, with pwrite at the address HDF5 allocated for each
 // dataset or chunk: no HDF5 call, no MPI, so writes are local and may come from a background
 // thread. Closing: the ranks agree that every rank is done writing, then the primary closes
@@ -24,17 +24,23 @@
 // to every node once the call returns (POSIX consistency: local disks, Lustre, GPFS, BeeGFS),
 // as MPI-IO itself does.
 //
-// Compressed datasets (zstd) and datasets with a chunk shape asked for are the exception
+// Compressed datasets (zstd, zfp) and datasets with a chunk shape asked for are the exception
 // (hdf5/compression.hpp): write() stages their shards, and close() writes them with collective
-// H5Dwrite calls over MPI-IO once the primary has closed the file.
+// H5Dwrite calls over MPI-IO once the primary has closed the file. zfp is lossy: close() then
+// reads each rank's shard back, and checksums_as_read() gives the checksums of those values for
+// the index; a zfp dataset with a relative bound is created by close(), once the tolerance is
+// known (hdf5/zfp_dataset.hpp).
 #pragma once
 
 #include <cairn/comm.hpp>
 #include <cairn/tree.hpp>
 
+#include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
+#include <vector>
 
 #include "storage/shard_writer.hpp"
 
@@ -55,11 +61,9 @@ class Hdf5Writer final : public ShardWriter {
   ///
   /// Throws the same error on every rank: CollectiveMismatch when the ranks' lists differ,
   /// InvalidArgument for a bad path, a box outside its shape or a chunk shape of 4 GiB or more,
-  /// Unsupported naming the leaf for a zfp-compressed array (posix stores those), IoError
-  /// `hints` go to the MPI-IO file access of the compressed datasets' collective writes.
-  /// naming the file and
-  /// the leaf with the HDF5 error stack's message for a failed HDF5 call, or when the file
-  /// system has too little free space for the datasets.
+  /// IoError naming the file and the leaf with the HDF5 error stack's message for a failed
+  /// HDF5 call, or when the file system has too little free space for the datasets. `hints`
+  /// go to the MPI-IO file access of the compressed datasets' collective writes.
   Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
              std::span<const ArrayToWrite> arrays, std::span<const ValueToWrite> values,
              const SaveProvenance& provenance = {}, MpiInfoHints hints = {});
@@ -83,14 +87,21 @@ class Hdf5Writer final : public ShardWriter {
   /// is shared and an fsync would write back the other ranks' pages while they still write;
   /// close() fsyncs once all are done. Throws IoError naming the file.
   void flush(bool fsync) override;
-  /// Agrees with every rank of `comm` that all are done writing, records the time
+  /// Agrees with every rank of `comm` that all are done writing, agrees on the tolerance of each
+  /// zfp array with a relative bound and has the primary create its dataset, records the time
   /// (cairn_write_time) and closes the file on the primary (HDF5 writes its metadata), writes
-  /// the staged compressed datasets with every rank (MPI-IO over `comm`) and, when
+  /// the staged compressed datasets with every rank (MPI-IO over `comm`), reads this rank's zfp
+  /// shards back (checksums_as_read()) and, when
   /// `fsync`, fsyncs the file on every rank (each wrote its shards from its own node; an fsync
   /// flushes the calling node only). Collective. Throws CollectiveMismatch on every rank when some
   /// rank does not close, IoError naming the file on every rank when the primary could not close it
   /// and on the ranks where flushing or fsyncing failed, InvalidArgument when called twice.
   void close(const Comm& comm, bool fsync) override;
+  /// After close(): for a zfp array, the checksums of this rank's shard as read back through
+  /// the filter (per ArrayToWrite::chunk_bytes of its stream); std::nullopt for every
+  /// other array, or before close(). Local; never throws beyond std::bad_alloc.
+  [[nodiscard]] std::optional<std::vector<std::uint64_t>> checksums_as_read(
+      std::size_t index) const override;
 
  private:
   struct Impl;

@@ -3,7 +3,7 @@
 // compresses are read by any HDF5 reader with a zstd plugin. Each chunk is stored as one zstd
 // frame; cd_values[0], when given, is the compression level (zstd's default when absent or 0).
 //
-// The same code serves libcairn (registered in-process, register_zstd_filter() in
+// The same code serves libcairn (registered in-process, register_filters() in
 // hdf5/compression.hpp) and the plugin libH5Zcairn_zstd.so that external readers load from
 // HDF5_PLUGIN_PATH (zstd_plugin.cpp): it uses no cairn code and links no libhdf5 (buffers come
 // from and go to malloc/free, as HDF5 allocates filter buffers).
