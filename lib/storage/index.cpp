@@ -272,7 +272,10 @@ json::value to_json(const TreeIndex& index) {
   root["version"] = index.version;
   root["world_size"] = index.world_size;
   root["leaves"] = std::move(leaves);
-  if (index.version >= kTreeFormatVersionBinary) root["files"] = json::value_from(index.files);
+  if (index.version >= kTreeFormatVersionBinary) {
+    root["files"] = json::value_from(index.files);
+    root["binary_checksum"] = checksum_to_hex(index.binary_checksum);
+  }
   if (!index.empty_nodes.empty()) {
     json::array empty;
     for (const auto& [path, kind] : index.empty_nodes) {
@@ -406,6 +409,9 @@ void read_files(const Reader& top, const json::object& root, TreeIndex& index) {
     }
     index.files.emplace_back(f.get_string());
   }
+  const auto sum = checksum_from_hex(top.string(root, "binary_checksum"));
+  if (!sum) top.fail("binary_checksum", "is not 16 hex digits");
+  index.binary_checksum = *sum;
 }
 
 // Reads the "section" of an array leaf of a version-4 index: counts in range, a grid's

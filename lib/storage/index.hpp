@@ -122,6 +122,9 @@ struct TreeIndex {
   std::map<std::string, EmptyNode, std::less<>> empty_nodes;
   /// Version 4: the data files that shard records name by number ("files").
   std::vector<std::string> files;
+  /// Version 4: XXH3-64 of the sections of cairn-tree.bin ("binary_checksum"), also in the
+  /// header of that file, so that a cairn-tree.bin of another save is refused.
+  std::uint64_t binary_checksum = 0;
 
   /// The leaf at `path`, or nullptr.
   [[nodiscard]] const LeafRecord* find(std::string_view path) const;

@@ -276,11 +276,17 @@ std::uint64_t write_index(const std::filesystem::path& dir, TreeIndex index) {
   }
   std::string binary(kTreeIndexBinaryMagic);
   put(binary, static_cast<std::uint64_t>(kTreeFormatVersionBinary));
+  put(binary, std::uint64_t{0});  // the sections' checksum, below
   for (LeafRecord& leaf : index.leaves) {
     if (leaf.kind != LeafKind::array) continue;
     encode_leaf(leaf, file_ids, binary);
     leaf.shards.clear();
   }
+  index.binary_checksum =
+      checksum_of(std::as_bytes(std::span(binary).subspan(kTreeIndexBinaryHeaderBytes)));
+  std::string sum;
+  put(sum, index.binary_checksum);
+  binary.replace(kTreeIndexBinaryMagic.size() + 8, 8, sum);
   const std::string text = boost::json::serialize(to_json(index));
   base::write_file_durably(dir / kTreeIndexBinaryFile, binary);
   base::write_file_durably(dir / kTreeIndexFile, text);
@@ -298,6 +304,16 @@ void attach_shards(TreeIndex& index, std::string_view binary, const std::filesys
   std::memcpy(&version, binary.data() + kTreeIndexBinaryMagic.size(), sizeof version);
   if (version != static_cast<std::uint64_t>(index.version)) {
     damaged(file, "", fmt::format("its version {} is not the index's {}", version, index.version));
+  }
+  std::uint64_t recorded = 0;
+  std::memcpy(&recorded, binary.data() + kTreeIndexBinaryMagic.size() + 8, sizeof recorded);
+  const std::uint64_t actual =
+      checksum_of(std::as_bytes(std::span(binary).subspan(kTreeIndexBinaryHeaderBytes)));
+  if (recorded != index.binary_checksum || actual != index.binary_checksum) {
+    damaged(file, "",
+            fmt::format("its sections' checksum {} (header: {}) is not the {} that {} records",
+                        checksum_to_hex(actual), checksum_to_hex(recorded),
+                        checksum_to_hex(index.binary_checksum), kTreeIndexFile));
   }
   for (LeafRecord& leaf : index.leaves) {
     if (!leaf.section) continue;

@@ -3,7 +3,8 @@
 // and checksums, one section per array leaf, so that a restoring rank reads only the records
 // of the shards that meet its boxes.
 //
-// cairn-tree.bin: "CAIRNTRB" and the version (u64), then the sections back to back. All
+// cairn-tree.bin: "CAIRNTRB", the version (u64) and the XXH3-64 of the sections (u64, also
+// "binary_checksum" of cairn-tree.json), then the sections back to back. All
 // numbers little-endian. A section of an array leaf holds
 //   a block grid without equal blocks: per dimension its blocks + 1 cuts (i64);
 //   per shard a record: rank (u32), file (u32, an entry of the index's "files"),
@@ -31,8 +32,9 @@ class PosixFile;
 
 /// First bytes of cairn-tree.bin.
 inline constexpr std::string_view kTreeIndexBinaryMagic = "CAIRNTRB";
-/// Bytes of the header of cairn-tree.bin: the magic and the version.
-inline constexpr std::uint64_t kTreeIndexBinaryHeaderBytes = 16;
+/// Bytes of the header of cairn-tree.bin: the magic, the version and the XXH3-64 of the
+/// sections that follow (TreeIndex::binary_checksum).
+inline constexpr std::uint64_t kTreeIndexBinaryHeaderBytes = 24;
 
 /// Writes `index` (with every shard of every array leaf) into `dir` as a version-4 index:
 /// cairn-tree.bin, then cairn-tree.json, each written and fsynced. Not collective. Returns the

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <iterator>
 
+#include "storage/checksum.hpp"
 #include "storage/index_binary.hpp"
 #include "storage/posix_file.hpp"
 
@@ -60,6 +61,16 @@ void IndexSections::read(std::uint64_t offset, std::span<std::byte> out) {
             0 ||
         version != static_cast<std::uint64_t>(index_.version)) {
       damaged(file_, "", "it does not start with the header of a cairn index of its version");
+    }
+    // The sections are read in part, so their checksum is not recomputed here; the one in the
+    // header tells a cairn-tree.bin of another save (a swapped file) from the right one.
+    const auto recorded = get<std::uint64_t>(header.data() + kTreeIndexBinaryMagic.size() + 8);
+    if (recorded != index_.binary_checksum) {
+      damaged(file_, "",
+              fmt::format("its header records the sections' checksum {}, not the {} that {} "
+                          "records: it belongs to another save",
+                          checksum_to_hex(recorded), checksum_to_hex(index_.binary_checksum),
+                          kTreeIndexFile));
     }
     bin_ = std::move(bin);
   }

@@ -164,6 +164,7 @@ std::vector<StepFile> step_files(int ranks) {
   std::vector<StepFile> files = {{"COMMITTED"},
                                  {"cairn-step.json"},
                                  {"state/cairn-tree.json"},
+                                 {"state/cairn-tree.bin"},
                                  {"info/value.json"},
                                  {"blob/cairn-bytes.json"}};
   for (int r = 0; r < ranks; ++r) {
