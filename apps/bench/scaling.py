@@ -201,6 +201,11 @@ def model(runs, a):
                                                 if time_rate > 0 else None)
             p["primary_peak_growth_bytes"] = memory_rate * p["index_bytes"]
             p["nodes"] = -(-ranks // a.ranks_per_node)
+            aggregated = [r["per_node_files"] for r in mine if "per_node_files" in r]
+            if aggregated:
+                # posix_aggregation per node, measured on one node: one shard file per node
+                # and the same metadata files at every P.
+                p["files_per_node_aggregation"] = p["nodes"] + max(aggregated) - 1
             # A restoring rank receives cairn-tree.json and reads its part of cairn-tree.bin
             # (its 1/P of the shard records and checksums, the leaves being split over all).
             p["index_read_by_one_rank"] = (p["index_json_bytes"] +

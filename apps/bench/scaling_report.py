@@ -61,9 +61,13 @@ def targets(doc):
                         "detail": f"every rank receives the whole index: {_mb(got)} at {where}, "
                                   f"{_times(got, 2 * share)}"})
         files, bound = big["files"], big["nodes"] + FILES_CONSTANT
+        how = ""
+        if "files_per_node_aggregation" in big:  # posix: with posix_aggregation per node
+            how = f" with posix_aggregation per node ({files:,.0f} with one file per rank)"
+            files = big["files_per_node_aggregation"]
         out.append({"format": fmt, "target": f"files per step <= nodes + {FILES_CONSTANT}",
                     "met": files <= bound,
-                    "detail": f"{files:,.0f} files at {where} on {big['nodes']} nodes of "
+                    "detail": f"{files:,.0f} files{how} at {where} on {big['nodes']} nodes of "
                               f"{doc['config']['ranks_per_node']} ranks, "
                               f"{_times(files, bound)}"})
         equal = all(v["equal"] for k, v in doc["leaf_independence"].items()
@@ -242,8 +246,9 @@ def _section(doc, report_dir, json_path, plot_path):
     text += ["", f"Model, fitted per format on the runs above (a·P·L + b·P + c·L + d), at "
              f"{cfg['model_leaves']:,} leaves and {cfg['ranks_per_node']} ranks per node. "
              "\"read by one rank\": the largest of what one rank receives by collectives in a "
-             "save (every rank gets every rank's shard records) and in a restore (the primary "
-             "broadcasts the whole index) and of what the primary reads from metadata files "
+             "save (every rank gets every rank's shard layout when the ranks check the "
+             "decomposition) and in a restore (cairn-tree.json, then with index version 4 its "
+             "own part of cairn-tree.bin) and of what the primary reads from metadata files "
              "(rank 0's read bytes beyond the other ranks': on a save "
              f"{_reread(doc, 'save'):.1f} times the index, which it reads back to checksum it "
              f"for the commit marker; on a restore {_reread(doc, 'restore'):.1f} times, once to "
