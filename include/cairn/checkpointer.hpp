@@ -42,6 +42,11 @@ struct CheckpointSaveOptions {
   /// that files that describe themselves record them (hdf5: root attributes of data.h5).
   /// CheckpointManager sets them.
   SaveProvenance provenance = {};
+  /// An earlier committed checkpoint directory that this save refers to for the unchanged
+  /// chunks of array leaves (AsyncContext::incremental_base; see
+  /// TreeSaveOptions::incremental_base). Empty: a whole save. CheckpointManager sets it when
+  /// CheckpointManagerOptions::incremental.
+  std::filesystem::path incremental_base = {};
 };
 
 /// How the files and directories of a checkpoint are created (Orbax's FileOptions). By

@@ -133,6 +133,11 @@ struct AsyncContext {
   /// The step and metrics of the save (CheckpointSaveOptions::provenance), for handlers whose
   /// files describe themselves (ArrayTreeHandler passes them to the storage format).
   SaveProvenance provenance = {};
+  /// The directory of the same item in an earlier committed checkpoint
+  /// (CheckpointSaveOptions::incremental_base, joined with the item's name by a Composite):
+  /// ArrayTreeHandler saves incrementally against it (TreeSaveOptions::incremental_base,
+  /// unless the arguments name their own). Empty: none. Other handlers ignore it.
+  std::filesystem::path incremental_base = {};
 };
 
 /// The part of an async save that remains after the arguments were taken. The checkpointer

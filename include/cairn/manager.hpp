@@ -259,6 +259,13 @@ struct CheckpointManagerOptions {
   std::optional<std::string> todelete_subdir = {};
   /// Remove deleted steps on a background thread (finished by close()).
   bool enable_background_delete = false;
+  /// Incremental saves: each save refers to the newest committed step (the step a restart
+  /// would resume from) for the checksum chunks of its posix array leaves that did not
+  /// change, instead of writing them again (TreeSaveOptions::incremental_base, item by item
+  /// of a Composite). Retention deletes steps as usual: the data files a later step refers
+  /// to are hard links in that step's directory, so a chunk still referred to is never
+  /// removed. The first save, and a save after the newest step was deleted, write whole.
+  bool incremental = false;
   /// The primary lists steps and reads metadata, then broadcasts (else every rank reads).
   /// Restores into an ArrayTreeRestore target (also inside a Composite) read replicated array
   /// leaves on the primary only and broadcast them (TreeRestoreOptions::load_and_broadcast:

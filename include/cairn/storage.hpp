@@ -199,6 +199,17 @@ struct TreeSaveOptions {
   /// the collective writes of compressed datasets); the MPI library ignores keys it does not
   /// know. Ranks must agree (CollectiveMismatch); an empty key or value is InvalidArgument.
   std::map<std::string, std::string> mpi_info_hints = {};
+  /// An incremental save: the item directory of an earlier committed save of the same tree
+  /// (e.g. `<root>/<previous step>/<item>`). A checksum chunk of a posix leaf whose stored
+  /// bytes have the XXH3-64 and size of the same chunk of that save (same leaf path, global
+  /// shape, stored dtype, chunk size, compression, and a saved shard of the same box) is not
+  /// written again: the index refers to the bytes where they already lie, and the data files
+  /// holding them are hard-linked into this item's `shards/` (`shards/r<k>.bin`; copied where
+  /// the file system cannot link), so deleting the earlier save never removes a chunk a later
+  /// one still refers to. hdf5 leaves are written whole. Empty: every chunk is written. A base
+  /// that is missing, unreadable or of an index version before 4 is no error: the save writes
+  /// every chunk and logs a warning naming it. Ranks must agree (CollectiveMismatch).
+  std::filesystem::path incremental_base = {};
 };
 
 /// A rule of TreeRestoreOptions::renames: target leaves whose whole path matches `target`
@@ -307,6 +318,11 @@ struct SavedLeafInfo {
   /// Array leaves: bytes all shards take on disk: the compressed size of a leaf stored in
   /// compressed chunks (posix), otherwise `bytes`.
   std::uint64_t stored_bytes = 0;
+  /// Array leaves of an incremental save (TreeSaveOptions::incremental_base): the checksum
+  /// chunks that lie in an earlier save's files (not written by this save), and their stored
+  /// bytes. 0 for a leaf written whole.
+  std::uint64_t referenced_chunks = 0;
+  std::uint64_t referenced_bytes = 0;
 };
 
 /// A description of one saved tree.

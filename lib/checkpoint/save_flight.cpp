@@ -18,6 +18,7 @@ SaveFlight::SaveFlight(const Comm& comm, std::shared_ptr<CheckpointHandler> hand
   try {
     AsyncContext with_provenance = context;
     with_provenance.provenance = options.provenance;
+    with_provenance.incremental_base = options.incremental_base;
     pending_ = handler_->async_save(comm, tmp_, args, with_provenance);
   } catch (...) {
     discard(comm, tmp_);

@@ -23,9 +23,12 @@ const Args& args_as(const CheckpointArgs& args, std::string_view handler) {
 }
 
 /// `options` with the step and metrics of the save's context, when it has any (a
-/// CheckpointManager's step); else as the caller gave them.
-TreeSaveOptions with_provenance(TreeSaveOptions options, const SaveProvenance& provenance) {
+/// CheckpointManager's step), and its incremental base unless the options name their own;
+/// else as the caller gave them.
+TreeSaveOptions with_context(TreeSaveOptions options, const AsyncContext& context) {
+  const SaveProvenance& provenance = context.provenance;
   if (provenance.step || !provenance.metrics.empty()) options.provenance = provenance;
+  if (options.incremental_base.empty()) options.incremental_base = context.incremental_base;
   return options;
 }
 
@@ -35,7 +38,7 @@ class ArrayTreePendingSave final : public PendingSave {
                        const ArrayTreeSave& args, const AsyncContext& context)
       : tree_(args.tree_to_save()),
         context_(context),
-        writer_(comm, dir, tree_, with_provenance(args.options, context.provenance)) {}
+        writer_(comm, dir, tree_, with_context(args.options, context)) {}
 
   void stage() override {
     const auto& arrays = writer_.arrays();

@@ -163,8 +163,10 @@ std::unique_ptr<PendingSave> CompositeHandler::async_save(const Comm& comm,
   std::size_t k = 0;
   for (const auto& [name, item] : composite.items()) {
     const auto& handler = handlers[k++];
+    AsyncContext item_context = context;  // an incremental save: the same item of the base
+    if (!context.incremental_base.empty()) item_context.incremental_base /= name;
     pending->add(name, std::string(handler->type_name()),
-                 handler->async_save(comm, dir / name, *item, context));
+                 handler->async_save(comm, dir / name, *item, item_context));
   }
   return pending;
 }

@@ -377,8 +377,12 @@ bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
   }
   ensure_checkpointer(args.handler_type());
   const auto dir = step_path(step);
-  const CheckpointSaveOptions save_options{
-      .custom_metadata = custom, .provenance = {.step = step, .metrics = options.metrics}};
+  // An incremental save refers to the newest committed step (alike on every rank).
+  std::filesystem::path base;
+  if (options_.incremental && !steps_.empty()) base = step_path(steps_.back().step);
+  const CheckpointSaveOptions save_options{.custom_metadata = custom,
+                                           .provenance = {.step = step, .metrics = options.metrics},
+                                           .incremental_base = std::move(base)};
   if (async_) {
     async_->save(dir, args, save_options);
     in_flight_ = StepInfo{.step = step, .time = decision.time, .metrics = options.metrics};

@@ -26,6 +26,41 @@ std::uint64_t Checksum::digest() const {
 
 void Checksum::reset() noexcept { XXH3_64bits_reset(static_cast<XXH3_state_t*>(state_)); }
 
+ChunkCutter::ChunkCutter(std::uint64_t chunk_bytes, Emit emit)
+    : chunk_bytes_(chunk_bytes), emit_(std::move(emit)) {
+  if (chunk_bytes == 0) throw InvalidArgument("chunks of 0 bytes");
+}
+
+void ChunkCutter::emit(std::span<const std::byte> bytes) {
+  emit_(chunks_, emitted_, bytes);
+  ++chunks_;
+  emitted_ += bytes.size();
+}
+
+void ChunkCutter::update(std::span<const std::byte> data) {
+  const auto chunk = static_cast<std::size_t>(chunk_bytes_);
+  while (!data.empty()) {
+    if (pending_.empty() && data.size() >= chunk) {  // a whole chunk: no copy
+      emit(data.first(chunk));
+      data = data.subspan(chunk);
+      continue;
+    }
+    const std::size_t take = std::min(chunk - pending_.size(), data.size());
+    pending_.insert(pending_.end(), data.begin(), data.begin() + static_cast<std::ptrdiff_t>(take));
+    data = data.subspan(take);
+    if (pending_.size() == chunk) {
+      emit(pending_);
+      pending_.clear();
+    }
+  }
+}
+
+void ChunkCutter::finish() {
+  if (pending_.empty()) return;
+  emit(pending_);
+  pending_.clear();
+}
+
 ChunkedChecksum::ChunkedChecksum(std::uint64_t chunk_bytes) : chunk_bytes_(chunk_bytes) {
   if (chunk_bytes == 0) throw InvalidArgument("checksum chunks of 0 bytes");
 }

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -51,6 +52,33 @@ class ChunkedChecksum {
   std::uint64_t in_chunk_ = 0;  // bytes of the chunk being hashed
   Checksum current_;
   std::vector<std::uint64_t> done_;
+};
+
+/// Cuts a stream that arrives in pieces of any size into consecutive chunks of `chunk_bytes`
+/// bytes (the last one possibly shorter, at finish()) and hands each whole chunk to `emit`
+/// with its number and stream offset: straight from the piece when it holds the whole chunk,
+/// otherwise from one chunk-sized buffer. Not thread-safe.
+class ChunkCutter {
+ public:
+  using Emit =
+      std::function<void(std::size_t chunk, std::uint64_t first, std::span<const std::byte> bytes)>;
+  /// Throws InvalidArgument when `chunk_bytes` is 0.
+  ChunkCutter(std::uint64_t chunk_bytes, Emit emit);
+  /// Adds the next bytes. Throws what `emit` throws.
+  void update(std::span<const std::byte> data);
+  /// Emits the last, shorter chunk, if any. Throws what `emit` throws.
+  void finish();
+  /// Chunks emitted so far. Never throws.
+  [[nodiscard]] std::size_t chunks() const noexcept { return chunks_; }
+
+ private:
+  void emit(std::span<const std::byte> bytes);
+
+  std::uint64_t chunk_bytes_;
+  Emit emit_;
+  std::vector<std::byte> pending_;  // bytes of the chunk being filled
+  std::size_t chunks_ = 0;
+  std::uint64_t emitted_ = 0;
 };
 
 /// The chunk checksums of one buffer (ChunkedChecksum in one piece).

@@ -236,43 +236,26 @@ void decompress_chunk(const Compression& c, DType dtype, std::span<const std::by
 }
 
 ChunkCompressor::ChunkCompressor(Compression compression, DType dtype, std::uint64_t chunk_bytes,
-                                 std::string what, Write write)
+                                 std::string what, Write write, Skip skip)
     : compression_(compression),
       dtype_(dtype),
-      chunk_bytes_(chunk_bytes),
       what_(std::move(what)),
-      write_(std::move(write)) {}
+      write_(std::move(write)),
+      skip_(std::move(skip)),
+      cutter_(chunk_bytes, [this](std::size_t chunk, std::uint64_t /*first*/,
+                                  std::span<const std::byte> raw) { emit(chunk, raw); }) {}
 
-void ChunkCompressor::emit(std::span<const std::byte> raw) {
+void ChunkCompressor::emit(std::size_t chunk, std::span<const std::byte> raw) {
   compress_chunk(compression_, dtype_, raw, out_, what_);
-  write_(out_);
+  const std::uint64_t sum = checksum_of(out_);
+  if (!skip_ || !skip_(chunk, sum, out_.size())) write_(out_);
   sizes_.push_back(out_.size());
-  sums_.push_back(checksum_of(out_));
+  sums_.push_back(sum);
   stored_ += out_.size();
 }
 
-void ChunkCompressor::update(std::span<const std::byte> raw) {
-  const auto chunk = static_cast<std::size_t>(chunk_bytes_);
-  while (!raw.empty()) {
-    if (pending_.empty() && raw.size() >= chunk) {  // a whole chunk: no copy
-      emit(raw.first(chunk));
-      raw = raw.subspan(chunk);
-      continue;
-    }
-    const std::size_t take = std::min(chunk - pending_.size(), raw.size());
-    pending_.insert(pending_.end(), raw.begin(), raw.begin() + static_cast<std::ptrdiff_t>(take));
-    raw = raw.subspan(take);
-    if (pending_.size() == chunk) {
-      emit(pending_);
-      pending_.clear();
-    }
-  }
-}
+void ChunkCompressor::update(std::span<const std::byte> raw) { cutter_.update(raw); }
 
-void ChunkCompressor::finish() {
-  if (pending_.empty()) return;
-  emit(pending_);
-  pending_.clear();
-}
+void ChunkCompressor::finish() { cutter_.finish(); }
 
 }  // namespace cairn::storage

@@ -16,6 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include "storage/checksum.hpp"
+
 namespace cairn::storage {
 
 /// "none", "zstd" or "zfp". Never throws.
@@ -48,13 +50,17 @@ void decompress_chunk(const Compression& compression, DType dtype,
 
 /// Compresses a shard's raw stream, handed over in pieces of any size (whole elements), chunk
 /// by chunk: it holds at most one raw chunk and one compressed chunk in memory, hands each
-/// compressed chunk to `write` as soon as it is made, and keeps the stored sizes and checksums.
+/// compressed chunk to `write` as soon as it is made (unless `skip` says the chunk is stored
+/// already: an incremental save), and keeps the stored sizes and checksums.
 class ChunkCompressor {
  public:
   using Write = std::function<void(std::span<const std::byte> stored)>;
+  /// Whether chunk `chunk`, whose stored bytes have XXH3-64 `checksum` and `size` bytes, need
+  /// not be written.
+  using Skip = std::function<bool(std::size_t chunk, std::uint64_t checksum, std::uint64_t size)>;
   /// `chunk_bytes`: raw bytes of a chunk (whole elements). `what` names the leaf in errors.
   ChunkCompressor(Compression compression, DType dtype, std::uint64_t chunk_bytes, std::string what,
-                  Write write);
+                  Write write, Skip skip = {});
   /// Adds the next raw bytes. Throws as compress_chunk() and what `write` throws.
   void update(std::span<const std::byte> raw);
   /// Compresses the last, possibly shorter, chunk. Throws as update().
@@ -62,19 +68,20 @@ class ChunkCompressor {
   /// Stored size and XXH3-64 of the stored bytes of each chunk, in order. Never throw.
   [[nodiscard]] const std::vector<std::uint64_t>& chunk_sizes() const noexcept { return sizes_; }
   [[nodiscard]] const std::vector<std::uint64_t>& checksums() const noexcept { return sums_; }
-  /// Stored bytes handed to `write` so far. Never throws.
+  /// Stored bytes of the chunks so far, those skipped included: the offset in the shard's
+  /// stored bytes of the next chunk handed to `write`. Never throws.
   [[nodiscard]] std::uint64_t stored_bytes() const noexcept { return stored_; }
 
  private:
-  void emit(std::span<const std::byte> raw);
+  void emit(std::size_t chunk, std::span<const std::byte> raw);
 
   Compression compression_;
   DType dtype_;
-  std::uint64_t chunk_bytes_;
   std::string what_;
   Write write_;
-  std::vector<std::byte> pending_;  // raw bytes of the chunk being filled
-  std::vector<std::byte> out_;      // the last compressed chunk
+  Skip skip_;
+  ChunkCutter cutter_;
+  std::vector<std::byte> out_;  // the last compressed chunk
   std::vector<std::uint64_t> sizes_;
   std::vector<std::uint64_t> sums_;
   std::uint64_t stored_ = 0;

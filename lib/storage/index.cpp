@@ -111,12 +111,15 @@ std::optional<LeafKind> kind_from_name(std::string_view name) {
 
 bool valid_data_file(std::string_view file, StorageFormat format) {
   if (format == StorageFormat::hdf5) return file == kHdf5File;
-  // "shards/p<rank>.bin" or an aggregated "shards/a<group>.bin", with decimal digits only:
+  // "shards/p<rank>.bin", an aggregated "shards/a<group>.bin" or an incremental save's link
+  // "shards/r<k>.bin", with decimal digits only:
   // nothing else can be opened.
+  // An incremental save's links to earlier saves' files are "shards/r<k>.bin".
   constexpr std::string_view prefix = "shards/p";
   constexpr std::string_view suffix = ".bin";
   if (file.size() <= prefix.size() + suffix.size() ||
-      !(file.starts_with(prefix) || file.starts_with("shards/a")) || !file.ends_with(suffix)) {
+      !(file.starts_with(prefix) || file.starts_with("shards/a") || file.starts_with("shards/r")) ||
+      !file.ends_with(suffix)) {
     return false;
   }
   const auto digits = file.substr(prefix.size(), file.size() - prefix.size() - suffix.size());
@@ -169,6 +172,8 @@ SavedLeafInfo leaf_info(const LeafRecord& leaf) {
     out.shard_count = leaf.section->shard_count;
     out.bytes = leaf.section->bytes;
     out.stored_bytes = leaf.section->stored_bytes;
+    out.referenced_chunks = leaf.section->referenced_chunks;
+    out.referenced_bytes = leaf.section->referenced_bytes;
     return out;
   }
   for (const auto& s : leaf.shards) {
@@ -208,6 +213,41 @@ std::uint64_t chunk_bytes_for(DType dtype, std::uint64_t requested) noexcept {
 
 std::string shard_file_name(int rank) { return fmt::format("shards/p{}.bin", rank); }
 
+std::uint64_t ShardRecord::chunk_stored_offset(std::size_t c,
+                                               std::uint64_t chunk_bytes) const noexcept {
+  if (!compressed()) return std::min<std::uint64_t>(c * chunk_bytes, bytes);
+  std::uint64_t at = 0;
+  for (std::size_t i = 0; i < c && i < chunk_sizes.size(); ++i) at += chunk_sizes[i];
+  return at;
+}
+
+std::uint64_t ShardRecord::chunk_stored_size(std::size_t c,
+                                             std::uint64_t chunk_bytes) const noexcept {
+  if (compressed()) return c < chunk_sizes.size() ? chunk_sizes[c] : 0;
+  const std::uint64_t first = chunk_stored_offset(c, chunk_bytes);
+  return std::min(chunk_bytes, bytes - first);
+}
+
+std::uint64_t ShardRecord::referenced_bytes(std::uint64_t chunk_bytes) const noexcept {
+  std::uint64_t total = 0;
+  for (std::size_t c = 0; c < chunk_refs.size(); ++c) {
+    if (chunk_refs[c].referenced()) total += chunk_stored_size(c, chunk_bytes);
+  }
+  return total;
+}
+
+json::value chunk_refs_to_json(const ShardRecord& shard) {
+  json::array refs;
+  for (const ChunkRef& ref : shard.chunk_refs) {
+    if (ref.referenced()) {
+      refs.push_back(json::array{json::value(shard.ref_files.at(ref.file)), ref.byte_offset});
+    } else {
+      refs.push_back(nullptr);
+    }
+  }
+  return refs;
+}
+
 json::value section_to_json(const BinarySection& section) {
   json::object o;
   o["offset"] = section.offset;
@@ -220,6 +260,10 @@ json::value section_to_json(const BinarySection& section) {
   if (!section.blocks.empty()) o["blocks"] = to_json_array(section.blocks);
   if (!section.block.empty()) o["block"] = to_json_array(section.block);
   if (section.chunk_sizes) o["chunk_sizes"] = true;
+  if (section.referenced_chunks > 0) {
+    o["referenced_chunks"] = section.referenced_chunks;
+    o["referenced_bytes"] = section.referenced_bytes;
+  }
   return o;
 }
 
@@ -256,6 +300,7 @@ json::value to_json(const TreeIndex& index) {
           for (std::uint64_t c : s.checksums) sums += checksum_to_hex(c);
           so["xxh3"] = std::move(sums);
           if (s.compressed()) so["chunk_sizes"] = json::value_from(s.chunk_sizes);
+          if (s.has_refs()) so["chunk_refs"] = chunk_refs_to_json(s);
           shards.emplace_back(std::move(so));
         }
         o["shards"] = std::move(shards);
@@ -445,6 +490,13 @@ BinarySection read_section(const Reader& r, const json::object& o, const LeafRec
     if (cells != s.shard_count) r.fail("blocks", "do not multiply to shard_count");
   }
   if (o.contains("chunk_sizes")) s.chunk_sizes = r.boolean(o, "chunk_sizes");
+  if (o.contains("referenced_chunks")) {
+    s.referenced_chunks = u("referenced_chunks");
+    s.referenced_bytes = u("referenced_bytes");
+    if (s.referenced_chunks > s.chunk_count) {
+      r.fail("referenced_chunks", "is larger than chunk_count");
+    }
+  }
   if (o.contains("block")) {
     s.block = r.dims(o, "block");
     if (s.block.size() != s.blocks.size()) r.fail("block", "is not one extent per dimension");

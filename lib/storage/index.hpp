@@ -35,6 +35,20 @@ inline constexpr const char* kHdf5File = "data.h5";
 /// Alignment of shards inside a per-process file.
 inline constexpr std::uint64_t kShardAlignment = 4096;
 
+/// Where one checksum chunk of a shard lies when it is not in the shard's own stored bytes (an
+/// incremental save, which refers to an earlier save's bytes instead of writing them again).
+struct ChunkRef {
+  /// ChunkRef::file of a chunk stored in the shard's own bytes (byte_offset unused).
+  static constexpr std::uint32_t kOwn = 0xffffffffU;
+  /// Position in ShardRecord::ref_files, or kOwn.
+  std::uint32_t file = kOwn;
+  /// Offset of the chunk's stored bytes in that file.
+  std::uint64_t byte_offset = 0;
+  /// Whether the chunk lies in another file. Never throws.
+  [[nodiscard]] bool referenced() const noexcept { return file != kOwn; }
+  friend bool operator==(const ChunkRef&, const ChunkRef&) = default;
+};
+
 /// Where one rank's box of an array leaf is stored.
 struct ShardRecord {
   int rank = 0;                   ///< rank that wrote it
@@ -50,9 +64,26 @@ struct ShardRecord {
   /// stored back to back from byte_offset; `checksums` are then of the stored bytes. Empty
   /// when the shard is stored as it is.
   std::vector<std::uint64_t> chunk_sizes = {};
+  /// An incremental save: one entry per checksum chunk, saying where the chunk's stored bytes
+  /// lie (its own place in the shard's stored bytes, or a place in one of `ref_files`, hard
+  /// links to an earlier save's data files). Empty when every chunk is in the shard's own
+  /// bytes. The shard's own file then has holes where referenced chunks would be.
+  std::vector<ChunkRef> chunk_refs = {};
+  /// The data files (relative to the item directory, "shards/r<k>.bin") that chunk_refs name.
+  std::vector<std::string> ref_files = {};
 
   /// Whether the shard is stored as compressed chunks. Never throws.
   [[nodiscard]] bool compressed() const noexcept { return !chunk_sizes.empty(); }
+  /// Whether some chunk lies in another file. Never throws.
+  [[nodiscard]] bool has_refs() const noexcept { return !chunk_refs.empty(); }
+  /// Stored bytes of the chunks that lie in other files (0 without chunk_refs). Never throws.
+  [[nodiscard]] std::uint64_t referenced_bytes(std::uint64_t chunk_bytes) const noexcept;
+  /// Offset of chunk `c`'s stored bytes in the shard's stored stream (its chunks back to
+  /// back), and its stored size. `chunk_bytes`: the leaf's raw chunk size. Never throws.
+  [[nodiscard]] std::uint64_t chunk_stored_offset(std::size_t c,
+                                                  std::uint64_t chunk_bytes) const noexcept;
+  [[nodiscard]] std::uint64_t chunk_stored_size(std::size_t c,
+                                                std::uint64_t chunk_bytes) const noexcept;
   /// Bytes the shard takes in its file: the sum of chunk_sizes, or `bytes`. Never throws.
   [[nodiscard]] std::uint64_t stored_bytes() const noexcept {
     std::uint64_t total = 0;
@@ -79,6 +110,10 @@ struct BinarySection {
   std::vector<std::int64_t> block = {};
   /// Whether the section holds the stored size of each chunk (compressed posix shards).
   bool chunk_sizes = false;
+  /// Chunks of the leaf that lie in an earlier save's files (an incremental save), and their
+  /// stored bytes. When not 0 the section holds the place of every chunk (chunk_refs).
+  std::uint64_t referenced_chunks = 0;
+  std::uint64_t referenced_bytes = 0;
 };
 
 /// One leaf of a saved tree.
@@ -136,6 +171,10 @@ struct TreeIndex {
 /// JSON form of a leaf's compression: {"kind": "zstd", "level": n} or {"kind": "zfp",
 /// "absolute_error" or "relative_error": x}. Never throws beyond std::bad_alloc.
 [[nodiscard]] boost::json::value compression_to_json(const Compression& compression);
+
+/// JSON form of a shard's chunk_refs: per chunk null (its own bytes) or [file, byte offset].
+/// Never throws beyond std::bad_alloc.
+[[nodiscard]] boost::json::value chunk_refs_to_json(const ShardRecord& shard);
 
 /// JSON form of a leaf's "section" (version 4). Never throws beyond std::bad_alloc.
 [[nodiscard]] boost::json::value section_to_json(const BinarySection& section);

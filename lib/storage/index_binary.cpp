@@ -102,6 +102,33 @@ void check_record(const std::filesystem::path& file, const TreeIndex& index, con
   shard.bytes = elements * dtype_size(leaf.dtype);
 }
 
+void attach_chunk_refs(const std::filesystem::path& file, const TreeIndex& index,
+                       const LeafRecord& leaf, std::span<const ChunkPlace> places,
+                       ShardRecord& shard) {
+  constexpr auto max = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max() / 4);
+  shard.chunk_refs.assign(places.size(), ChunkRef{});
+  shard.ref_files.clear();
+  for (std::size_t c = 0; c < places.size(); ++c) {
+    const ChunkPlace& p = places[c];
+    if (p.reserved != 0) damaged(file, leaf.path, "a chunk's place has a reserved field set");
+    if (p.file == ChunkRef::kOwn) continue;
+    if (leaf.format != StorageFormat::posix) {
+      damaged(file, leaf.path, "a chunk of a leaf that is not posix lies in another file");
+    }
+    if (p.file >= index.files.size()) {
+      damaged(file, leaf.path,
+              fmt::format("a chunk names data file {} of {}", p.file, index.files.size()));
+    }
+    if (p.byte_offset > max) damaged(file, leaf.path, "a chunk's byte offset is out of range");
+    const std::string& name = index.files[p.file];
+    if (name == kHdf5File) damaged(file, leaf.path, "a chunk names the hdf5 file");
+    auto at = std::ranges::find(shard.ref_files, name);
+    if (at == shard.ref_files.end()) at = shard.ref_files.insert(at, name);
+    shard.chunk_refs[c] = {.file = static_cast<std::uint32_t>(at - shard.ref_files.begin()),
+                           .byte_offset = p.byte_offset};
+  }
+}
+
 }  // namespace index_detail
 
 namespace {
@@ -127,6 +154,24 @@ bool equal_blocks(const std::vector<std::vector<std::int64_t>>& cuts,
     block.push_back(b);
   }
   return true;
+}
+
+// Appends the place of every chunk of `shard` (a leaf with referenced chunks): file (u32, an
+// entry of "files", or ChunkRef::kOwn), 0 (u32), byte offset (u64).
+void encode_chunk_refs(const LeafRecord& leaf, const ShardRecord& shard,
+                       const std::map<std::string, std::uint32_t>& file_ids, std::string& out) {
+  if (shard.has_refs() && shard.chunk_refs.size() != shard.checksums.size()) {
+    throw Error(
+        ErrorCode::internal,
+        fmt::format("leaf '{}': a shard of rank {} has {} chunk places for {} chunks", leaf.path,
+                    shard.rank, shard.chunk_refs.size(), shard.checksums.size()));
+  }
+  for (std::size_t c = 0; c < shard.checksums.size(); ++c) {
+    const ChunkRef ref = shard.has_refs() ? shard.chunk_refs[c] : ChunkRef{};
+    put(out, ref.referenced() ? file_ids.at(shard.ref_files.at(ref.file)) : ChunkRef::kOwn);
+    put(out, std::uint32_t{0});
+    put(out, ref.referenced() ? ref.byte_offset : std::uint64_t{0});
+  }
 }
 
 // Appends the section of array leaf `leaf` to `out` and sets leaf.section.
@@ -171,6 +216,14 @@ void encode_leaf(LeafRecord& leaf, const std::map<std::string, std::uint32_t>& f
       }
       for (std::uint64_t size : s->chunk_sizes) put(out, size);
     }
+  }
+  for (const ShardRecord* s : order) {
+    section.referenced_chunks += static_cast<std::uint64_t>(
+        std::ranges::count_if(s->chunk_refs, [](const ChunkRef& r) { return r.referenced(); }));
+    section.referenced_bytes += s->referenced_bytes(leaf.chunk_bytes_of(*s));
+  }
+  if (section.referenced_chunks > 0) {
+    for (const ShardRecord* s : order) encode_chunk_refs(leaf, *s, file_ids, out);
   }
   section.length = out.size() - section.offset;
   section.checksum = checksum_of(std::as_bytes(
@@ -256,6 +309,17 @@ std::vector<ShardRecord> decode_leaf(const TreeIndex& index, const LeafRecord& l
       }
     }
   }
+  if (section.referenced_chunks > 0) {
+    for (ShardRecord& s : shards) {
+      std::vector<ChunkPlace> places(s.checksums.size());
+      for (ChunkPlace& p : places) {
+        p.file = in.get<std::uint32_t>();
+        p.reserved = in.get<std::uint32_t>();
+        p.byte_offset = in.get<std::uint64_t>();
+      }
+      attach_chunk_refs(file, index, leaf, places, s);
+    }
+  }
   if (!in.done()) damaged(file, leaf.path, "its section is longer than its records");
   std::ranges::stable_sort(shards, [](const auto& a, const auto& b) { return a.rank < b.rank; });
   return shards;
@@ -267,7 +331,10 @@ std::uint64_t write_index(const std::filesystem::path& dir, TreeIndex index) {
   index.version = kTreeFormatVersionBinary;
   std::map<std::string, std::uint32_t> file_ids;
   for (const LeafRecord& leaf : index.leaves) {
-    for (const ShardRecord& s : leaf.shards) file_ids.emplace(s.file, 0);
+    for (const ShardRecord& s : leaf.shards) {
+      file_ids.emplace(s.file, 0);
+      for (const std::string& ref : s.ref_files) file_ids.emplace(ref, 0);
+    }
   }
   index.files.clear();
   for (auto& [name, id] : file_ids) {

@@ -11,7 +11,10 @@
 //     byte offset (u64) and, when not a grid, the box's offsets then extents (i64 each);
 //     a grid lists its blocks in row-major order, each with the box of its cell;
 //   the checksums of every shard's chunks (u64), shard after shard in record order;
-//   when the leaf's section says "chunk_sizes", the stored size of each chunk (u64), likewise.
+//   when the leaf's section says "chunk_sizes", the stored size of each chunk (u64), likewise;
+//   when it has "referenced_chunks" (an incremental save), the place of each chunk, likewise:
+//     file (u32, an entry of "files", or 0xffffffff for the shard's own bytes), 0 (u32),
+//     byte offset in that file (u64).
 #pragma once
 
 #include <cairn/box.hpp>
@@ -20,6 +23,7 @@
 #include <deque>
 #include <filesystem>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -98,6 +102,19 @@ namespace index_detail {
 /// Throws the FormatError of a damaged cairn-tree.bin `file`, naming `leaf` (may be empty).
 [[noreturn]] void damaged(const std::filesystem::path& file, std::string_view leaf,
                           std::string_view problem);
+
+/// The place of one chunk as cairn-tree.bin stores it.
+struct ChunkPlace {
+  std::uint32_t file = 0;
+  std::uint32_t reserved = 0;
+  std::uint64_t byte_offset = 0;
+};
+
+/// Sets shard.chunk_refs and shard.ref_files from the decoded places of its chunks, checking
+/// each against `index` (a known file, an offset in range); throws as damaged().
+void attach_chunk_refs(const std::filesystem::path& file, const TreeIndex& index,
+                       const LeafRecord& leaf, std::span<const ChunkPlace> places,
+                       ShardRecord& shard);
 
 /// Checks one decoded shard record of `leaf` (rank, file, box, offset) against `index`;
 /// throws as damaged(). Sets shard.file and shard.bytes.

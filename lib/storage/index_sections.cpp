@@ -39,6 +39,7 @@ struct Layout {
   std::uint64_t records = 0;                    // offset of the first record
   std::uint64_t checksums = 0;                  // offset of the first checksum
   std::uint64_t sizes = 0;                      // offset of the first chunk size
+  std::uint64_t places = 0;                     // offset of the first chunk place
 };
 
 }  // namespace
@@ -115,7 +116,8 @@ void check_length(const std::filesystem::path& file, const LeafRecord& leaf, Lay
   const BinarySection& s = *leaf.section;
   layout.checksums = layout.records + s.shard_count * record_bytes(leaf);
   layout.sizes = layout.checksums + 8 * s.chunk_count;
-  const std::uint64_t end = layout.sizes + (s.chunk_sizes ? 8 * s.chunk_count : 0);
+  layout.places = layout.sizes + (s.chunk_sizes ? 8 * s.chunk_count : 0);
+  const std::uint64_t end = layout.places + (s.referenced_chunks > 0 ? 16 * s.chunk_count : 0);
   if (end != s.offset + s.length) {
     damaged(file, leaf.path,
             fmt::format("its section is {} bytes long, not the {} its records "
@@ -124,9 +126,11 @@ void check_length(const std::filesystem::path& file, const LeafRecord& leaf, Lay
   }
 }
 
-// Reads the checksums (and chunk sizes) of `shards`, whose first checksums are `first`.
+// Reads the checksums (chunk sizes, chunk places) of `shards`, whose first checksums are
+// `first`.
 template <class Read>
-void read_checksums(Read&& read, const LeafRecord& leaf, const Layout& layout, std::uint64_t first,
+void read_checksums(Read&& read, const std::filesystem::path& file, const TreeIndex& index,
+                    const LeafRecord& leaf, const Layout& layout, std::uint64_t first,
                     std::vector<ShardRecord>& shards) {
   std::uint64_t count = 0;
   for (const ShardRecord& s : shards) count += chunks_of(leaf, s.bytes);
@@ -134,6 +138,16 @@ void read_checksums(Read&& read, const LeafRecord& leaf, const Layout& layout, s
   std::vector<std::uint64_t> sizes;
   if (leaf.section->chunk_sizes)
     sizes = read_numbers<std::uint64_t>(read, layout.sizes + 8 * first, count);
+  std::vector<ChunkPlace> places;
+  if (leaf.section->referenced_chunks > 0) {
+    const auto raw = read_numbers<std::byte>(read, layout.places + 16 * first, 16 * count);
+    places.resize(count);
+    for (std::size_t c = 0; c < count; ++c) {
+      places[c] = {.file = get<std::uint32_t>(raw.data() + 16 * c),
+                   .reserved = get<std::uint32_t>(raw.data() + 16 * c + 4),
+                   .byte_offset = get<std::uint64_t>(raw.data() + 16 * c + 8)};
+    }
+  }
   std::size_t at = 0;
   for (ShardRecord& s : shards) {
     const std::uint64_t n = chunks_of(leaf, s.bytes);
@@ -142,6 +156,14 @@ void read_checksums(Read&& read, const LeafRecord& leaf, const Layout& layout, s
     if (!sizes.empty()) {
       s.chunk_sizes.assign(sizes.begin() + static_cast<std::ptrdiff_t>(at),
                            sizes.begin() + static_cast<std::ptrdiff_t>(at + n));
+      for (const std::uint64_t size : s.chunk_sizes) {
+        if (size == 0 || size > (std::uint64_t{1} << 56)) {
+          damaged(file, leaf.path, "a chunk's stored size is out of range");
+        }
+      }
+    }
+    if (!places.empty()) {
+      attach_chunk_refs(file, index, leaf, std::span(places).subspan(at, n), s);
     }
     at += n;
   }
@@ -204,7 +226,7 @@ std::vector<ShardRecord> grid_shards(Read&& read, const std::filesystem::path& f
       }
       run.push_back(decode_record(file, index, leaf, records.data() + 16 * j, std::move(box)));
     }
-    read_checksums(read, leaf, layout, first[k0], run);
+    read_checksums(read, file, index, leaf, layout, first[k0], run);
     std::ranges::move(run, std::back_inserter(out));
     std::size_t d = nd - 1;  // the next run: count up the dimensions before the last
     while (d-- > 0) {
@@ -238,7 +260,7 @@ std::vector<ShardRecord> IndexSections::shards_meeting(const LeafRecord& leaf, c
       if (first + chunks > section.chunk_count)
         damaged(file_, leaf.path, "its chunk count does not add up");
       if (region.rank() == nd && intersect(one[0].box, region)) {
-        read_checksums(reader, leaf, layout, first, one);
+        read_checksums(reader, file_, index_, leaf, layout, first, one);
         out.push_back(std::move(one[0]));
       }
       first += chunks;

@@ -67,7 +67,8 @@ class ShardReader {
   /// Where bytes [first, first + bytes) of the stream of `shard` lie in its file, for messages
   /// ("file offsets [a, b)"); empty when the format cannot say it as one range. Local. Never
   /// throws beyond std::bad_alloc.
-  [[nodiscard]] virtual std::string file_range(const ShardRecord& /*shard*/,
+  [[nodiscard]] virtual std::string file_range(const LeafRecord& /*leaf*/,
+                                               const ShardRecord& /*shard*/,
                                                std::uint64_t /*first*/,
                                                std::uint64_t /*bytes*/) const {
     return {};

@@ -123,9 +123,9 @@ void ShardSource::close() {
 std::string ShardSource::describe(const LeafRecord& leaf, const ShardRecord& shard,
                                   const ChunkMismatch& bad) const {
   const auto it = readers_.find(leaf.format);
-  const std::string range = it == readers_.end()
-                                ? std::string()
-                                : it->second->file_range(shard, bad.begin, bad.end - bad.begin);
+  const std::string range =
+      it == readers_.end() ? std::string()
+                           : it->second->file_range(leaf, shard, bad.begin, bad.end - bad.begin);
   return describe_mismatch(dir_, leaf, shard, bad, range);
 }
 

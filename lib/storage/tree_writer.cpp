@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "base/durable_file.hpp"
 #include "base/fault.hpp"
@@ -47,6 +48,15 @@ json::value record_to_json(std::size_t array_index, const ShardRecord& s) {
   for (std::uint64_t c : s.checksums) sums += checksum_to_hex(c);
   o["xxh3"] = std::move(sums);
   if (s.compressed()) o["chunk_sizes"] = json::value_from(s.chunk_sizes);
+  if (s.has_refs()) {
+    json::array refs;  // per chunk: null (its own bytes) or [ref_files position, byte offset]
+    for (const ChunkRef& ref : s.chunk_refs) {
+      refs.push_back(ref.referenced() ? json::value(json::array{ref.file, ref.byte_offset})
+                                      : json::value(nullptr));
+    }
+    o["chunk_refs"] = std::move(refs);
+    o["ref_files"] = json::value_from(s.ref_files);
+  }
   return o;
 }
 
@@ -64,6 +74,17 @@ ShardRecord record_from_json(const json::object& o) {
   }
   if (const json::value* sizes = o.if_contains("chunk_sizes")) {
     s.chunk_sizes = json::value_to<std::vector<std::uint64_t>>(*sizes);
+  }
+  if (const json::value* refs = o.if_contains("chunk_refs")) {
+    s.ref_files = json::value_to<std::vector<std::string>>(o.at("ref_files"));
+    for (const json::value& ref : refs->as_array()) {
+      if (ref.is_null()) {
+        s.chunk_refs.emplace_back();
+        continue;
+      }
+      s.chunk_refs.push_back({.file = json::value_to<std::uint32_t>(ref.as_array().at(0)),
+                              .byte_offset = json::value_to<std::uint64_t>(ref.as_array().at(1))});
+    }
   }
   return s;
 }
@@ -264,6 +285,7 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
   formats.add(static_cast<std::int64_t>(options_.posix_aggregation.kind))
       .add(static_cast<std::int64_t>(options_.posix_aggregation.count));
   for (const auto& [key, value] : options_.mpi_info_hints) formats.add(key).add(value);
+  formats.add(options_.incremental_base.string());
   comm.agree({.operation = "save_tree leaf formats " + dir_.filename().string(),
               .structure = formats.value()});
   const std::vector<json::value> all = comm.allgather_json(layouts);
@@ -277,6 +299,10 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
     const auto writers = validate_layout(path, per_rank, sparse).writers;
     plan_write(comm, writers, per_rank, job, by_format[job.format]);
     if (job.memory == MemoryKind::cuda_device && device_ < 0) device_ = cuda::current_device();
+  }
+
+  if (!options_.incremental_base.empty()) {
+    base_ = IncrementalBase::open(comm, options_.incremental_base, dir_, arrays_);
   }
 
   // The primary creates the directories; the verdict doubles as the barrier.
@@ -385,18 +411,46 @@ void TreeWriter::write_stream(std::size_t index,
                            })->second;
     const ShardPlacement placement = writer.place(job.format_index, job.stored_bytes);
     ChunkedChecksum checksum(job.chunk_bytes);
+    // An incremental save checksums each whole chunk before it is written, and writes only
+    // those that differ from the base's.
+    const BaseShard* base = base_ ? base_->shard_of(index) : nullptr;
+    std::optional<ChunkMatcher> matcher;
+    if (base != nullptr) matcher.emplace(*base);
     // A format that stores compressed chunks gets them as they are made, one chunk in memory.
     std::optional<ChunkCompressor> compressor;
     if (writer.stores_compressed_chunks(job.format_index)) {
-      compressor.emplace(job.compression, job.stored_dtype, job.chunk_bytes,
-                         fmt::format("leaf '{}'", job.leaf->path()),
-                         [&](std::span<const std::byte> stored) {
-                           writer.write(job.format_index, compressor->stored_bytes(), stored);
-                         });
+      ChunkCompressor::Skip skip;
+      if (matcher) {
+        skip = [&](std::size_t c, std::uint64_t sum, std::uint64_t size) {
+          return matcher->refer(c, sum, size);
+        };
+      }
+      compressor.emplace(
+          job.compression, job.stored_dtype, job.chunk_bytes,
+          fmt::format("leaf '{}'", job.leaf->path()),
+          [&](std::span<const std::byte> stored) {
+            writer.write(job.format_index, compressor->stored_bytes(), stored);
+          },
+          std::move(skip));
+    }
+    std::optional<ChunkCutter> cutter;
+    std::vector<std::uint64_t> cut_sums;
+    if (matcher && !compressor) {
+      cutter.emplace(job.chunk_bytes,
+                     [&](std::size_t c, std::uint64_t first, std::span<const std::byte> chunk) {
+                       cut_sums.push_back(checksum_of(chunk));
+                       if (!matcher->refer(c, cut_sums.back(), chunk.size())) {
+                         writer.write(job.format_index, first, chunk);
+                       }
+                     });
     }
     const RunSink store = [&](std::span<const std::byte> stored) {
       if (compressor) {
         compressor->update(stored);
+        return;
+      }
+      if (cutter) {
+        cutter->update(stored);
         return;
       }
       writer.write(job.format_index, checksum.bytes(), stored);
@@ -421,17 +475,21 @@ void TreeWriter::write_stream(std::size_t index,
                                         job.leaf->path(), delivered, job.bytes));
     }
     if (compressor) compressor->finish();
+    if (cutter) cutter->finish();
     ShardRecord record{
         .rank = rank_,
         .box = job.leaf->as_array().box,
         .file = placement.file,
         .byte_offset = placement.byte_offset,
         .bytes = job.stored_bytes,
-        .checksums = compressor ? compressor->checksums() : checksum.digests(),
+        .checksums = compressor ? compressor->checksums()
+                                : (cutter ? std::move(cut_sums) : checksum.digests()),
         .chunk_sizes = compressor ? compressor->chunk_sizes() : std::vector<std::uint64_t>{}};
+    if (matcher) matcher->fill(record, record.checksums.size());
     std::lock_guard lock(mutex_);
     records_.emplace_back(index, std::move(record));
-    bytes_written_ += compressor ? compressor->stored_bytes() : job.stored_bytes;
+    bytes_written_ += (compressor ? compressor->stored_bytes() : job.stored_bytes) -
+                      (matcher ? matcher->referred_bytes() : 0);
   } catch (const std::exception& e) {
     fail(e);
   }
@@ -536,6 +594,15 @@ void TreeWriter::finish(const Comm& comm) {
         const auto array = json::value_to<std::size_t>(v.at("array"));
         index.leaves.at(slot_of_array.at(array)).shards.push_back(record_from_json(v.as_object()));
       }
+    }
+    if (base_) {  // an incremental save: the base's files it refers to, linked into shards/
+      std::set<std::string> links;
+      for (const LeafRecord& leaf : index.leaves) {
+        for (const ShardRecord& shard : leaf.shards)
+          links.insert(shard.ref_files.begin(), shard.ref_files.end());
+      }
+      base_->link_files(dir_, links);
+      if (options_.fsync && !links.empty()) base::sync_directory(dir_ / "shards");
     }
     const std::size_t leaf_count = index.leaves.size();
     const std::uint64_t bytes = write_index(dir_, std::move(index));

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/first_error.hpp"
+#include "storage/incremental.hpp"
 #include "storage/index.hpp"
 #include "storage/shard_writer.hpp"
 
@@ -105,7 +106,8 @@ class TreeWriter {
   /// planning Comm (it may be another Comm over them, e.g. a background thread's). Throws on
   /// every rank when any rank failed anywhere in the save.
   void finish(const Comm& comm);
-  /// Bytes of shard data this rank wrote. Never throws.
+  /// Bytes of shard data this rank wrote (not those an incremental save referred to). Never
+  /// throws.
   [[nodiscard]] std::uint64_t bytes_written() const noexcept {
     std::lock_guard lock(mutex_);
     return bytes_written_;
@@ -139,6 +141,9 @@ class TreeWriter {
   int rank_ = 0;
   // The writer of each format the tree uses, in StorageFormat order (the same on every rank).
   std::vector<std::pair<StorageFormat, std::unique_ptr<ShardWriter>>> writers_;
+  // The earlier save an incremental save refers to (TreeSaveOptions::incremental_base), or
+  // nullptr.
+  std::unique_ptr<IncrementalBase> base_;
   // Device staging, made on the first device write.
   std::mutex copier_mutex_;
   std::unique_ptr<cuda::StagedCopier> copier_;

@@ -3,6 +3,8 @@
 #include <cairn/error.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "base/durable_file.hpp"
 #include "base/fault.hpp"
 
@@ -59,11 +61,13 @@ ShardPlacement PosixShardWriter::place(std::size_t index, std::uint64_t bytes) {
 void PosixShardWriter::write(std::size_t index, std::uint64_t first,
                              std::span<const std::byte> data) {
   if (index < placed_.size() && placed_[index] && compressed_[index] && file_ &&
-      first == placed_[index]->bytes && placed_[index]->offset + first == end_ - end_gap_) {
-    // The next compressed chunks of the shard placed last, appended.
+      first >= placed_[index]->bytes &&
+      placed_[index]->offset + placed_[index]->bytes == end_ - end_gap_) {
+    // The next compressed chunks of the shard placed last, appended; after a gap where an
+    // incremental save skipped chunks that lie in an earlier save's file.
     check_region(placed_[index]->offset + first + data.size());
     file_->write_at(target_.base + placed_[index]->offset + first, data);
-    placed_[index]->bytes += data.size();
+    placed_[index]->bytes = first + data.size();
     const std::uint64_t end = placed_[index]->offset + placed_[index]->bytes;
     end_ = (end + kShardAlignment - 1) / kShardAlignment * kShardAlignment;
     end_gap_ = end_ - end;
@@ -140,21 +144,77 @@ const PosixFile& PosixShardReader::file_of(const LeafRecord& leaf, const ShardRe
     throw InvalidArgument(fmt::format("leaf '{}': bytes [{}, {}) are outside its shard of {} bytes",
                                       leaf.path, first, first + bytes, stored));
   }
-  auto it = files_.find(shard.file);
+  return open_file(shard.file);
+}
+
+namespace {
+
+// A part of one chunk of a shard whose chunks lie in several files (ShardRecord::chunk_refs).
+struct ChunkPiece {
+  const std::string* file = nullptr;  // nullptr: the shard's own file
+  std::uint64_t file_offset = 0;
+  std::uint64_t first = 0;  // in the shard's stored bytes
+  std::uint64_t bytes = 0;
+};
+
+// Calls `each` with the part of every chunk of `shard` that holds bytes [first, first + bytes)
+// of its stored bytes, in order.
+template <class Each>
+void for_each_chunk_piece(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
+                          std::uint64_t bytes, Each&& each) {
+  const std::uint64_t chunk = leaf.chunk_bytes_of(shard);
+  const std::uint64_t end = first + bytes;
+  // Raw chunks have one size: start at the first chunk of the range.
+  std::size_t c = shard.compressed() ? 0 : static_cast<std::size_t>(first / chunk);
+  std::uint64_t begin = shard.compressed() ? 0 : c * chunk;
+  for (; c < shard.chunk_refs.size() && begin < end; ++c) {
+    const std::uint64_t size = shard.chunk_stored_size(c, chunk);
+    const std::uint64_t lo = std::max(begin, first);
+    const std::uint64_t hi = std::min(begin + size, end);
+    if (lo < hi) {
+      const ChunkRef& ref = shard.chunk_refs[c];
+      each(ref.referenced()
+               ? ChunkPiece{.file = &shard.ref_files.at(ref.file),
+                            .file_offset = ref.byte_offset + (lo - begin),
+                            .first = lo,
+                            .bytes = hi - lo}
+               : ChunkPiece{.file_offset = shard.byte_offset + lo, .first = lo, .bytes = hi - lo});
+    }
+    begin += size;
+  }
+}
+
+}  // namespace
+
+const PosixFile& PosixShardReader::open_file(const std::string& name) {
+  auto it = files_.find(name);
   if (it == files_.end()) {
-    it = files_.emplace(shard.file, PosixFile(dir_ / shard.file, PosixFile::Mode::read)).first;
+    it = files_.emplace(name, PosixFile(dir_ / name, PosixFile::Mode::read)).first;
   }
   return it->second;
 }
 
 void PosixShardReader::read(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
                             std::uint64_t bytes, std::byte* dst) {
-  file_of(leaf, shard, first, bytes)
-      .read_at(shard.byte_offset + first, {dst, static_cast<std::size_t>(bytes)});
+  const PosixFile& own = file_of(leaf, shard, first, bytes);
+  if (!shard.has_refs()) {
+    own.read_at(shard.byte_offset + first, {dst, static_cast<std::size_t>(bytes)});
+    return;
+  }
+  // An incremental save's shard: chunk by chunk, each from where it lies.
+  for_each_chunk_piece(leaf, shard, first, bytes, [&](const ChunkPiece& piece) {
+    const PosixFile& from = piece.file == nullptr ? own : open_file(*piece.file);
+    from.read_at(piece.file_offset,
+                 {dst + (piece.first - first), static_cast<std::size_t>(piece.bytes)});
+  });
 }
 
 void PosixShardReader::read_scattered(const LeafRecord& leaf, const ShardRecord& shard,
                                       std::uint64_t first, ScatterList pieces) {
+  if (shard.has_refs()) {
+    ShardReader::read_scattered(leaf, shard, first, pieces);
+    return;
+  }
   file_of(leaf, shard, first, scatter_bytes(pieces)).read_at(shard.byte_offset + first, pieces);
 }
 
@@ -166,8 +226,26 @@ void PosixShardReader::prefetch(const LeafRecord& leaf, const ShardRecord& shard
   (void)file_of(leaf, shard, first, bytes);
 }
 
-std::string PosixShardReader::file_range(const ShardRecord& shard, std::uint64_t first,
-                                         std::uint64_t bytes) const {
+std::string PosixShardReader::file_range(const LeafRecord& leaf, const ShardRecord& shard,
+                                         std::uint64_t first, std::uint64_t bytes) const {
+  if (shard.has_refs()) {
+    // Name the file of every chunk in the range that lies elsewhere.
+    std::string where;
+    const std::uint64_t chunk = leaf.chunk_bytes_of(shard);
+    for (std::size_t c = 0; c < shard.chunk_refs.size(); ++c) {
+      const std::uint64_t begin = shard.chunk_stored_offset(c, chunk);
+      const std::uint64_t size = shard.chunk_stored_size(c, chunk);
+      if (begin + size <= first || begin >= first + bytes) continue;
+      const ChunkRef& ref = shard.chunk_refs[c];
+      where += where.empty() ? "" : ", ";
+      where += ref.referenced()
+                   ? fmt::format("'{}' offsets [{}, {})", shard.ref_files.at(ref.file),
+                                 ref.byte_offset, ref.byte_offset + size)
+                   : fmt::format("'{}' offsets [{}, {})", shard.file, shard.byte_offset + begin,
+                                 shard.byte_offset + begin + size);
+    }
+    return where;
+  }
   return fmt::format("file offsets [{}, {})", shard.byte_offset + first,
                      shard.byte_offset + first + bytes);
 }

@@ -86,9 +86,10 @@ class PosixShardReader final : public ShardReader {
   /// Checks the range and opens the file, and leaves reading ahead to the kernel (a shard is
   /// contiguous in its file). Throws as read() for a range outside the shard or a missing
   /// file.
-  /// "file offsets [a, b)": a posix shard is stored contiguously at its byte_offset.
-  [[nodiscard]] std::string file_range(const ShardRecord& shard, std::uint64_t first,
-                                       std::uint64_t bytes) const override;
+  /// "file offsets [a, b)": a posix shard is stored contiguously at its byte_offset; a shard
+  /// of an incremental save names the file and offsets of each chunk in the range.
+  [[nodiscard]] std::string file_range(const LeafRecord& leaf, const ShardRecord& shard,
+                                       std::uint64_t first, std::uint64_t bytes) const override;
   void prefetch(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
                 std::uint64_t bytes) override;
   /// Closes the files. Local. Never throws.
@@ -99,6 +100,9 @@ class PosixShardReader final : public ShardReader {
   // [first, first + bytes) are outside the shard, NotFound or IoError when it cannot be opened.
   const PosixFile& file_of(const LeafRecord& leaf, const ShardRecord& shard, std::uint64_t first,
                            std::uint64_t bytes);
+
+  // A data file of the item, opened by the first use. Throws NotFound or IoError.
+  const PosixFile& open_file(const std::string& name);
 
   std::filesystem::path dir_;
   std::map<std::string, PosixFile> files_;
