@@ -6,7 +6,9 @@ global shape, and for arrays the shards, each a box of the global array written 
 from version 4 on the shards are in ``cairn-tree.bin``, one section per array leaf, see
 ``_shards_v4``) and, in format posix, ``shards/p<rank>.bin`` (or ``shards/a<k>.bin``, shared by a group of
 ranks when saved with posix_aggregation): each shard's elements in row-major order,
-little-endian, ``bytes`` bytes at ``byte_offset``. A checkpoint holds ``cairn-step.json``
+little-endian, ``bytes`` bytes at ``byte_offset``. An incremental save stores only the chunks
+that changed; the others lie in hard links to an earlier save's files (``shards/r<k>.bin``),
+and the section gives each chunk's place. A checkpoint holds ``cairn-step.json``
 (its handler and items) and one such directory per item of kind ``cairn.array_tree``.
 
     import cairn_posix_reader as cpr
@@ -96,7 +98,46 @@ def _shards_v4(leaf, files, binary):
         shards.append({"rank": rank, "file": files[file], "byte_offset": byte_offset,
                        "offset": offset, "extent": extent,
                        "bytes": count * numpy.dtype(_DTYPES[leaf["dtype"]]).itemsize})
+    if section.get("referenced_chunks", 0) > 0:
+        _attach_chunk_places(leaf, files, data, at, shards)
     return shards
+
+
+def _attach_chunk_places(leaf, files, data, at, shards):
+    """An incremental save: after the checksums (u64 per chunk, and as many chunk sizes when
+    compressed), the place of every chunk of every shard in record order: file (u32, an entry
+    of "files", or 0xffffffff for the shard's own file at its byte offset), 0 (u32) and the
+    byte offset of the chunk in that file (u64). Sets each shard's "chunks": (file, offset,
+    bytes) per chunk."""
+    section = leaf["section"]
+    chunk = leaf["chunk_bytes"]
+    at += 8 * section["chunk_count"] * (2 if section.get("chunk_sizes") else 1)
+    for shard in shards:
+        places = []
+        for c in range(0, shard["bytes"], chunk):
+            file, _, offset = struct.unpack_from("<IIQ", data, at)
+            at += 16
+            size = min(chunk, shard["bytes"] - c)
+            if file == 0xFFFFFFFF:
+                places.append((shard["file"], shard["byte_offset"] + c, size))
+            else:
+                places.append((files[file], offset, size))
+        shard["chunks"] = places
+
+
+def _read_shard_bytes(tree_dir, leaf, shard):
+    """The stored bytes of one shard: contiguous at its byte offset, or chunk by chunk from
+    where an incremental save's chunks lie."""
+    pieces = shard.get("chunks") or [(shard["file"], shard["byte_offset"], shard["bytes"])]
+    out = bytearray()
+    for file, offset, size in pieces:
+        with open(os.path.join(tree_dir, file), "rb") as f:
+            f.seek(offset)
+            data = f.read(size)
+        if len(data) != size:
+            raise ValueError(f"{file} is truncated (leaf '{leaf['path']}')")
+        out += data
+    return bytes(out)
 
 
 def read_array(tree_dir, leaf):
@@ -117,11 +158,7 @@ def read_array(tree_dir, leaf):
         if count * stored.itemsize != shard["bytes"]:
             raise ValueError(f"leaf '{leaf['path']}': shard of rank {shard['rank']} holds "
                              f"{shard['bytes']} bytes, not {count} elements of {name}")
-        with open(os.path.join(tree_dir, shard["file"]), "rb") as f:
-            f.seek(shard["byte_offset"])
-            data = f.read(shard["bytes"])
-        if len(data) != shard["bytes"]:
-            raise ValueError(f"{shard['file']} is truncated (leaf '{leaf['path']}')")
+        data = _read_shard_bytes(tree_dir, leaf, shard)
         raw = numpy.frombuffer(data, dtype=stored, count=count).reshape(extent)
         where = tuple(slice(o, o + e) for o, e in zip(shard["offset"], extent))
         out[where] = _decode(raw, name)

@@ -41,6 +41,16 @@ std::string compression_text(const boost::json::object& leaf) {
                      human_bytes(leaf.at("stored_bytes").to_number<std::uint64_t>()));
 }
 
+// ", 3.1 MiB in earlier saves (12 chunks)" for a leaf of an incremental save that refers to
+// chunks of an earlier one; empty otherwise.
+std::string referenced_text(const boost::json::object& leaf) {
+  const auto* chunks = leaf.if_contains("referenced_chunks");
+  if (chunks == nullptr || chunks->to_number<std::uint64_t>() == 0) return {};
+  return fmt::format(", {} in earlier saves ({} chunks)",
+                     human_bytes(leaf.at("referenced_bytes").to_number<std::uint64_t>()),
+                     chunks->to_number<std::uint64_t>());
+}
+
 // The leaves of a tree item with their values (for scalars, strings and JSON). Collective.
 boost::json::object describe_tree(const cairn::Comm& comm, const Item& item) {
   const cairn::SavedTreeInfo info = cairn::read_tree_info(comm, item.dir);
@@ -65,6 +75,8 @@ boost::json::object describe_tree(const cairn::Comm& comm, const Item& item) {
       o["order"] = leaf.fortran_order ? "F" : "C";
       o["compression"] = compression_json(leaf.compression);
       o["stored_bytes"] = leaf.stored_bytes;
+      o["referenced_chunks"] = leaf.referenced_chunks;
+      o["referenced_bytes"] = leaf.referenced_bytes;
     } else if (const auto* saved = values.find(leaf.path)) {
       switch (leaf.kind) {
         case cairn::LeafKind::scalar:
@@ -135,12 +147,13 @@ void print_item(const std::string& name, const boost::json::object& item) {
       if (kind == "array") {
         // The shape is the stored (C-order) one; a Fortran writer saw it reversed.
         const bool fortran = leaf.at("order").get_string() == "F";
-        fmt::print("  {:<24} {:<7} {:<9} {:<16} {:>6} {:>10}  {}{}{}{}\n", path, kind, dtype_text,
+        fmt::print("  {:<24} {:<7} {:<9} {:<16} {:>6} {:>10}  {}{}{}{}{}\n", path, kind, dtype_text,
                    shape_text(leaf.at("shape")), leaf.at("shards").to_number<std::int64_t>(),
                    human_bytes(leaf.at("bytes").to_number<std::uint64_t>()),
                    std::string(leaf.at("format").get_string()),
                    leaf.at("replicated").get_bool() ? ", replicated" : "",
-                   fortran ? ", order F (Fortran: dims reversed)" : "", compression_text(leaf));
+                   fortran ? ", order F (Fortran: dims reversed)" : "", compression_text(leaf),
+                   referenced_text(leaf));
       } else {
         const auto* value = leaf.if_contains("value");
         fmt::print("  {:<24} {:<7} {:<9} = {}\n", path, kind, dtype_text,

@@ -41,6 +41,7 @@ struct Options {
       cairn::storage_format_available(cairn::StorageFormat::hdf5) ? "hdf5" : "posix";
   std::string compression = "none";
   std::string posix_files = "per-rank";
+  bool incremental = false;
   std::string output;
   int margin_seconds = 60;
   int step_delay_ms = 0;
@@ -153,6 +154,9 @@ void add_options(CLI::App& app, Options& o) {
                  "mid-way (the result does not change)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_flag("--incremental", o.incremental,
+               "Incremental saves: a checkpoint writes only the chunks of the field (format "
+               "posix) that changed since the newest one and refers to the others");
   app.add_flag("--quiet", o.quiet, "Print only the start, restarts and the end");
 }
 
@@ -278,6 +282,7 @@ int run(const Options& o) {
       comm, o.checkpoint_dir,
       {.save_interval_steps = o.save_every,
        .max_to_keep = o.max_to_keep,
+       .incremental = o.incremental,
        .preemption = cairn::PreemptionOptions{.margin = std::chrono::seconds(o.margin_seconds)},
        .on_commit =
            [&](std::int64_t saved, const boost::json::object& metrics) {
