@@ -174,13 +174,14 @@ def _value(leaf):
 
 
 def read_index(tree_dir):
-    """The leaves of cairn-tree.json in `tree_dir` (a list of dicts), any version 1 to 4; for
-    version 4 each array leaf's "shards" are read from cairn-tree.bin."""
+    """The leaves of cairn-tree.json in `tree_dir` (a list of dicts), any version 1 to 5; for
+    versions 4 and 5 (5: an incremental save, with chunk places) each array leaf's "shards" are
+    read from cairn-tree.bin."""
     with open(os.path.join(tree_dir, "cairn-tree.json")) as f:
         index = json.load(f)
-    if index.get("format") != "cairn-tree" or index.get("version") not in (1, 2, 3, 4):
-        raise ValueError(f"{tree_dir}/cairn-tree.json: not a cairn tree of version 1 to 4")
-    if index["version"] == 4:
+    if index.get("format") != "cairn-tree" or index.get("version") not in (1, 2, 3, 4, 5):
+        raise ValueError(f"{tree_dir}/cairn-tree.json: not a cairn tree of version 1 to 5")
+    if index["version"] >= 4:
         with open(os.path.join(tree_dir, "cairn-tree.bin"), "rb") as f:
             binary = f.read()
         if binary[:8] != b"CAIRNTRB":

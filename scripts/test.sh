@@ -30,7 +30,7 @@
 #   CAIRN_TEST_SANITIZERS=0     skip step 4
 #   CAIRN_TEST_TSAN=0           skip step 5
 #   CAIRN_TEST_FUZZ=0           skip step 6
-#   CAIRN_FUZZ_SECONDS          seconds per fuzz target in step 6 (default: 20)
+#   CAIRN_FUZZ_SECONDS          seconds per fuzz target in step 6 (default: 10)
 #   CAIRN_SANITIZER_CTEST_ARGS  extra ctest arguments for step 4, e.g. "-L mpi -LE slow"
 #                               (default: "-LE kill|np4|np64|demo|install|apps|examples|xlang|
 #                               orbax_parity|slurm": the kill trials, the demo, the install checks,
@@ -207,7 +207,7 @@ if [ "${CAIRN_TEST_NOHDF5:-1}" != "0" ]; then
   nohdf5_gtests+=" test_stalls test_file_safety"
   nohdf5_gtests+=" test_save_args test_derived_leaves test_empty_nodes test_restore_memory"
   nohdf5_gtests+=" test_compression test_binary_index"
-  nohdf5_gtests+=" test_aggregation test_aggregation_faults"
+  nohdf5_gtests+=" test_aggregation test_aggregation_faults test_incremental"
   nohdf5_regex="^(${nohdf5_gtests// /|})\\.|^capi\\.test_capi_manager\\."
   nohdf5_regex+="|^xlang\\.c_(save|restores_c)\\.|^apps\\.cli\\."
   configure_build_test "no-hdf5" "$NOHDF5_BUILD_DIR" "-R $nohdf5_regex" \
@@ -241,7 +241,7 @@ fi
 if [ "${CAIRN_TEST_TSAN:-1}" != "0" ]; then
   export TSAN_OPTIONS="suppressions=$root/tests/tsan.supp:halt_on_error=1:second_deadlock_stack=1:${TSAN_OPTIONS:-}"
   configure_build_test "tsan" "$TSAN_BUILD_DIR" "-L async|manager -LE np1|np4|restart|funneled" \
-    "test_async test_staging test_manager test_restart_fallback test_on_commit_fault test_preemption test_manager_threads test_manager_semantics" \
+    "test_async test_staging test_manager test_restart_fallback test_on_commit_fault test_preemption test_manager_threads test_manager_semantics test_incremental_manager" \
     "-DCAIRN_SANITIZE=thread" -DCAIRN_FAULT_INJECTION=ON
 else
   summary+=("tsan: skipped (CAIRN_TEST_TSAN=0)")
@@ -261,7 +261,7 @@ else
     -DCAIRN_BUILD_TESTS=OFF -DCAIRN_BUILD_APPS=OFF -DBUILD_SHARED_LIBS=OFF \
     -DCAIRN_FAULT_INJECTION=OFF \
     -DCAIRN_USE_CUDA=OFF -DCAIRN_USE_NCCL=OFF -DCAIRN_USE_FORTRAN=OFF \
-    "-DCAIRN_SANITIZE=address,undefined" "-DCAIRN_FUZZ_SECONDS=${CAIRN_FUZZ_SECONDS:-20}"
+    "-DCAIRN_SANITIZE=address,undefined" "-DCAIRN_FUZZ_SECONDS=${CAIRN_FUZZ_SECONDS:-10}"
 fi
 
 say "summary"

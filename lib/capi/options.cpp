@@ -352,6 +352,7 @@ CheckpointManagerOptions manager_options(const cairn_manager_options* options) {
   o.save_root_metadata = c.save_root_metadata != 0;
   o.lightweight_initialize = c.lightweight_initialize != 0;
   o.prevent_write_metrics = c.prevent_write_metrics != 0;
+  o.incremental = c.incremental != 0;
   o.clock = clock_from_c(c.clock, c.clock_user_data);
   if (c.metadata_json != nullptr) {
     auto metadata = parse_json(c.metadata_json, "metadata_json");

@@ -204,6 +204,9 @@ boost::json::value ArrayTreeHandler::metadata(const Comm& comm, const std::files
       o["shards"] = leaf.shard_count;
       o["bytes"] = leaf.bytes;
       bytes += leaf.bytes;
+      if (leaf.referenced_bytes > 0) {  // an incremental save: bytes in earlier saves' files
+        o["referenced_bytes"] = leaf.referenced_bytes;
+      }
     } else if (leaf.kind == LeafKind::scalar) {
       o["dtype"] = dtype_name(leaf.dtype);
     }

@@ -122,7 +122,10 @@ std::unique_ptr<IncrementalBase> IncrementalBase::open(const Comm& comm,
         if (!job.writes || job.bytes == 0) continue;
         const LeafRecord* leaf = base_leaf_of(index, job);
         if (leaf == nullptr) continue;
-        const Box& box = job.leaf->as_array().box;
+        const ArrayShard& array = job.leaf->as_array();
+        const Box box = array.box.offset.empty() && array.box.extent.empty()
+                            ? whole_box(array.global_shape)
+                            : array.box;
         for (const ShardRecord& shard : sections.shards_meeting(*leaf, box)) {
           if (shard.box == box && shard.bytes == job.stored_bytes) {
             out->shards_.emplace(i, base_shard_of(index, *leaf, shard, source));

@@ -21,11 +21,16 @@ namespace cairn::storage {
 /// shard. Version 1 (one checksum per shard) is still read.
 inline constexpr std::int64_t kTreeFormatVersion = 2;
 /// Version of an index with a compressed leaf (its "compression", its shards' "chunk_sizes"):
-/// 3, so that a cairn that cannot decompress refuses it. The newest version this build reads.
+/// 3, so that a cairn that cannot decompress refuses it.
 inline constexpr std::int64_t kTreeFormatVersionCompressed = 3;
 /// Version of a two-file index (written by this build): cairn-tree.json holds what grows with
 /// the leaves, cairn-tree.bin the shard records and checksums, one section per array leaf.
 inline constexpr std::int64_t kTreeFormatVersionBinary = 4;
+/// Version of a two-file index whose sections give the place of every chunk of some leaf
+/// (an incremental save, whose shard files have holes where chunks lie in an earlier save's
+/// files): 5, so that a cairn that would read those holes refuses it. The newest version
+/// this build reads.
+inline constexpr std::int64_t kTreeFormatVersionIncremental = 5;
 /// Name of the index file inside an item directory.
 inline constexpr const char* kTreeIndexFile = "cairn-tree.json";
 /// Name of the binary part of a version-4 index inside an item directory.

@@ -342,13 +342,17 @@ std::uint64_t write_index(const std::filesystem::path& dir, TreeIndex index) {
     index.files.push_back(name);
   }
   std::string binary(kTreeIndexBinaryMagic);
-  put(binary, static_cast<std::uint64_t>(kTreeFormatVersionBinary));
+  put(binary, std::uint64_t{0});  // the version, below
   put(binary, std::uint64_t{0});  // the sections' checksum, below
   for (LeafRecord& leaf : index.leaves) {
     if (leaf.kind != LeafKind::array) continue;
     encode_leaf(leaf, file_ids, binary);
     leaf.shards.clear();
+    if (leaf.section->referenced_chunks > 0) index.version = kTreeFormatVersionIncremental;
   }
+  std::string version;
+  put(version, static_cast<std::uint64_t>(index.version));
+  binary.replace(kTreeIndexBinaryMagic.size(), 8, version);
   index.binary_checksum =
       checksum_of(std::as_bytes(std::span(binary).subspan(kTreeIndexBinaryHeaderBytes)));
   std::string sum;

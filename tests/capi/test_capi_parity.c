@@ -2,9 +2,9 @@
  * (argv[1]): the injectable clock, should_save(step, latest_step), CLU's and custom step names,
  * the EveryNSteps / EveryNStepsClosest / LatestDuration policies, should_keep_fn, restore from
  * another root, the user's root metadata, prevent_write_metrics, the plain checkpointers, and
- * the restore of a given multihost step, keep_time_interval_s, and option structs of a caller
- * built against an older cairn.h. Time-based cases use a fake clock, never sleeps. C99,
- * cairn.h and MPI only. */
+ * the restore of a given multihost step, keep_time_interval_s, option structs of a caller
+ * built against an older cairn.h, and incremental saves. Time-based cases use a fake clock, never
+ * sleeps. C99, cairn.h and MPI only. */
 #include <cairn/cairn.h>
 
 #include <stddef.h>
@@ -412,6 +412,61 @@ static void prevent_write_metrics(const cairn_comm* comm, int rank, int size) {
   CHECK_OK(cairn_manager_free(m));
 }
 
+/* Incremental saves (CheckpointManagerOptions::incremental): each step changes the first of
+ * the 8 checksum chunks of every rank's shard, so a step writes that chunk and refers to the
+ * others of the step before; retention deletes the older steps, and the newest restores
+ * exactly. */
+static void incremental(const cairn_comm* comm, int rank, int size) {
+  enum { kCount = 4096 }; /* float64 per rank: 8 chunks of 4 KiB */
+  const int64_t global[1] = {(int64_t)kCount * size};
+  const int64_t offset[1] = {(int64_t)kCount * rank};
+  const int64_t extent[1] = {kCount};
+  double* x = malloc(kCount * sizeof(double));
+  cairn_manager_options o;
+  cairn_save_options s;
+  cairn_manager* m = NULL;
+  cairn_tree* tree = NULL;
+  char* text = NULL;
+  int saved = -1;
+  int step;
+  int i;
+  CHECK(x != NULL);
+  CHECK_OK(cairn_manager_options_init(&o, sizeof o));
+  CHECK(o.incremental == 0);
+  o.incremental = 1;
+  o.max_to_keep = 1;
+  m = open_manager(comm, capi_test_path("incremental"), &o);
+  CHECK_OK(cairn_tree_create(&tree));
+  CHECK_OK(cairn_tree_add_array(tree, "x", CAIRN_FLOAT64, 1, global, offset, extent, x, 0));
+  CHECK_OK(cairn_save_options_init(&s, sizeof s));
+  s.checksum_chunk_bytes = 4096;
+  for (step = 0; step < 3; ++step) {
+    for (i = 0; i < kCount; ++i) x[i] = 1e6 * rank + i + (i < kCount / 8 ? 0.5 * step : 0.0);
+    CHECK_OK(cairn_manager_save(m, step, tree, &s, &saved));
+    CHECK(saved == 1);
+    CHECK_OK(cairn_manager_wait_until_finished(m));
+  }
+  {
+    const int64_t want[] = {2};
+    check_steps(m, want, 1);
+  }
+  /* 7 of each rank's 8 chunks lie in the files of earlier steps. */
+  CHECK_OK(cairn_manager_item_metadata(m, 2, &text));
+  {
+    char expected[64];
+    snprintf(expected, sizeof expected, "\"referenced_bytes\":%d", 7 * 4096 * size);
+    if (strstr(text, expected) == NULL) fprintf(stderr, "item metadata: %s\n", text);
+    CHECK(strstr(text, expected) != NULL);
+  }
+  cairn_free(text);
+  for (i = 0; i < kCount; ++i) x[i] = -1.0;
+  CHECK_OK(cairn_manager_restore(m, 2, tree, NULL));
+  for (i = 0; i < kCount; ++i) CHECK(x[i] == 1e6 * rank + i + (i < kCount / 8 ? 1.0 : 0.0));
+  CHECK_OK(cairn_manager_free(m));
+  cairn_tree_free(tree);
+  free(x);
+}
+
 static void checkpointer_sync(const cairn_comm* comm, int rank, int size) {
   cairn_checkpointer* c = NULL;
   cairn_save_options s;
@@ -540,6 +595,7 @@ static const capi_test_scenario scenarios[] = {
     {"multihost_restore", multihost_restore},
     {"keep_time_interval", keep_time_interval},
     {"older_structs", older_structs},
+    {"incremental", incremental},
 };
 
 int main(int argc, char** argv) {

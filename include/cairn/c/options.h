@@ -126,6 +126,9 @@ typedef struct cairn_manager_options {
                                 manager ranks by them until reload, later ones see none */
   const char* metadata_json; /* [NULL] JSON object: the caller's metadata of the series, stored
                                 as "user" in cairn-root.json by the manager that creates it */
+  int incremental;           /* [0] incremental saves: a save writes only the chunks of its
+                                posix array leaves that changed since the newest committed step
+                                and refers to the others (that step's files, hard-linked) */
 } cairn_manager_options;
 
 /* Fills *options with the defaults for a caller that knows `struct_size` bytes of it. */
