@@ -43,5 +43,12 @@ fi
 echo "setup: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if ! $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; then
+  # apt's resolver can fail on a set it solves package by package (the benchmark's fio and
+  # python3-matplotlib with the core list have pulled the wrong Boost -dev version): retry so.
+  echo "setup: installing the packages one by one"
+  for p in "${missing[@]}"; do
+    $SUDO apt-get install -y -qq --no-install-recommends "$p" >/dev/null
+  done
+fi
 echo "setup: done"

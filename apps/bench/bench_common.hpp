@@ -159,6 +159,13 @@ void run_cairn_meta(const Run& run, const std::string& format);
 /// ".restore" records; "...<compression>.unavailable" where the build or format cannot store it).
 /// Throws std::runtime_error when restored values are off by more than the bound.
 void run_cairn_compress(const Run& run, const std::string& format);
+/// cairn's incremental saves: a field of rows x cols float64 saved for 6 steps through a
+/// CheckpointManager (posix, sync saves) with CheckpointManagerOptions::incremental off and on,
+/// a tenth of its rows changing before each step: per step the save time, the bytes the save
+/// wrote and the bytes allocated to its own shard files; the restore time of the last step,
+/// its values checked exactly ("cairn.posix.incremental.<off|on>.save" and ".restore"
+/// records). Throws std::runtime_error when a restored value differs.
+void run_cairn_incremental(const Run& run);
 /// cairn in `format` on the metadata-heavy tree, each save and restore an MPI_Pcontrol phase
 /// ("save", "restore") for the PMPI counting layer; records time, rank 0's peak memory and the
 /// step directory's files, metadata and index bytes (apps/bench/scaling.py).

@@ -59,6 +59,10 @@ for fmt in ("posix", "hdf5"):
                 for op in ("save", "restore")]
 COMPRESSION_ROWS = [f"compress_{fmt}_{c}_{d}" for fmt in ("posix", "hdf5")
                     for c in ("zstd", "zfp") for d in ("field", "random")]
+# The incremental case (bench_incremental.py): every step of every repetition, off and on.
+RESULTS += [f"cairn.posix.incremental.{mode}.{op}" for mode in ("off", "on")
+            for op in ("save", "restore")]
+INCREMENTAL_STEPS = ["step_seconds_reps", "step_written_bytes_reps", "step_allocated_bytes_reps"]
 # A full run (not --quick) has at least this many repetitions, so that the spread means something.
 FULL_RUN_REPS = 5
 
@@ -100,6 +104,35 @@ def check_spread(t, reps, where):
         raise Bad(f"{where}.met is {t['met']!r}")
     if not isinstance(t["met_reps"], int) or not 0 <= t["met_reps"] <= reps:
         raise Bad(f"{where}.met_reps is {t['met_reps']!r}")
+
+
+def check_incremental(doc, reps):
+    """The incremental records hold one value per step of every repetition, and the summary
+    has its three ratios on / off with one value per repetition."""
+    if "incremental" not in doc:
+        raise Bad("results file.incremental is missing")
+    for mode in ("off", "on"):
+        name = f"cairn.posix.incremental.{mode}.save"
+        r = doc["results"][name]
+        need(r, INCREMENTAL_STEPS + ["steps"], f"results.{name}")
+        for key in INCREMENTAL_STEPS:
+            if len(r[key]) != reps or any(len(steps) != r["steps"] for steps in r[key]):
+                raise Bad(f"results.{name}.{key} has not {r['steps']} steps in each of {reps} "
+                          "repetitions")
+            for i, steps in enumerate(r[key]):
+                for k, x in enumerate(steps):
+                    positive(x, f"results.{name}.{key}[{i}][{k}]")
+    inc = doc["incremental"]
+    need(inc, ["status", "off", "on", "bytes", "save", "restore"], "incremental")
+    if inc["status"] != "ok":
+        raise Bad(f"incremental.status is {inc['status']!r}")
+    for key in ("bytes", "save", "restore"):
+        ratio, where = inc[key], f"incremental.{key}"
+        if len(ratio["ratios"]) != reps:
+            raise Bad(f"{where}.ratios has {len(ratio['ratios'])} values, not {reps}")
+        if (ratio["ratio_min"], ratio["ratio_median"], ratio["ratio_max"]) != (
+                min(ratio["ratios"]), statistics.median(ratio["ratios"]), max(ratio["ratios"])):
+            raise Bad(f"{where}: ratio_min/median/max are not those of its ratios")
 
 
 def check_compression(doc, reps):
@@ -198,8 +231,10 @@ def check(doc, json_path, report):
         positive(r["gbps"], f"results.{name}.gbps")
         if "save_async" in name:
             need(r, ["median_total_seconds"], f"results.{name}")
-        # The main tree's cairn cases (not the compress cases, which measure no memory).
-        main_case = name.startswith("cairn.") and ".compress." not in name
+        # The main tree's cairn cases (not the compress and incremental cases, which measure no
+        # memory).
+        main_case = (name.startswith("cairn.") and ".compress." not in name and
+                     ".incremental." not in name)
         if main_case and name.split(".")[-1] in ["save_sync"] + RESTORES:
             need(r, MEMORY_FIELDS, f"results.{name}")
             if len(r["peak_rss_growth_bytes_reps"]) != reps:
@@ -210,6 +245,7 @@ def check(doc, json_path, report):
         if main_case and name.split(".")[-1] in RESTORES:
             need(r, ["ranks", "saved_ranks", "layout"], f"results.{name}")
     check_compression(doc, reps)
+    check_incremental(doc, reps)
     targets = {t.get("id"): t for t in doc["targets"]}
     for tid in TARGETS:
         if tid not in targets:
@@ -238,6 +274,8 @@ def check(doc, json_path, report):
                 raise Bad(f"{report} does not show the target {t['id']}")
         if "## Compression" not in text or "bytes on disk ÷ none" not in text:
             raise Bad(f"{report} has no Compression section")
+        if "## Incremental saves" not in text or "| on ÷ off |" not in text:
+            raise Bad(f"{report} has no Incremental saves section")
 
 
 def main():

@@ -59,10 +59,15 @@ std::string describe_mismatch(const std::filesystem::path& dir, const LeafRecord
                               const ShardRecord& shard, const ChunkMismatch& bad,
                               std::string_view file_range) {
   const std::string where = file_range.empty() ? std::string() : fmt::format(", {}", file_range);
+  // A chunk of an incremental save may lie in a linked file of an earlier save: name that one.
+  const bool referenced =
+      bad.chunk < shard.chunk_refs.size() && shard.chunk_refs[bad.chunk].referenced();
+  const std::string& file =
+      referenced ? shard.ref_files.at(shard.chunk_refs[bad.chunk].file) : shard.file;
   return fmt::format(
       "checksum mismatch in '{}' for leaf '{}' (shard of rank {}, box {}): {}bytes [{}, {}) of the "
       "shard (chunk {} of {}{}): stored {}, computed {}",
-      (dir / shard.file).string(), leaf.path, shard.rank, to_string(shard.box),
+      (dir / file).string(), leaf.path, shard.rank, to_string(shard.box),
       shard.compressed() ? "compressed " : "", bad.begin, bad.end, bad.chunk,
       shard.checksums.size(), where, checksum_to_hex(bad.stored), checksum_to_hex(bad.computed));
 }
