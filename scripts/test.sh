@@ -13,7 +13,8 @@
 #      the command-line tool's tests): checkpoints in posix, hdf5 refused with a message;
 #   4. the same with AddressSanitizer + UndefinedBehaviorSanitizer in $ASAN_BUILD_DIR (a Debug
 #      build: assertions on, and it compiles about four times faster than an optimised
-#      sanitizer build), without the suites that check something other than memory use;
+#      sanitizer build), without the suites that check something other than memory use, and
+#      building only the programs of the tests it runs;
 #   5. the threaded tests (labels async, manager; 2 ranks) under ThreadSanitizer in
 #      $TSAN_BUILD_DIR;
 #   6. the libFuzzer targets of tests/fuzz (clang, ASan + UBSan, Debug) in $FUZZ_BUILD_DIR,
@@ -118,7 +119,9 @@ cuda_linkage() {
 }
 
 # configure_build_test <name> <build dir> <ctest args> <targets> [cmake args...]
-# <targets>: space-separated build targets, or "" for everything.
+# <targets>: space-separated build targets, "" for everything, or "@tests" for the programs
+# (and shared libraries) of the tests that <ctest args> select (scripts/ctest_programs.py;
+# Ninja only, everything otherwise).
 configure_build_test() {
   local name="$1" dir="$2" ctest_args="$3" targets="$4"
   shift 4
@@ -143,6 +146,18 @@ configure_build_test() {
     return
   fi
 
+  if [ "$targets" = "@tests" ]; then
+    targets=""
+    if [ "$generator" = "Ninja" ]; then
+      local -a selection
+      read -r -a selection <<<"$ctest_args"
+      if ! targets="$(/usr/bin/python3 scripts/ctest_programs.py "$dir" "${selection[@]}")"; then
+        failed+=("$name configure")
+        summary+=("$name: listing the programs of its tests failed")
+        return
+      fi
+    fi
+  fi
   say "$name: build (-j$JOBS)${targets:+ $targets}"
   local -a target_args=()
   if [ -n "$targets" ]; then
@@ -228,7 +243,7 @@ if [ "${CAIRN_TEST_SANITIZERS:-1}" != "0" ]; then
   export ASAN_OPTIONS="detect_leaks=0:protect_shadow_gap=0:${ASAN_OPTIONS:-}"
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
   configure_build_test "sanitizers" "$ASAN_BUILD_DIR" \
-    "${CAIRN_SANITIZER_CTEST_ARGS--LE kill|np4|np64|demo|install|apps|examples|xlang|orbax_parity|slurm}" "" \
+    "${CAIRN_SANITIZER_CTEST_ARGS--LE kill|np4|np64|demo|install|apps|examples|xlang|orbax_parity|slurm}" "@tests" \
     -DCMAKE_BUILD_TYPE=Debug "-DCAIRN_SANITIZE=address,undefined" -DCAIRN_FAULT_INJECTION=ON
 else
   summary+=("sanitizers: skipped (CAIRN_TEST_SANITIZERS=0)")

@@ -18,6 +18,7 @@
 #include "storage/compress.hpp"
 #include "storage/index_binary.hpp"
 #include "storage/posix/aggregation.hpp"
+#include "storage/save_exchange.hpp"
 
 namespace cairn::storage {
 namespace json = boost::json;
@@ -33,60 +34,6 @@ StorageFormat format_of(const TreeSaveOptions& options, const std::string& path)
 LeafSaveArgs save_args_of(const TreeSaveOptions& options, const std::string& path) {
   auto it = options.save_args.find(path);
   return it == options.save_args.end() ? LeafSaveArgs{} : it->second;
-}
-
-json::value record_to_json(std::size_t array_index, const ShardRecord& s) {
-  json::object o;
-  o["array"] = array_index;
-  o["rank"] = s.rank;
-  o["offset"] = json::value_from(s.box.offset);
-  o["extent"] = json::value_from(s.box.extent);
-  o["file"] = s.file;
-  o["byte_offset"] = s.byte_offset;
-  o["bytes"] = s.bytes;
-  std::string sums;
-  for (std::uint64_t c : s.checksums) sums += checksum_to_hex(c);
-  o["xxh3"] = std::move(sums);
-  if (s.compressed()) o["chunk_sizes"] = json::value_from(s.chunk_sizes);
-  if (s.has_refs()) {
-    json::array refs;  // per chunk: null (its own bytes) or [ref_files position, byte offset]
-    for (const ChunkRef& ref : s.chunk_refs) {
-      refs.push_back(ref.referenced() ? json::value(json::array{ref.file, ref.byte_offset})
-                                      : json::value(nullptr));
-    }
-    o["chunk_refs"] = std::move(refs);
-    o["ref_files"] = json::value_from(s.ref_files);
-  }
-  return o;
-}
-
-ShardRecord record_from_json(const json::object& o) {
-  ShardRecord s;
-  s.rank = static_cast<int>(o.at("rank").as_int64());
-  s.box.offset = json::value_to<std::vector<std::int64_t>>(o.at("offset"));
-  s.box.extent = json::value_to<std::vector<std::int64_t>>(o.at("extent"));
-  s.file = json::value_to<std::string>(o.at("file"));
-  s.byte_offset = json::value_to<std::uint64_t>(o.at("byte_offset"));
-  s.bytes = json::value_to<std::uint64_t>(o.at("bytes"));
-  const std::string_view sums = o.at("xxh3").as_string();
-  for (std::size_t c = 0; c + 16 <= sums.size(); c += 16) {
-    s.checksums.push_back(*checksum_from_hex(sums.substr(c, 16)));
-  }
-  if (const json::value* sizes = o.if_contains("chunk_sizes")) {
-    s.chunk_sizes = json::value_to<std::vector<std::uint64_t>>(*sizes);
-  }
-  if (const json::value* refs = o.if_contains("chunk_refs")) {
-    s.ref_files = json::value_to<std::vector<std::string>>(o.at("ref_files"));
-    for (const json::value& ref : refs->as_array()) {
-      if (ref.is_null()) {
-        s.chunk_refs.emplace_back();
-        continue;
-      }
-      s.chunk_refs.push_back({.file = json::value_to<std::uint32_t>(ref.as_array().at(0)),
-                              .byte_offset = json::value_to<std::uint64_t>(ref.as_array().at(1))});
-    }
-  }
-  return s;
 }
 
 // Throws Unsupported when this build lacks `compression`, InvalidArgument when it cannot
@@ -203,17 +150,6 @@ std::vector<MemoryKind> check_leaves(const Comm& comm, const std::filesystem::pa
   return memory;
 }
 
-// Every rank's layout of array leaf `i`, from the gathered layouts of every rank.
-std::vector<LeafLayout> layouts_of_array(const std::vector<json::value>& all, std::size_t i) {
-  std::vector<LeafLayout> per_rank;
-  per_rank.reserve(all.size());
-  for (std::size_t r = 0; r < all.size(); ++r) {
-    per_rank.push_back(
-        LeafLayout::from_json(all[r].as_array().at(i), {}, fmt::format("rank {} leaf {}", r, i)));
-  }
-  return per_rank;
-}
-
 // Settles what this rank writes of `job` (`writers`: the ranks validate_layout() chose) and
 // appends the array to `of_format`, the arrays of its format's writer.
 void plan_write(const Comm& comm, const std::vector<int>& writers,
@@ -263,11 +199,9 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
   const std::vector<MemoryKind> memory = check_leaves(comm, dir_, tree, leaves, options_);
 
   // Every rank's layout of every array leaf, validated identically on every rank.
-  json::array layouts;
   for (const Leaf* leaf : leaves) {
     if (leaf->kind() != LeafKind::array) continue;
     arrays_.push_back(plan_job(leaf, memory.at(arrays_.size())));
-    layouts.push_back(leaf->as_array().layout().to_json());
   }
   // The formats decide which collective steps follow (a writer's open and close): ranks that
   // chose differently (leaf_formats, format or save_args differing between ranks) fail here,
@@ -288,10 +222,10 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
   formats.add(options_.incremental_base.string());
   comm.agree({.operation = "save_tree leaf formats " + dir_.filename().string(),
               .structure = formats.value()});
-  const std::vector<json::value> all = comm.allgather_json(layouts);
+  const ExchangedLayouts layouts(comm.allgather_json(layouts_to_exchange(leaves)), arrays_.size());
   std::map<StorageFormat, std::vector<ArrayToWrite>> by_format;
   for (std::size_t i = 0; i < arrays_.size(); ++i) {
-    const std::vector<LeafLayout> per_rank = layouts_of_array(all, i);
+    const std::vector<LeafLayout> per_rank = layouts.of_leaf(i);
     ArrayJob& job = arrays_[i];
     const std::string& path = job.leaf->path();
     const bool sparse = options_.allow_sparse &&

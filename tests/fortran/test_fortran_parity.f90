@@ -139,6 +139,8 @@ program test_fortran_parity
     call multihost_restore()
   case ('keep_time_interval')
     call keep_time_interval()
+  case ('incremental')
+    call incremental()
   case default
     call expect(.false., 'unknown scenario "'//trim(scenario)//'"')
   end select
@@ -423,6 +425,48 @@ contains
     call expect(.not. found, 'no best step without metrics on disk')
     call cairn_manager_free(manager)
   end subroutine prevent_write_metrics
+
+  ! incremental=.true.: each step changes the first of the 8 checksum chunks of every rank's
+  ! block, so a step refers to the 7 others in the step before; retention deletes the older
+  ! steps, and the newest restores exactly.
+  subroutine incremental()
+    integer, parameter :: n = 4096
+    type(cairn_manager) :: manager
+    type(cairn_tree) :: tree
+    real(c_double), target :: u(n)
+    character(len=:), allocatable :: json
+    character(len=64) :: expected
+    logical :: saved
+    integer :: step, i
+    call cairn_manager_create(manager, comm, dir//'/incremental', enable_async=.false., &
+                              max_to_keep=1, incremental=.true.)
+    call cairn_tree_create(tree)
+    call cairn_tree_add_array(tree, 'u', u, global_shape=[n * size], offset=[rank * n])
+    do step = 0, 2
+      do i = 1, n
+        u(i) = 1.0e6_c_double * rank + i
+        if (i <= n / 8) u(i) = u(i) + 0.5_c_double * step
+      end do
+      call cairn_manager_save(manager, int(step, c_int64_t), tree, saved, &
+                              checksum_chunk_bytes=4096_c_size_t)
+      call expect(saved, 'saved')
+    end do
+    call expect(steps_are(manager, [2_c_int64_t]), 'retention kept the newest step')
+    call cairn_manager_item_metadata(manager, 2_c_int64_t, json)
+    write (expected, '(a, i0)') '"referenced_bytes":', 7 * 4096 * size
+    call expect(index(json, trim(expected)) > 0, '7 of 8 chunks in earlier steps: '//json)
+    u = -1.0_c_double
+    call cairn_manager_restore(manager, tree, step=2_c_int64_t)
+    do i = 1, n
+      if (i <= n / 8) then
+        call expect(u(i) == 1.0e6_c_double * rank + i + 1.0_c_double, 'a changed value')
+      else
+        call expect(u(i) == 1.0e6_c_double * rank + i, 'an unchanged value')
+      end if
+    end do
+    call cairn_tree_free(tree)
+    call cairn_manager_free(manager)
+  end subroutine incremental
 
   subroutine checkpointers()
     type(cairn_checkpointer) :: sync, async

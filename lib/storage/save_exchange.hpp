@@ -1,0 +1,51 @@
+// cairn — what the ranks of a save exchange (internal): their layouts of the array leaves
+// when the save is planned (TreeWriter's constructor, one allgather) and their shard records
+// when the index is written (TreeWriter::finish(), one gather on the primary).
+#pragma once
+
+#include <cairn/layout.hpp>
+#include <cairn/tree.hpp>
+
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "storage/index.hpp"
+
+namespace cairn::storage {
+
+/// This rank's layouts of the array leaves among `leaves`, as the ranks exchange them:
+/// {"table": the distinct layouts, "leaf": per array leaf its position in the table}. The
+/// leaves of a tree mostly share a few layouts (every leaf of a shape has the same box), so
+/// what a rank receives grows with ranks x distinct layouts plus a small number per leaf, not
+/// with ranks x leaves x a layout. Not collective; never throws beyond std::bad_alloc.
+[[nodiscard]] boost::json::object layouts_to_exchange(const std::vector<const Leaf*>& leaves);
+
+/// Every rank's layouts of the array leaves, as every rank sent them (layouts_to_exchange()):
+/// each rank's table parsed once and, per leaf, its position there, so that the layouts of
+/// one leaf are made when it is validated, not those of every leaf at once.
+class ExchangedLayouts {
+ public:
+  /// `all`: what each rank sent, in rank order; `leaves`: the number of array leaves. Not
+  /// collective. Throws FormatError naming the rank for a bad entry.
+  ExchangedLayouts(const std::vector<boost::json::value>& all, std::size_t leaves);
+  /// Every rank's layout of array leaf `i`, in rank order. Never throws beyond std::bad_alloc.
+  [[nodiscard]] std::vector<LeafLayout> of_leaf(std::size_t i) const;
+
+ private:
+  std::vector<std::vector<LeafLayout>> tables_;        // per rank: its distinct layouts
+  std::vector<std::vector<std::uint32_t>> positions_;  // per rank, per leaf: in its table
+};
+
+/// A shard record of array `array_index` (its position among the tree's array leaves) as a
+/// rank sends it to the primary: box, file, offset, checksums (hex), chunk sizes and chunk
+/// places. Never throws beyond std::bad_alloc.
+[[nodiscard]] boost::json::value record_to_json(std::size_t array_index, const ShardRecord& s);
+
+/// The record that record_to_json() sent (the array index is read by the caller). Throws
+/// boost::system::system_error on a malformed object (the ranks of one save send these).
+[[nodiscard]] ShardRecord record_from_json(const boost::json::object& o);
+
+}  // namespace cairn::storage

@@ -1,0 +1,126 @@
+// What the ranks of a save exchange (storage/save_exchange.hpp): a rank's layouts travel as a
+// table of its distinct layouts and one position per leaf, so that what every rank receives
+// does not grow with ranks x leaves x a layout; every rank gets back each rank's layout of
+// each leaf; a bad position names the rank; shard records keep their chunk places.
+#include <gtest/gtest.h>
+
+#include <cairn/error.hpp>
+#include <cairn/tree.hpp>
+
+#include <boost/json.hpp>
+#include <string>
+#include <vector>
+
+#include "storage/save_exchange.hpp"
+#include "storage/storage_test_util.hpp"
+
+namespace cairn::testing {
+namespace {
+
+using storage::ExchangedLayouts;
+using storage::layouts_to_exchange;
+using storage::record_from_json;
+using storage::record_to_json;
+using storage::ShardRecord;
+
+const std::vector<std::int64_t> kShape = {64, 32};
+const std::vector<std::int64_t> kOther = {10};
+
+// 40 leaves of one shape and 2 of another, plus a scalar, on this rank's slab.
+struct Tree {
+  std::vector<double> a, b;
+  ArrayTree tree;
+  Tree(int rank, int size)
+      : a(static_cast<std::size_t>(volume(slab_box(kShape, rank, size)))),
+        b(static_cast<std::size_t>(volume(slab_box(kOther, rank, size))) + 1) {
+    for (int i = 0; i < 40; ++i) {
+      tree.add_array("big/" + std::to_string(100 + i), {.dtype = DType::float64,
+                                                        .global_shape = kShape,
+                                                        .box = slab_box(kShape, rank, size),
+                                                        .data = a.data()});
+    }
+    for (const char* name : {"small/x", "small/y"}) {
+      tree.add_array(name, {.dtype = DType::float64,
+                            .global_shape = kOther,
+                            .box = slab_box(kOther, rank, size),
+                            .data = b.data()});
+    }
+    tree.add_scalar("step", Scalar(std::int64_t{7}));
+  }
+};
+
+TEST(SaveExchange, ALayoutIsSentOnceAndEveryLeafNamesIt) {
+  Comm comm(MPI_COMM_WORLD);
+  Tree t(comm.rank(), comm.size());
+  const boost::json::object sent = layouts_to_exchange(t.tree.leaves_under(""));
+  EXPECT_EQ(sent.at("table").as_array().size(), 2u) << boost::json::serialize(sent);
+  ASSERT_EQ(sent.at("leaf").as_array().size(), 42u);  // array leaves only
+  // Sorted paths: the 40 "big/..." leaves, then "small/x" and "small/y".
+  for (std::size_t i = 0; i < 40; ++i)
+    EXPECT_EQ(sent.at("leaf").as_array()[i].to_number<std::int64_t>(), 0);
+  EXPECT_EQ(sent.at("leaf").as_array()[40].to_number<std::int64_t>(), 1);
+  EXPECT_EQ(sent.at("leaf").as_array()[41].to_number<std::int64_t>(), 1);
+  // What a rank sends stays far below one layout per leaf.
+  const std::string one =
+      boost::json::serialize(t.tree.leaves_under("").front()->as_array().layout().to_json());
+  EXPECT_LT(boost::json::serialize(sent).size(), 4 * one.size() + 42 * 3);
+}
+
+TEST(SaveExchange, EveryRankGetsEachRanksLayoutOfEachLeaf) {
+  Comm comm(MPI_COMM_WORLD);
+  Tree t(comm.rank(), comm.size());
+  const ExchangedLayouts layouts(comm.allgather_json(layouts_to_exchange(t.tree.leaves_under(""))),
+                                 42);
+  for (std::size_t i = 0; i < 42; ++i) {
+    const std::vector<LeafLayout> per_rank = layouts.of_leaf(i);
+    ASSERT_EQ(per_rank.size(), static_cast<std::size_t>(comm.size()));
+    const auto& shape = i < 40 ? kShape : kOther;
+    for (int r = 0; r < comm.size(); ++r) {
+      EXPECT_EQ(per_rank[static_cast<std::size_t>(r)].global_shape, shape);
+      ASSERT_TRUE(per_rank[static_cast<std::size_t>(r)].box.has_value());
+      EXPECT_EQ(*per_rank[static_cast<std::size_t>(r)].box, slab_box(shape, r, comm.size()))
+          << "leaf " << i << " rank " << r;
+    }
+  }
+}
+
+TEST(SaveExchange, APositionOutsideTheTableNamesTheRank) {
+  Comm comm(MPI_COMM_WORLD);
+  Tree t(comm.rank(), comm.size());
+  boost::json::object sent = layouts_to_exchange(t.tree.leaves_under(""));
+  std::vector<boost::json::value> all(2, sent);
+  all[1].as_object()["leaf"].as_array()[3] = 9;
+  try {
+    (void)ExchangedLayouts(all, 42);
+    FAIL() << "a position outside the table was taken";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("rank 1 names layout 9 of 2"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW((void)ExchangedLayouts(all, 41), FormatError);  // another number of leaves
+}
+
+TEST(SaveExchange, AShardRecordKeepsItsChunkPlaces) {
+  ShardRecord s{
+      .rank = 3,
+      .box = {{0, 4}, {2, 4}},
+      .file = "shards/p3.bin",
+      .byte_offset = 8192,
+      .bytes = 64,
+      .checksums = {1, 2, 3},
+      .chunk_refs = {{}, {.file = 0, .byte_offset = 4096}, {.file = 1, .byte_offset = 16}},
+      .ref_files = {"shards/r0.bin", "shards/r5.bin"}};
+  const boost::json::value sent = record_to_json(7, s);
+  EXPECT_EQ(sent.at("array").to_number<std::int64_t>(), 7);
+  const ShardRecord back = record_from_json(sent.as_object());
+  EXPECT_EQ(back.rank, s.rank);
+  EXPECT_EQ(back.box, s.box);
+  EXPECT_EQ(back.file, s.file);
+  EXPECT_EQ(back.byte_offset, s.byte_offset);
+  EXPECT_EQ(back.checksums, s.checksums);
+  EXPECT_EQ(back.chunk_refs, s.chunk_refs);
+  EXPECT_EQ(back.ref_files, s.ref_files);
+}
+
+}  // namespace
+}  // namespace cairn::testing
