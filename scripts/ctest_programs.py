@@ -6,7 +6,9 @@
 For the tests that `ctest -N CTEST ARGS` lists in BUILD_DIR (a configured Ninja build tree),
 every file of the build tree named in a test's command or properties (the program, a tool
 passed as an argument, a path in its ENVIRONMENT), plus every shared library and module the
-tree builds (libcairn, the HDF5 filter plugin: loaded, never named). Paths are relative to
+tree builds (libcairn, the HDF5 filter plugin: loaded, never named). A test whose program is a
+target not built yet has no command in ctest's listing; its add_test() line in the
+CTestTestfile.cmake files names the program. Paths are relative to
 BUILD_DIR, one line, space-separated, so that a build of a selection of tests (scripts/test.sh's
 sanitizer step) compiles only what those tests run. Exits non-zero when ctest or ninja fails.
 """
@@ -41,10 +43,20 @@ def main(argv):
                              capture_output=True, text=True, check=True).stdout
     known = {line.split(": ")[0] for line in outputs.splitlines() if ": " in line}
     wanted = {t for t in known if re.search(r"\.so(\.[0-9]+)*$", t)}
+    declared = {}  # test name -> its add_test() line
+    for folder, _, files in os.walk(build):
+        if "CTestTestfile.cmake" in files:
+            with open(os.path.join(folder, "CTestTestfile.cmake")) as f:
+                for line in f:
+                    m = re.match(r"add_test\(\[=\[(.*?)\]=\]", line)
+                    if m:
+                        declared[m.group(1)] = line
     prefix = build + os.sep
     for test in tests:
-        for text in _strings([test.get("command", []), test.get("properties", [])]):
-            for token in re.split(r"[\s=;:,]+", text):
+        texts = [test.get("command", []), test.get("properties", []),
+                 declared.get(test.get("name"), "")]
+        for text in _strings(texts):
+            for token in re.split(r"[\s=;:,\"()]+", text):
                 if token.startswith(prefix):
                     relative = os.path.relpath(token, build)
                     if relative in known:
