@@ -11,7 +11,7 @@ min, median and max. No bound: the ratios are reported, not judged.
 """
 import statistics
 
-from bench_markdown import fmt_number as _fmt, replace_section, spread_text
+from bench_markdown import fmt_number as _fmt, paired_ratios, replace_section, spread_text
 
 FORMATS = ("posix", "hdf5")
 COMPRESSIONS = ("zstd", "zfp")
@@ -45,13 +45,11 @@ def _ratio(res, num_name, den_name, key):
     if not num or not den:
         out["status"] = f"unavailable: no measurement of {den_name if num else num_name}"
         return out
-    a, b = num.get(key), den.get(key)
-    if not a or not b or len(a) != len(b) or any(x is None or x <= 0 for x in b):
+    ratios = paired_ratios(num.get(key), den.get(key))
+    if ratios is None:
         out["status"] = f"unavailable: {num_name} or {den_name} lacks {key} in a repetition"
         return out
-    ratios = [x / y for x, y in zip(a, b)]
-    out.update(ratios=ratios, ratio_min=min(ratios), ratio_median=statistics.median(ratios),
-               ratio_max=max(ratios))
+    out.update(ratios)
     return out
 
 

@@ -23,7 +23,7 @@ import json
 import os
 import statistics
 
-from bench_markdown import fmt_number as _fmt, replace_section, spread_text
+from bench_markdown import fmt_number as _fmt, paired_ratios, replace_section, spread_text
 
 MODES = ("off", "on")
 # (key of the ratio, what is compared, the record's operation, the per-repetition value)
@@ -60,13 +60,11 @@ def _ratio(num, den, key):
     repetition."""
     out = {"ratios": [], "ratio_min": None, "ratio_median": None, "ratio_max": None,
            "status": "ok"}
-    a, b = num[key], den[key]
-    if len(a) != len(b) or any(x <= 0 for x in b):
+    ratios = paired_ratios(num[key], den[key])
+    if ratios is None:
         out["status"] = f"unavailable: {key} has no positive value in every repetition"
         return out
-    ratios = [x / y for x, y in zip(a, b)]
-    out.update(ratios=ratios, ratio_min=min(ratios), ratio_median=statistics.median(ratios),
-               ratio_max=max(ratios))
+    out.update(ratios)
     return out
 
 

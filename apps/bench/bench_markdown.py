@@ -1,6 +1,7 @@
 """The generated sections of BENCHMARKS.md: each lies between its own begin and end markers, and
 only that text is replaced; the rest of the report is left as it is."""
 import os
+import statistics
 
 
 def replace_section(report, begin, end, section, heading=""):
@@ -30,3 +31,15 @@ def spread_text(ratio):
     if ratio["status"] != "ok":
         return "—"
     return " / ".join(fmt_number(ratio[k]) for k in ("ratio_min", "ratio_median", "ratio_max"))
+
+
+def paired_ratios(numerators, denominators):
+    """{ratios, ratio_min, ratio_median, ratio_max} of numerators[i] / denominators[i] (the
+    repetitions of two measurements, paired by position), or None when the lists differ in
+    length or a denominator is missing or not positive."""
+    if not numerators or not denominators or len(numerators) != len(denominators) or \
+            any(x is None or x <= 0 for x in denominators) or any(x is None for x in numerators):
+        return None
+    ratios = [x / y for x, y in zip(numerators, denominators)]
+    return {"ratios": ratios, "ratio_min": min(ratios), "ratio_median": statistics.median(ratios),
+            "ratio_max": max(ratios)}
