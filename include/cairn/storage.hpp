@@ -319,9 +319,10 @@ struct SavedLeafInfo {
   /// compressed chunks (posix), otherwise `bytes`.
   std::uint64_t stored_bytes = 0;
   /// Array leaves of an incremental save (TreeSaveOptions::incremental_base): the checksum
-  /// chunks that lie in an earlier save's files (not written by this save), and their stored
-  /// bytes. 0 for a leaf written whole.
+  /// chunks that lie in an earlier save's files (not written by this save); 0 for a leaf
+  /// written whole.
   std::uint64_t referenced_chunks = 0;
+  /// Array leaves: the stored bytes of those chunks (0 for a leaf written whole).
   std::uint64_t referenced_bytes = 0;
 };
 

@@ -92,8 +92,11 @@ std::unique_ptr<IncrementalBase> IncrementalBase::open(const Comm& comm,
                                                        const std::filesystem::path& base,
                                                        const std::filesystem::path& dir,
                                                        const std::vector<ArrayJob>& jobs) {
-  std::error_code ec;
-  if (std::filesystem::weakly_canonical(base, ec) == std::filesystem::weakly_canonical(dir, ec)) {
+  std::error_code base_error;
+  std::error_code dir_error;
+  const auto base_path = std::filesystem::weakly_canonical(base, base_error);
+  const auto dir_path = std::filesystem::weakly_canonical(dir, dir_error);
+  if (!base_error && !dir_error && base_path == dir_path) {
     throw InvalidArgument(fmt::format(
         "save_tree '{}': incremental_base is the directory being written; give an earlier save",
         dir.string()));

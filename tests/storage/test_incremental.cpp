@@ -417,6 +417,22 @@ TEST(Incremental, AMissingOrEmptyBaseWritesEverything) {
   EXPECT_FALSE(fs::exists(tmp / "missing"));
 }
 
+TEST(Incremental, TheDirectoryBeingWrittenIsNoBase) {
+  const SharedTempDir tmp;
+  const Comm world(MPI_COMM_WORLD);
+  const auto dir = tmp / "a";
+  save_state(world, dir, 0, block_box, {});
+  try {
+    save_state(world, dir, 1, block_box, tmp / "." / "a");
+    FAIL() << "a save into its own base went through";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("incremental_base is the directory being written"),
+              std::string::npos)
+        << e.what();
+  }
+  expect_everywhere(world, dir, 0, block_box);  // nothing was written
+}
+
 TEST(Incremental, AnotherDecompositionRefersToNothing) {
   const SharedTempDir tmp;
   const Comm world(MPI_COMM_WORLD);
