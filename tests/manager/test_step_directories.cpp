@@ -131,8 +131,7 @@ TEST(StepDirectories, FormatVersionsAreThoseWritten) {
   EXPECT_EQ(read_step_metadata(root / "0").at("version").as_int64(), versions.step);
   const auto tree_version = [&](const char* step) {
     std::ifstream in(root / step / "cairn-tree.json");
-    const std::string text((std::istreambuf_iterator<char>(in)),
-                           std::istreambuf_iterator<char>());
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     return boost::json::parse(text).at("version").as_int64();
   };
   // The newest version is that of an index with chunks in earlier saves; the others write the
