@@ -213,29 +213,6 @@ std::uint64_t chunk_bytes_for(DType dtype, std::uint64_t requested) noexcept {
 
 std::string shard_file_name(int rank) { return fmt::format("shards/p{}.bin", rank); }
 
-std::uint64_t ShardRecord::chunk_stored_offset(std::size_t c,
-                                               std::uint64_t chunk_bytes) const noexcept {
-  if (!compressed()) return std::min<std::uint64_t>(c * chunk_bytes, bytes);
-  std::uint64_t at = 0;
-  for (std::size_t i = 0; i < c && i < chunk_sizes.size(); ++i) at += chunk_sizes[i];
-  return at;
-}
-
-std::uint64_t ShardRecord::chunk_stored_size(std::size_t c,
-                                             std::uint64_t chunk_bytes) const noexcept {
-  if (compressed()) return c < chunk_sizes.size() ? chunk_sizes[c] : 0;
-  const std::uint64_t first = chunk_stored_offset(c, chunk_bytes);
-  return std::min(chunk_bytes, bytes - first);
-}
-
-std::uint64_t ShardRecord::referenced_bytes(std::uint64_t chunk_bytes) const noexcept {
-  std::uint64_t total = 0;
-  for (std::size_t c = 0; c < chunk_refs.size(); ++c) {
-    if (chunk_refs[c].referenced()) total += chunk_stored_size(c, chunk_bytes);
-  }
-  return total;
-}
-
 json::value chunk_refs_to_json(const ShardRecord& shard) {
   json::array refs;
   for (const ChunkRef& ref : shard.chunk_refs) {

@@ -81,14 +81,29 @@ struct ShardRecord {
   [[nodiscard]] bool compressed() const noexcept { return !chunk_sizes.empty(); }
   /// Whether some chunk lies in another file. Never throws.
   [[nodiscard]] bool has_refs() const noexcept { return !chunk_refs.empty(); }
-  /// Stored bytes of the chunks that lie in other files (0 without chunk_refs). Never throws.
-  [[nodiscard]] std::uint64_t referenced_bytes(std::uint64_t chunk_bytes) const noexcept;
   /// Offset of chunk `c`'s stored bytes in the shard's stored stream (its chunks back to
-  /// back), and its stored size. `chunk_bytes`: the leaf's raw chunk size. Never throws.
+  /// back). `chunk_bytes`: the leaf's raw chunk size. Never throws.
   [[nodiscard]] std::uint64_t chunk_stored_offset(std::size_t c,
-                                                  std::uint64_t chunk_bytes) const noexcept;
+                                                  std::uint64_t chunk_bytes) const noexcept {
+    if (!compressed()) return std::min<std::uint64_t>(c * chunk_bytes, bytes);
+    std::uint64_t at = 0;
+    for (std::size_t i = 0; i < c && i < chunk_sizes.size(); ++i) at += chunk_sizes[i];
+    return at;
+  }
+  /// Stored size of chunk `c` (see chunk_stored_offset()). Never throws.
   [[nodiscard]] std::uint64_t chunk_stored_size(std::size_t c,
-                                                std::uint64_t chunk_bytes) const noexcept;
+                                                std::uint64_t chunk_bytes) const noexcept {
+    if (compressed()) return c < chunk_sizes.size() ? chunk_sizes[c] : 0;
+    return std::min(chunk_bytes, bytes - chunk_stored_offset(c, chunk_bytes));
+  }
+  /// Stored bytes of the chunks that lie in other files (0 without chunk_refs). Never throws.
+  [[nodiscard]] std::uint64_t referenced_bytes(std::uint64_t chunk_bytes) const noexcept {
+    std::uint64_t total = 0;
+    for (std::size_t c = 0; c < chunk_refs.size(); ++c) {
+      if (chunk_refs[c].referenced()) total += chunk_stored_size(c, chunk_bytes);
+    }
+    return total;
+  }
   /// Bytes the shard takes in its file: the sum of chunk_sizes, or `bytes`. Never throws.
   [[nodiscard]] std::uint64_t stored_bytes() const noexcept {
     std::uint64_t total = 0;

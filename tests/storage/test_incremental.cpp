@@ -313,7 +313,9 @@ TEST(Incremental, AnUnchangedSaveRefersToEveryChunkAndOutlivesAChainOfBases) {
 }
 
 TEST(Incremental, ZstdLeavesReferToTheirUnchangedCompressedChunks) {
-  if (!CAIRN_HAVE_ZSTD) GTEST_SKIP() << "this build lacks zstd";
+  if (!CAIRN_HAVE_ZSTD)
+    GTEST_SKIP()
+        << "this build of cairn has no zstd (libzstd-dev): it cannot write compressed leaves";
   const SharedTempDir tmp;
   const Comm world(MPI_COMM_WORLD);
   const auto a = tmp / "A";
@@ -371,7 +373,9 @@ TEST(Incremental, AnAggregatedSaveRefersToItsBase) {
 }
 
 TEST(Incremental, Hdf5LeavesAreWrittenWhole) {
-  if (!CAIRN_HAVE_HDF5) GTEST_SKIP() << "this build lacks HDF5";
+  if (!CAIRN_HAVE_HDF5)
+    GTEST_SKIP()
+        << "this build of cairn has no HDF5 (the no-hdf5 build): it cannot write hdf5 leaves";
   const SharedTempDir tmp;
   const Comm world(MPI_COMM_WORLD);
   const auto a = tmp / "A";

@@ -228,22 +228,13 @@ void PosixShardReader::prefetch(const LeafRecord& leaf, const ShardRecord& shard
 
 std::string PosixShardReader::file_range(const LeafRecord& leaf, const ShardRecord& shard,
                                          std::uint64_t first, std::uint64_t bytes) const {
-  if (shard.has_refs()) {
-    // Name the file of every chunk in the range that lies elsewhere.
+  if (shard.has_refs()) {  // an incremental save: the file and offsets of each chunk's part
     std::string where;
-    const std::uint64_t chunk = leaf.chunk_bytes_of(shard);
-    for (std::size_t c = 0; c < shard.chunk_refs.size(); ++c) {
-      const std::uint64_t begin = shard.chunk_stored_offset(c, chunk);
-      const std::uint64_t size = shard.chunk_stored_size(c, chunk);
-      if (begin + size <= first || begin >= first + bytes) continue;
-      const ChunkRef& ref = shard.chunk_refs[c];
-      where += where.empty() ? "" : ", ";
-      where += ref.referenced()
-                   ? fmt::format("'{}' offsets [{}, {})", shard.ref_files.at(ref.file),
-                                 ref.byte_offset, ref.byte_offset + size)
-                   : fmt::format("'{}' offsets [{}, {})", shard.file, shard.byte_offset + begin,
-                                 shard.byte_offset + begin + size);
-    }
+    for_each_chunk_piece(leaf, shard, first, bytes, [&](const ChunkPiece& piece) {
+      where += fmt::format("{}'{}' offsets [{}, {})", where.empty() ? "" : ", ",
+                           piece.file == nullptr ? shard.file : *piece.file, piece.file_offset,
+                           piece.file_offset + piece.bytes);
+    });
     return where;
   }
   return fmt::format("file offsets [{}, {})", shard.byte_offset + first,
