@@ -233,7 +233,8 @@ else
   summary+=("no-hdf5: skipped (CAIRN_TEST_NOHDF5=0)")
 fi
 
-# --- 4. Sanitizers.
+# --- 4. Sanitizers: the suites on 1 rank that have no 2-rank copy, and the 2-rank copies
+# (np1_twin: a 1-rank copy of a suite that also runs on 2 ranks, see tests/CMakeLists.txt).
 if [ "${CAIRN_TEST_SANITIZERS:-1}" != "0" ]; then
   # Open MPI keeps allocations alive past MPI_Finalize on purpose (and its helpers leak), so
   # LeakSanitizer would fail every MPI test on memory cairn does not own: leaks are off.
@@ -243,7 +244,7 @@ if [ "${CAIRN_TEST_SANITIZERS:-1}" != "0" ]; then
   export ASAN_OPTIONS="detect_leaks=0:protect_shadow_gap=0:${ASAN_OPTIONS:-}"
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
   configure_build_test "sanitizers" "$ASAN_BUILD_DIR" \
-    "${CAIRN_SANITIZER_CTEST_ARGS--LE kill|np4|np64|demo|install|apps|examples|xlang|orbax_parity|slurm}" "@tests" \
+    "${CAIRN_SANITIZER_CTEST_ARGS--LE kill|np4|np64|np1_twin|demo|install|apps|examples|xlang|orbax_parity|slurm}" "@tests" \
     -DCMAKE_BUILD_TYPE=Debug "-DCAIRN_SANITIZE=address,undefined" -DCAIRN_FAULT_INJECTION=ON
 else
   summary+=("sanitizers: skipped (CAIRN_TEST_SANITIZERS=0)")

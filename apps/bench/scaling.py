@@ -80,6 +80,8 @@ def phase_summary(per_rank, ranks, data_bytes_per_rank):
         "bcast_bytes_rank1": others[0]["bytes"].get("MPI_Ibcast", 0) +
         others[0]["bytes"].get("MPI_Bcast", 0) if others else 0,
         "received_bytes_rank1": received(others[0]) if others else 0,
+        # The primary's: in a save, the shard records it gathers to write the index.
+        "received_bytes_rank0": received(rank0),
         "received_bytes_max": max(received(rec) for rec in first.values()),
         "rchar_rank0": rank0["rchar"],
         "rchar_max_other": max((rec["rchar"] for rec in others), default=0),
@@ -168,6 +170,7 @@ def model(runs, a):
         "files": lambda r: r["files"],
         "save_bytes_received_by_one_rank": lambda r: r["save"]["received_bytes_rank1"],
         "restore_bytes_received_by_one_rank": lambda r: r["restore"]["received_bytes_rank1"],
+        "save_bytes_received_by_primary": lambda r: r["save"]["received_bytes_rank0"],
         "primary_metadata_read_save": lambda r: r["save"]["primary_extra_read_bytes"],
         "primary_metadata_read_restore": lambda r: r["restore"]["primary_extra_read_bytes"],
         "save_collective_ops": lambda r: r["save"]["collective_ops"],
@@ -206,14 +209,19 @@ def model(runs, a):
                 # posix_aggregation per node, measured on one node: one shard file per node
                 # and the same metadata files at every P.
                 p["files_per_node_aggregation"] = p["nodes"] + max(aggregated) - 1
-            # A restoring rank receives cairn-tree.json and reads its part of cairn-tree.bin
-            # (its 1/P of the shard records and checksums, the leaves being split over all).
-            p["index_read_by_one_rank"] = (p["index_json_bytes"] +
-                                           p["index_binary_bytes"] / ranks)
+            # A restoring rank receives cairn-tree.json, reads its part of cairn-tree.bin (its
+            # 1/P of the shard records and checksums, the leaves being split over all) and
+            # checks its share of the sections whole: ceil(L/P) of the L sections.
+            leaves = a.model_leaves
+            p["index_read_by_one_rank"] = (
+                p["index_json_bytes"] + p["index_binary_bytes"] / ranks +
+                -(-leaves // ranks) * p["index_binary_bytes"] / leaves)
             p["read_by_one_rank"] = max(
-                p["save_bytes_received_by_one_rank"], p["restore_bytes_received_by_one_rank"],
                 p["primary_metadata_read_save"], p["primary_metadata_read_restore"],
                 p["index_read_by_one_rank"])
+            p["received_by_one_rank"] = max(
+                p["save_bytes_received_by_one_rank"], p["restore_bytes_received_by_one_rank"],
+                p["save_bytes_received_by_primary"])
             predictions.append(p)
         out[fmt] = {"fits": fits, "primary_json_seconds_per_index_byte": json_rate,
                     "save_seconds_per_index_byte": time_rate,

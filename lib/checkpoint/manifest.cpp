@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cairn/checkpointer.hpp>
 #include <cairn/error.hpp>
-#include <cairn/storage.hpp>
 #include <fmt/format.h>
 
 #include "base/durable_file.hpp"
@@ -44,10 +43,10 @@ std::string make_commit_marker(const std::filesystem::path& tmp, std::string_vie
   std::error_code ec;
   for (std::filesystem::recursive_directory_iterator it(tmp, ec), end; !ec && it != end;
        it.increment(ec)) {
-    // Every JSON file, and the binary part of a tree's index (its shard records and data
-    // checksums): damage there would otherwise show only as data that fails its checksums.
-    if (it->is_regular_file(ec) &&
-        (it->path().extension() == ".json" || is_tree_index_file(it->path().filename().string()))) {
+    // Every JSON file. The binary part of a tree's index (cairn-tree.bin) is not listed: it
+    // grows with ranks and leaves, and cairn-tree.json, listed here, records the checksum of
+    // each of its sections, which a restore checks, each section on one rank.
+    if (it->is_regular_file(ec) && it->path().extension() == ".json") {
       files.push_back(it->path().lexically_relative(tmp).generic_string());
     }
   }

@@ -120,6 +120,11 @@ std::unique_ptr<IncrementalBase> IncrementalBase::open(const Comm& comm,
     out->files_ = index.files;
     comm.run_all(fmt::format("incremental base '{}':", base.string()), [&] {
       IndexSections sections(base, index);
+      std::vector<const LeafRecord*> used;  // the same list on every rank
+      for (const ArrayJob& job : jobs) {
+        if (const LeafRecord* leaf = base_leaf_of(index, job)) used.push_back(leaf);
+      }
+      sections.check_share(used, comm.rank(), comm.size());
       for (std::size_t i = 0; i < jobs.size(); ++i) {
         const ArrayJob& job = jobs[i];
         if (!job.writes || job.bytes == 0) continue;

@@ -55,9 +55,13 @@ void attach_shards(TreeIndex& index, std::string_view binary, const std::filesys
 /// Throws NotFound, IoError, FormatError naming the file.
 [[nodiscard]] TreeIndex read_full_index(const std::filesystem::path& dir);
 
-/// Bytes that IndexSections has read from cairn-tree.bin in this process, for tests and
-/// benchmarks. Thread-safe; never throws.
+/// Bytes that IndexSections has read from cairn-tree.bin in this process to find shard
+/// records (shards_meeting()), for tests and benchmarks. Thread-safe; never throws.
 [[nodiscard]] std::uint64_t index_bytes_read() noexcept;
+
+/// Bytes of sections that IndexSections has read whole in this process to check them
+/// (check_section()), for tests and benchmarks. Thread-safe; never throws.
+[[nodiscard]] std::uint64_t index_bytes_checked() noexcept;
 
 /// Reads the shard records of array leaves of a version-4 index from cairn-tree.bin with
 /// pread, only those of the shards that meet a given region (for a block grid, found by
@@ -77,6 +81,16 @@ class IndexSections {
   /// `leaf` itself when it holds all its shards; otherwise a copy of it, kept by this object,
   /// with the shards that meet `region`. Throws as shards_meeting().
   [[nodiscard]] const LeafRecord& part_of(const LeafRecord& leaf, const Box& region);
+  /// Reads the whole section of `leaf` (a leaf of the index, with a section) and checks it
+  /// against the checksum that cairn-tree.json records for it, so that damage anywhere in
+  /// the section is found, also where shards_meeting() reads only a part of it. Throws as
+  /// shards_meeting().
+  void check_section(const LeafRecord& leaf);
+  /// Checks (check_section()) this rank's share of the sections of `leaves`: leaf j when
+  /// (j + 1) mod `size` is `rank`, so that `size` ranks holding the same list check each
+  /// section once, the primary last, and a rank reads about 1/size of them. Not collective:
+  /// the caller agrees on the verdict. Throws as check_section().
+  void check_share(std::span<const LeafRecord* const> leaves, int rank, int size);
 
  private:
   void read(std::uint64_t offset, std::span<std::byte> out);

@@ -20,6 +20,10 @@ using namespace index_detail;
 namespace {
 
 std::atomic<std::uint64_t> g_bytes_read{0};
+std::atomic<std::uint64_t> g_bytes_checked{0};
+
+// Bytes of a section read at a time when it is checked whole.
+constexpr std::uint64_t kCheckPieceBytes = std::uint64_t{1} << 20;
 
 // Bytes of a shard record in a section: rank, file, byte offset and, without a grid, the box.
 std::uint64_t record_bytes(const LeafRecord& leaf) {
@@ -45,6 +49,8 @@ struct Layout {
 }  // namespace
 
 std::uint64_t index_bytes_read() noexcept { return g_bytes_read.load(); }
+
+std::uint64_t index_bytes_checked() noexcept { return g_bytes_checked.load(); }
 
 IndexSections::IndexSections(const std::filesystem::path& dir, const TreeIndex& index)
     : file_(dir / kTreeIndexBinaryFile), index_(index) {}
@@ -293,6 +299,36 @@ const LeafRecord& IndexSections::part_of(const LeafRecord& leaf, const Box& regi
   LeafRecord& part = parts_.emplace_back(leaf);
   part.shards = shards_meeting(leaf, region);
   return part;
+}
+
+void IndexSections::check_section(const LeafRecord& leaf) {
+  const BinarySection& section = *leaf.section;
+  read(0, {});  // the header, checked against the index
+  Checksum sum;
+  std::vector<std::byte> piece(
+      static_cast<std::size_t>(std::min(section.length, kCheckPieceBytes)));
+  for (std::uint64_t at = 0; at < section.length; at += piece.size()) {
+    const auto n =
+        static_cast<std::size_t>(std::min<std::uint64_t>(piece.size(), section.length - at));
+    bin_->read_at(section.offset + at, std::span(piece).first(n));
+    g_bytes_checked += n;
+    sum.update(std::span(piece).first(n));
+  }
+  if (sum.digest() != section.checksum) {
+    damaged(file_, leaf.path,
+            fmt::format("its section's checksum is {}, not the {} that {} records",
+                        checksum_to_hex(sum.digest()), checksum_to_hex(section.checksum),
+                        kTreeIndexFile));
+  }
+}
+
+void IndexSections::check_share(std::span<const LeafRecord* const> leaves, int rank, int size) {
+  std::size_t j = 0;
+  for (const LeafRecord* leaf : leaves) {
+    if (!leaf->section) continue;
+    if (static_cast<int>((j + 1) % static_cast<std::size_t>(size)) == rank) check_section(*leaf);
+    ++j;
+  }
 }
 
 }  // namespace cairn::storage

@@ -500,10 +500,15 @@ void restore_from_index(const Comm& comm, const std::filesystem::path& dir,
       read_here[i] = comm.is_primary();
     }
   }
-  // A version-4 index: each rank reads the records of the shards that meet what it reads.
+  // A version-4 index: each rank reads the records of the shards that meet what it reads,
+  // and checks its share of the read leaves' sections whole, so that every section read is
+  // checked once, in the same agreement.
   LeafPairs local = pairs;
   storage::IndexSections sections(dir, index);
   comm.run_all(fmt::format("restore_tree '{}': reading the index:", dir.string()), [&] {
+    std::vector<const LeafRecord*> saved;
+    for (const auto& pair : pairs) saved.push_back(pair.second);
+    sections.check_share(saved, comm.rank(), comm.size());
     for (std::size_t i = 0; i < local.size(); ++i) {
       if (!local[i].second->section || !read_here[i]) continue;
       local[i].second = &sections.part_of(*local[i].second, local[i].first->as_array().box);

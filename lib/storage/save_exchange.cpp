@@ -3,11 +3,12 @@
 #include <cairn/error.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <map>
 #include <string>
 
-#include "storage/checksum.hpp"
+#include "storage/packed.hpp"
 
 namespace cairn::storage {
 namespace json = boost::json;
@@ -62,58 +63,95 @@ std::vector<LeafLayout> ExchangedLayouts::of_leaf(std::size_t i) const {
   return per_rank;
 }
 
-json::value record_to_json(std::size_t array_index, const ShardRecord& s) {
-  json::object o;
-  o["array"] = array_index;
-  o["rank"] = s.rank;
-  o["offset"] = json::value_from(s.box.offset);
-  o["extent"] = json::value_from(s.box.extent);
-  o["file"] = s.file;
-  o["byte_offset"] = s.byte_offset;
-  o["bytes"] = s.bytes;
-  std::string sums;
-  for (std::uint64_t c : s.checksums) sums += checksum_to_hex(c);
-  o["xxh3"] = std::move(sums);
-  if (s.compressed()) o["chunk_sizes"] = json::value_from(s.chunk_sizes);
-  if (s.has_refs()) {
-    json::array refs;  // per chunk: null (its own bytes) or [ref_files position, byte offset]
-    for (const ChunkRef& ref : s.chunk_refs) {
-      refs.push_back(ref.referenced() ? json::value(json::array{ref.file, ref.byte_offset})
-                                      : json::value(nullptr));
-    }
-    o["chunk_refs"] = std::move(refs);
-    o["ref_files"] = json::value_from(s.ref_files);
-  }
-  return o;
+namespace {
+
+// The position of `name` in `names`, added when new.
+std::uint64_t name_number(std::vector<std::string>& names, const std::string& name) {
+  const auto at = std::ranges::find(names, name);
+  if (at != names.end()) return static_cast<std::uint64_t>(at - names.begin());
+  names.push_back(name);
+  return names.size() - 1;
 }
 
-ShardRecord record_from_json(const json::object& o) {
-  ShardRecord s;
-  s.rank = static_cast<int>(o.at("rank").as_int64());
-  s.box.offset = json::value_to<std::vector<std::int64_t>>(o.at("offset"));
-  s.box.extent = json::value_to<std::vector<std::int64_t>>(o.at("extent"));
-  s.file = json::value_to<std::string>(o.at("file"));
-  s.byte_offset = json::value_to<std::uint64_t>(o.at("byte_offset"));
-  s.bytes = json::value_to<std::uint64_t>(o.at("bytes"));
-  const std::string_view sums = o.at("xxh3").as_string();
-  for (std::size_t c = 0; c + 16 <= sums.size(); c += 16) {
-    s.checksums.push_back(*checksum_from_hex(sums.substr(c, 16)));
-  }
-  if (const json::value* sizes = o.if_contains("chunk_sizes")) {
-    s.chunk_sizes = json::value_to<std::vector<std::uint64_t>>(*sizes);
-  }
-  if (const json::value* refs = o.if_contains("chunk_refs")) {
-    s.ref_files = json::value_to<std::vector<std::string>>(o.at("ref_files"));
-    for (const json::value& ref : refs->as_array()) {
-      if (ref.is_null()) {
-        s.chunk_refs.emplace_back();
-        continue;
-      }
-      s.chunk_refs.push_back({.file = json::value_to<std::uint32_t>(ref.as_array().at(0)),
-                              .byte_offset = json::value_to<std::uint64_t>(ref.as_array().at(1))});
+void put_box_values(Packed& out, const std::vector<std::int64_t>& values) {
+  for (const std::int64_t v : values) out.put(static_cast<std::uint64_t>(v));
+}
+
+std::vector<std::int64_t> take_box_values(Unpacked& in, std::uint64_t count) {
+  std::vector<std::int64_t> out;
+  for (; count > 0; --count) out.push_back(static_cast<std::int64_t>(in.take()));
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::byte> pack_records(
+    const std::vector<std::pair<std::size_t, ShardRecord>>& records) {
+  std::vector<std::string> names;  // the files the records name, each once
+  Packed body;
+  body.put(static_cast<std::uint64_t>(records.size()));
+  for (const auto& [array, s] : records) {
+    body.put(static_cast<std::uint64_t>(array));
+    body.put(static_cast<std::uint64_t>(s.rank));
+    body.put(name_number(names, s.file));
+    body.put(s.byte_offset);
+    body.put(s.bytes);
+    body.put(static_cast<std::uint64_t>(s.box.offset.size()));
+    put_box_values(body, s.box.offset);
+    put_box_values(body, s.box.extent);
+    body.put(static_cast<std::uint64_t>(s.checksums.size()));
+    body.put_all(s.checksums);
+    body.put(static_cast<std::uint64_t>(s.chunk_sizes.size()));
+    for (const std::uint64_t size : s.chunk_sizes) body.put(size);
+    body.put(static_cast<std::uint64_t>(s.ref_files.size()));
+    for (const std::string& file : s.ref_files) body.put(name_number(names, file));
+    body.put(static_cast<std::uint64_t>(s.chunk_refs.size()));
+    for (const ChunkRef& ref : s.chunk_refs) {
+      body.put(static_cast<std::uint64_t>(ref.file));
+      body.put(ref.byte_offset);
     }
   }
-  return s;
+  Packed out;
+  out.put(static_cast<std::uint64_t>(names.size()));
+  for (const std::string& name : names) out.put(name);
+  auto bytes = std::move(out.bytes());
+  bytes.insert(bytes.end(), body.bytes().begin(), body.bytes().end());
+  return bytes;
+}
+
+void unpack_records(std::span<const std::byte> bytes,
+                    const std::function<void(std::size_t, ShardRecord&&)>& add) {
+  Unpacked in(bytes);
+  std::vector<std::string> names(static_cast<std::size_t>(in.take()));
+  for (std::string& name : names) name = in.take_text();
+  const auto name_at = [&](std::uint64_t number) {
+    if (number >= names.size()) {
+      throw Error(ErrorCode::internal, "a shard record names a file its rank did not send");
+    }
+    return names[static_cast<std::size_t>(number)];
+  };
+  for (std::uint64_t count = in.take(); count > 0; --count) {
+    const auto array = static_cast<std::size_t>(in.take());
+    ShardRecord s;
+    s.rank = static_cast<int>(in.take());
+    s.file = name_at(in.take());
+    s.byte_offset = in.take();
+    s.bytes = in.take();
+    const std::uint64_t nd = in.take();
+    s.box.offset = take_box_values(in, nd);
+    s.box.extent = take_box_values(in, nd);
+    s.checksums = in.take_all(in.take());
+    for (std::uint64_t sizes = in.take(); sizes > 0; --sizes) s.chunk_sizes.push_back(in.take());
+    for (std::uint64_t files = in.take(); files > 0; --files) {
+      s.ref_files.push_back(name_at(in.take()));
+    }
+    for (std::uint64_t refs = in.take(); refs > 0; --refs) {
+      const auto file = static_cast<std::uint32_t>(in.take());
+      s.chunk_refs.push_back({.file = file, .byte_offset = in.take()});
+    }
+    add(array, std::move(s));
+  }
+  if (!in.done()) throw Error(ErrorCode::internal, "shard records end with stray bytes");
 }
 
 }  // namespace cairn::storage

@@ -1,6 +1,6 @@
 // cairn — what the ranks of a save exchange (internal): their layouts of the array leaves
 // when the save is planned (TreeWriter's constructor, one allgather) and their shard records
-// when the index is written (TreeWriter::finish(), one gather on the primary).
+// when the index is written (TreeWriter::finish(), one gather of packed bytes on the primary).
 #pragma once
 
 #include <cairn/layout.hpp>
@@ -10,6 +10,9 @@
 #include <boost/json/value.hpp>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <span>
+#include <utility>
 #include <vector>
 
 #include "storage/index.hpp"
@@ -39,13 +42,17 @@ class ExchangedLayouts {
   std::vector<std::vector<std::uint32_t>> positions_;  // per rank, per leaf: in its table
 };
 
-/// A shard record of array `array_index` (its position among the tree's array leaves) as a
-/// rank sends it to the primary: box, file, offset, checksums (hex), chunk sizes and chunk
-/// places. Never throws beyond std::bad_alloc.
-[[nodiscard]] boost::json::value record_to_json(std::size_t array_index, const ShardRecord& s);
+/// This rank's shard records, each with its array index (its position among the tree's array
+/// leaves), packed as the rank sends them to the primary (Packed: small numbers in a byte or
+/// two, 8 bytes per chunk checksum, file names once per rank). Never throws beyond
+/// std::bad_alloc.
+[[nodiscard]] std::vector<std::byte> pack_records(
+    const std::vector<std::pair<std::size_t, ShardRecord>>& records);
 
-/// The record that record_to_json() sent (the array index is read by the caller). Throws
-/// boost::system::system_error on a malformed object (the ranks of one save send these).
-[[nodiscard]] ShardRecord record_from_json(const boost::json::object& o);
+/// Calls `add(array index, record)` for each record that pack_records() packed in `bytes`, in
+/// the order packed. Throws Error(internal) on bytes that pack_records() did not write (the
+/// ranks of one save send them), and what `add` throws.
+void unpack_records(std::span<const std::byte> bytes,
+                    const std::function<void(std::size_t, ShardRecord&&)>& add);
 
 }  // namespace cairn::storage

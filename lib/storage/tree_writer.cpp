@@ -486,9 +486,7 @@ void TreeWriter::finish(const Comm& comm) {
 
   // The index: the primary gathers every rank's shard records and writes the index
   // (cairn-tree.json and cairn-tree.bin).
-  json::array my_records;
-  for (const auto& [index, record] : records_) my_records.push_back(record_to_json(index, record));
-  const std::vector<json::value> gathered = comm.gather_json(my_records);
+  const std::vector<std::vector<std::byte>> gathered = comm.gather_bytes(pack_records(records_));
   comm.run_all(fmt::format("save_tree '{}': writing the index:", dir_.string()), [&] {
     if (!comm.is_primary()) return;
     TreeIndex index;
@@ -523,11 +521,10 @@ void TreeWriter::finish(const Comm& comm) {
       index.leaves.push_back(std::move(record));
     }
     // Ranks are gathered in order, so each leaf's shards come out in ascending rank.
-    for (const json::value& from_rank : gathered) {
-      for (const json::value& v : from_rank.as_array()) {
-        const auto array = json::value_to<std::size_t>(v.at("array"));
-        index.leaves.at(slot_of_array.at(array)).shards.push_back(record_from_json(v.as_object()));
-      }
+    for (const std::vector<std::byte>& from_rank : gathered) {
+      unpack_records(from_rank, [&](std::size_t array, ShardRecord&& record) {
+        index.leaves.at(slot_of_array.at(array)).shards.push_back(std::move(record));
+      });
     }
     if (base_) {  // an incremental save: the base's files it refers to, linked into shards/
       std::set<std::string> links;

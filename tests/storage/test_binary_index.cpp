@@ -2,7 +2,8 @@
 // with the shard records and checksums. Round trips of block grids (equal and unequal blocks,
 // slabs), lists of shards, replicated and compressed leaves and many leaves; a damaged or
 // truncated cairn-tree.bin is a FormatError naming it; a rank that restores its part reads only
-// the records of the shards it meets (bytes counted); an index of the old JSON form restores.
+// the records of the shards it meets (bytes counted) and checks its share of the sections whole,
+// so damage anywhere in a read section is refused; an index of the old JSON form restores.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -273,8 +274,10 @@ TEST(BinaryIndex, RestoreReadsOnlyItsPart) {
                         .data = out[static_cast<std::size_t>(l)].data()});
     }
     const std::uint64_t before = storage::index_bytes_read();
+    const std::uint64_t checked_before = storage::index_bytes_checked();
     restore_tree(world, dir, target);
     const std::uint64_t read = storage::index_bytes_read() - before;
+    const auto checked = static_cast<std::int64_t>(storage::index_bytes_checked() - checked_before);
     const auto want = reference_box(DType::float64, shape, mine);
     for (const auto& o : out) EXPECT_EQ(o, want);
     const std::uint64_t share =
@@ -282,7 +285,77 @@ TEST(BinaryIndex, RestoreReadsOnlyItsPart) {
     EXPECT_GT(read, 0u);
     EXPECT_LE(read, 2 * share + storage::kTreeIndexBinaryHeaderBytes)
         << "of " << binary << " bytes at " << world.size() << " ranks";
+    // Every section is checked whole once, by one rank: ceil(leaves / ranks) of them here.
+    EXPECT_EQ(world.sum(checked),
+              static_cast<std::int64_t>(binary - storage::kTreeIndexBinaryHeaderBytes));
+    const std::uint64_t section = (binary - storage::kTreeIndexBinaryHeaderBytes) / kLeaves;
+    const int first = (world.rank() + world.size() - 1) % world.size();  // leaf j: (j+1) mod P
+    const int mine_checked = (kLeaves - first + world.size() - 1) / world.size();
+    EXPECT_EQ(checked, static_cast<std::int64_t>(section) * mine_checked);
   }
+}
+
+// Damage in a part of cairn-tree.bin that no rank reads for its own records (a checksum of
+// the last rank's shard, or the end of a section) is refused by every restore before data is
+// read, naming cairn-tree.bin and the leaf: the rank that checks that section whole finds it.
+TEST(BinaryIndex, DamageOutsideEveryRanksPartIsRefused) {
+  const Comm world(MPI_COMM_WORLD);
+  const std::vector<std::int64_t> shape = {32, 16};
+  constexpr int kLeaves = 5;
+  SharedTempDir tmp;
+  const auto dir = tmp / "damaged";
+  const Box saved = block_box(shape, world.rank(), world.size());
+  const std::vector<std::byte> data = reference_box(DType::float64, shape, saved);
+  std::vector<std::vector<std::byte>> out(kLeaves, std::vector<std::byte>(data.size()));
+  ArrayTree tree;
+  ArrayTree target;
+  for (int l = 0; l < kLeaves; ++l) {
+    const std::string path = "leaf" + std::to_string(l);
+    tree.add_array(path, {.dtype = DType::float64,
+                          .global_shape = shape,
+                          .box = saved,
+                          .data = const_cast<std::byte*>(data.data())});
+    target.add_array(path, {.dtype = DType::float64,
+                            .global_shape = shape,
+                            .box = saved,
+                            .data = out[static_cast<std::size_t>(l)].data()});
+  }
+  save_tree(world, dir, tree, {.format = StorageFormat::posix, .checksum_chunk_bytes = 64});
+  const auto bin = dir / storage::kTreeIndexBinaryFile;
+  const TreeIndex index = storage::parse_index(base::read_small_file(dir / storage::kTreeIndexFile),
+                                               dir / storage::kTreeIndexFile);
+  for (const int l : {1, kLeaves - 1}) {
+    const std::string leaf = "leaf" + std::to_string(l);
+    SCOPED_TRACE(leaf);
+    const storage::BinarySection& section = *index.find(leaf)->section;
+    // Flips (and flipped again, mends) a byte near the end of the section.
+    const auto flip = [&] {
+      world.barrier("test");
+      if (world.is_primary()) {
+        std::fstream f(bin, std::ios::in | std::ios::out | std::ios::binary);
+        const auto at = static_cast<std::streamoff>(section.offset + section.length - 3);
+        f.seekg(at);
+        const char c = static_cast<char>(f.get() ^ 0x10);
+        f.seekp(at);
+        f.put(c);
+      }
+      world.barrier("test");
+    };
+    flip();
+    try {
+      restore_tree(world, dir, target);
+      ADD_FAILURE() << "restored through a damaged section of cairn-tree.bin";
+    } catch (const FormatError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(bin.string()), std::string::npos) << what;
+      EXPECT_NE(what.find(leaf), std::string::npos) << what;
+    }
+    const auto report = verify_tree(world, dir);
+    EXPECT_FALSE(report.problems.empty());
+    flip();
+  }
+  restore_tree(world, dir, target);
+  for (const auto& o : out) EXPECT_EQ(o, data);
 }
 
 // An index of the JSON form (version 3, no cairn-tree.bin) still restores; so does a version 4

@@ -246,7 +246,7 @@ Hdf5Reader::Hdf5Reader(const Comm& comm, const std::filesystem::path& file)
   impl_->comm = &comm;
   impl_->file = file.string();
   // The primary opens the file; the others learn its verdict.
-  (void)h5::primary_verdict(comm, [&](h5::Packed&) {
+  (void)h5::primary_verdict(comm, [&](Packed&) {
     const std::lock_guard lock(hdf5_mutex());
     const h5::QuietErrors quiet;
     impl_->open_file();
@@ -276,7 +276,7 @@ void Hdf5Reader::open(std::span<const LeafRecord* const> records) {
   }
   // The primary checks every dataset and says where its data lies; one broadcast tells every
   // rank, whatever the number of leaves.
-  const std::vector<std::byte> found = h5::primary_verdict(*impl_->comm, [&](h5::Packed& out) {
+  const std::vector<std::byte> found = h5::primary_verdict(*impl_->comm, [&](Packed& out) {
     const std::lock_guard lock(hdf5_mutex());
     const h5::QuietErrors quiet;
     for (const LeafRecord* record : fresh) {
@@ -294,7 +294,7 @@ void Hdf5Reader::open(std::span<const LeafRecord* const> records) {
       }
     }
   });
-  h5::Unpacked in(found);
+  Unpacked in(found);
   for (const LeafRecord* record : fresh) {
     Impl::Placement placement{.dtype = record->dtype,
                               .shape = record->shape,

@@ -7,40 +7,6 @@
 
 namespace cairn::storage::h5 {
 
-void Packed::put(std::uint64_t value) {
-  const auto* bytes = reinterpret_cast<const std::byte*>(&value);
-  bytes_.insert(bytes_.end(), bytes, bytes + sizeof value);
-}
-
-void Packed::put(std::string_view text) {
-  put(static_cast<std::uint64_t>(text.size()));
-  const auto* bytes = reinterpret_cast<const std::byte*>(text.data());
-  bytes_.insert(bytes_.end(), bytes, bytes + text.size());
-}
-
-std::uint64_t Unpacked::take() {
-  std::uint64_t value = 0;
-  if (in_.size() < sizeof value) throw Error(ErrorCode::internal, "hdf5: a broadcast was cut");
-  std::memcpy(&value, in_.data(), sizeof value);
-  in_ = in_.subspan(sizeof value);
-  return value;
-}
-
-std::string Unpacked::take_text() {
-  const std::uint64_t size = take();
-  if (in_.size() < size) throw Error(ErrorCode::internal, "hdf5: a broadcast was cut");
-  std::string text(reinterpret_cast<const char*>(in_.data()), static_cast<std::size_t>(size));
-  in_ = in_.subspan(static_cast<std::size_t>(size));
-  return text;
-}
-
-std::uint8_t Unpacked::take_byte() {
-  if (in_.empty()) throw Error(ErrorCode::internal, "hdf5: a broadcast was cut");
-  const auto value = static_cast<std::uint8_t>(in_.front());
-  in_ = in_.subspan(1);
-  return value;
-}
-
 std::vector<std::byte> primary_verdict(const Comm& comm,
                                        const std::function<void(Packed& out)>& find) {
   // First byte: 0 for the primary's bytes, 1 for an error (code, path, field, message).

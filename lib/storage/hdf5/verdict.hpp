@@ -14,31 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "storage/packed.hpp"
+
 namespace cairn::storage::h5 {
-
-/// Bytes written by the primary and read, in the same order, by every rank.
-class Packed {
- public:
-  void put(std::uint64_t value);
-  void put(std::string_view text);
-  void put_byte(std::uint8_t value) { bytes_.push_back(static_cast<std::byte>(value)); }
-  [[nodiscard]] std::vector<std::byte>& bytes() noexcept { return bytes_; }
-
- private:
-  std::vector<std::byte> bytes_;
-};
-
-/// Reads what Packed wrote. Throws Error(internal) when the bytes end early.
-class Unpacked {
- public:
-  explicit Unpacked(std::span<const std::byte> bytes) : in_(bytes) {}
-  [[nodiscard]] std::uint64_t take();
-  [[nodiscard]] std::string take_text();
-  [[nodiscard]] std::uint8_t take_byte();
-
- private:
-  std::span<const std::byte> in_;
-};
 
 /// Runs `find` on the primary (which fills `out`) and broadcasts the outcome over `comm`: an
 /// exception thrown there is rethrown on every rank as the same type (FormatError, NotFound,

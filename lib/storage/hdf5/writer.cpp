@@ -198,7 +198,7 @@ struct Hdf5Writer::Impl {
   // Step 3, on the primary: creates the dataset of array `i` (with the attribute
   // cairn_decomposition `decomposition`) in the file and packs where its data lies into `out`.
   void create_array(std::size_t i, const std::string& decomposition, hid_t lcpl, hid_t dcpl,
-                    h5::Packed& out) const;
+                    Packed& out) const;
   // In close(), collective: the tolerance of each zfp array with a relative bound, from every
   // rank's staged values (hdf5/zfp_dataset.hpp). Throws as Comm::max().
   void plan_created_at_close(const Comm& comm);
@@ -249,7 +249,7 @@ void Hdf5Writer::Impl::check_input(const Comm& comm, std::span<const ArrayToWrit
 }
 
 void Hdf5Writer::Impl::create_array(std::size_t i, const std::string& decomposition, hid_t lcpl,
-                                    hid_t dcpl, h5::Packed& out) const {
+                                    hid_t dcpl, Packed& out) const {
   const Array& a = arrays[i];
   const Where where{file_name, a.path};
   const h5::Datatype type = make_type(a.dtype, where);
@@ -311,7 +311,7 @@ void Hdf5Writer::Impl::create_at_close() {
   const Where where{file_name, {}};
   const h5::PropertyList dcpl = dataset_creation(where);
   const h5::PropertyList lcpl = link_creation(where);
-  h5::Packed unused;  // every rank knows where these datasets lie: nowhere yet
+  Packed unused;  // every rank knows where these datasets lie: nowhere yet
   for (std::size_t i = 0; i < arrays.size(); ++i) {
     const Array& a = arrays[i];
     if (a.filtered && h5::created_at_close(a.compression)) {
@@ -334,7 +334,7 @@ void Hdf5Writer::Impl::checksum_lossy_shards() {
 }
 
 void Hdf5Writer::Impl::find_shards(const Comm& comm, const std::vector<std::byte>& found) {
-  h5::Unpacked in(found);
+  Unpacked in(found);
   base::FirstError failure;
   for (Array& a : arrays) {
     const std::uint8_t kind = in.take_byte();
@@ -389,7 +389,7 @@ Hdf5Writer::Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
 
   // Step 3: the primary creates the file, every dataset and every value; one broadcast tells
   // every rank where each dataset's data lies (for a chunked one, every chunk's address).
-  const std::vector<std::byte> found = h5::primary_verdict(comm, [&](h5::Packed& out) {
+  const std::vector<std::byte> found = h5::primary_verdict(comm, [&](Packed& out) {
     const std::lock_guard lock(hdf5_mutex());
     const h5::QuietErrors quiet;
     const Where file_where{w.file_name, {}};
@@ -512,7 +512,7 @@ void Hdf5Writer::close(const Comm& comm, bool fsync) {
   // The tolerances of relative zfp bounds, from every rank's values.
   w.plan_created_at_close(comm);
   // Every rank learns whether the metadata was written before it fsyncs.
-  (void)h5::primary_verdict(comm, [&](h5::Packed&) {
+  (void)h5::primary_verdict(comm, [&](Packed&) {
     const std::lock_guard lock(hdf5_mutex());
     const h5::QuietErrors quiet;
     const Where where{w.file_name, {}};
