@@ -214,7 +214,9 @@ else
 fi
 
 # --- 3b. Without HDF5: only the programs whose tests depend on the storage format, and exactly
-# their tests (ctest would run, and fail, a test whose program was not built).
+# their tests (ctest would run, and fail, a test whose program was not built), on 2 ranks
+# and on 1 where a suite has no 2-rank copy: the default step runs their posix cases on 1, 2
+# and 4 ranks already, this one checks that a build without HDF5 works.
 if [ "${CAIRN_TEST_NOHDF5:-1}" != "0" ]; then
   nohdf5_gtests="test_storage test_verify_tree test_prefetch test_scatter test_conformance"
   nohdf5_gtests+=" test_format_v1"
@@ -225,7 +227,7 @@ if [ "${CAIRN_TEST_NOHDF5:-1}" != "0" ]; then
   nohdf5_gtests+=" test_aggregation test_aggregation_faults test_incremental"
   nohdf5_regex="^(${nohdf5_gtests// /|})\\.|^capi\\.test_capi_manager\\."
   nohdf5_regex+="|^xlang\\.c_(save|restores_c)\\.|^apps\\.cli\\."
-  configure_build_test "no-hdf5" "$NOHDF5_BUILD_DIR" "-R $nohdf5_regex" \
+  configure_build_test "no-hdf5" "$NOHDF5_BUILD_DIR" "-R $nohdf5_regex -LE np4|np1_twin" \
     "cairn cairn_tool heat2d $nohdf5_gtests test_capi_manager xlang_c" \
     -DCAIRN_USE_HDF5=OFF -DCAIRN_USE_CUDA=OFF -DCMAKE_BUILD_TYPE=Release \
     -DCAIRN_FAULT_INJECTION=ON

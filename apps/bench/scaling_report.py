@@ -53,6 +53,17 @@ def targets(doc):
                         "detail": f"{_mb(part)} of cairn-tree.bin per rank and the "
                                   f"{_mb(big['index_json_bytes'])} of cairn-tree.json at "
                                   f"{where}, {_times(part, 2 * share)}"})
+            # Each section is also checked whole by one rank: ceil(L/P) sections per rank.
+            leaves = big["leaves"]
+            checked = -(-leaves // big["ranks"]) * big["index_binary_bytes"] / leaves
+            checkers = min(leaves, big["ranks"])
+            out.append({"format": fmt,
+                        "target": "the same, with the whole-section checks",
+                        "met": part + checked <= 2 * share,
+                        "detail": f"{_mb(part + checked)} on {checkers:,} ranks, which check "
+                                  f"{-(-leaves // big['ranks'])} section(s) of "
+                                  f"{_mb(big['index_binary_bytes'] / leaves)} each, "
+                                  f"{_times(part + checked, 2 * share)}"})
         else:
             got = big["restore_bytes_received_by_one_rank"]
             out.append({"format": fmt,
