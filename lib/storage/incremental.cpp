@@ -101,6 +101,9 @@ std::unique_ptr<IncrementalBase> IncrementalBase::open(const Comm& comm,
         "save_tree '{}': incremental_base is the directory being written; give an earlier save",
         dir.string()));
   }
+  // Only posix leaves refer to a base: a tree without one has nothing to read there.
+  const auto posix = [](const ArrayJob& job) { return job.format == StorageFormat::posix; };
+  if (std::ranges::none_of(jobs, posix)) return nullptr;
   auto out = std::unique_ptr<IncrementalBase>(new IncrementalBase());
   out->dir_ = base;
   const auto source = base / kTreeIndexFile;

@@ -44,8 +44,9 @@ class IncrementalBase {
   /// reads the records of its own boxes from cairn-tree.bin) and finds, for each array of
   /// `jobs` that this rank writes in format posix, the base's shard with its box. Collective
   /// over `comm`. A base that any rank cannot read (missing, damaged, an index version before
-  /// 4) gives nullptr on every rank and logs a warning naming it. Throws InvalidArgument on
-  /// every rank when `base` is `dir`, the item being written.
+  /// 4) gives nullptr on every rank and logs a warning naming it; so does, without reading
+  /// anything, a tree without posix leaves. Throws InvalidArgument on every rank when `base`
+  /// is `dir`, the item being written.
   [[nodiscard]] static std::unique_ptr<IncrementalBase> open(const Comm& comm,
                                                              const std::filesystem::path& base,
                                                              const std::filesystem::path& dir,

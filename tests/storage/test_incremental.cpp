@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/durable_file.hpp"
 #include "storage/index_binary.hpp"
 #include "storage/storage_test_util.hpp"
 #include "support/test_support.hpp"
@@ -399,13 +400,32 @@ TEST(Incremental, Hdf5LeavesAreWrittenWhole) {
   expect_intact(world, b);
 }
 
-TEST(Incremental, AMissingOrEmptyBaseWritesEverything) {
+// A base that is missing, an empty directory, or whose index section of "u" is damaged (its
+// last byte, which a restoring rank's own records may not reach: the rank that checks the
+// section whole finds it) gives a whole save.
+TEST(Incremental, AMissingEmptyOrDamagedBaseWritesEverything) {
   const SharedTempDir tmp;
   const Comm world(MPI_COMM_WORLD);
   const auto empty = tmp / "empty";
-  if (world.is_primary()) fs::create_directories(empty);
-  world.barrier("empty base made");
-  for (const fs::path& base : {tmp / "missing", empty}) {
+  const auto damaged = tmp / "damaged";
+  save_state(world, damaged, 0, block_box, {});
+  if (world.is_primary()) {
+    fs::create_directories(empty);
+    const storage::TreeIndex index =
+        storage::parse_index(base::read_small_file(damaged / storage::kTreeIndexFile),
+                             damaged / storage::kTreeIndexFile);
+    const storage::BinarySection& section = *index.find("u")->section;
+    std::fstream file(damaged / storage::kTreeIndexBinaryFile,
+                      std::ios::in | std::ios::out | std::ios::binary);
+    const auto at = static_cast<std::streamoff>(section.offset + section.length - 1);
+    file.seekg(at);
+    char byte = 0;
+    file.get(byte);
+    file.seekp(at);
+    file.put(static_cast<char>(byte ^ 0x5a));
+  }
+  world.barrier("empty and damaged bases made");
+  for (const fs::path& base : {tmp / "missing", empty, damaged}) {
     SCOPED_TRACE(base.string());
     const auto dir = tmp / ("from-" + base.filename().string());
     save_state(world, dir, 1, block_box, base);
