@@ -1,6 +1,9 @@
 #include "storage/storage_test_util.hpp"
 
 #include <cstring>
+#include <fstream>
+#include <stdexcept>
+#include <string>
 
 namespace cairn::testing {
 
@@ -85,6 +88,21 @@ std::vector<StorageFormat> available_formats() {
   std::vector<StorageFormat> formats = {StorageFormat::posix};
   if (storage_format_available(StorageFormat::hdf5)) formats.push_back(StorageFormat::hdf5);
   return formats;
+}
+
+void flip_byte(const std::filesystem::path& file, std::uint64_t at, std::uint8_t mask) {
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  const auto offset = static_cast<std::streamoff>(at);
+  char byte = 0;
+  f.seekg(offset);
+  f.get(byte);
+  f.seekp(offset);
+  f.put(static_cast<char>(byte ^ static_cast<char>(mask)));
+  f.flush();
+  if (!f) {
+    throw std::runtime_error("flipping byte " + std::to_string(at) + " of '" + file.string() +
+                             "' failed");
+  }
 }
 
 }  // namespace cairn::testing

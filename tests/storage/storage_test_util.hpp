@@ -1,4 +1,4 @@
-// Helpers of the storage tests: sub-communicators, decompositions and reference data.
+// Helpers of the storage tests: sub-communicators, decompositions, reference data, damage.
 #pragma once
 
 #include <cairn/comm.hpp>
@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <vector>
 
@@ -30,5 +31,10 @@ std::vector<std::byte> reference_box(DType dtype, const std::vector<std::int64_t
 
 /// The formats this build can test.
 std::vector<StorageFormat> available_formats();
+
+/// Flips the bits of `mask` in byte `at` of `file` (flipped again, it is mended). Not
+/// collective: call it on one rank. Throws std::runtime_error when the byte cannot be read
+/// or written.
+void flip_byte(const std::filesystem::path& file, std::uint64_t at, std::uint8_t mask = 0x5a);
 
 }  // namespace cairn::testing

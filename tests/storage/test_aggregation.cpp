@@ -168,13 +168,7 @@ TEST(Aggregation, VerifyNamesTheLeafOfADamagedAggregatedFile) {
     const auto& leaf = *std::find_if(index.leaves.begin(), index.leaves.end(),
                                      [](const auto& l) { return l.path == "a"; });
     const auto& shard = leaf.shards.back();
-    std::fstream file(dir / shard.file, std::ios::in | std::ios::out | std::ios::binary);
-    const auto at = static_cast<std::streamoff>(shard.byte_offset + shard.bytes / 2);
-    file.seekg(at);
-    char c = 0;
-    file.get(c);
-    file.seekp(at);
-    file.put(static_cast<char>(c ^ 0x5a));
+    flip_byte(dir / shard.file, shard.byte_offset + shard.bytes / 2);
   }
   world.barrier("damaged");
   const TreeVerifyReport report = verify_tree(world, dir);

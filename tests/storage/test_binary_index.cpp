@@ -221,12 +221,7 @@ TEST(BinaryIndex, DamagedOrTruncatedBinaryIsAFormatErrorNamingIt) {
   };
   for (std::uint64_t at : {std::uint64_t{3}, size / 2, size - 1}) {
     (void)storage::write_index(dir, sample_index());
-    std::fstream f(bin, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(static_cast<std::streamoff>(at));
-    const char c = static_cast<char>(f.get() ^ 0x20);
-    f.seekp(static_cast<std::streamoff>(at));
-    f.put(c);
-    f.close();
+    flip_byte(bin, at, 0x20);
     expect_format_error("flip at " + std::to_string(at));
   }
   (void)storage::write_index(dir, sample_index());
@@ -331,14 +326,7 @@ TEST(BinaryIndex, DamageOutsideEveryRanksPartIsRefused) {
     // Flips (and flipped again, mends) a byte near the end of the section.
     const auto flip = [&] {
       world.barrier("test");
-      if (world.is_primary()) {
-        std::fstream f(bin, std::ios::in | std::ios::out | std::ios::binary);
-        const auto at = static_cast<std::streamoff>(section.offset + section.length - 3);
-        f.seekg(at);
-        const char c = static_cast<char>(f.get() ^ 0x10);
-        f.seekp(at);
-        f.put(c);
-      }
+      if (world.is_primary()) flip_byte(bin, section.offset + section.length - 3);
       world.barrier("test");
     };
     flip();

@@ -248,13 +248,7 @@ TEST(Compression, DamagedCompressedChunkIsFoundNamingTheLeaf) {
     const storage::TreeIndex index = read_index(dir);
     const auto& shard = index.find("i")->shards.at(0);
     ASSERT_GE(shard.chunk_sizes.size(), 2U);
-    std::fstream file(dir / shard.file, std::ios::in | std::ios::out | std::ios::binary);
-    const auto at = static_cast<std::streamoff>(shard.byte_offset + shard.chunk_sizes[0] + 1);
-    char byte = 0;
-    file.seekg(at);
-    file.get(byte);
-    file.seekp(at);
-    file.put(static_cast<char>(byte ^ 0x5a));
+    flip_byte(dir / shard.file, shard.byte_offset + shard.chunk_sizes[0] + 1);
   }
   comm.barrier("compression test damage");
   const TreeVerifyReport report = verify_tree(comm, dir);

@@ -415,14 +415,7 @@ TEST(Incremental, AMissingEmptyOrDamagedBaseWritesEverything) {
         storage::parse_index(base::read_small_file(damaged / storage::kTreeIndexFile),
                              damaged / storage::kTreeIndexFile);
     const storage::BinarySection& section = *index.find("u")->section;
-    std::fstream file(damaged / storage::kTreeIndexBinaryFile,
-                      std::ios::in | std::ios::out | std::ios::binary);
-    const auto at = static_cast<std::streamoff>(section.offset + section.length - 1);
-    file.seekg(at);
-    char byte = 0;
-    file.get(byte);
-    file.seekp(at);
-    file.put(static_cast<char>(byte ^ 0x5a));
+    flip_byte(damaged / storage::kTreeIndexBinaryFile, section.offset + section.length - 1);
   }
   world.barrier("empty and damaged bases made");
   for (const fs::path& base : {tmp / "missing", empty, damaged}) {
@@ -501,15 +494,13 @@ TEST(Incremental, DamageInAReferencedChunkOfTheBaseIsFoundThroughTheNewSave) {
           what = linked.string();
           continue;
         }
-        std::fstream file(original, std::ios::in | std::ios::out | std::ios::binary);
-        const auto at = static_cast<std::streamoff>(ref.byte_offset + 17);
-        file.seekg(at);
-        char byte = 0;
-        file.get(byte);
-        file.seekp(at);
-        file.put(static_cast<char>(byte ^ 0x5a));
-        damaged = file.good() ? 1 : 3;
         what = original.string();
+        try {
+          flip_byte(original, ref.byte_offset + 17);
+          damaged = 1;
+        } catch (const std::runtime_error&) {
+          damaged = 3;
+        }
       }
     }
   }
