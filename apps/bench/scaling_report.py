@@ -99,12 +99,14 @@ def targets(doc):
                               f"{_times(read, READ_BY_ONE_RANK)}"})
         got = big.get("received_by_one_rank")
         if got is not None:
+            gathered = big["save_bytes_received_by_primary"]
+            most = ("the primary's gather of the shard records in a save" if got == gathered
+                    else "what a rank receives in a save or a restore")
             out.append({"format": fmt,
                         "target": "< 100 MB received by any one rank at " + where,
                         "met": got < READ_BY_ONE_RANK,
-                        "detail": f"{_mb(got)}, the most the primary gathers "
-                                  f"({_mb(big['save_bytes_received_by_primary'])} of shard "
-                                  f"records in a save), {_times(got, READ_BY_ONE_RANK)}"})
+                        "detail": f"{_mb(got)}, {most} (the primary gathers "
+                                  f"{_mb(gathered)}), {_times(got, READ_BY_ONE_RANK)}"})
     return out
 
 

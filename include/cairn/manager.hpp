@@ -382,8 +382,9 @@ class CheckpointManager {
   /// Restores `step` (default: the latest). `args` null: every item as saved. Collective.
   /// Throws NotFound when there is no such step; FormatError (or NotFound) naming the file,
   /// and the leaf where there is one, when a file of the step is damaged, truncated, missing
-  /// or from another checkpoint (every metadata file is checked against the checksums in the
-  /// COMMITTED marker, every data file against the checksums in the metadata).
+  /// or from another checkpoint (every JSON metadata file is checked against the checksums in
+  /// the COMMITTED marker, the sections of cairn-tree.bin that the restore reads against
+  /// theirs in cairn-tree.json, every data file against the checksums in the metadata).
   [[nodiscard]] std::any restore(std::optional<std::int64_t> step = std::nullopt,
                                  const CheckpointArgs* args = nullptr);
   /// Restores `step` (default: the newest committed one there) from the checkpoint root

@@ -49,6 +49,12 @@ enum class StorageFormat : std::uint8_t {
 /// The version of cairn-tree.json (the on-disk format of array trees) this build writes, the
 /// newest it reads. Not collective; never throws.
 [[nodiscard]] std::int64_t tree_format_version() noexcept;
+/// Whether `file_name` (a name without directories) is a file of a saved tree's index:
+/// cairn-tree.json, or cairn-tree.bin (index version 4 and later), which holds the shard
+/// records and data checksums in sections whose checksums cairn-tree.json records. A
+/// checkpoint's commit marker lists cairn-tree.json, not cairn-tree.bin. Not collective;
+/// never throws.
+[[nodiscard]] bool is_tree_index_file(std::string_view file_name) noexcept;
 
 /// What a save belongs to, for people handed its files without cairn: formats that describe
 /// themselves record it next to the data (hdf5: the root attributes "cairn_step" and

@@ -1,6 +1,7 @@
-// cairn — the COMMITTED marker as a manifest (internal): it lists the XXH3-64 of every
-// metadata file of the checkpoint, so that a damaged, truncated or swapped metadata file is
-// found on restore (data files carry their own checksums in the metadata).
+// cairn — the COMMITTED marker as a manifest (internal): it lists the XXH3-64 of every JSON
+// metadata file of the checkpoint, so that a damaged, truncated or swapped one is found on
+// restore. Data files, and the sections of each tree's cairn-tree.bin, carry their own
+// checksums in that metadata.
 //
 //   cairn checkpoint committed 2026-01-31T12:00:00Z
 //   xxh3 0123456789abcdef cairn-step.json

@@ -41,12 +41,13 @@ struct BaseShard {
 class IncrementalBase {
  public:
   /// Reads the index of `base` (the primary reads cairn-tree.json and broadcasts it; each rank
-  /// reads the records of its own boxes from cairn-tree.bin) and finds, for each array of
-  /// `jobs` that this rank writes in format posix, the base's shard with its box. Collective
-  /// over `comm`. A base that any rank cannot read (missing, damaged, an index version before
-  /// 4) gives nullptr on every rank and logs a warning naming it; so does, without reading
-  /// anything, a tree without posix leaves. Throws InvalidArgument on every rank when `base`
-  /// is `dir`, the item being written.
+  /// reads the records of its own boxes from cairn-tree.bin and checks its share of the
+  /// sections of the leaves that may refer to the base, IndexSections::check_share()) and
+  /// finds, for each array of `jobs` that this rank writes in format posix, the base's shard
+  /// with its box. Collective over `comm`. A base that any rank cannot read (missing, damaged,
+  /// an index version before 4) gives nullptr on every rank and logs a warning naming it. A
+  /// tree without posix leaves gives nullptr without reading anything or warning. Throws
+  /// InvalidArgument on every rank when `base` is `dir`, the item being written.
   [[nodiscard]] static std::unique_ptr<IncrementalBase> open(const Comm& comm,
                                                              const std::filesystem::path& base,
                                                              const std::filesystem::path& dir,

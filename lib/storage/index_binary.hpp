@@ -86,10 +86,11 @@ class IndexSections {
   /// the section is found, also where shards_meeting() reads only a part of it. Throws as
   /// shards_meeting().
   void check_section(const LeafRecord& leaf);
-  /// Checks (check_section()) this rank's share of the sections of `leaves`: leaf j when
-  /// (j + 1) mod `size` is `rank`, so that `size` ranks holding the same list check each
-  /// section once, the primary last, and a rank reads about 1/size of them. Not collective:
-  /// the caller agrees on the verdict. Throws as check_section().
+  /// Checks (check_section()) this rank's share of the sections of `leaves`: numbering the
+  /// leaves that have a section j = 0, 1, ..., leaf j when (j + 1) mod `size` is `rank`, so
+  /// that `size` ranks holding the same list check each section once, the primary last, and
+  /// a rank reads about 1/size of them. Not collective: the caller agrees on the verdict.
+  /// Throws as check_section().
   void check_share(std::span<const LeafRecord* const> leaves, int rank, int size);
 
  private:

@@ -39,6 +39,7 @@ std::uint64_t Unpacked::take() {
   std::uint64_t value = 0;
   for (int shift = 0; shift < 64; shift += 7) {
     const auto byte = static_cast<std::uint64_t>(take_bytes(1)[0]);
+    if (shift == 63 && byte > 1) break;  // bits beyond the 64th
     value |= (byte & 0x7f) << shift;
     if ((byte & 0x80) == 0) return value;
   }

@@ -49,6 +49,9 @@ class Unpacked {
   [[nodiscard]] std::uint8_t take_byte();
   /// Whether every byte was read. Never throws.
   [[nodiscard]] bool done() const noexcept { return in_.empty(); }
+  /// Bytes not read yet: a bound on the count of anything that takes a byte or more. Never
+  /// throws.
+  [[nodiscard]] std::size_t remaining() const noexcept { return in_.size(); }
 
  private:
   std::span<const std::byte> take_bytes(std::uint64_t count);

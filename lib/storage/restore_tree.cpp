@@ -9,18 +9,14 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <cstring>
 #include <map>
-#include <optional>
 #include <utility>
 
 #include "base/durable_file.hpp"
 #include "base/first_error.hpp"
-#include "base/log.hpp"
 #include "cuda/device_leaf.hpp"
 #include "cuda/staged_copy.hpp"
 #include "storage/broadcast_leaves.hpp"
-#include "storage/checksum.hpp"
 #include "storage/index.hpp"
 #include "storage/index_binary.hpp"
 #include "storage/posix_file.hpp"
@@ -500,9 +496,8 @@ void restore_from_index(const Comm& comm, const std::filesystem::path& dir,
       read_here[i] = comm.is_primary();
     }
   }
-  // A version-4 index: each rank reads the records of the shards that meet what it reads,
-  // and checks its share of the read leaves' sections whole, so that every section read is
-  // checked once, in the same agreement.
+  // A version-4 index: each rank reads the records of the shards that meet what it reads and
+  // checks its share of the read leaves' sections whole (each once, in the same agreement).
   LeafPairs local = pairs;
   storage::IndexSections sections(dir, index);
   comm.run_all(fmt::format("restore_tree '{}': reading the index:", dir.string()), [&] {

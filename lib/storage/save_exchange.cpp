@@ -122,7 +122,11 @@ std::vector<std::byte> pack_records(
 void unpack_records(std::span<const std::byte> bytes,
                     const std::function<void(std::size_t, ShardRecord&&)>& add) {
   Unpacked in(bytes);
-  std::vector<std::string> names(static_cast<std::size_t>(in.take()));
+  const std::uint64_t name_count = in.take();
+  if (name_count > in.remaining()) {
+    throw Error(ErrorCode::internal, "shard records name more files than they have bytes");
+  }
+  std::vector<std::string> names(static_cast<std::size_t>(name_count));
   for (std::string& name : names) name = in.take_text();
   const auto name_at = [&](std::uint64_t number) {
     if (number >= names.size()) {

@@ -22,6 +22,10 @@ std::string_view storage_format_name(StorageFormat format) noexcept {
 
 std::int64_t tree_format_version() noexcept { return storage::kTreeFormatVersionIncremental; }
 
+bool is_tree_index_file(std::string_view file_name) noexcept {
+  return file_name == storage::kTreeIndexFile || file_name == storage::kTreeIndexBinaryFile;
+}
+
 std::optional<StorageFormat> storage_format_from_name(std::string_view name) noexcept {
   if (name == "hdf5") return StorageFormat::hdf5;
   if (name == "posix") return StorageFormat::posix;

@@ -191,8 +191,9 @@ TEST_F(Corruption, PristineStepsRestore) {
   check_with_cairn_verify();
 }
 
-// Every byte of every metadata file is covered by the checksums in COMMITTED, and every byte
-// of a data file by the checksums in the metadata: any flip is found.
+// Every byte of every JSON metadata file is covered by the checksums in COMMITTED, every byte
+// of cairn-tree.bin by its header or its sections' checksums in cairn-tree.json, and every
+// byte of a data file by the checksums in the metadata: any flip is found.
 TEST_F(Corruption, FlippedBytesAreReported) {
   for (const auto& f : files_) {
     if (f.path == "COMMITTED" || f.path == "state/data.h5") continue;  // below

@@ -400,9 +400,10 @@ TEST(Incremental, Hdf5LeavesAreWrittenWhole) {
   expect_intact(world, b);
 }
 
-// A base that is missing, an empty directory, or whose index section of "u" is damaged (its
-// last byte, which a restoring rank's own records may not reach: the rank that checks the
-// section whole finds it) gives a whole save.
+// A base that is missing, an empty directory, or whose index section of "u" is damaged gives a
+// whole save. The damaged byte is in the last rank's last chunk checksum: only that rank reads
+// it for its own shard, and without the whole-section check the other ranks would still refer
+// to the base.
 TEST(Incremental, AMissingEmptyOrDamagedBaseWritesEverything) {
   const SharedTempDir tmp;
   const Comm world(MPI_COMM_WORLD);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "storage/packed.hpp"
 #include "storage/save_exchange.hpp"
 #include "storage/storage_test_util.hpp"
 
@@ -99,6 +100,32 @@ TEST(SaveExchange, APositionOutsideTheTableNamesTheRank) {
         << e.what();
   }
   EXPECT_THROW((void)ExchangedLayouts(all, 41), FormatError);  // another number of leaves
+}
+
+// Numbers in one byte per seven bits, at the edges of each length; strings and checksums as
+// they are; cut or overlong input refused.
+TEST(SaveExchange, PackedNumbersRoundTrip) {
+  const std::vector<std::uint64_t> numbers = {
+      0, 1, 127, 128, 16383, 16384, 0xffffffffULL, 1ULL << 62, 1ULL << 63, 0xffffffffffffffffULL};
+  storage::Packed out;
+  for (const std::uint64_t n : numbers) out.put(n);
+  out.put(std::string_view("shards/p3.bin"));
+  out.put_all(numbers);
+  out.put_byte(7);
+  std::vector<std::byte> bytes = out.bytes();
+  EXPECT_EQ(bytes.size(), 1 + 1 + 1 + 2 + 2 + 3 + 5 + 9 + 10 + 10 + (1 + 13) + 8 * 10 + 1U);
+  storage::Unpacked in(bytes);
+  for (const std::uint64_t n : numbers) EXPECT_EQ(in.take(), n);
+  EXPECT_EQ(in.take_text(), "shards/p3.bin");
+  EXPECT_EQ(in.take_all(numbers.size()), numbers);
+  EXPECT_EQ(in.take_byte(), 7);
+  EXPECT_TRUE(in.done());
+  EXPECT_THROW((void)in.take(), Error);  // nothing left
+  // A 10-byte number with bits beyond the 64th, a count of more numbers than bytes.
+  std::vector<std::byte> overlong(9, std::byte{0xff});
+  overlong.push_back(std::byte{0x02});
+  EXPECT_THROW((void)storage::Unpacked(overlong).take(), Error);
+  EXPECT_THROW((void)storage::Unpacked(bytes).take_all(std::uint64_t{1} << 61), Error);
 }
 
 TEST(SaveExchange, ShardRecordsRoundTripPacked) {

@@ -2,7 +2,8 @@
 
 #include <cairn/error.hpp>
 
-#include <cstring>
+#include <exception>
+#include <string>
 #include <utility>
 
 namespace cairn::storage::h5 {

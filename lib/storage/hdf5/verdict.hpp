@@ -7,11 +7,7 @@
 #include <cairn/comm.hpp>
 
 #include <cstddef>
-#include <cstdint>
-#include <exception>
 #include <functional>
-#include <span>
-#include <string>
 #include <vector>
 
 #include "storage/packed.hpp"
