@@ -41,7 +41,9 @@ enum {
   k_MPI_Scatter,
   k_MPI_Scatterv,
   k_MPI_Alltoall,
+  k_MPI_Ialltoall,
   k_MPI_Alltoallv,
+  k_MPI_Ialltoallv,
   k_MPI_Comm_dup,
   k_MPI_Comm_split,
   k_MPI_Comm_split_type,
@@ -81,7 +83,9 @@ static const char* const k_names[k_count] = {
     "MPI_Scatter",
     "MPI_Scatterv",
     "MPI_Alltoall",
+    "MPI_Ialltoall",
     "MPI_Alltoallv",
+    "MPI_Ialltoallv",
     "MPI_Comm_dup",
     "MPI_Comm_split",
     "MPI_Comm_split_type",
@@ -374,6 +378,19 @@ int MPI_Alltoallv(const void* in, const int* n_in, const int* d_in, MPI_Datatype
                   const int* n_out, const int* d_out, MPI_Datatype t_out, MPI_Comm comm) {
   count(k_MPI_Alltoallv, type_bytes(t_out, sum_counts(n_out, comm)));
   return PMPI_Alltoallv(in, n_in, d_in, t_in, out, n_out, d_out, t_out, comm);
+}
+
+int MPI_Ialltoall(const void* in, int n_in, MPI_Datatype t_in, void* out, int n_out,
+                  MPI_Datatype t_out, MPI_Comm comm, MPI_Request* request) {
+  count(k_MPI_Ialltoall, gathered(t_out, n_out, comm));
+  return PMPI_Ialltoall(in, n_in, t_in, out, n_out, t_out, comm, request);
+}
+
+int MPI_Ialltoallv(const void* in, const int* n_in, const int* d_in, MPI_Datatype t_in,
+                   void* out, const int* n_out, const int* d_out, MPI_Datatype t_out,
+                   MPI_Comm comm, MPI_Request* request) {
+  count(k_MPI_Ialltoallv, type_bytes(t_out, sum_counts(n_out, comm)));
+  return PMPI_Ialltoallv(in, n_in, d_in, t_in, out, n_out, d_out, t_out, comm, request);
 }
 
 int MPI_Comm_dup(MPI_Comm comm, MPI_Comm* out) {

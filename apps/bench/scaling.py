@@ -37,7 +37,8 @@ COLLECTIVES = (
     "MPI_Barrier", "MPI_Ibarrier", "MPI_Bcast", "MPI_Ibcast", "MPI_Allreduce", "MPI_Iallreduce",
     "MPI_Reduce", "MPI_Ireduce", "MPI_Allgather", "MPI_Iallgather", "MPI_Allgatherv",
     "MPI_Iallgatherv", "MPI_Gather", "MPI_Igather", "MPI_Gatherv", "MPI_Igatherv", "MPI_Scatter",
-    "MPI_Scatterv", "MPI_Alltoall", "MPI_Alltoallv", "MPI_Comm_dup", "MPI_Comm_split",
+    "MPI_Scatterv", "MPI_Alltoall", "MPI_Ialltoall", "MPI_Alltoallv", "MPI_Ialltoallv",
+    "MPI_Comm_dup", "MPI_Comm_split",
     "MPI_Comm_split_type", "MPI_Comm_create", "MPI_File_open", "MPI_File_close",
     "MPI_File_set_view", "MPI_File_set_size", "MPI_File_sync", "MPI_File_write_all",
     "MPI_File_write_at_all", "MPI_File_read_all", "MPI_File_read_at_all")
@@ -64,6 +65,9 @@ def phase_summary(per_rank, ranks, data_bytes_per_rank):
     def received(rec):
         return sum(n for f, n in rec["bytes"].items() if f in COLLECTIVES)
 
+    def records(rec):  # a save's all-to-all: the shard records its sections' owner receives
+        return rec["bytes"].get("MPI_Ialltoallv", 0) + rec["bytes"].get("MPI_Alltoallv", 0)
+
     rank0 = first[0]
     others = [first[r] for r in range(1, ranks)]
     # A non-primary rank posts one Irecv (the primary's verdict) per agreement round.
@@ -80,9 +84,13 @@ def phase_summary(per_rank, ranks, data_bytes_per_rank):
         "bcast_bytes_rank1": others[0]["bytes"].get("MPI_Ibcast", 0) +
         others[0]["bytes"].get("MPI_Bcast", 0) if others else 0,
         "received_bytes_rank1": received(others[0]) if others else 0,
-        # The primary's: in a save, the shard records it gathers to write the index.
+        # The primary's: in a save, the sections' summaries it gathers to write the index.
         "received_bytes_rank0": received(rank0),
         "received_bytes_max": max(received(rec) for rec in first.values()),
+        "records_received_total": sum(records(rec) for rec in first.values()),
+        "records_received_max": max(records(rec) for rec in first.values()),
+        "received_besides_records_max": max(received(rec) - records(rec)
+                                            for rec in first.values()),
         "rchar_rank0": rank0["rchar"],
         "rchar_max_other": max((rec["rchar"] for rec in others), default=0),
         # What rank 0 reads beyond what every other rank reads (its data): the metadata files.
@@ -171,6 +179,9 @@ def model(runs, a):
         "save_bytes_received_by_one_rank": lambda r: r["save"]["received_bytes_rank1"],
         "restore_bytes_received_by_one_rank": lambda r: r["restore"]["received_bytes_rank1"],
         "save_bytes_received_by_primary": lambda r: r["save"]["received_bytes_rank0"],
+        "save_records_received_total": lambda r: r["save"].get("records_received_total", 0),
+        "save_received_besides_records_max": lambda r: r["save"].get(
+            "received_besides_records_max", r["save"]["received_bytes_max"]),
         "primary_metadata_read_save": lambda r: r["save"]["primary_extra_read_bytes"],
         "primary_metadata_read_restore": lambda r: r["restore"]["primary_extra_read_bytes"],
         "save_collective_ops": lambda r: r["save"]["collective_ops"],
@@ -219,8 +230,14 @@ def model(runs, a):
             p["read_by_one_rank"] = max(
                 p["primary_metadata_read_save"], p["primary_metadata_read_restore"],
                 p["index_read_by_one_rank"])
+            # In a save, a rank receives the records of the ceil(L/P) leaves whose sections it
+            # owns, besides what every rank receives (layouts, file names, section lengths;
+            # the primary: the sections' summaries).
+            p["save_received_by_owner"] = (
+                p["save_received_besides_records_max"] +
+                -(-leaves // ranks) * p["save_records_received_total"] / leaves)
             p["received_by_one_rank"] = max(
-                p["save_bytes_received_by_one_rank"], p["restore_bytes_received_by_one_rank"],
+                p["save_received_by_owner"], p["restore_bytes_received_by_one_rank"],
                 p["save_bytes_received_by_primary"])
             predictions.append(p)
         out[fmt] = {"fits": fits, "primary_json_seconds_per_index_byte": json_rate,

@@ -100,8 +100,13 @@ def targets(doc):
         got = big.get("received_by_one_rank")
         if got is not None:
             gathered = big["save_bytes_received_by_primary"]
-            most = ("the primary's gather of the shard records in a save" if got == gathered
-                    else "what a rank receives in a save or a restore")
+            owner = big.get("save_received_by_owner")
+            if got == gathered:
+                most = "the primary's gather in a save"
+            elif got == owner:
+                most = "a section owner's receipts in a save"
+            else:
+                most = "what a rank receives in a restore"
             out.append({"format": fmt,
                         "target": "< 100 MB received by any one rank at " + where,
                         "met": got < READ_BY_ONE_RANK,
@@ -278,9 +283,11 @@ def _section(doc, report_dir, json_path, plot_path):
              f"{_reread(doc, 'restore'):.2f} times: the JSON files of the commit marker; "
              "cairn-tree.bin is not in the marker). \"received by one rank\": the most one "
              "rank receives by collectives: in a save every rank gets a table of each rank's "
-             "distinct leaf layouts and one position per leaf, and the primary gathers every "
-             "rank's shard records (packed: small numbers in a byte or two, 8 bytes per "
-             "checksum); in a restore every rank gets cairn-tree.json. \"primary messages\": "
+             "distinct leaf layouts and one position per leaf, the data file names and the "
+             "sections' lengths, the owner of a leaf's section (leaf j: rank (j+1) mod P) gets "
+             "its shard records (packed: small numbers in a byte or two, 8 bytes per checksum; "
+             "modelled as the records of ceil(L/P) leaves), and the primary gathers one summary "
+             "per section; in a restore every rank gets cairn-tree.json. \"primary messages\": "
              "the point-to-point messages of the primary's agreement rounds, 2·(P-1) per "
              "round. \"primary JSON time\" is rank 0 reading, parsing and serializing the index "
              "(a lower bound of its metadata work); \"save time from fit\" attributes the save "

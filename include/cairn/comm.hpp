@@ -161,6 +161,12 @@ class Comm {
       const boost::json::value& value) const;
   /// Every rank gets every rank's integer, in rank order. Collective.
   [[nodiscard]] std::vector<std::int64_t> allgather(std::int64_t value) const;
+  /// Sends `to_each[r]` to rank r, for every rank r (`to_each` holds one byte string per
+  /// rank), and returns what each rank sent this one, in rank order. Collective. Throws
+  /// InvalidArgument when `to_each` does not hold size() strings (before any communication:
+  /// the other ranks then fail with TimeoutError), TimeoutError, IoError.
+  [[nodiscard]] std::vector<std::vector<std::byte>> alltoall_bytes(
+      std::span<const std::vector<std::byte>> to_each) const;
 
   /// The steps present on every rank, sorted ascending. `local_steps` may be unsorted and
   /// hold duplicates. Collective. Throws TimeoutError.

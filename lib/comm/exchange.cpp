@@ -1,5 +1,6 @@
 // Data exchange: bytes, strings and JSON values broadcast from one rank, gathered at one
-// rank, or gathered at every rank. Strings and JSON travel as bytes.
+// rank, or gathered at every rank; bytes sent from every rank to every rank. Strings and JSON
+// travel as bytes.
 #include <cairn/comm.hpp>
 
 #include <algorithm>
@@ -175,6 +176,52 @@ std::vector<std::int64_t> Comm::allgather(std::int64_t value) const {
     return MPI_Iallgather(&b->mine, 1, MPI_INT64_T, b->all.data(), 1, MPI_INT64_T, comm_, request);
   });
   return b->all;
+}
+
+std::vector<std::vector<std::byte>> Comm::alltoall_bytes(
+    std::span<const std::vector<std::byte>> to_each) const {
+  check_usable("alltoall");
+  if (to_each.size() != static_cast<std::size_t>(size_)) {
+    throw InvalidArgument(
+        fmt::format("alltoall: {} byte strings for {} ranks", to_each.size(), size_));
+  }
+  struct Buffers {
+    std::vector<int> send_sizes;
+    std::vector<int> send_displacements;
+    std::vector<std::byte> sent;
+    std::vector<int> sizes;
+    std::vector<int> displacements;
+    std::vector<std::byte> all;
+  };
+  auto b = std::make_shared<Buffers>();
+  for (const auto& bytes : to_each) {
+    b->send_sizes.push_back(detail::checked_count(bytes.size(), "alltoall"));
+  }
+  b->sent.resize(std::max<std::size_t>(
+      detail::displacements_of(b->send_sizes, b->send_displacements, "alltoall"), 1));
+  for (std::size_t r = 0; r < to_each.size(); ++r) {
+    std::copy(to_each[r].begin(), to_each[r].end(), b->sent.begin() + b->send_displacements[r]);
+  }
+  b->sizes.resize(static_cast<std::size_t>(size_));
+  // First every rank learns what each rank sends it, then the bytes follow.
+  start_and_wait(b, "alltoall (sizes)", [&](MPI_Request* request) {
+    return MPI_Ialltoall(b->send_sizes.data(), 1, MPI_INT, b->sizes.data(), 1, MPI_INT, comm_,
+                         request);
+  });
+  b->all.resize(
+      std::max<std::size_t>(detail::displacements_of(b->sizes, b->displacements, "alltoall"), 1));
+  start_and_wait(b, "alltoall (data)", [&](MPI_Request* request) {
+    return MPI_Ialltoallv(b->sent.data(), b->send_sizes.data(), b->send_displacements.data(),
+                          MPI_BYTE, b->all.data(), b->sizes.data(), b->displacements.data(),
+                          MPI_BYTE, comm_, request);
+  });
+  std::vector<std::vector<std::byte>> result;
+  result.reserve(static_cast<std::size_t>(size_));
+  for (int r = 0; r < size_; ++r) {
+    auto first = b->all.begin() + b->displacements[r];
+    result.emplace_back(first, first + b->sizes[r]);
+  }
+  return result;
 }
 
 std::vector<std::int64_t> Comm::common_steps(std::span<const std::int64_t> local_steps) const {

@@ -555,10 +555,10 @@ TreeIndex index_from_json(const json::value& value, const std::filesystem::path&
   if (top.string(root, "format") != "cairn-tree") top.fail("format", "is not \"cairn-tree\"");
   TreeIndex index;
   index.version = top.integer(root, "version", 1, std::numeric_limits<std::int64_t>::max());
-  if (index.version > kTreeFormatVersionIncremental) {
+  if (index.version > kTreeFormatVersionSections) {
     top.fail("version", fmt::format("is {}, newer than the version {} this cairn reads; "
                                     "upgrade cairn",
-                                    index.version, kTreeFormatVersionIncremental));
+                                    index.version, kTreeFormatVersionSections));
   }
   index.world_size = static_cast<int>(top.integer(root, "world_size", 1, 1 << 24));
   if (index.version >= kTreeFormatVersionBinary) read_files(top, root, index);

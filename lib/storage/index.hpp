@@ -28,9 +28,13 @@ inline constexpr std::int64_t kTreeFormatVersionCompressed = 3;
 inline constexpr std::int64_t kTreeFormatVersionBinary = 4;
 /// Version of a two-file index whose sections give the place of every chunk of some leaf
 /// (an incremental save, whose shard files have holes where chunks lie in an earlier save's
-/// files): 5, so that a cairn that would read those holes refuses it. The newest version
-/// this build reads.
+/// files): 5, so that a cairn that would read those holes refuses it.
 inline constexpr std::int64_t kTreeFormatVersionIncremental = 5;
+/// Version of the two-file index written by this build, the newest it reads: 6. Each
+/// section of cairn-tree.bin is written by its own rank, so "binary_checksum" is the XXH3-64
+/// of the sections' checksums (sections_checksum()), not of their bytes, and the sections
+/// lie end to end from the header to the end of the file. Sections may give chunk places.
+inline constexpr std::int64_t kTreeFormatVersionSections = 6;
 /// Name of the index file inside an item directory.
 inline constexpr const char* kTreeIndexFile = "cairn-tree.json";
 /// Name of the binary part of a version-4 index inside an item directory.
@@ -177,8 +181,9 @@ struct TreeIndex {
   std::map<std::string, EmptyNode, std::less<>> empty_nodes;
   /// Version 4: the data files that shard records name by number ("files").
   std::vector<std::string> files;
-  /// Version 4: XXH3-64 of the sections of cairn-tree.bin ("binary_checksum"), also in the
-  /// header of that file, so that a cairn-tree.bin of another save is refused.
+  /// Versions 4 and 5: XXH3-64 of the sections of cairn-tree.bin; version 6: XXH3-64 of the
+  /// sections' checksums (sections_checksum()). "binary_checksum", also in the header of that
+  /// file, so that a cairn-tree.bin of another save is refused.
   std::uint64_t binary_checksum = 0;
 
   /// The leaf at `path`, or nullptr.

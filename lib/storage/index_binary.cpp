@@ -159,7 +159,7 @@ bool equal_blocks(const std::vector<std::vector<std::int64_t>>& cuts,
 // Appends the place of every chunk of `shard` (a leaf with referenced chunks): file (u32, an
 // entry of "files", or ChunkRef::kOwn), 0 (u32), byte offset (u64).
 void encode_chunk_refs(const LeafRecord& leaf, const ShardRecord& shard,
-                       const std::map<std::string, std::uint32_t>& file_ids, std::string& out) {
+                       const FileNumbers& file_ids, std::string& out) {
   if (shard.has_refs() && shard.chunk_refs.size() != shard.checksums.size()) {
     throw Error(
         ErrorCode::internal,
@@ -175,8 +175,7 @@ void encode_chunk_refs(const LeafRecord& leaf, const ShardRecord& shard,
 }
 
 // Appends the section of array leaf `leaf` to `out` and sets leaf.section.
-void encode_leaf(LeafRecord& leaf, const std::map<std::string, std::uint32_t>& file_ids,
-                 std::string& out) {
+void encode_leaf(LeafRecord& leaf, const FileNumbers& file_ids, std::string& out) {
   BinarySection section{.offset = out.size(), .shard_count = leaf.shards.size()};
   const auto cuts = grid_cuts(leaf.shape, leaf.shards);
   std::vector<const ShardRecord*> order;  // in record order
@@ -327,37 +326,60 @@ std::vector<ShardRecord> decode_leaf(const TreeIndex& index, const LeafRecord& l
 
 }  // namespace
 
+int section_owner(std::size_t array, int size) noexcept {
+  return static_cast<int>((array + 1) % static_cast<std::size_t>(size));
+}
+
+FileNumbers file_numbers(const std::vector<std::string>& files) {
+  FileNumbers numbers;
+  for (const std::string& name : files) {
+    numbers.emplace(name, static_cast<std::uint32_t>(numbers.size()));
+  }
+  return numbers;
+}
+
+std::string encode_section(LeafRecord& leaf, const FileNumbers& numbers) {
+  std::string out;
+  encode_leaf(leaf, numbers, out);
+  return out;
+}
+
+std::uint64_t sections_checksum(const TreeIndex& index) {
+  std::string sums;
+  for (const LeafRecord& leaf : index.leaves) {
+    if (leaf.section) put(sums, leaf.section->checksum);
+  }
+  return checksum_of(std::as_bytes(std::span(sums)));
+}
+
+std::string index_header(const TreeIndex& index) {
+  std::string header(kTreeIndexBinaryMagic);
+  put(header, static_cast<std::uint64_t>(index.version));
+  put(header, index.binary_checksum);
+  return header;
+}
+
 std::uint64_t write_index(const std::filesystem::path& dir, TreeIndex index) {
-  index.version = kTreeFormatVersionBinary;
-  std::map<std::string, std::uint32_t> file_ids;
+  index.version = kTreeFormatVersionSections;
+  std::set<std::string> names;
   for (const LeafRecord& leaf : index.leaves) {
     for (const ShardRecord& s : leaf.shards) {
-      file_ids.emplace(s.file, 0);
-      for (const std::string& ref : s.ref_files) file_ids.emplace(ref, 0);
+      names.insert(s.file);
+      names.insert(s.ref_files.begin(), s.ref_files.end());
     }
   }
-  index.files.clear();
-  for (auto& [name, id] : file_ids) {
-    id = static_cast<std::uint32_t>(index.files.size());
-    index.files.push_back(name);
-  }
-  std::string binary(kTreeIndexBinaryMagic);
-  put(binary, std::uint64_t{0});  // the version, below
-  put(binary, std::uint64_t{0});  // the sections' checksum, below
+  index.files.assign(names.begin(), names.end());
+  const FileNumbers numbers = file_numbers(index.files);
+  std::string sections;
   for (LeafRecord& leaf : index.leaves) {
     if (leaf.kind != LeafKind::array) continue;
-    encode_leaf(leaf, file_ids, binary);
+    const std::uint64_t at = kTreeIndexBinaryHeaderBytes + sections.size();
+    sections += encode_section(leaf, numbers);
+    leaf.section->offset = at;
     leaf.shards.clear();
-    if (leaf.section->referenced_chunks > 0) index.version = kTreeFormatVersionIncremental;
   }
-  std::string version;
-  put(version, static_cast<std::uint64_t>(index.version));
-  binary.replace(kTreeIndexBinaryMagic.size(), 8, version);
-  index.binary_checksum =
-      checksum_of(std::as_bytes(std::span(binary).subspan(kTreeIndexBinaryHeaderBytes)));
-  std::string sum;
-  put(sum, index.binary_checksum);
-  binary.replace(kTreeIndexBinaryMagic.size() + 8, 8, sum);
+  index.binary_checksum = sections_checksum(index);
+  const std::string binary = index_header(index) + sections;
   const std::string text = boost::json::serialize(to_json(index));
   base::write_file_durably(dir / kTreeIndexBinaryFile, binary);
   base::write_file_durably(dir / kTreeIndexFile, text);
@@ -378,8 +400,13 @@ void attach_shards(TreeIndex& index, std::string_view binary, const std::filesys
   }
   std::uint64_t recorded = 0;
   std::memcpy(&recorded, binary.data() + kTreeIndexBinaryMagic.size() + 8, sizeof recorded);
+  // Version 6 sums the sections' checksums, each section checked below, and its sections
+  // must cover the file: every byte after the header is then checked.
+  const bool summed = index.version >= kTreeFormatVersionSections;
   const std::uint64_t actual =
-      checksum_of(std::as_bytes(std::span(binary).subspan(kTreeIndexBinaryHeaderBytes)));
+      summed ? sections_checksum(index)
+             : checksum_of(std::as_bytes(std::span(binary).subspan(kTreeIndexBinaryHeaderBytes)));
+  std::uint64_t end = kTreeIndexBinaryHeaderBytes;
   if (recorded != index.binary_checksum || actual != index.binary_checksum) {
     damaged(file, "",
             fmt::format("its sections' checksum {} (header: {}) is not the {} that {} records",
@@ -396,7 +423,18 @@ void attach_shards(TreeIndex& index, std::string_view binary, const std::filesys
                           "{} bytes at {}",
                           binary.size(), s.length, s.offset));
     }
+    if (summed && s.offset != end) {
+      damaged(file, leaf.path,
+              fmt::format("its section starts at byte {}, not at {} where the one before ends",
+                          s.offset, end));
+    }
+    end = s.offset + s.length;
     leaf.shards = decode_leaf(index, leaf, binary.substr(s.offset, s.length), file);
+  }
+  if (summed && end != binary.size()) {
+    damaged(file, "",
+            fmt::format("it is {} bytes long, not the {} bytes of its header and sections",
+                        binary.size(), end));
   }
 }
 

@@ -1,10 +1,11 @@
-// cairn — the two-file index of a saved tree (internal, version 4): cairn-tree.json holds what
-// grows with the leaves (each array leaf with its "section"), cairn-tree.bin the shard records
-// and checksums, one section per array leaf, so that a restoring rank reads only the records
-// of the shards that meet its boxes.
+// cairn — the two-file index of a saved tree (internal, version 6; 4 and 5 are still read):
+// cairn-tree.json holds what grows with the leaves (each array leaf with its "section"),
+// cairn-tree.bin the shard records and checksums, one section per array leaf, so that a
+// restoring rank reads only the records of the shards that meet its boxes.
 //
-// cairn-tree.bin: "CAIRNTRB", the version (u64) and the XXH3-64 of the sections (u64, also
-// "binary_checksum" of cairn-tree.json), then the sections back to back. All
+// cairn-tree.bin: "CAIRNTRB", the version (u64) and "binary_checksum" of cairn-tree.json (u64:
+// in version 6 the XXH3-64 of the sections' checksums, sections_checksum(); in versions 4 and 5
+// of the sections' bytes), then the sections back to back, in the order of the leaves. All
 // numbers little-endian. A section of an array leaf holds
 //   a block grid without equal blocks: per dimension its blocks + 1 cuts (i64);
 //   per shard a record: rank (u32), file (u32, an entry of the index's "files"),
@@ -15,6 +16,8 @@
 //   when it has "referenced_chunks" (an incremental save), the place of each chunk, likewise:
 //     file (u32, an entry of "files", or 0xffffffff for the shard's own bytes), 0 (u32),
 //     byte offset in that file (u64).
+// A save builds each section on one rank (storage/index_writer.hpp); write_index() writes a
+// whole index from one process.
 #pragma once
 
 #include <cairn/box.hpp>
@@ -22,6 +25,8 @@
 #include <cstdint>
 #include <deque>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -36,19 +41,49 @@ class PosixFile;
 
 /// First bytes of cairn-tree.bin.
 inline constexpr std::string_view kTreeIndexBinaryMagic = "CAIRNTRB";
-/// Bytes of the header of cairn-tree.bin: the magic, the version and the XXH3-64 of the
-/// sections that follow (TreeIndex::binary_checksum).
+/// Bytes of the header of cairn-tree.bin: the magic, the version and
+/// TreeIndex::binary_checksum.
 inline constexpr std::uint64_t kTreeIndexBinaryHeaderBytes = 24;
 
-/// Writes `index` (with every shard of every array leaf) into `dir` as a version-4 index:
-/// cairn-tree.bin, then cairn-tree.json, each written and fsynced. Not collective. Returns the
-/// bytes of the two files. Throws IoError naming the file.
+/// The rank that writes the section of array leaf `array` (its position among the leaves with
+/// a section) in a save on `size` ranks, and that checks it in a restore on `size` ranks
+/// (IndexSections::check_share()): (array + 1) mod size. Never throws.
+[[nodiscard]] int section_owner(std::size_t array, int size) noexcept;
+
+/// The number of each data file name in an index: its position in TreeIndex::files.
+using FileNumbers = std::map<std::string, std::uint32_t, std::less<>>;
+
+/// The numbers of `files` (sorted, distinct: TreeIndex::files). Never throws beyond
+/// std::bad_alloc.
+[[nodiscard]] FileNumbers file_numbers(const std::vector<std::string>& files);
+
+/// The section of array leaf `leaf`, which holds all its shards in ascending rank, as
+/// cairn-tree.bin stores it, with data files numbered by `numbers`. Sets leaf.section (offset
+/// 0: the writer places the section). Not collective. Throws Error(internal) when a shard's
+/// chunk sizes or chunk places do not match its checksums, std::out_of_range for a file that
+/// `numbers` lacks.
+[[nodiscard]] std::string encode_section(LeafRecord& leaf, const FileNumbers& numbers);
+
+/// The binary_checksum of a version-6 index: XXH3-64 of the checksums of its array leaves'
+/// sections (8 bytes each, little-endian, in the order of the leaves). Never throws beyond
+/// std::bad_alloc.
+[[nodiscard]] std::uint64_t sections_checksum(const TreeIndex& index);
+
+/// The header of cairn-tree.bin for `index`: the magic, its version and binary_checksum.
+/// Never throws beyond std::bad_alloc.
+[[nodiscard]] std::string index_header(const TreeIndex& index);
+
+/// Writes `index` (with every shard of every array leaf) into `dir` as a version-6 index from
+/// this process alone: cairn-tree.bin, then cairn-tree.json, each written and fsynced. Not
+/// collective. Returns the bytes of the two files. Throws IoError naming the file, and as
+/// encode_section().
 std::uint64_t write_index(const std::filesystem::path& dir, TreeIndex index);
 
-/// Fills every array leaf of a version-4 `index` (parsed from cairn-tree.json of `dir`) with
-/// all its shards, decoded from `binary`, the bytes of cairn-tree.bin; checks each section's
-/// checksum. Does nothing for older versions. Not collective. Throws FormatError naming
-/// cairn-tree.bin and the leaf.
+/// Fills every array leaf of a version-4, -5 or -6 `index` (parsed from cairn-tree.json of
+/// `dir`) with all its shards, decoded from `binary`, the bytes of cairn-tree.bin; checks each
+/// section's checksum, binary_checksum and (version 6) that the sections cover the file. Does
+/// nothing for older versions. Not collective. Throws FormatError naming cairn-tree.bin and the
+/// leaf.
 void attach_shards(TreeIndex& index, std::string_view binary, const std::filesystem::path& dir);
 
 /// Reads the whole index of `dir` (any version; see attach_shards()). Not collective.
@@ -63,9 +98,10 @@ void attach_shards(TreeIndex& index, std::string_view binary, const std::filesys
 /// (check_section()), for tests and benchmarks. Thread-safe; never throws.
 [[nodiscard]] std::uint64_t index_bytes_checked() noexcept;
 
-/// Reads the shard records of array leaves of a version-4 index from cairn-tree.bin with
-/// pread, only those of the shards that meet a given region (for a block grid, found by
-/// arithmetic; otherwise among the leaf's records). Not collective; not thread-safe.
+/// Reads the shard records of array leaves of a two-file index (version 4 or later) from
+/// cairn-tree.bin with pread, only those of the shards that meet a given region (for a block
+/// grid, found by arithmetic; otherwise among the leaf's records). Not collective; not
+/// thread-safe.
 class IndexSections {
  public:
   /// Opens nothing yet. Never throws beyond std::bad_alloc.
@@ -87,9 +123,9 @@ class IndexSections {
   /// shards_meeting().
   void check_section(const LeafRecord& leaf);
   /// Checks (check_section()) this rank's share of the sections of `leaves`: numbering the
-  /// leaves that have a section j = 0, 1, ..., leaf j when (j + 1) mod `size` is `rank`, so
-  /// that `size` ranks holding the same list check each section once, the primary last, and
-  /// a rank reads about 1/size of them. Not collective: the caller agrees on the verdict.
+  /// leaves that have a section j = 0, 1, ..., leaf j when section_owner(j, `size`) is `rank`,
+  /// so that `size` ranks holding the same list check each section once and a rank reads
+  /// about 1/size of them. Not collective: the caller agrees on the verdict.
   /// Throws as check_section().
   void check_share(std::span<const LeafRecord* const> leaves, int rank, int size);
 

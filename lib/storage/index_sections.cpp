@@ -79,6 +79,14 @@ void IndexSections::read(std::uint64_t offset, std::span<std::byte> out) {
                           checksum_to_hex(recorded), checksum_to_hex(index_.binary_checksum),
                           kTreeIndexFile));
     }
+    // Version 6: binary_checksum sums the sections' checksums that cairn-tree.json records,
+    // so a section checked against its own checksum is checked against the header too.
+    if (index_.version >= kTreeFormatVersionSections &&
+        sections_checksum(index_) != index_.binary_checksum) {
+      damaged(file_, "",
+              fmt::format("{} records a binary_checksum that does not sum its sections' checksums",
+                          kTreeIndexFile));
+    }
     bin_ = std::move(bin);
   }
   if (out.empty()) return;
@@ -326,7 +334,7 @@ void IndexSections::check_share(std::span<const LeafRecord* const> leaves, int r
   std::size_t j = 0;
   for (const LeafRecord* leaf : leaves) {
     if (!leaf->section) continue;
-    if (static_cast<int>((j + 1) % static_cast<std::size_t>(size)) == rank) check_section(*leaf);
+    if (section_owner(j, size) == rank) check_section(*leaf);
     ++j;
   }
 }

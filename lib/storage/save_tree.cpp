@@ -20,7 +20,7 @@ std::string_view storage_format_name(StorageFormat format) noexcept {
   return "invalid";
 }
 
-std::int64_t tree_format_version() noexcept { return storage::kTreeFormatVersionIncremental; }
+std::int64_t tree_format_version() noexcept { return storage::kTreeFormatVersionSections; }
 
 bool is_tree_index_file(std::string_view file_name) noexcept {
   return file_name == storage::kTreeIndexFile || file_name == storage::kTreeIndexBinaryFile;

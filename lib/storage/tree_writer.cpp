@@ -16,7 +16,7 @@
 #include "cuda/staged_copy.hpp"
 #include "storage/checksum.hpp"
 #include "storage/compress.hpp"
-#include "storage/index_binary.hpp"
+#include "storage/index_writer.hpp"
 #include "storage/posix/aggregation.hpp"
 #include "storage/save_exchange.hpp"
 
@@ -484,65 +484,48 @@ void TreeWriter::finish(const Comm& comm) {
   }
   error_.report(comm, fmt::format("save_tree '{}': ", dir_.string()));
 
-  // The index: the primary gathers every rank's shard records and writes the index
-  // (cairn-tree.json and cairn-tree.bin).
-  const std::vector<std::vector<std::byte>> gathered = comm.gather_bytes(pack_records(records_));
-  comm.run_all(fmt::format("save_tree '{}': writing the index:", dir_.string()), [&] {
-    if (!comm.is_primary()) return;
-    TreeIndex index;
-    index.world_size = comm.size();
-    index.empty_nodes = tree_.empty_nodes();
-    std::vector<std::size_t> slot_of_array;
-    for (const Leaf* leaf : tree_.leaves_under("")) {
-      LeafRecord record;
-      record.path = leaf->path();
-      record.kind = leaf->kind();
-      switch (leaf->kind()) {
-        case LeafKind::array: {
-          const ArrayShard& shard = leaf->as_array();
-          const ArrayJob& job = arrays_.at(slot_of_array.size());
-          record.format = job.format;
-          record.dtype = job.stored_dtype;
-          record.shape = shard.global_shape;
-          record.replicated = shard.replicated;
-          record.fortran_order = shard.fortran_order;
-          record.chunk_bytes = job.chunk_bytes;
-          record.compression = job.compression;
-          if (job.compression.kind != Compression::Kind::none) {
-            index.version = kTreeFormatVersionCompressed;
-          }
-          slot_of_array.push_back(index.leaves.size());
-          break;
-        }
-        case LeafKind::scalar: record.value = leaf->as_scalar().to_json(); break;
-        case LeafKind::string: record.value = json::string(leaf->as_string()); break;
-        case LeafKind::json: record.value = leaf->as_json(); break;
+  // The index: every rank knows the tree's leaves; the records go to their sections' owners.
+  TreeIndex index;
+  index.world_size = comm.size();
+  index.empty_nodes = tree_.empty_nodes();
+  std::size_t arrays = 0;
+  for (const Leaf* leaf : tree_.leaves_under("")) {
+    LeafRecord record;
+    record.path = leaf->path();
+    record.kind = leaf->kind();
+    switch (leaf->kind()) {
+      case LeafKind::array: {
+        const ArrayShard& shard = leaf->as_array();
+        const ArrayJob& job = arrays_.at(arrays++);
+        record.format = job.format;
+        record.dtype = job.stored_dtype;
+        record.shape = shard.global_shape;
+        record.replicated = shard.replicated;
+        record.fortran_order = shard.fortran_order;
+        record.chunk_bytes = job.chunk_bytes;
+        record.compression = job.compression;
+        break;
       }
-      index.leaves.push_back(std::move(record));
+      case LeafKind::scalar: record.value = leaf->as_scalar().to_json(); break;
+      case LeafKind::string: record.value = json::string(leaf->as_string()); break;
+      case LeafKind::json: record.value = leaf->as_json(); break;
     }
-    // Ranks are gathered in order, so each leaf's shards come out in ascending rank.
-    for (const std::vector<std::byte>& from_rank : gathered) {
-      unpack_records(from_rank, [&](std::size_t array, ShardRecord&& record) {
-        index.leaves.at(slot_of_array.at(array)).shards.push_back(std::move(record));
-      });
-    }
-    if (base_) {  // an incremental save: the base's files it refers to, linked into shards/
-      std::set<std::string> links;
-      for (const LeafRecord& leaf : index.leaves) {
-        for (const ShardRecord& shard : leaf.shards)
-          links.insert(shard.ref_files.begin(), shard.ref_files.end());
-      }
-      base_->link_files(dir_, links);
-      if (options_.fsync && !links.empty()) base::sync_directory(dir_ / "shards");
-    }
-    const std::size_t leaf_count = index.leaves.size();
-    const std::uint64_t bytes = write_index(dir_, std::move(index));
-    if (options_.fsync) {
-      base::sync_directory(dir_);
-    }
+    index.leaves.push_back(std::move(record));
+  }
+  const std::size_t leaf_count = index.leaves.size();
+  // An incremental save: the base's files it refers to, linked into shards/.
+  const LinkReferencedFiles link = [&](const std::set<std::string>& files) {
+    if (!base_) return;
+    base_->link_files(dir_, files);
+    if (options_.fsync && !files.empty()) base::sync_directory(dir_ / "shards");
+  };
+  const std::uint64_t bytes = write_index_collectively(comm, dir_, std::move(index),
+                                                       std::move(records_), options_.fsync, link);
+  records_.clear();
+  if (comm.is_primary()) {
     base::log::info("storage.save", "dir=\"{}\" leaves={} index_bytes={}", dir_.string(),
                     leaf_count, bytes);
-  });
+  }
 }
 
 }  // namespace cairn::storage

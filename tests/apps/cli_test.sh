@@ -58,7 +58,7 @@ inspect)
   expect inspect-item '"process_grid": [2,1]'; reject inspect-item "float64"
   run inspect-json 0 "$cairn" inspect --json root/30
   json_check inspect-json "d['items']['field']['leaves'][0]['path'] == 'step' and d['items']['field']['leaves'][1]['shape'] == [40, 48] and d['items']['field']['leaves'][1]['shards'] == 2"
-  json_check inspect-json "d['items']['field']['index']['version'] == 4 and len(d['items']['field']['index']['leaves'][1]['shards']) == 2 and len(d['items']['field']['index']['leaves'][1]['shards'][0]['xxh3']) % 16 == 0"
+  json_check inspect-json "d['items']['field']['index']['version'] == 6 and len(d['items']['field']['index']['leaves'][1]['shards']) == 2 and len(d['items']['field']['index']['leaves'][1]['shards'][0]['xxh3']) % 16 == 0"
   run inspect-no-item 2 "$cairn" inspect root/30 nothing
   expect inspect-no-item "no item 'nothing'"
   # Damaged metadata: reported, no crash.

@@ -44,7 +44,7 @@ case "$case_name" in
 version)
   run version 0 "$cairn" --version
   grep -Eq '^cairn [0-9]+\.[0-9]+\.[0-9]+' version.out || fail "version: no 'cairn X.Y.Z' line"
-  expect version "cairn-step.json 1"; expect version "cairn-tree.json 5"
+  expect version "cairn-step.json 1"; expect version "cairn-tree.json 6"
   expect version "cairn-root.json 1"; expect version "posix"
   if [ "$have_hdf5" = 1 ]; then expect version "hdf5"; else reject version "hdf5"; fi
   ;;

@@ -38,7 +38,7 @@ with h5py.File(step_dir / "field" / "data.h5", "r") as f:
         check(f"{name} is a str", type(a.get(name)) is str, a.get(name))
     check("cairn_step", a.get("cairn_step") == 20, a.get("cairn_step"))
     check("cairn_version", a.get("cairn_version") == version, a.get("cairn_version"))
-    check("cairn_format_version", a.get("cairn_format_version") == 4, a.get("cairn_format_version"))
+    check("cairn_format_version", a.get("cairn_format_version") == 6, a.get("cairn_format_version"))
     check("cairn_world_size", a.get("cairn_world_size") == 3, a.get("cairn_world_size"))
     check("cairn_write_time", re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ",
                                            str(a.get("cairn_write_time"))), a.get("cairn_write_time"))

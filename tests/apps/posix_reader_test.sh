@@ -92,7 +92,7 @@ def check(what, ok):
 
 u = reader.read_checkpoint("root/10")["field"]["u"]
 index = json.load(open("zroot/10/field/cairn-tree.json"))
-check("heat2d --compression zstd writes version 4", index["version"] == 4)
+check("heat2d --compression zstd writes version 6", index["version"] == 6)
 try:
     reader.read_checkpoint("zroot/10")
     check("read_checkpoint refuses the compressed leaf", False)

@@ -4,7 +4,9 @@
 
 #include <boost/json.hpp>
 #include <chrono>
+#include <cstddef>
 #include <string>
+#include <vector>
 
 #include "support/test_support.hpp"
 
@@ -255,6 +257,27 @@ TEST(Comm, BroadcastGatherAndAllgatherMoveData) {
   // Ranks may contribute different sizes, including nothing.
   const auto texts = comm.allgather(std::string(static_cast<std::size_t>(comm.rank()), 'z'));
   for (int r = 0; r < comm.size(); ++r) EXPECT_EQ(texts[r].size(), static_cast<std::size_t>(r));
+}
+
+// Rank r sends rank t (r + 1) * t bytes of value r + t: sizes differ per pair, some are empty.
+TEST(Comm, AlltoallSendsEachRankItsOwnBytes) {
+  Comm comm(MPI_COMM_WORLD);
+  std::vector<std::vector<std::byte>> to_each;
+  for (int t = 0; t < comm.size(); ++t) {
+    to_each.emplace_back(static_cast<std::size_t>((comm.rank() + 1) * t),
+                         static_cast<std::byte>(comm.rank() + t));
+  }
+  const auto from_each = comm.alltoall_bytes(to_each);
+  ASSERT_EQ(from_each.size(), static_cast<std::size_t>(comm.size()));
+  for (int r = 0; r < comm.size(); ++r) {
+    EXPECT_EQ(from_each[r], std::vector<std::byte>(static_cast<std::size_t>((r + 1) * comm.rank()),
+                                                   static_cast<std::byte>(r + comm.rank())))
+        << "from rank " << r;
+  }
+  // One string per rank, or InvalidArgument before anything is sent.
+  to_each.emplace_back();
+  EXPECT_THROW((void)comm.alltoall_bytes(to_each), cairn::InvalidArgument);
+  EXPECT_FALSE(comm.broken());
 }
 
 TEST(Comm, ReductionsCombineEveryRank) {

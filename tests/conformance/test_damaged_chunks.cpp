@@ -176,7 +176,7 @@ class DamagedChunks : public ::testing::TestWithParam<StorageFormat> {
     // Every rank reads the index: the chunk size, rank 0's shard, its file and offset.
     // The full view of the index: cairn-tree.json with the shards of cairn-tree.bin.
     const json::value index = storage::to_json(storage::read_full_index(dir_));
-    ASSERT_EQ(index.at("version").to_number<std::int64_t>(), 4);
+    ASSERT_EQ(index.at("version").to_number<std::int64_t>(), storage::kTreeFormatVersionSections);
     const json::object* leaf = leaf_record(index, kLeaf);
     ASSERT_NE(leaf, nullptr) << "no leaf '" << kLeaf << "' in the index";
     ASSERT_EQ(std::string(leaf->at("format").as_string()), name_of(GetParam()));

@@ -64,11 +64,18 @@ else
 fi
 
 echo "== full disk: ENOSPC injected at storage.pwrite on rank $((np - 1))"
-# The last rank writes one shard per leaf per step (3 leaves): its 8th write is the second
-# shard of step 2, and the "disk" stays full from then on.
+# The last rank writes, in each of steps 0 and 1, one shard per leaf (3 leaves), then the
+# index sections it owns (leaf j is owned by rank (j + 1) mod np); the write after those and
+# the first shard of step 2 is the second shard of step 2, and the "disk" stays full from then
+# on.
+owned=0
+for j in 0 1 2; do
+  if [ $(((j + 1) % np)) -eq $((np - 1)) ]; then owned=$((owned + 1)); fi
+done
+nth=$((2 * (3 + owned) + 2))
 for mode in sync async; do
   run "injected np$np posix $mode" "$work/injected-$mode" posix "$mode" 256 \
-    "storage.pwrite@$((np - 1)):errno=ENOSPC#8+"
+    "storage.pwrite@$((np - 1)):errno=ENOSPC#$nth+"
 done
 echo "full disk tests ran: $ran"
 exit "$status"

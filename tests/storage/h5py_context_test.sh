@@ -43,7 +43,7 @@ def check_sample(n):
         for name in ("cairn_version", "cairn_metrics", "cairn_write_time"):
             check(f"{n} ranks: {name} is a str", type(a.get(name)) is str, a.get(name))
         check(f"{n} ranks: cairn_version", a.get("cairn_version") == version, a.get("cairn_version"))
-        check(f"{n} ranks: cairn_format_version", a.get("cairn_format_version") == 4, a)
+        check(f"{n} ranks: cairn_format_version", a.get("cairn_format_version") == 6, a)
         check(f"{n} ranks: cairn_world_size", a.get("cairn_world_size") == n, a)
         check(f"{n} ranks: cairn_step", a.get("cairn_step") == 1234, a.get("cairn_step"))
         check(f"{n} ranks: cairn_metrics", json.loads(a.get("cairn_metrics", "null")) ==

@@ -99,7 +99,7 @@ TEST(Compression, ZstdRestoresExactlyNToM) {
     const auto dir = tmp / ("zstd_" + std::to_string(chunk));
     save_reference(dir, Compression::zstd(5), chunk);
     const storage::TreeIndex index = read_index(dir);
-    EXPECT_EQ(index.version, storage::kTreeFormatVersionBinary);
+    EXPECT_EQ(index.version, storage::kTreeFormatVersionSections);
     for (const auto& leaf : index.leaves) {
       EXPECT_EQ(leaf.compression, Compression::zstd(5)) << leaf.path;
       for (const auto& shard : leaf.shards) {
@@ -218,7 +218,7 @@ TEST(Compression, PerLeafCompressionMixesWithPlainLeaves) {
   EXPECT_TRUE(report.problems.empty()) << report.problems.front();
 }
 
-TEST(Compression, UncompressedSavesKeepTheVersion2Index) {
+TEST(Compression, UncompressedSavesWriteNoCompressionFields) {
   const SharedTempDir tmp;
   const Comm comm(MPI_COMM_WORLD);
   const Box box = slab_box(kShape, comm.rank(), comm.size());
@@ -231,7 +231,7 @@ TEST(Compression, UncompressedSavesKeepTheVersion2Index) {
     std::ifstream in(tmp / "plain" / storage::kTreeIndexFile);
     std::stringstream text;
     text << in.rdbuf();
-    EXPECT_NE(text.str().find("\"version\":4"), std::string::npos) << text.str();
+    EXPECT_NE(text.str().find("\"version\":6"), std::string::npos) << text.str();
     EXPECT_EQ(text.str().find("compression"), std::string::npos) << text.str();
     EXPECT_EQ(text.str().find("chunk_sizes"), std::string::npos) << text.str();
   }
@@ -321,7 +321,7 @@ TEST(Compression, IndexRefusesInconsistentCompressionFields) {
              {index(3, R"(, "compression": {"kind": "lz4"})", sizes), "kind"},
              {index(3, R"(, "compression": {"kind": "zfp", "absolute_error": -1})", sizes),
               "absolute_error"},
-             {index(5, zstd, sizes), "version"}};
+             {index(7, zstd, sizes), "version"}};
   for (const auto& b : bad) {
     try {
       (void)storage::parse_index(b.text, "t.json");

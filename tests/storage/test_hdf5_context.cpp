@@ -108,7 +108,7 @@ std::string utc_now() {
 void expect_common_attributes(hid_t file, int world_size, const std::string& before,
                               const std::string& after) {
   EXPECT_EQ(string_attribute(file, ".", "cairn_version"), CAIRN_VERSION_STRING);
-  EXPECT_EQ(int_attribute(file, "cairn_format_version"), 4);
+  EXPECT_EQ(int_attribute(file, "cairn_format_version"), 6);
   EXPECT_EQ(int_attribute(file, "cairn_world_size"), world_size);
   const std::string written = string_attribute(file, ".", "cairn_write_time");
   EXPECT_EQ(written.size(), before.size()) << written;

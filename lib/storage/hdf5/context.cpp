@@ -83,8 +83,8 @@ std::string decomposition_text(std::span<const std::int64_t> shape,
 void write_save_attributes(hid_t file, const SaveProvenance& provenance, int world_size,
                            const Where& where) {
   write_string_attribute(file, "cairn_version", CAIRN_VERSION_STRING, where);
-  // The version of the index of an item in hdf5: its leaves never refer to earlier saves.
-  write_int_attribute(file, "cairn_format_version", kTreeFormatVersionBinary, where);
+  // The version of the item's index (cairn-tree.json) that this save writes.
+  write_int_attribute(file, "cairn_format_version", kTreeFormatVersionSections, where);
   write_int_attribute(file, "cairn_world_size", world_size, where);
   if (provenance.step) write_int_attribute(file, "cairn_step", *provenance.step, where);
   if (!provenance.metrics.empty()) {
