@@ -15,6 +15,7 @@ peak memory and the save and restore times (median). From these it fits per-form
 import argparse
 import datetime
 import json
+import math
 import os
 import platform
 import shutil
@@ -167,6 +168,19 @@ def predict(c, ranks, leaves):
             c["per_leaf"] * leaves + c["constant"])
 
 
+# Bytes of a page of a section of cairn-tree.bin (kSectionPageBytes): a longer section has a
+# checksum per page, and the ranks of a restore check its pages apart.
+SECTION_PAGE_BYTES = 16384
+
+
+def check_units(binary_bytes, leaves):
+    """The units a restore checks, each on one rank, and their size: L sections of equal size,
+    each one unit or, when longer than a page, one unit per page."""
+    section = binary_bytes / leaves
+    pages = max(1, math.ceil(section / SECTION_PAGE_BYTES)) if section > SECTION_PAGE_BYTES else 1
+    return leaves * pages, section / pages
+
+
 def model(runs, a):
     """Fits per format and the predictions at --model-ranks x --model-leaves."""
     out = {}
@@ -222,11 +236,13 @@ def model(runs, a):
                 p["files_per_node_aggregation"] = p["nodes"] + max(aggregated) - 1
             # A restoring rank receives cairn-tree.json, reads its part of cairn-tree.bin (its
             # 1/P of the shard records and checksums, the leaves being split over all) and
-            # checks its share of the sections whole: ceil(L/P) of the L sections.
+            # checks its share of the units: a section of one page, or a page of a longer one.
             leaves = a.model_leaves
+            units, unit_bytes = check_units(p["index_binary_bytes"], leaves)
+            p["index_checked_by_one_rank"] = -(-units // ranks) * unit_bytes
             p["index_read_by_one_rank"] = (
                 p["index_json_bytes"] + p["index_binary_bytes"] / ranks +
-                -(-leaves // ranks) * p["index_binary_bytes"] / leaves)
+                p["index_checked_by_one_rank"])
             p["read_by_one_rank"] = max(
                 p["primary_metadata_read_save"], p["primary_metadata_read_restore"],
                 p["index_read_by_one_rank"])

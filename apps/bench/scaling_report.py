@@ -53,16 +53,15 @@ def targets(doc):
                         "detail": f"{_mb(part)} of cairn-tree.bin per rank and the "
                                   f"{_mb(big['index_json_bytes'])} of cairn-tree.json at "
                                   f"{where}, {_times(part, 2 * share)}"})
-            # Each section is also checked whole by one rank: ceil(L/P) sections per rank.
-            leaves = big["leaves"]
-            checked = -(-leaves // big["ranks"]) * big["index_binary_bytes"] / leaves
-            checkers = min(leaves, big["ranks"])
+            # Every byte of the sections is also checked by one rank: a section of one page
+            # whole, a longer one page by page, the units spread over the ranks.
+            checked = big["index_checked_by_one_rank"]
             out.append({"format": fmt,
-                        "target": "the same, with the whole-section checks",
+                        "target": "the same, with the section checks",
                         "met": part + checked <= 2 * share,
-                        "detail": f"{_mb(part + checked)} on {checkers:,} ranks, which check "
-                                  f"{-(-leaves // big['ranks'])} section(s) of "
-                                  f"{_mb(big['index_binary_bytes'] / leaves)} each, "
+                        "detail": f"{_mb(part + checked)} on the ranks that check the most "
+                                  f"({_mb(checked)} of sections or pages of "
+                                  f"{_mb(big['index_binary_bytes'] / big['leaves'])} sections), "
                                   f"{_times(part + checked, 2 * share)}"})
         else:
             got = big["restore_bytes_received_by_one_rank"]
@@ -277,8 +276,9 @@ def _section(doc, report_dir, json_path, plot_path):
     text += ["", f"Model, fitted per format on the runs above (a·P·L + b·P + c·L + d), at "
              f"{cfg['model_leaves']:,} leaves and {cfg['ranks_per_node']} ranks per node. "
              "\"read by one rank\": the most one rank reads from metadata files: a restoring "
-             "rank's part of cairn-tree.bin (the records of its boxes, and the ceil(L/P) "
-             "sections it checks whole), or the primary's reads beyond the other ranks' (on a "
+             "rank's part of cairn-tree.bin (the records of its boxes, and its share of the "
+             "sections it checks: a section of one page whole, a longer one page by page, "
+             "16 KiB pages), or the primary's reads beyond the other ranks' (on a "
              f"save {_reread(doc, 'save'):.2f} times the index, on a restore "
              f"{_reread(doc, 'restore'):.2f} times: the JSON files of the commit marker; "
              "cairn-tree.bin is not in the marker). \"received by one rank\": the most one "

@@ -11,6 +11,7 @@
 #include "base/json_read.hpp"
 #include "storage/checksum.hpp"
 #include "storage/compress.hpp"
+#include "storage/field_reader.hpp"
 
 namespace cairn::storage {
 namespace json = boost::json;
@@ -23,84 +24,7 @@ json::array to_json_array(std::span<const std::int64_t> values) {
   return out;
 }
 
-// Reads fields of one JSON object and reports the first bad one as a FormatError.
-class Reader {
- public:
-  Reader(const std::filesystem::path& source, std::string field)
-      : source_(source), field_(std::move(field)) {}
-
-  [[noreturn]] void fail(std::string_view name, std::string_view problem) const {
-    const std::string where = name.empty() ? field_ : field_ + "." + std::string(name);
-    throw FormatError(source_.string(), where,
-                      fmt::format("{}: field '{}' {}; the file is damaged or was not written "
-                                  "by this version of cairn",
-                                  source_.string(), where, problem));
-  }
-
-  const json::object& object(const json::value& v) const {
-    if (!v.is_object()) fail("", "is not a JSON object");
-    return v.get_object();
-  }
-
-  const json::value& member(const json::object& o, std::string_view name) const {
-    const auto* v = o.if_contains(name);
-    if (v == nullptr) fail(name, "is missing");
-    return *v;
-  }
-
-  std::int64_t integer(const json::object& o, std::string_view name, std::int64_t min,
-                       std::int64_t max) const {
-    const json::value& v = member(o, name);
-    std::int64_t n = 0;
-    if (v.is_int64()) {
-      n = v.get_int64();
-    } else if (v.is_uint64() && v.get_uint64() <= static_cast<std::uint64_t>(max)) {
-      n = static_cast<std::int64_t>(v.get_uint64());
-    } else {
-      fail(name, "is not an integer in range");
-    }
-    if (n < min || n > max) fail(name, fmt::format("is {}, outside [{}, {}]", n, min, max));
-    return n;
-  }
-
-  const std::string_view string(const json::object& o, std::string_view name) const {
-    const json::value& v = member(o, name);
-    if (!v.is_string()) fail(name, "is not a string");
-    return v.get_string();
-  }
-
-  bool boolean(const json::object& o, std::string_view name) const {
-    const json::value& v = member(o, name);
-    if (!v.is_bool()) fail(name, "is not true or false");
-    return v.get_bool();
-  }
-
-  std::vector<std::int64_t> dims(const json::object& o, std::string_view name) const {
-    const json::value& v = member(o, name);
-    if (!v.is_array()) fail(name, "is not an array of integers");
-    const auto& a = v.get_array();
-    if (a.size() > kMaxDims) fail(name, fmt::format("has more than {} dimensions", kMaxDims));
-    std::vector<std::int64_t> out;
-    for (const auto& e : a) {
-      if (!e.is_int64() || e.get_int64() < 0)
-        fail(name, "holds a value that is not an integer >= 0");
-      out.push_back(e.get_int64());
-    }
-    return out;
-  }
-
-  Reader at(std::string_view name) const {
-    return Reader(source_, field_ + "." + std::string(name));
-  }
-  Reader at(std::string_view name, std::size_t i) const {
-    return Reader(source_, fmt::format("{}.{}[{}]", field_, name, i));
-  }
-  const std::string& field() const { return field_; }
-
- private:
-  const std::filesystem::path& source_;
-  std::string field_;
-};
+using Reader = FieldReader;
 
 std::optional<LeafKind> kind_from_name(std::string_view name) {
   for (auto kind : {LeafKind::array, LeafKind::scalar, LeafKind::string, LeafKind::json}) {
@@ -240,6 +164,11 @@ json::value section_to_json(const BinarySection& section) {
   if (section.referenced_chunks > 0) {
     o["referenced_chunks"] = section.referenced_chunks;
     o["referenced_bytes"] = section.referenced_bytes;
+  }
+  if (!section.page_checksums.empty()) {
+    json::array pages;
+    for (const std::uint64_t sum : section.page_checksums) pages.emplace_back(checksum_to_hex(sum));
+    o["page_xxh3"] = std::move(pages);
   }
   return o;
 }
@@ -472,6 +401,19 @@ BinarySection read_section(const Reader& r, const json::object& o, const LeafRec
     s.referenced_bytes = u("referenced_bytes");
     if (s.referenced_chunks > s.chunk_count) {
       r.fail("referenced_chunks", "is larger than chunk_count");
+    }
+  }
+  if (o.contains("page_xxh3")) {
+    const json::value& pages = r.member(o, "page_xxh3");
+    if (!pages.is_array()) r.fail("page_xxh3", "is not an array");
+    for (const json::value& page : pages.get_array()) {
+      const auto sum = page.is_string() ? checksum_from_hex(page.get_string()) : std::nullopt;
+      if (!sum) r.fail("page_xxh3", "holds a value that is not 16 hex digits");
+      s.page_checksums.push_back(*sum);
+    }
+    if (s.length <= kSectionPageBytes ||
+        s.page_checksums.size() != (s.length + kSectionPageBytes - 1) / kSectionPageBytes) {
+      r.fail("page_xxh3", "does not hold one checksum per page of a section of several pages");
     }
   }
   if (o.contains("block")) {

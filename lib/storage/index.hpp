@@ -116,6 +116,10 @@ struct ShardRecord {
   }
 };
 
+/// Bytes of a page of a section of cairn-tree.bin (version 6): a section longer than this has
+/// a checksum per page, so that the ranks of a restore check its pages apart.
+inline constexpr std::uint64_t kSectionPageBytes = 16384;
+
 /// Where an array leaf's shards lie in cairn-tree.bin (version 4), with the totals that
 /// read_tree_info() reports without reading them.
 struct BinarySection {
@@ -138,6 +142,9 @@ struct BinarySection {
   /// stored bytes. When not 0 the section holds the place of every chunk (chunk_refs).
   std::uint64_t referenced_chunks = 0;
   std::uint64_t referenced_bytes = 0;
+  /// Version 6, a section longer than kSectionPageBytes: the XXH3-64 of each of its pages of
+  /// kSectionPageBytes (the last possibly shorter), "page_xxh3". Empty otherwise.
+  std::vector<std::uint64_t> page_checksums = {};
 };
 
 /// One leaf of a saved tree.

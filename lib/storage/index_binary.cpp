@@ -225,8 +225,15 @@ void encode_leaf(LeafRecord& leaf, const FileNumbers& file_ids, std::string& out
     for (const ShardRecord* s : order) encode_chunk_refs(leaf, *s, file_ids, out);
   }
   section.length = out.size() - section.offset;
-  section.checksum = checksum_of(std::as_bytes(
-      std::span(out.data() + section.offset, static_cast<std::size_t>(section.length))));
+  const auto bytes = std::as_bytes(
+      std::span(out.data() + section.offset, static_cast<std::size_t>(section.length)));
+  section.checksum = checksum_of(bytes);
+  if (section.length > kSectionPageBytes) {
+    for (std::size_t at = 0; at < bytes.size(); at += kSectionPageBytes) {
+      section.page_checksums.push_back(checksum_of(
+          bytes.subspan(at, std::min<std::size_t>(kSectionPageBytes, bytes.size() - at))));
+    }
+  }
   leaf.section = std::move(section);
 }
 

@@ -122,15 +122,23 @@ class IndexSections {
   /// the section is found, also where shards_meeting() reads only a part of it. Throws as
   /// shards_meeting().
   void check_section(const LeafRecord& leaf);
-  /// Checks (check_section()) this rank's share of the sections of `leaves`: numbering the
-  /// leaves that have a section j = 0, 1, ..., leaf j when section_owner(j, `size`) is `rank`,
-  /// so that `size` ranks holding the same list check each section once and a rank reads
-  /// about 1/size of them. Not collective: the caller agrees on the verdict.
-  /// Throws as check_section().
+  /// Reads page `page` (of kSectionPageBytes) of the section of `leaf`, which has page
+  /// checksums, and checks it against its "page_xxh3". Throws as shards_meeting(),
+  /// std::out_of_range for a page the section lacks.
+  void check_page(const LeafRecord& leaf, std::size_t page);
+  /// Checks this rank's share of the sections of `leaves`, counted in units: a section
+  /// without page checksums (check_section()) or a page of one with them (check_page()).
+  /// Numbering the units of the leaves that have a section u = 0, 1, ... in order, unit u when
+  /// section_owner(u, `size`) is `rank`, so that `size` ranks holding the same list check
+  /// every byte of the sections once and a rank reads about 1/size of them (and at most one
+  /// page or section more). Not collective: the caller agrees on the verdict. Throws as
+  /// check_section().
   void check_share(std::span<const LeafRecord* const> leaves, int rank, int size);
 
  private:
   void read(std::uint64_t offset, std::span<std::byte> out);
+  void check_bytes(const LeafRecord& leaf, std::uint64_t from, std::uint64_t length,
+                   std::uint64_t expected, std::string_view what);
   std::filesystem::path file_;
   const TreeIndex& index_;
   std::unique_ptr<PosixFile> bin_;

@@ -309,33 +309,49 @@ const LeafRecord& IndexSections::part_of(const LeafRecord& leaf, const Box& regi
   return part;
 }
 
-void IndexSections::check_section(const LeafRecord& leaf) {
+void IndexSections::check_bytes(const LeafRecord& leaf, std::uint64_t from, std::uint64_t length,
+                                std::uint64_t expected, std::string_view what) {
   const BinarySection& section = *leaf.section;
   read(0, {});  // the header, checked against the index
   Checksum sum;
-  std::vector<std::byte> piece(
-      static_cast<std::size_t>(std::min(section.length, kCheckPieceBytes)));
-  for (std::uint64_t at = 0; at < section.length; at += piece.size()) {
-    const auto n =
-        static_cast<std::size_t>(std::min<std::uint64_t>(piece.size(), section.length - at));
-    bin_->read_at(section.offset + at, std::span(piece).first(n));
+  std::vector<std::byte> piece(static_cast<std::size_t>(std::min(length, kCheckPieceBytes)));
+  for (std::uint64_t at = 0; at < length; at += piece.size()) {
+    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(piece.size(), length - at));
+    bin_->read_at(section.offset + from + at, std::span(piece).first(n));
     g_bytes_checked += n;
     sum.update(std::span(piece).first(n));
   }
-  if (sum.digest() != section.checksum) {
+  if (sum.digest() != expected) {
     damaged(file_, leaf.path,
-            fmt::format("its section's checksum is {}, not the {} that {} records",
-                        checksum_to_hex(sum.digest()), checksum_to_hex(section.checksum),
-                        kTreeIndexFile));
+            fmt::format("the checksum of {} is {}, not the {} that {} records", what,
+                        checksum_to_hex(sum.digest()), checksum_to_hex(expected), kTreeIndexFile));
   }
 }
 
+void IndexSections::check_section(const LeafRecord& leaf) {
+  check_bytes(leaf, 0, leaf.section->length, leaf.section->checksum, "its section");
+}
+
+void IndexSections::check_page(const LeafRecord& leaf, std::size_t page) {
+  const BinarySection& section = *leaf.section;
+  const std::uint64_t from = page * kSectionPageBytes;
+  check_bytes(leaf, from, std::min(kSectionPageBytes, section.length - from),
+              section.page_checksums.at(page),
+              fmt::format("page {} of {} of its section", page + 1, section.page_checksums.size()));
+}
+
 void IndexSections::check_share(std::span<const LeafRecord* const> leaves, int rank, int size) {
-  std::size_t j = 0;
+  std::size_t unit = 0;  // a section of one page, or a page of a longer one
   for (const LeafRecord* leaf : leaves) {
     if (!leaf->section) continue;
-    if (section_owner(j, size) == rank) check_section(*leaf);
-    ++j;
+    const std::size_t pages = leaf->section->page_checksums.size();
+    if (pages == 0) {
+      if (section_owner(unit++, size) == rank) check_section(*leaf);
+      continue;
+    }
+    for (std::size_t page = 0; page < pages; ++page) {
+      if (section_owner(unit++, size) == rank) check_page(*leaf, page);
+    }
   }
 }
 

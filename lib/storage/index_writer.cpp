@@ -63,6 +63,8 @@ void put_section(Packed& out, std::size_t array, const BinarySection& s) {
     out.put(static_cast<std::uint64_t>(dims->size()));
     for (const std::int64_t n : *dims) out.put(static_cast<std::uint64_t>(n));
   }
+  out.put(static_cast<std::uint64_t>(s.page_checksums.size()));
+  out.put_all(s.page_checksums);
 }
 
 BinarySection take_section(Unpacked& in) {
@@ -79,6 +81,7 @@ BinarySection take_section(Unpacked& in) {
       dims->push_back(static_cast<std::int64_t>(in.take()));
     }
   }
+  s.page_checksums = in.take_all(in.take());
   return s;
 }
 
