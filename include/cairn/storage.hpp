@@ -343,8 +343,8 @@ struct SavedTreeInfo {
 /// the dtype and global shape agree, boxes lie inside the shape, boxes of non-replicated
 /// leaves do not overlap, and (unless sparse is allowed) they cover the array
 /// (CollectiveMismatch or InvalidArgument naming the leaf and ranks). Then each rank writes
-/// its shards and fsyncs them, and the primary writes the index (cairn-tree.json and
-/// cairn-tree.bin). Any failure on any rank
+/// its shards and fsyncs them; then each array leaf's section of cairn-tree.bin is written by
+/// one rank, and the primary writes its header and cairn-tree.json. Any failure on any rank
 /// is thrown on every rank (IoError with the path, ...). A sync save copies no array: shards
 /// are written from the caller's memory (strided views are packed through one I/O buffer).
 void save_tree(const Comm& comm, const std::filesystem::path& dir, const ArrayTree& tree,
@@ -356,8 +356,8 @@ void save_tree(const Comm& comm, const std::filesystem::path& dir, const ArrayTr
 [[nodiscard]] SavedTreeInfo read_tree_info(const Comm& comm, const std::filesystem::path& dir);
 
 /// The whole index of the tree saved in `dir` as JSON: cairn-tree.json and, for an index of
-/// version 4, every shard record of cairn-tree.bin ("shards" of each array leaf: rank, box,
-/// file, byte offset, checksums as hex), as `cairn inspect --json` shows it. Not collective
+/// version 4 or later, every shard record of cairn-tree.bin ("shards" of each array leaf: rank,
+/// box, file, byte offset, checksums as hex), as `cairn inspect --json` shows it. Not collective
 /// (reads both files on the calling rank). Throws NotFound, IoError, FormatError naming the
 /// file.
 [[nodiscard]] boost::json::object read_tree_index_json(const std::filesystem::path& dir);

@@ -12,6 +12,7 @@
 #include "storage/checksum.hpp"
 #include "storage/compress.hpp"
 #include "storage/field_reader.hpp"
+#include "storage/index_binary.hpp"
 
 namespace cairn::storage {
 namespace json = boost::json;
@@ -528,6 +529,12 @@ TreeIndex index_from_json(const json::value& value, const std::filesystem::path&
     index.leaves.push_back(std::move(leaf));
   }
   read_empty_nodes(top, root, index);
+  // Version 6 sums the sections' checksums, so a section checked against its own checksum is
+  // checked against the header of cairn-tree.bin too.
+  if (index.version >= kTreeFormatVersionSections &&
+      index.binary_checksum != sections_checksum(index)) {
+    top.fail("binary_checksum", "is not the checksum of its sections' checksums");
+  }
   return index;
 }
 

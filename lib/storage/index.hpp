@@ -23,8 +23,8 @@ inline constexpr std::int64_t kTreeFormatVersion = 2;
 /// Version of an index with a compressed leaf (its "compression", its shards' "chunk_sizes"):
 /// 3, so that a cairn that cannot decompress refuses it.
 inline constexpr std::int64_t kTreeFormatVersionCompressed = 3;
-/// Version of a two-file index (written by this build): cairn-tree.json holds what grows with
-/// the leaves, cairn-tree.bin the shard records and checksums, one section per array leaf.
+/// Version of the first two-file index (still read): cairn-tree.json holds what grows with the
+/// leaves, cairn-tree.bin the shard records and checksums, one section per array leaf.
 inline constexpr std::int64_t kTreeFormatVersionBinary = 4;
 /// Version of a two-file index whose sections give the place of every chunk of some leaf
 /// (an incremental save, whose shard files have holes where chunks lie in an earlier save's

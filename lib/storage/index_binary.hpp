@@ -46,8 +46,8 @@ inline constexpr std::string_view kTreeIndexBinaryMagic = "CAIRNTRB";
 inline constexpr std::uint64_t kTreeIndexBinaryHeaderBytes = 24;
 
 /// The rank that writes the section of array leaf `array` (its position among the leaves with
-/// a section) in a save on `size` ranks, and that checks it in a restore on `size` ranks
-/// (IndexSections::check_share()): (array + 1) mod size. Never throws.
+/// a section) in a save on `size` ranks: (array + 1) mod size. IndexSections::check_share()
+/// spreads the units it checks over the ranks by the same rule. Never throws.
 [[nodiscard]] int section_owner(std::size_t array, int size) noexcept;
 
 /// The number of each data file name in an index: its position in TreeIndex::files.

@@ -79,14 +79,6 @@ void IndexSections::read(std::uint64_t offset, std::span<std::byte> out) {
                           checksum_to_hex(recorded), checksum_to_hex(index_.binary_checksum),
                           kTreeIndexFile));
     }
-    // Version 6: binary_checksum sums the sections' checksums that cairn-tree.json records,
-    // so a section checked against its own checksum is checked against the header too.
-    if (index_.version >= kTreeFormatVersionSections &&
-        sections_checksum(index_) != index_.binary_checksum) {
-      damaged(file_, "",
-              fmt::format("{} records a binary_checksum that does not sum its sections' checksums",
-                          kTreeIndexFile));
-    }
     bin_ = std::move(bin);
   }
   if (out.empty()) return;

@@ -117,7 +117,7 @@ std::uint64_t write_index_collectively(const Comm& comm, const std::filesystem::
     records.clear();
     for (const auto& part : to) outgoing.push_back(pack_records(part));
   }
-  const std::vector<std::vector<std::byte>> incoming = comm.alltoall_bytes(outgoing);
+  std::vector<std::vector<std::byte>> incoming = comm.alltoall_bytes(outgoing);
   outgoing.clear();
   for (const auto& from : incoming) g_records_received += from.size();
 
@@ -131,9 +131,9 @@ std::uint64_t write_index_collectively(const Comm& comm, const std::filesystem::
         const std::size_t a = array_index(array, slots.size(), "a shard record");
         if (section_owner(a, size) != comm.rank()) {
           throw Error(ErrorCode::internal,
-                      fmt::format("a shard record of array leaf {} arrived at rank {}, not at "
-                                  "its section's owner",
-                                  a, comm.rank()));
+                      fmt::format("a shard record of leaf '{}' arrived at rank {}, not at its "
+                                  "section's owner",
+                                  index.leaves[slots[a]].path, comm.rank()));
         }
         index.leaves[slots[a]].shards.push_back(std::move(record));
       });
@@ -149,6 +149,7 @@ std::uint64_t write_index_collectively(const Comm& comm, const std::filesystem::
     }
     if (comm.is_primary()) PosixFile(bin_path, PosixFile::Mode::write_new).close();
   });
+  incoming = {};
 
   // 4. The sections' offsets, from every section's length; each owner writes its sections.
   Packed lengths;

@@ -1,8 +1,8 @@
 // cairn — numbers and strings packed into bytes that one rank writes and others read in the
-// same order (internal): the hdf5 format's primary verdicts and the shard records a save
-// gathers on the primary. Numbers take one byte per seven bits (LEB128), so that the small
-// ones (ranks, counts, indices) take one or two; checksums keep their 8 bytes. Native byte
-// order: the bytes never leave the job.
+// same order (internal): the hdf5 format's primary verdicts, the shard records a save sends
+// to the owners of their sections and the summaries of those sections. Numbers take one byte per
+// seven bits (LEB128), so that the small ones (ranks, counts, indices) take one or two; checksums
+// keep their 8 bytes. Native byte order: the bytes never leave the job.
 #pragma once
 
 #include <cstddef>

@@ -496,8 +496,9 @@ void restore_from_index(const Comm& comm, const std::filesystem::path& dir,
       read_here[i] = comm.is_primary();
     }
   }
-  // A version-4 index: each rank reads the records of the shards that meet what it reads and
-  // checks its share of the read leaves' sections whole (each once, in the same agreement).
+  // An index of version 4 or later: each rank reads the records of the shards that meet what
+  // it reads and checks its share of the read leaves' sections (each byte once, in the same
+  // agreement).
   LeafPairs local = pairs;
   storage::IndexSections sections(dir, index);
   comm.run_all(fmt::format("restore_tree '{}': reading the index:", dir.string()), [&] {
@@ -553,45 +554,38 @@ ArrayTree restore_tree_as_saved(const Comm& comm, const std::filesystem::path& d
   const auto index = load_index(comm, dir);
   storage::IndexSections sections(dir, index);
   ArrayTree target;
-  // The buffers are sized by the index: a rank that cannot allocate its part says so on every
-  // rank before the collective reads begin.
-  std::string allocation_failure;
-  for (const auto& leaf : index.leaves) {
-    if (!selected(options.select, leaf.path)) continue;
-    switch (leaf.kind) {
-      case LeafKind::array: {
-        if (!allocation_failure.empty()) break;
-        Box box;  // empty: the whole array (also for 0-d arrays, which have no empty box)
-        if (!options.whole_arrays && !leaf.replicated && !leaf.shape.empty()) {
-          box = Box{std::vector<std::int64_t>(leaf.shape.size(), 0),
-                    std::vector<std::int64_t>(leaf.shape.size(), 0)};
-          for (const auto& shard : sections.part_of(leaf, whole_box(leaf.shape)).shards) {
-            if (shard.rank == comm.rank()) box = shard.box;
+  // The buffers are sized by the index, whose records each rank reads: a rank that cannot read
+  // them or allocate its part says so on every rank before the collective reads begin.
+  comm.run_all(fmt::format("restoring '{}' as saved:", dir.string()), [&] {
+    for (const auto& leaf : index.leaves) {
+      if (!selected(options.select, leaf.path)) continue;
+      switch (leaf.kind) {
+        case LeafKind::array: {
+          Box box;  // empty: the whole array (also for 0-d arrays, which have no empty box)
+          if (!options.whole_arrays && !leaf.replicated && !leaf.shape.empty()) {
+            box = Box{std::vector<std::int64_t>(leaf.shape.size(), 0),
+                      std::vector<std::int64_t>(leaf.shape.size(), 0)};
+            for (const auto& shard : sections.part_of(leaf, whole_box(leaf.shape)).shards) {
+              if (shard.rank == comm.rank()) box = shard.box;
+            }
           }
-        }
-        try {
           target.add_owned_array(leaf.path, leaf.dtype, leaf.shape, box, leaf.replicated,
                                  leaf.fortran_order);
-        } catch (const InvalidArgument& e) {
-          allocation_failure = e.what();
+          break;
         }
-        break;
+        case LeafKind::scalar:
+          target.add_scalar(leaf.path, Scalar::from_json(leaf.value, dir.string(), leaf.path));
+          break;
+        case LeafKind::string:
+          target.add_string(leaf.path, json::value_to<std::string>(leaf.value));
+          break;
+        case LeafKind::json: target.add_json(leaf.path, leaf.value); break;
       }
-      case LeafKind::scalar:
-        target.add_scalar(leaf.path, Scalar::from_json(leaf.value, dir.string(), leaf.path));
-        break;
-      case LeafKind::string:
-        target.add_string(leaf.path, json::value_to<std::string>(leaf.value));
-        break;
-      case LeafKind::json: target.add_json(leaf.path, leaf.value); break;
     }
-  }
-  for (const auto& [path, kind] : index.empty_nodes) {
-    if (selected(options.select, path)) target.add_empty(path, kind);
-  }
-  comm.all_ok(allocation_failure.empty(),
-              fmt::format("restoring '{}' as saved: {}", dir.string(), allocation_failure),
-              ErrorCode::invalid_argument);
+    for (const auto& [path, kind] : index.empty_nodes) {
+      if (selected(options.select, path)) target.add_empty(path, kind);
+    }
+  });
   restore_from_index(comm, dir, index, target, {.verify_checksums = options.verify_checksums});
   return target;
 }

@@ -1,6 +1,6 @@
 // cairn — what the ranks of a save exchange (internal): their layouts of the array leaves
 // when the save is planned (TreeWriter's constructor, one allgather) and their shard records
-// when the index is written (TreeWriter::finish(), one gather of packed bytes on the primary).
+// when the index is written (packed bytes, sent to the sections' owners: index_writer.hpp).
 #pragma once
 
 #include <cairn/layout.hpp>
@@ -43,8 +43,8 @@ class ExchangedLayouts {
 };
 
 /// This rank's shard records, each with its array index (its position among the tree's array
-/// leaves), packed as the rank sends them to the primary (Packed: small numbers in a byte or
-/// two, 8 bytes per chunk checksum, file names once per rank). Never throws beyond
+/// leaves), packed as the rank sends them to the owner of their sections (Packed: small numbers
+/// in a byte or two, 8 bytes per chunk checksum, file names once per message). Never throws beyond
 /// std::bad_alloc.
 [[nodiscard]] std::vector<std::byte> pack_records(
     const std::vector<std::pair<std::size_t, ShardRecord>>& records);

@@ -101,10 +101,11 @@ class TreeWriter {
   /// Makes this rank's writes durable (fsynced when TreeSaveOptions::fsync); no write
   /// follows. Local. Remembers failures.
   void flush();
-  /// Closes every format's writer (collective), shares every rank's verdict, then the
-  /// primary writes cairn-tree.json. Collective over `comm`, which has the ranks of the
-  /// planning Comm (it may be another Comm over them, e.g. a background thread's). Throws on
-  /// every rank when any rank failed anywhere in the save.
+  /// Closes every format's writer (collective), shares every rank's verdict, then writes the
+  /// index from every rank (write_index_collectively(): the sections' owners write
+  /// cairn-tree.bin, the primary its header and cairn-tree.json). Collective over `comm`, which has
+  /// the ranks of the planning Comm (it may be another Comm over them, e.g. a background thread's).
+  /// Throws on every rank when any rank failed anywhere in the save.
   void finish(const Comm& comm);
   /// Bytes of shard data this rank wrote (not those an incremental save referred to). Never
   /// throws.

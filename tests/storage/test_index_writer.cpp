@@ -97,7 +97,8 @@ TEST(IndexWriter, SectionsWrittenByTheirOwnersAreThoseOfOneWriter) {
 }
 
 // Indexes of versions 4 and 5, whose binary_checksum is that of the sections' bytes, restore and
-// verify; one whose cairn-tree.bin has bytes after its last section is refused as version 6.
+// verify; a version-6 cairn-tree.bin with bytes after its last section is refused, and so is a
+// version-6 cairn-tree.json whose binary_checksum does not sum its sections' checksums.
 TEST(IndexWriter, Versions4And5StillRestore) {
   const Comm world(MPI_COMM_WORLD);
   const std::vector<std::int64_t> shape = {16, 8};
@@ -161,6 +162,15 @@ TEST(IndexWriter, Versions4And5StillRestore) {
       EXPECT_NE(std::string(e.what()).find("bytes of its header and sections"), std::string::npos)
           << e.what();
     }
+  }
+  // The sections' checksums summed in cairn-tree.json are checked when it is parsed.
+  auto json = boost::json::parse(base::read_small_file(dir / storage::kTreeIndexFile));
+  json.as_object()["binary_checksum"] = "0123456789abcdef";
+  try {
+    (void)storage::index_from_json(json, dir / storage::kTreeIndexFile);
+    ADD_FAILURE() << "a binary_checksum that is not the sections' sum was accepted";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("binary_checksum"), std::string::npos) << e.what();
   }
   world.barrier("test");
 }
