@@ -66,8 +66,7 @@ TEST(DType, ParseRejectsUnknownNamesQuotingThem) {
   EXPECT_THAT(message, HasSubstr("'float33'"));
   EXPECT_THAT(message, HasSubstr("float64"));  // lists the valid names
   // Hostile input: control bytes are escaped and long strings shortened.
-  std::string hostile("int\0\n", 5);
-  hostile.append(5000, 'x');
+  const std::string hostile = std::string("int\0\n", 5) + std::string(5000, 'x');
   const std::string escaped = invalid_argument_message([&] { (void)parse_dtype(hostile); });
   EXPECT_THAT(escaped, HasSubstr("int\\x00\\x0a"));
   EXPECT_LT(escaped.size(), 1000u);
