@@ -407,11 +407,12 @@ void attach_shards(TreeIndex& index, std::string_view binary, const std::filesys
   }
   std::uint64_t recorded = 0;
   std::memcpy(&recorded, binary.data() + kTreeIndexBinaryMagic.size() + 8, sizeof recorded);
-  // Version 6 sums the sections' checksums, each section checked below, and its sections
-  // must cover the file: every byte after the header is then checked.
+  // Version 6 sums the sections' checksums, which parse_index() checked against
+  // binary_checksum; each section is checked below, and the sections must cover the file, so
+  // every byte after the header is checked.
   const bool summed = index.version >= kTreeFormatVersionSections;
   const std::uint64_t actual =
-      summed ? sections_checksum(index)
+      summed ? index.binary_checksum
              : checksum_of(std::as_bytes(std::span(binary).subspan(kTreeIndexBinaryHeaderBytes)));
   std::uint64_t end = kTreeIndexBinaryHeaderBytes;
   if (recorded != index.binary_checksum || actual != index.binary_checksum) {
