@@ -130,11 +130,13 @@ struct LeafSaveArgs {
 };
 
 /// How the posix format groups ranks into shard files (as ADIOS2 BP5's aggregators): each
-/// group has one file, `shards/a<k>.bin`, in which every rank of the group writes its shards
-/// into its own 4 KiB-aligned region (sized from the shards' bytes, or their compressed bound,
-/// before anything is written), so the files of a save grow with the groups, not the ranks.
-/// per_rank keeps one file per writing rank, `shards/p<rank>.bin`. Every rank must pass the
-/// same (CollectiveMismatch otherwise). Aggregate: use designated initializers.
+/// group has one file, `shards/a<k>.bin`, in which the shards of every rank of the group lie in
+/// that rank's own 4 KiB-aligned region (sized from the shards' bytes, or their compressed
+/// bound, before anything is written), so the files of a save grow with the groups, not the
+/// ranks. per_rank keeps one file per writing rank, `shards/p<rank>.bin`. Who writes a group's
+/// file is `writers`: the files and the index are byte for byte the same either way. Every
+/// rank must pass the same (CollectiveMismatch otherwise). Aggregate: use designated
+/// initializers.
 struct PosixAggregation {
   /// How the groups are formed.
   enum class Kind {
@@ -147,6 +149,21 @@ struct PosixAggregation {
   /// Kind::count: the number of groups (files), at least 1; more than the ranks is one per
   /// rank. Ignored by the other kinds.
   int count = 0;
+  /// Who writes the file of a group.
+  enum class Writers {
+    /// Every rank writes its own shards into its region of the file (pwrite); no shard byte
+    /// moves between ranks.
+    every_rank,
+    /// The group's aggregator (its first rank) alone opens and writes the file: the other
+    /// ranks copy their shards into a shared-memory ring of the node (POSIX shm, about
+    /// TreeSaveOptions::io_buffer_bytes per group) from which the aggregator writes them, as
+    /// ADIOS2 BP5's two-level aggregation does. The ranks of every group must then share a node
+    /// (always so for per_node; a `count` group that spans nodes is InvalidArgument on every
+    /// rank). Ignored by per_rank.
+    aggregator,
+  };
+  /// Who writes the file of a group (see Writers).
+  Writers writers = Writers::every_rank;
 };
 
 /// How save_tree() writes. Aggregate: use designated initializers.

@@ -20,6 +20,9 @@
 //   storage.posix_aggregate      the aggregator of each group of the posix format (with
 //                                posix_aggregation), before it creates the group's file
 //   storage.posix_write          every rank, before each shard of the posix format
+//   storage.posix_ship           the aggregator of a group that ships (PosixAggregation::
+//                                Writers::aggregator), before it writes each slot of bytes
+//                                another rank shipped
 //   storage.hdf5_write           every rank, before each collective dataset write of hdf5
 //   storage.pwrite               every rank, in the write wrapper of every file cairn writes
 //                                (shards, metadata), before pwrite: an errno action here

@@ -10,7 +10,8 @@ std::unique_ptr<ShardWriter> open_shard_writer(StorageFormat format, const Comm&
                                                const TreeSaveOptions& options) {
   switch (format) {
     case StorageFormat::posix:
-      return open_posix_writer(comm, dir, arrays, options.posix_aggregation);
+      return open_posix_writer(comm, dir, arrays, options.posix_aggregation,
+                               options.io_buffer_bytes);
     case StorageFormat::hdf5:
       return open_hdf5_writer(comm, dir, arrays, values, provenance, options.mpi_info_hints);
   }

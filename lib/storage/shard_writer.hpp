@@ -123,7 +123,8 @@ class ShardWriter {
 /// must outlive the writer. Throws, on every rank alike, CollectiveMismatch when the ranks' lists
 /// differ, InvalidArgument for a bad path or a box outside its shape, Unsupported when this build
 /// lacks the format, IoError naming the file when it cannot be created. `options` gives the
-/// formats' own settings (TreeSaveOptions::posix_aggregation, mpi_info_hints).
+/// formats' own settings (TreeSaveOptions::posix_aggregation, io_buffer_bytes for the ring
+/// of posix shipping, mpi_info_hints).
 [[nodiscard]] std::unique_ptr<ShardWriter> open_shard_writer(StorageFormat format, const Comm& comm,
                                                              const std::filesystem::path& dir,
                                                              std::span<const ArrayToWrite> arrays,
@@ -136,7 +137,8 @@ class ShardWriter {
 [[nodiscard]] std::unique_ptr<ShardWriter> open_posix_writer(const Comm& comm,
                                                              const std::filesystem::path& dir,
                                                              std::span<const ArrayToWrite> arrays,
-                                                             const PosixAggregation& aggregation);
+                                                             const PosixAggregation& aggregation,
+                                                             std::size_t ring_bytes);
 [[nodiscard]] std::unique_ptr<ShardWriter> open_hdf5_writer(const Comm& comm,
                                                             const std::filesystem::path& dir,
                                                             std::span<const ArrayToWrite> arrays,

@@ -217,7 +217,8 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
     for (const std::int64_t extent : job.chunk_shape) formats.add(extent);
   }
   formats.add(static_cast<std::int64_t>(options_.posix_aggregation.kind))
-      .add(static_cast<std::int64_t>(options_.posix_aggregation.count));
+      .add(static_cast<std::int64_t>(options_.posix_aggregation.count))
+      .add(static_cast<std::int64_t>(options_.posix_aggregation.writers));
   for (const auto& [key, value] : options_.mpi_info_hints) formats.add(key).add(value);
   formats.add(options_.incremental_base.string());
   comm.agree({.operation = "save_tree leaf formats " + dir_.filename().string(),

@@ -1,6 +1,8 @@
 // Aggregation of the posix format's shard files (TreeSaveOptions::posix_aggregation): per node,
 // a count of groups and per rank save the same bytes, which restore identically N->M; a save
-// writes at most one file per group; compressed leaves keep their chunks and checksums in their
+// writes at most one file per group; the ranks shipping their shards to the aggregator write
+// byte for byte the files of every rank writing its own, through a ring that wraps many times,
+// and leave nothing in /dev/shm; compressed leaves keep their chunks and checksums in their
 // region of the group's file; verify finds damage in an aggregated file naming the leaf; a bad
 // or disagreeing option fails on every rank.
 #include <gtest/gtest.h>
@@ -15,12 +17,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "storage/index_binary.hpp"
+#include "storage/posix/aggregation.hpp"
 #include "storage/storage_test_util.hpp"
 #include "support/test_support.hpp"
 
@@ -28,6 +32,7 @@ namespace cairn::testing {
 namespace {
 
 using Kind = PosixAggregation::Kind;
+using Writers = PosixAggregation::Writers;
 
 const std::vector<std::int64_t> kShape = {41, 29};
 
@@ -41,7 +46,11 @@ std::vector<Mode> modes(int size) {
   return {{"per_rank", {.kind = Kind::per_rank}, size},
           {"per_node", {.kind = Kind::per_node}, 1},  // the tests run on one node
           {"count2", {.kind = Kind::count, .count = 2}, std::min(2, size)},
-          {"count1", {.kind = Kind::count, .count = 1}, 1}};
+          {"count1", {.kind = Kind::count, .count = 1}, 1},
+          {"per_node_shipped", {.kind = Kind::per_node, .writers = Writers::aggregator}, 1},
+          {"count2_shipped",
+           {.kind = Kind::count, .count = 2, .writers = Writers::aggregator},
+           std::min(2, size)}};
 }
 
 storage::TreeIndex read_index(const std::filesystem::path& dir) {
@@ -118,6 +127,115 @@ TEST(Aggregation, EveryModeRestoresTheSameArraysNToM) {
   }
 }
 
+std::vector<char> file_bytes(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Every file under `dir`, relative to it, in order.
+std::vector<std::filesystem::path> files_under(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    if (entry.is_regular_file()) files.push_back(entry.path().lexically_relative(dir));
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+TEST(Aggregation, ShippedShardsAreTheBytesEveryRankWritesItself) {
+  const SharedTempDir tmp;
+  const Comm world(MPI_COMM_WORLD);
+  // Besides the reference leaves, a large strided leaf and small slots (io_buffer_bytes of
+  // 4 KiB gives the smallest, 64 KiB), so that each ring of four slots wraps many times and
+  // strided runs arrive in pieces.
+  const std::vector<std::int64_t> big_shape = {96, 1000};
+  const Box box = slab_box(big_shape, world.rank(), world.size());
+  std::vector<double> wide(static_cast<std::size_t>(volume(box)) * 2);
+  for (std::size_t i = 0; i < wide.size(); ++i)
+    wide[i] = static_cast<double>(i) * 0.5 + world.rank();
+  for (const int count : {1, 2}) {
+    SCOPED_TRACE(count);
+    std::vector<std::filesystem::path> dirs;
+    for (const Writers writers : {Writers::every_rank, Writers::aggregator}) {
+      const auto dir =
+          tmp / ("c" + std::to_string(count) + "w" + std::to_string(static_cast<int>(writers)));
+      const PosixAggregation aggregation{.kind = Kind::count, .count = count, .writers = writers};
+      save_reference(world, dir / "reference", aggregation);
+      ArrayTree tree;
+      tree.add_array("wide", {.dtype = DType::float64,
+                              .global_shape = big_shape,
+                              .box = box,
+                              .data = wide.data(),
+                              .strides = {2 * box.extent[1], 2}});
+      save_tree(world, dir / "wide", tree,
+                {.fsync = false, .io_buffer_bytes = 4096, .posix_aggregation = aggregation});
+      dirs.push_back(dir);
+      // Nothing of the groups' shared memory is left once the save returns.
+      for (int g = 0; g < count; ++g) {
+        for (const char* item : {"reference", "wide"}) {
+          const std::string name = storage::shipping_segment_name(dir / item, g);
+          EXPECT_FALSE(std::filesystem::exists("/dev/shm" + name)) << name;
+        }
+      }
+    }
+    world.barrier("aggregation saved");
+    if (world.is_primary()) {
+      const auto files = files_under(dirs[0]);
+      ASSERT_EQ(files, files_under(dirs[1]));
+      for (const auto& file : files) {
+        EXPECT_EQ(file_bytes(dirs[0] / file), file_bytes(dirs[1] / file)) << file;
+      }
+    }
+    // The strided leaf restores N->M from the shipped save.
+    ArrayTree target;
+    const Box other = block_box(big_shape, world.rank(), world.size());
+    const auto* got = static_cast<const double*>(
+        target.add_owned_array("wide", DType::float64, big_shape, other));
+    restore_tree(world, dirs[1] / "wide", target);
+    for (std::int64_t r = 0; r < other.extent[0]; ++r) {
+      const std::int64_t row = other.offset[0] + r;
+      int owner = 0;
+      while (row >= slab_box(big_shape, owner, world.size()).offset[0] +
+                        slab_box(big_shape, owner, world.size()).extent[0]) {
+        ++owner;
+      }
+      const Box slab = slab_box(big_shape, owner, world.size());
+      for (std::int64_t c = 0; c < other.extent[1]; ++c) {
+        const std::int64_t i = ((row - slab.offset[0]) * slab.extent[1] + other.offset[1] + c) * 2;
+        ASSERT_EQ(got[r * other.extent[1] + c], static_cast<double>(i) * 0.5 + owner)
+            << "row " << row << ", column " << other.offset[1] + c;
+      }
+    }
+  }
+}
+
+TEST(Aggregation, AGroupThatSpansNodesCannotShip) {
+  const std::vector<std::string> nodes = {"n0", "n0", "n1", "n1"};
+  EXPECT_NO_THROW(storage::check_groups_on_one_node(std::vector<int>{0, 0, 1, 1}, nodes));
+  EXPECT_NO_THROW(storage::check_groups_on_one_node(std::vector<int>{0, 1, 2, 3}, nodes));
+  try {
+    storage::check_groups_on_one_node(std::vector<int>{0, 0, 0, 1}, nodes);
+    ADD_FAILURE() << "a group over two nodes was accepted";
+  } catch (const InvalidArgument& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("posix_aggregation"), std::string::npos) << message;
+    EXPECT_NE(message.find("group 0 spans nodes 'n0' (rank 0) and 'n1' (rank 2)"),
+              std::string::npos)
+        << message;
+  }
+  // On one node (these tests), one group per rank ships nothing and one group for all ships
+  // every rank's shards: both save one file per group and restore.
+  const SharedTempDir tmp;
+  const Comm world(MPI_COMM_WORLD);
+  for (const int count : {world.size(), 1}) {
+    const auto dir = tmp / ("c" + std::to_string(count));
+    save_reference(world, dir,
+                   {.kind = Kind::count, .count = count, .writers = Writers::aggregator});
+    EXPECT_EQ(files_in(dir / "shards"), static_cast<std::size_t>(count));
+    expect_reference(world, dir, block_box);
+  }
+}
+
 TEST(Aggregation, CompressedLeavesShareTheGroupFile) {
   if (!CAIRN_HAVE_ZSTD || !CAIRN_HAVE_ZFP) GTEST_SKIP() << "this build lacks zstd or ZFP";
   const SharedTempDir tmp;
@@ -180,7 +298,7 @@ TEST(Aggregation, VerifyNamesTheLeafOfADamagedAggregatedFile) {
   EXPECT_THROW(restore_tree(world, dir, target), FormatError);
 }
 
-TEST(Aggregation, AnAsyncSaveWritesTheGroupFileFromItsBackgroundThread) {
+TEST(Aggregation, AnAsyncSaveWritesOrShipsFromItsBackgroundThread) {
   const SharedTempDir tmp;
   const Comm world(MPI_COMM_WORLD);
   const Box box = block_box(kShape, world.rank(), world.size());
@@ -188,20 +306,23 @@ TEST(Aggregation, AnAsyncSaveWritesTheGroupFileFromItsBackgroundThread) {
   ArrayTree tree;
   tree.add_array("a",
                  {.dtype = DType::float64, .global_shape = kShape, .box = box, .data = a.data()});
-  const auto dir = tmp / "async";
-  {
-    AsyncCheckpointer ck(world, std::make_shared<ArrayTreeHandler>());
-    ck.save(dir, ArrayTreeSave(tree, {.fsync = false,
-                                      .posix_aggregation = {.kind = Kind::count, .count = 1}}));
-    ck.wait_until_finished();
+  for (const Writers writers : {Writers::every_rank, Writers::aggregator}) {
+    const auto dir = tmp / ("async" + std::to_string(static_cast<int>(writers)));
+    {
+      AsyncCheckpointer ck(world, std::make_shared<ArrayTreeHandler>());
+      ck.save(dir, ArrayTreeSave(tree, {.fsync = false,
+                                        .posix_aggregation = {
+                                            .kind = Kind::count, .count = 1, .writers = writers}}));
+      ck.wait_until_finished();
+    }
+    EXPECT_EQ(files_in(dir / "shards"), 1U);
+    const Box other = slab_box(kShape, world.rank(), world.size());
+    ArrayTree target;
+    auto* got = static_cast<std::byte*>(target.add_owned_array("a", DType::float64, kShape, other));
+    restore_tree(world, dir, target);
+    const auto want = reference_box(DType::float64, kShape, other);
+    EXPECT_EQ(std::memcmp(got, want.data(), want.size()), 0);
   }
-  EXPECT_EQ(files_in(dir / "shards"), 1U);
-  const Box other = slab_box(kShape, world.rank(), world.size());
-  ArrayTree target;
-  auto* got = static_cast<std::byte*>(target.add_owned_array("a", DType::float64, kShape, other));
-  restore_tree(world, dir, target);
-  const auto want = reference_box(DType::float64, kShape, other);
-  EXPECT_EQ(std::memcmp(got, want.data(), want.size()), 0);
 }
 
 TEST(Aggregation, ABadOrDisagreeingOptionFailsOnEveryRank) {

@@ -1,8 +1,9 @@
 // Failures of an aggregated posix save (TreeSaveOptions::posix_aggregation, one group): the
-// fault point and rank come from CAIRN_FAULT (set by ctest, see CMakeLists.txt). A shard
-// write failing on a sender (a rank that is not its group's aggregator), on the aggregator, or
-// the aggregator failing to create the group's file, throws on every rank, naming the failing
-// rank and the group's file, and no rank hangs.
+// fault point and rank come from CAIRN_FAULT, and CAIRN_TEST_POSIX_WRITERS=aggregator makes the
+// ranks ship their shards to the aggregator (set by ctest, see CMakeLists.txt). A shard write
+// failing on a sender (a rank that is not its group's aggregator), on the aggregator, the
+// aggregator failing to create the group's file, or failing to write what a sender shipped,
+// throws on every rank, naming the failing rank and the group's file, and no rank hangs.
 #include <gtest/gtest.h>
 
 #include <cairn/config.hpp>
@@ -36,10 +37,15 @@ TEST(AggregationFault, FailsOnEveryRankNamingRankAndFile) {
   ArrayTree tree;
   tree.add_array("a",
                  {.dtype = DType::float64, .global_shape = kShape, .box = box, .data = a.data()});
+  const char* writers = std::getenv("CAIRN_TEST_POSIX_WRITERS");
+  const bool ships = writers != nullptr && std::string(writers) == "aggregator";
   try {
-    save_tree(
-        comm, tmp / "item", tree,
-        {.fsync = false, .posix_aggregation = {.kind = PosixAggregation::Kind::count, .count = 1}});
+    save_tree(comm, tmp / "item", tree,
+              {.fsync = false,
+               .posix_aggregation = {.kind = PosixAggregation::Kind::count,
+                                     .count = 1,
+                                     .writers = ships ? PosixAggregation::Writers::aggregator
+                                                      : PosixAggregation::Writers::every_rank}});
     ADD_FAILURE() << "the save succeeded despite " << fault;
   } catch (const IoError& e) {
     const std::string message = e.what();

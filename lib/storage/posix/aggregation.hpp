@@ -3,17 +3,22 @@
 // rank writes its shards into its own region, as the ranks of an ADIOS2 BP5 aggregator share
 // a subfile. The regions are sized before anything is written (a compressed shard by the
 // bound of its compressor), so no rank waits for another while it writes; the file of a group
-// is created by its aggregator, the group's first rank.
+// is created by its aggregator, the group's first rank. With PosixAggregation::Writers::
+// aggregator the other ranks ship their shards to the aggregator through node shared memory
+// (shipping.hpp) and only the aggregator opens the file.
 #pragma once
 
 #include <cairn/comm.hpp>
 #include <cairn/storage.hpp>
 
 #include <cstdint>
+#include <filesystem>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
 
+#include "storage/posix/shipping.hpp"
 #include "storage/shard_writer.hpp"
 
 namespace cairn::storage {
@@ -31,10 +36,25 @@ struct PosixTarget {
   /// This rank is the aggregator of its group and creates the group's file (not when no rank
   /// of the group writes a byte).
   bool creates = false;
+  /// Writers::aggregator, in a group of more than one rank with bytes to write: how the group
+  /// ships its shards to the aggregator.
+  std::optional<ShippingPlan> shipping = std::nullopt;
+  /// This rank's position in shipping->members; -1 on the aggregator.
+  int member = -1;
 };
 
 /// "shards/a<k>.bin", the file of group `group`. Never throws beyond std::bad_alloc.
 [[nodiscard]] std::string aggregate_file_name(int group);
+
+/// Throws InvalidArgument naming TreeSaveOptions::posix_aggregation, the group, both nodes and
+/// ranks, when the ranks of a group (`group[r]`, numbered from 0 by first rank) are not all on
+/// the node of its first rank (`nodes[r]`, the processor names). Local.
+void check_groups_on_one_node(std::span<const int> group, std::span<const std::string> nodes);
+
+/// The name of the shared memory through which group `group` of a save into `dir` ships
+/// ("/cairn-<XXH3 of the absolute directory>-<group>"): unique while the save runs, since no
+/// other save writes the same directory. Throws only what std::filesystem::absolute throws.
+[[nodiscard]] std::string shipping_segment_name(const std::filesystem::path& dir, int group);
 
 /// Throws InvalidArgument naming TreeSaveOptions::posix_aggregation when `aggregation` is not
 /// valid (an unknown kind, a count below 1). Local.
@@ -45,9 +65,11 @@ void check_posix_aggregation(const PosixAggregation& aggregation);
 [[nodiscard]] std::uint64_t posix_region_bytes(std::span<const ArrayToWrite> arrays);
 
 /// This rank's file and region under `aggregation` (validated), given `region` bytes of its
-/// own. Collective over `comm` for the aggregating kinds (two allgathers), local for per_rank.
-/// Throws TimeoutError as Comm does.
+/// own, for a save into the item directory `dir` (which names the groups' shared memory).
+/// Collective over `comm` for the aggregating kinds (two allgathers), local for per_rank.
+/// Throws InvalidArgument on every rank when Writers::aggregator is asked of a group that spans
+/// nodes, TimeoutError as Comm does.
 [[nodiscard]] PosixTarget plan_posix_target(const Comm& comm, const PosixAggregation& aggregation,
-                                            std::uint64_t region);
+                                            std::uint64_t region, const std::filesystem::path& dir);
 
 }  // namespace cairn::storage

@@ -11,17 +11,62 @@
 namespace cairn::storage {
 
 PosixShardWriter::PosixShardWriter(std::filesystem::path item_dir, int rank, PosixTarget target,
-                                   std::span<const ArrayToWrite> arrays)
+                                   std::span<const ArrayToWrite> arrays,
+                                   std::unique_ptr<ShippingRing> ring)
     : dir_(std::move(item_dir)),
       rank_(rank),
       target_(std::move(target)),
       name_(target_.file),
-      placed_(arrays.size()) {
+      placed_(arrays.size()),
+      ring_(std::move(ring)) {
   for (const ArrayToWrite& a : arrays) {
     box_bytes_.push_back(a.box ? static_cast<std::uint64_t>(volume(*a.box)) * dtype_size(a.dtype)
                                : 0);
     paths_.push_back(a.path);
     compressed_.push_back(a.compression.kind != Compression::Kind::none);
+  }
+}
+
+PosixFile& PosixShardWriter::file() {
+  if (!file_) {
+    file_.emplace(dir_ / name_,
+                  target_.shared ? PosixFile::Mode::write_existing : PosixFile::Mode::write_new);
+  }
+  return *file_;
+}
+
+bool PosixShardWriter::ships() const noexcept { return ring_ && target_.member >= 0; }
+
+void PosixShardWriter::store(std::uint64_t offset, std::span<const std::byte> data) {
+  if (ships()) {
+    ring_->ship(offset, data);
+    return;
+  }
+  file().write_at(offset, data);
+  if (ring_ && !serving_failed_) serve_members(false);
+}
+
+void PosixShardWriter::serve_members(bool wait) {
+  const ShippingRing::Sink sink = [&](int rank, std::uint64_t offset,
+                                      std::span<const std::byte> data) {
+    try {
+      base::fault::point("storage.posix_ship");
+    } catch (const IoError& e) {
+      throw IoError((dir_ / name_).string(),
+                    fmt::format("aggregator rank {} writing the shards of rank {} into '{}': {}",
+                                rank_, rank, (dir_ / name_).string(), e.what()));
+    }
+    file().write_at(offset, data);
+  };
+  try {
+    if (wait) {
+      ring_->drain_all(sink);
+    } else {
+      (void)ring_->drain(sink);
+    }
+  } catch (...) {
+    serving_failed_ = true;  // the members have been told; no more waiting for them
+    throw;
   }
 }
 
@@ -45,10 +90,8 @@ ShardPlacement PosixShardWriter::place(std::size_t index, std::uint64_t bytes) {
     throw IoError((dir_ / name_).string(), fmt::format("rank {} writing its shards into '{}': {}",
                                                        rank_, (dir_ / name_).string(), e.what()));
   }
-  if (!file_) {
-    file_.emplace(dir_ / name_,
-                  target_.shared ? PosixFile::Mode::write_existing : PosixFile::Mode::write_new);
-  }
+  if (!ships()) (void)file();  // a missing directory fails here, before any byte
+  if (ring_ && !ships() && !serving_failed_) serve_members(false);
   // A compressed shard grows with its writes (write() moves end_).
   const std::uint64_t reserved = compressed_[index] ? 0 : bytes;
   check_region(end_ + reserved);
@@ -60,13 +103,13 @@ ShardPlacement PosixShardWriter::place(std::size_t index, std::uint64_t bytes) {
 
 void PosixShardWriter::write(std::size_t index, std::uint64_t first,
                              std::span<const std::byte> data) {
-  if (index < placed_.size() && placed_[index] && compressed_[index] && file_ &&
+  if (index < placed_.size() && placed_[index] && compressed_[index] &&
       first >= placed_[index]->bytes &&
       placed_[index]->offset + placed_[index]->bytes == end_ - end_gap_) {
     // The next compressed chunks of the shard placed last, appended; after a gap where an
     // incremental save skipped chunks that lie in an earlier save's file.
     check_region(placed_[index]->offset + first + data.size());
-    file_->write_at(target_.base + placed_[index]->offset + first, data);
+    store(target_.base + placed_[index]->offset + first, data);
     placed_[index]->bytes = first + data.size();
     const std::uint64_t end = placed_[index]->offset + placed_[index]->bytes;
     end_ = (end + kShardAlignment - 1) / kShardAlignment * kShardAlignment;
@@ -74,17 +117,22 @@ void PosixShardWriter::write(std::size_t index, std::uint64_t first,
     return;
   }
   if (index >= placed_.size() || !placed_[index] || first > placed_[index]->bytes ||
-      data.size() > placed_[index]->bytes - first || !file_) {
+      data.size() > placed_[index]->bytes - first) {
     throw InvalidArgument(
         fmt::format("leaf '{}' in '{}': bytes [{}, {}) written outside its "
                     "placed shard",
                     index < paths_.size() ? paths_[index] : "?", (dir_ / name_).string(), first,
                     first + data.size()));
   }
-  file_->write_at(target_.base + placed_[index]->offset + first, data);
+  store(target_.base + placed_[index]->offset + first, data);
 }
 
 void PosixShardWriter::flush(bool fsync) {
+  if (ships()) {  // a member: its bytes go to the aggregator, which makes them durable
+    ring_->finish();
+    return;
+  }
+  if (ring_ && !serving_failed_) serve_members(true);
   if (!file_) return;
   if (fsync) file_->sync();
   file_->close();
@@ -116,7 +164,8 @@ void create_group_file(int rank, const std::filesystem::path& file) {
 
 std::unique_ptr<ShardWriter> open_posix_writer(const Comm& comm, const std::filesystem::path& dir,
                                                std::span<const ArrayToWrite> arrays,
-                                               const PosixAggregation& aggregation) {
+                                               const PosixAggregation& aggregation,
+                                               std::size_t ring_bytes) {
   // The primary creates shards/; the verdict doubles as the barrier before any rank's file.
   // With aggregation each rank also sizes its region.
   std::uint64_t region = 0;
@@ -124,17 +173,33 @@ std::unique_ptr<ShardWriter> open_posix_writer(const Comm& comm, const std::file
     if (comm.is_primary()) base::create_directories(dir / "shards");
     if (aggregation.kind != PosixAggregation::Kind::per_rank) region = posix_region_bytes(arrays);
   });
-  PosixTarget target = plan_posix_target(comm, aggregation, region);
+  PosixTarget target = plan_posix_target(comm, aggregation, region, dir);
+  std::unique_ptr<ShippingRing> ring;
   if (target.shared) {
-    // Each group's aggregator creates its file; the verdict is the barrier before the other
-    // ranks of the group open it.
+    // Each group's aggregator creates its file, and its shared memory when the group ships;
+    // the verdict is the barrier before the other ranks of the group open them.
     comm.run_all(
         fmt::format("posix writer: creating the aggregated shard files of '{}':", dir.string()),
         [&] {
-          if (target.creates) create_group_file(comm.rank(), dir / target.file);
+          if (!target.creates) return;
+          create_group_file(comm.rank(), dir / target.file);
+          if (target.shipping) ring = ShippingRing::create(*target.shipping, ring_bytes);
         });
   }
-  return std::make_unique<PosixShardWriter>(dir, comm.rank(), std::move(target), arrays);
+  if (target.shared && aggregation.writers == PosixAggregation::Writers::aggregator) {
+    // Every member maps its group's memory; then its name goes, so that nothing is left in
+    // /dev/shm however the save ends.
+    comm.run_all(fmt::format("posix writer: mapping the shared memory of the aggregators of '{}':",
+                             dir.string()),
+                 [&] {
+                   if (target.shipping && target.member >= 0) {
+                     ring = ShippingRing::attach(*target.shipping, target.member);
+                   }
+                 });
+    if (ring && target.member < 0) ring->unlink();
+  }
+  return std::make_unique<PosixShardWriter>(dir, comm.rank(), std::move(target), arrays,
+                                            std::move(ring));
 }
 
 const PosixFile& PosixShardReader::file_of(const LeafRecord& leaf, const ShardRecord& shard,

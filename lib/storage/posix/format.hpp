@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -22,13 +23,17 @@ namespace cairn::storage {
 
 /// Places this rank's shards one after the other in the file and region of `target` under
 /// `item_dir` (shards/p<rank>.bin, created by the first place(); or a group's file, created by
-/// its aggregator and opened by the first place()), each at a 4 KiB-aligned offset. Nothing
-/// here is collective.
+/// its aggregator and opened by the first place()), each at a 4 KiB-aligned offset. When the
+/// group ships (`ring`), a member copies its bytes into the ring instead and never opens the
+/// file; the aggregator writes them, between its own writes and in flush(). Nothing here is
+/// collective.
 class PosixShardWriter final : public ShardWriter {
  public:
-  /// `arrays` as open_shard_writer() takes them. Never throws beyond std::bad_alloc.
+  /// `arrays` as open_shard_writer() takes them; `ring` the group's shared memory when
+  /// target.shipping (the aggregator's or this member's view). Never throws beyond
+  /// std::bad_alloc.
   PosixShardWriter(std::filesystem::path item_dir, int rank, PosixTarget target,
-                   std::span<const ArrayToWrite> arrays);
+                   std::span<const ArrayToWrite> arrays, std::unique_ptr<ShippingRing> ring);
 
   /// The next aligned offset of this rank's file. Throws as ShardWriter::place().
   ShardPlacement place(std::size_t index, std::uint64_t bytes) override;
@@ -39,7 +44,10 @@ class PosixShardWriter final : public ShardWriter {
   [[nodiscard]] bool stores_compressed_chunks(std::size_t index) const noexcept override {
     return index < compressed_.size() && compressed_[index];
   }
-  /// fsyncs (when `fsync`) and closes the file, if one was created. Throws IoError.
+  /// fsyncs (when `fsync`) and closes the file, if one was created. A shipping member hands
+  /// over its last bytes; the aggregator first writes every member's bytes, waiting until each
+  /// has finished. Throws IoError, TimeoutError (a member or the aggregator that does not
+  /// answer within the Comm's barrier_timeout).
   void flush(bool fsync) override;
   /// The ranks share only the directory shards/: when `fsync`, the ranks agree that all have
   /// closed their files, then the primary fsyncs the directory. Collective. Throws
@@ -54,6 +62,15 @@ class PosixShardWriter final : public ShardWriter {
   };
   // Throws IoError naming the file and this rank when `end` passes the end of its region.
   void check_region(std::uint64_t end) const;
+  // Stores `data` at byte `offset` of this rank's region: written, or shipped to the
+  // aggregator. Throws IoError, TimeoutError.
+  void store(std::uint64_t offset, std::span<const std::byte> data);
+  // The file, opened by the first use (write_existing for a group's file).
+  PosixFile& file();
+  // The aggregator writes what its members have shipped so far (all of it with `wait`).
+  void serve_members(bool wait);
+  // This rank ships its bytes to its group's aggregator.
+  [[nodiscard]] bool ships() const noexcept;
 
   std::filesystem::path dir_;
   int rank_ = 0;
@@ -64,8 +81,10 @@ class PosixShardWriter final : public ShardWriter {
   std::vector<std::string> paths_;             // by array index, for messages
   std::vector<bool> compressed_;               // by array index: stored compressed
   std::optional<PosixFile> file_;
-  std::uint64_t end_ = 0;      // aligned end of the shards placed so far
-  std::uint64_t end_gap_ = 0;  // bytes from the end of the last compressed shard to end_
+  std::unique_ptr<ShippingRing> ring_;  // the group ships its shards (target_.shipping)
+  bool serving_failed_ = false;         // the aggregator stopped writing its members' bytes
+  std::uint64_t end_ = 0;               // aligned end of the shards placed so far
+  std::uint64_t end_gap_ = 0;           // bytes from the end of the last compressed shard to end_
 };
 
 /// Reads shards of posix leaves, keeping each file open once. Nothing here is collective.
