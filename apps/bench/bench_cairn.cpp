@@ -176,7 +176,9 @@ void run_cairn(const Run& run, const std::string& format_name) {
   const cairn::Box box = block_of(shape, world.rank(), world.size());
   auto blocks = local_blocks(shape);
   const cairn::ArrayTree tree = big_tree(shape, blocks, box);
-  const cairn::TreeSaveOptions options{.format = format, .io_buffer_bytes = run.io_buffer_bytes};
+  const cairn::TreeSaveOptions options{.format = format,
+                                       .io_buffer_bytes = run.io_buffer_bytes,
+                                       .posix_aggregation = run.posix_aggregation};
   const auto base = run.dir / ("cairn-" + format_name);
   remove_tree(base);
   if (world.is_primary()) std::filesystem::create_directories(base);
@@ -206,7 +208,8 @@ void run_cairn(const Run& run, const std::string& format_name) {
         [&] { seconds = timed([&] { ckpt.save(dir, cairn::ArrayTreeSave(tree, options)); }); });
     run.recorder->add(prefix + "save_sync", rep, seconds, shape.total_bytes(),
                       {{"peak_rss_growth_bytes", growth},
-                       {"io_buffer_bytes", static_cast<std::int64_t>(run.io_buffer_bytes)}});
+                       {"io_buffer_bytes", static_cast<std::int64_t>(run.io_buffer_bytes)},
+                       {"posix_files", run.posix_files}});
     for (const RestoreCase& c : restores) restore_case(run, dir, c, rep);
   }
   run_cairn_from_fewer(run, format, prefix, base);

@@ -125,6 +125,10 @@ struct Run {
   int reps = 3;
   bool drop = true;
   std::size_t io_buffer_bytes = std::size_t{16} << 20;
+  /// Grouping and writers of cairn's posix shard files (--posix-files, --posix-writers), and
+  /// their names for the records ("per-rank", "per-node/aggregator", ...).
+  cairn::PosixAggregation posix_aggregation = {};
+  std::string posix_files = "per-rank";
   Recorder* recorder = nullptr;
 };
 

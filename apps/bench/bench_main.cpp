@@ -76,6 +76,14 @@ int main(int argc, char** argv) {
   app.add_option("--meta-elems", run.shape.meta_elems, "float64 elements per small leaf");
   app.add_option("--reps", run.reps, "Repetitions of each measurement");
   app.add_option("--io-buffer", run.io_buffer_bytes, "cairn's io_buffer_bytes");
+  std::string posix_files = "per-rank";
+  std::string posix_writers = "every-rank";
+  app.add_option("--posix-files", posix_files,
+                 "cairn's posix shard files: per-rank, per-node or a number of groups")
+      ->check(CLI::IsMember({"per-rank", "per-node"}) | CLI::PositiveNumber);
+  app.add_option("--posix-writers", posix_writers,
+                 "Who writes a group's posix file: every-rank or aggregator (shipping)")
+      ->check(CLI::IsMember({"every-rank", "aggregator"}));
   app.add_option("--cases", cases, "Comma-separated cases to run");
   app.add_flag("--no-drop-caches", no_drop, "Do not drop the page cache before reads");
   app.add_option("--soak-saves", soak.saves, "Async saves of the soak case (--cases soak)");
@@ -91,6 +99,15 @@ int main(int argc, char** argv) {
     return code;
   }
   run.drop = !no_drop;
+  using Kind = cairn::PosixAggregation::Kind;
+  run.posix_aggregation = {
+      .kind = posix_files == "per-rank"   ? Kind::per_rank
+              : posix_files == "per-node" ? Kind::per_node
+                                          : Kind::count,
+      .count = posix_files == "per-rank" || posix_files == "per-node" ? 0 : std::stoi(posix_files),
+      .writers = posix_writers == "aggregator" ? cairn::PosixAggregation::Writers::aggregator
+                                               : cairn::PosixAggregation::Writers::every_rank};
+  run.posix_files = posix_files == "per-rank" ? posix_files : posix_files + "/" + posix_writers;
   bench::Recorder recorder(out);
   run.recorder = &recorder;
   try {

@@ -41,6 +41,7 @@ struct Options {
       cairn::storage_format_available(cairn::StorageFormat::hdf5) ? "hdf5" : "posix";
   std::string compression = "none";
   std::string posix_files = "per-rank";
+  std::string posix_writers = "every-rank";
   bool incremental = false;
   std::string output;
   int margin_seconds = 60;
@@ -48,12 +49,15 @@ struct Options {
   bool quiet = false;
 };
 
-// The aggregation of --posix-files (validated: per-rank, per-node or a positive number).
-cairn::PosixAggregation posix_files(const std::string& text) {
+// The aggregation of --posix-files (validated: per-rank, per-node or a positive number) and
+// --posix-writers (validated: every-rank or aggregator).
+cairn::PosixAggregation posix_files(const std::string& files, const std::string& writers) {
   using Kind = cairn::PosixAggregation::Kind;
-  if (text == "per-rank") return {.kind = Kind::per_rank};
-  if (text == "per-node") return {.kind = Kind::per_node};
-  return {.kind = Kind::count, .count = std::stoi(text)};
+  const auto who = writers == "aggregator" ? cairn::PosixAggregation::Writers::aggregator
+                                           : cairn::PosixAggregation::Writers::every_rank;
+  if (files == "per-rank") return {.kind = Kind::per_rank, .writers = who};
+  if (files == "per-node") return {.kind = Kind::per_node, .writers = who};
+  return {.kind = Kind::count, .count = std::stoi(files), .writers = who};
 }
 
 // Accepts the name of a storage format this build of cairn can write.
@@ -131,6 +135,12 @@ void add_options(CLI::App& app, Options& o) {
                  "Shard files of format posix: per-rank, per-node, or a number of files (ranks "
                  "grouped in consecutive blocks)")
       ->check(CLI::IsMember({"per-rank", "per-node"}) | CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--posix-writers", o.posix_writers,
+                 "Who writes a group's shard file (with --posix-files per-node or a number): "
+                 "every-rank (each its own region) or aggregator (the others ship their shards "
+                 "to it through node shared memory)")
+      ->check(CLI::IsMember({"every-rank", "aggregator"}))
       ->capture_default_str();
   app.add_option("--compression", o.compression,
                  "Compression of the saved field: none, zstd (lossless) or zfp=<absolute error> "
@@ -234,9 +244,10 @@ bool save(cairn::CheckpointManager& mgr, const Options& o, heat2d::Grid& grid,
   const cairn::Composite args{
       {"field", std::make_shared<cairn::ArrayTreeSave>(
                     std::move(tree),
-                    cairn::TreeSaveOptions{.format = format,
-                                           .compression = *compression_from_text(o.compression),
-                                           .posix_aggregation = posix_files(o.posix_files)})},
+                    cairn::TreeSaveOptions{
+                        .format = format,
+                        .compression = *compression_from_text(o.compression),
+                        .posix_aggregation = posix_files(o.posix_files, o.posix_writers)})},
       {"run", std::make_shared<cairn::JsonSave>(run_info(o, grid, step, comm.size()))}};
   // "saved" is printed by the manager's on_commit callback, once the step is committed.
   return mgr.save(step, args,

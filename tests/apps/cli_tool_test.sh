@@ -302,19 +302,27 @@ f.write(bytes([b[0] ^ 0x5a]))"
   ;;
 
 aggregated)
-  # heat2d on 4 ranks with one posix shard file per node, and per group of 2 ranks: a step
-  # holds one (two) shard files; verify, inspect, convert, diff and the Python reader read them,
-  # a restart on 3 ranks continues bit for bit, and verify names the leaf and the file of a
-  # damaged byte.
-  for files in per-node 2; do
+  # heat2d on 4 ranks with one posix shard file per node, and per group of 2 ranks whose
+  # aggregators write the files alone (the others ship their shards to them): a step holds one
+  # (two) shard files, and the node's file is the same written either way; verify, inspect,
+  # convert, diff and the Python reader read them, a restart on 3 ranks continues bit for bit,
+  # and verify names the leaf and the file of a damaged byte.
+  for files in per-node 2 shipped; do
+    case "$files" in
+      shipped) how=(--posix-files per-node --posix-writers aggregator) ;;
+      2) how=(--posix-files 2 --posix-writers aggregator) ;;
+      *) how=(--posix-files "$files") ;;
+    esac
     mpi 4 "$heat2d" --nx 48 --ny 40 --steps 20 --save-every 10 --format posix \
-      --posix-files "$files" --checkpoint-dir "agg-$files" --quiet >"agg-$files.log" 2>&1 ||
+      "${how[@]}" --checkpoint-dir "agg-$files" --quiet >"agg-$files.log" 2>&1 ||
       { cat "agg-$files.log"; exit 2; }
   done
   [ "$(ls agg-per-node/20/field/shards | tr '\n' ' ')" = "a0.bin " ] ||
     fail "per-node: shard files $(ls agg-per-node/20/field/shards | tr '\n' ' ')"
   [ "$(ls agg-2/20/field/shards | tr '\n' ' ')" = "a0.bin a1.bin " ] ||
     fail "2 files: shard files $(ls agg-2/20/field/shards | tr '\n' ' ')"
+  cmp -s agg-per-node/20/field/shards/a0.bin agg-shipped/20/field/shards/a0.bin ||
+    fail "the shipped node file differs from the one every rank wrote"
   run verify 0 mpi 2 "$cairn" verify agg-per-node
   run inspect 0 "$cairn" inspect agg-2/20
   expect inspect "posix"
