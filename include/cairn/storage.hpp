@@ -156,10 +156,10 @@ struct PosixAggregation {
     every_rank,
     /// The group's aggregator (its first rank) alone opens and writes the file: the other
     /// ranks copy their shards into a shared-memory ring of the node (POSIX shm, about
-    /// TreeSaveOptions::io_buffer_bytes per group) from which the aggregator writes them, as
-    /// ADIOS2 BP5's two-level aggregation does. The ranks of every group must then share a node
-    /// (always so for per_node; a `count` group that spans nodes is InvalidArgument on every
-    /// rank). Ignored by per_rank.
+    /// TreeSaveOptions::io_buffer_bytes per group, at least 68 KiB per shipping rank) from
+    /// which the aggregator writes them, as ADIOS2 BP5's two-level aggregation does. The ranks
+    /// of every group must then share a node (always so for per_node; a `count` group that
+    /// spans nodes is InvalidArgument on every rank). Ignored by per_rank.
     aggregator,
   };
   /// Who writes the file of a group (see Writers).

@@ -302,15 +302,14 @@ f.write(bytes([b[0] ^ 0x5a]))"
   ;;
 
 aggregated)
-  # heat2d on 4 ranks with one posix shard file per node, and per group of 2 ranks whose
-  # aggregators write the files alone (the others ship their shards to them): a step holds one
-  # (two) shard files, and the node's file is the same written either way; verify, inspect,
+  # heat2d on 4 ranks with one posix shard file per node, written by every rank or by the
+  # aggregator alone (the others ship their shards to it), and per group of 2 ranks: a step
+  # holds one (two) shard files, and the node's file is the same written either way; verify, inspect,
   # convert, diff and the Python reader read them, a restart on 3 ranks continues bit for bit,
   # and verify names the leaf and the file of a damaged byte.
   for files in per-node 2 shipped; do
     case "$files" in
       shipped) how=(--posix-files per-node --posix-writers aggregator) ;;
-      2) how=(--posix-files 2 --posix-writers aggregator) ;;
       *) how=(--posix-files "$files") ;;
     esac
     mpi 4 "$heat2d" --nx 48 --ny 40 --steps 20 --save-every 10 --format posix \

@@ -25,6 +25,7 @@
 
 #include "storage/index_binary.hpp"
 #include "storage/posix/aggregation.hpp"
+#include "storage/posix/shipping.hpp"
 #include "storage/storage_test_util.hpp"
 #include "support/test_support.hpp"
 
@@ -145,10 +146,10 @@ std::vector<std::filesystem::path> files_under(const std::filesystem::path& dir)
 TEST(Aggregation, ShippedShardsAreTheBytesEveryRankWritesItself) {
   const SharedTempDir tmp;
   const Comm world(MPI_COMM_WORLD);
-  // Besides the reference leaves, a large strided leaf and small slots (io_buffer_bytes of
-  // 4 KiB gives the smallest, 64 KiB), so that each ring of four slots wraps many times and
-  // strided runs arrive in pieces.
-  const std::vector<std::int64_t> big_shape = {96, 1000};
+  // Besides the reference leaves, a large strided leaf and the smallest slots (io_buffer_bytes
+  // of 4 KiB gives slots of 16 KiB): a member ships 384 KB at 4 ranks, so that its ring of four
+  // slots wraps about six times, and strided runs arrive in pieces.
+  const std::vector<std::int64_t> big_shape = {96, 2000};
   const Box box = slab_box(big_shape, world.rank(), world.size());
   std::vector<double> wide(static_cast<std::size_t>(volume(box)) * 2);
   for (std::size_t i = 0; i < wide.size(); ++i)
@@ -160,6 +161,7 @@ TEST(Aggregation, ShippedShardsAreTheBytesEveryRankWritesItself) {
       const auto dir =
           tmp / ("c" + std::to_string(count) + "w" + std::to_string(static_cast<int>(writers)));
       const PosixAggregation aggregation{.kind = Kind::count, .count = count, .writers = writers};
+      const storage::ShippedBytes before = storage::shipped_bytes();
       save_reference(world, dir / "reference", aggregation);
       ArrayTree tree;
       tree.add_array("wide", {.dtype = DType::float64,
@@ -170,6 +172,21 @@ TEST(Aggregation, ShippedShardsAreTheBytesEveryRankWritesItself) {
       save_tree(world, dir / "wide", tree,
                 {.fsync = false, .io_buffer_bytes = 4096, .posix_aggregation = aggregation});
       dirs.push_back(dir);
+      // The aggregators wrote what the others shipped, and only with Writers::aggregator. Rank
+      // 0 is an aggregator; with one group every other rank ships.
+      const auto shipped =
+          static_cast<std::int64_t>(storage::shipped_bytes().shipped - before.shipped);
+      const auto received =
+          static_cast<std::int64_t>(storage::shipped_bytes().received - before.received);
+      EXPECT_EQ(world.sum(shipped), world.sum(received));
+      if (world.rank() == 0) {
+        EXPECT_EQ(shipped, 0);
+      }
+      if (writers == Writers::every_rank) {
+        EXPECT_EQ(shipped + received, 0);
+      } else if (count == 1 && world.size() > 1) {
+        EXPECT_GT(world.rank() == 0 ? received : shipped, 384'000);
+      }
       // Nothing of the groups' shared memory is left once the save returns.
       for (int g = 0; g < count; ++g) {
         for (const char* item : {"reference", "wide"}) {

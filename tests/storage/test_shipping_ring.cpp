@@ -55,8 +55,8 @@ std::vector<std::byte> pattern_at(std::uint64_t offset, std::size_t bytes) {
 
 TEST(ShippingRing, BytesArriveWhereTheyWereShippedThroughManyWraps) {
   const ShippingPlan plan = plan_of(2, std::chrono::seconds(30));
-  // 16 KiB of rings: the smallest slots (64 KiB, four per member); each member ships most of
-  // its 1 MiB region, so that its ring wraps about four times.
+  // 16 KiB of rings: the smallest slots (16 KiB, four per member); each member ships most of
+  // its 1 MiB region, so that its ring wraps about sixteen times.
   auto aggregator = ShippingRing::create(plan, 16 << 10);
   std::vector<std::unique_ptr<ShippingRing>> members;
   for (int m = 0; m < 2; ++m) members.push_back(ShippingRing::attach(plan, m));

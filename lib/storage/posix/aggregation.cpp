@@ -75,7 +75,9 @@ void check_groups_on_one_node(std::span<const int> group, std::span<const std::s
 }
 
 std::string shipping_segment_name(const std::filesystem::path& dir, int group) {
-  const std::string where = std::filesystem::absolute(dir).lexically_normal().string();
+  std::error_code error;  // no working directory: the path as given
+  const std::filesystem::path absolute = std::filesystem::absolute(dir, error);
+  const std::string where = (error ? dir : absolute).lexically_normal().string();
   return fmt::format("/cairn-{}-{}", checksum_to_hex(checksum_of(std::as_bytes(std::span(where)))),
                      group);
 }
@@ -128,8 +130,7 @@ PosixTarget plan_posix_target(const Comm& comm, const PosixAggregation& aggregat
   PosixTarget target{.file = aggregate_file_name(mine), .shared = true};
   std::uint64_t total = 0;
   int leader = -1;
-  ShippingPlan shipping{.segment = shipping_segment_name(dir, mine),
-                        .file = (dir / target.file).string(),
+  ShippingPlan shipping{.file = (dir / target.file).string(),
                         .timeout = comm.options().barrier_timeout};
   for (int r = 0; r < comm.size(); ++r) {
     if (group[static_cast<std::size_t>(r)] != mine) continue;
@@ -148,6 +149,7 @@ PosixTarget plan_posix_target(const Comm& comm, const PosixAggregation& aggregat
   shipping.aggregator = leader;
   if (aggregation.writers == PosixAggregation::Writers::aggregator && total > 0 &&
       !shipping.members.empty()) {
+    shipping.segment = shipping_segment_name(dir, mine);
     target.shipping = std::move(shipping);
   }
   return target;

@@ -53,7 +53,7 @@ void check_groups_on_one_node(std::span<const int> group, std::span<const std::s
 
 /// The name of the shared memory through which group `group` of a save into `dir` ships
 /// ("/cairn-<XXH3 of the absolute directory>-<group>"): unique while the save runs, since no
-/// other save writes the same directory. Throws only what std::filesystem::absolute throws.
+/// other save writes the same directory. Never throws beyond std::bad_alloc.
 [[nodiscard]] std::string shipping_segment_name(const std::filesystem::path& dir, int group);
 
 /// Throws InvalidArgument naming TreeSaveOptions::posix_aggregation when `aggregation` is not
@@ -66,7 +66,8 @@ void check_posix_aggregation(const PosixAggregation& aggregation);
 
 /// This rank's file and region under `aggregation` (validated), given `region` bytes of its
 /// own, for a save into the item directory `dir` (which names the groups' shared memory).
-/// Collective over `comm` for the aggregating kinds (two allgathers), local for per_rank.
+/// Collective over `comm` for the aggregating kinds (an allgather of the regions, and one of
+/// the node names for per_node or Writers::aggregator), local for per_rank.
 /// Throws InvalidArgument on every rank when Writers::aggregator is asked of a group that spans
 /// nodes, TimeoutError as Comm does.
 [[nodiscard]] PosixTarget plan_posix_target(const Comm& comm, const PosixAggregation& aggregation,

@@ -42,8 +42,28 @@ void PosixShardWriter::store(std::uint64_t offset, std::span<const std::byte> da
     ring_->ship(offset, data);
     return;
   }
-  file().write_at(offset, data);
-  if (ring_ && !serving_failed_) serve_members(false);
+  if (!ring_ || serving_failed_) {
+    file().write_at(offset, data);
+    return;
+  }
+  // The aggregator writes its own bytes a ring's worth at a time and drains its members in
+  // between, so that none waits on a full ring for the whole of a large shard.
+  const std::size_t piece = 4 * ring_->slot_bytes();
+  try {
+    while (!data.empty()) {
+      const std::size_t n = std::min(piece, data.size());
+      file().write_at(offset, data.first(n));
+      offset += n;
+      data = data.subspan(n);
+      serve_members(false);
+    }
+  } catch (...) {
+    // This save fails: the members stop shipping at their next wait, and flush() no longer
+    // waits for them.
+    ring_->fail();
+    serving_failed_ = true;
+    throw;
+  }
 }
 
 void PosixShardWriter::serve_members(bool wait) {

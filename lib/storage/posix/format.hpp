@@ -45,9 +45,9 @@ class PosixShardWriter final : public ShardWriter {
     return index < compressed_.size() && compressed_[index];
   }
   /// fsyncs (when `fsync`) and closes the file, if one was created. A shipping member hands
-  /// over its last bytes; the aggregator first writes every member's bytes, waiting until each
-  /// has finished. Throws IoError, TimeoutError (a member or the aggregator that does not
-  /// answer within the Comm's barrier_timeout).
+  /// over its last bytes, without waiting; the aggregator first writes every member's bytes,
+  /// waiting until each has finished. Throws IoError, TimeoutError (a member that ships
+  /// nothing more and does not finish within the Comm's barrier_timeout).
   void flush(bool fsync) override;
   /// The ranks share only the directory shards/: when `fsync`, the ranks agree that all have
   /// closed their files, then the primary fsyncs the directory. Collective. Throws

@@ -29,7 +29,7 @@ constexpr std::uint64_t kMagic = 0x434149524E534850ULL;  // "CAIRNSHP"
 constexpr std::uint64_t kLayout = 1;
 constexpr std::size_t kPage = 4096;
 constexpr std::uint64_t kSlots = 4;
-constexpr std::size_t kMinSlot = std::size_t{64} << 10;
+constexpr std::size_t kMinSlot = std::size_t{16} << 10;
 constexpr std::size_t kMaxSlot = std::size_t{8} << 20;
 
 constexpr std::size_t kMagicAt = 0;
@@ -43,7 +43,21 @@ constexpr std::size_t kConsumedAt = 64;
 constexpr std::size_t kDescriptorsAt = 128;
 
 enum MemberState : std::uint64_t { writing = 0, finished = 1, abandoned = 2 };
-enum AggregatorState : std::uint64_t { serving = 0, failed = 1, gone = 2 };
+enum AggregatorState : std::uint64_t { serving = 0, failed = 1, gone = 2, timed_out = 3 };
+
+// The rings are shared between processes: their atomics must not hide a lock.
+static_assert(std::atomic_ref<std::uint64_t>::is_always_lock_free);
+
+std::atomic<std::uint64_t> shipped{0};
+std::atomic<std::uint64_t> received{0};
+
+// Closes a descriptor when it goes out of scope.
+struct FdGuard {
+  int fd = -1;
+  ~FdGuard() {
+    if (fd >= 0) ::close(fd);
+  }
+};
 
 std::size_t slot_bytes_for(std::size_t ring_bytes, std::size_t members) {
   const std::size_t each = ring_bytes / (kSlots * std::max<std::size_t>(members, 1));
@@ -116,25 +130,24 @@ std::unique_ptr<ShippingRing> ShippingRing::create(const ShippingPlan& plan,
     return IoError(name, fmt::format("aggregator rank {} of '{}': {} the shared memory '{}': {}",
                                      plan.aggregator, plan.file, what, name, system_error(code)));
   };
-  int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-  if (fd < 0 && errno == EEXIST) {  // left by a save of the same directory that was killed
-    ::shm_unlink(name.c_str());
-    fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-  }
-  if (fd < 0) throw fail("cannot create", errno);
   auto mapping = std::make_unique<Mapping>();
   mapping->slot_bytes = slot_bytes_for(ring_bytes, plan.members.size());
   mapping->size = kPage + plan.members.size() * stride_of(mapping->slot_bytes);
-  // Reserved now, so that a full /dev/shm is an error here and not a SIGBUS on first touch.
-  const int reserved = ::posix_fallocate(fd, 0, static_cast<off_t>(mapping->size));
-  void* base = reserved == 0
-                   ? ::mmap(nullptr, mapping->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
-                   : MAP_FAILED;
-  const int mapped = base == MAP_FAILED ? (reserved != 0 ? reserved : errno) : 0;
-  ::close(fd);
-  if (mapped != 0) {
+  FdGuard fd{::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600)};
+  if (fd.fd < 0 && errno == EEXIST) {  // left by a save of the same directory that was killed
     ::shm_unlink(name.c_str());
-    throw fail(fmt::format("cannot reserve {} bytes of", mapping->size), mapped);
+    fd.fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  }
+  if (fd.fd < 0) throw fail("cannot create", errno);
+  // Reserved now, so that a full /dev/shm is an error here and not a SIGBUS on first touch.
+  const int reserved = ::posix_fallocate(fd.fd, 0, static_cast<off_t>(mapping->size));
+  void* base = reserved == 0
+                   ? ::mmap(nullptr, mapping->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd.fd, 0)
+                   : MAP_FAILED;
+  if (base == MAP_FAILED) {
+    const int error = reserved != 0 ? reserved : errno;
+    ::shm_unlink(name.c_str());
+    throw fail(fmt::format("cannot reserve {} bytes of", mapping->size), error);
   }
   mapping->base = static_cast<std::byte*>(base);
   // The file is zeroed: every counter and state starts at 0. The magic goes last.
@@ -153,25 +166,25 @@ std::unique_ptr<ShippingRing> ShippingRing::attach(const ShippingPlan& plan, int
                                      "'{}': the shared memory '{}' {}",
                                      rank, plan.aggregator, plan.file, name, what));
   };
-  const int fd = ::shm_open(name.c_str(), O_RDWR, 0600);
-  if (fd < 0) throw fail(fmt::format("does not open: {}", system_error(errno)));
-  struct stat info {};
-  const bool sized = ::fstat(fd, &info) == 0 && info.st_size >= static_cast<off_t>(kPage);
   auto mapping = std::make_unique<Mapping>();
+  const FdGuard fd{::shm_open(name.c_str(), O_RDWR, 0600)};
+  if (fd.fd < 0) throw fail(fmt::format("does not open: {}", system_error(errno)));
+  struct stat info {};
+  const bool sized = ::fstat(fd.fd, &info) == 0 && info.st_size >= static_cast<off_t>(kPage);
   mapping->size = sized ? static_cast<std::size_t>(info.st_size) : 0;
-  void* base = sized ? ::mmap(nullptr, mapping->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+  void* base = sized ? ::mmap(nullptr, mapping->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd.fd, 0)
                      : MAP_FAILED;
-  const int error = errno;
-  ::close(fd);
   if (base == MAP_FAILED) {
-    throw fail(sized ? fmt::format("does not map: {}", system_error(error)) : "is too short");
+    throw fail(sized ? fmt::format("does not map: {}", system_error(errno)) : "is too short");
   }
   mapping->base = static_cast<std::byte*>(base);
+  // The magic first: the aggregator stores it last.
+  const bool magic = mapping->atomic(kMagicAt).load(std::memory_order_acquire) == kMagic;
   mapping->slot_bytes = static_cast<std::size_t>(mapping->word(kSlotBytesAt));
   const bool laid_out =
-      mapping->atomic(kMagicAt).load(std::memory_order_acquire) == kMagic &&
-      mapping->word(kLayoutAt) == kLayout && mapping->word(kMembersAt) == plan.members.size() &&
-      mapping->slot_bytes >= kMinSlot && mapping->slot_bytes <= kMaxSlot &&
+      magic && mapping->word(kLayoutAt) == kLayout &&
+      mapping->word(kMembersAt) == plan.members.size() && mapping->slot_bytes >= kMinSlot &&
+      mapping->slot_bytes <= kMaxSlot &&
       mapping->size == kPage + plan.members.size() * stride_of(mapping->slot_bytes);
   if (!laid_out) throw fail("is not laid out for this group");
   return std::unique_ptr<ShippingRing>(new ShippingRing(plan, member, std::move(mapping)));
@@ -212,7 +225,9 @@ void ShippingRing::wait_for_slot() {
                     fmt::format("rank {}: shipping its shards to aggregator rank {} of '{}': the "
                                 "aggregator {}",
                                 rank, plan_.aggregator, plan_.file,
-                                state == failed ? "failed to write them" : "left the save"));
+                                state == failed      ? "failed"
+                                : state == timed_out ? "stopped waiting for a rank of the group"
+                                                     : "left the save"));
     }
     if (!backoff.wait()) {
       throw TimeoutError({plan_.aggregator},
@@ -247,6 +262,7 @@ void ShippingRing::ship(std::uint64_t offset, std::span<const std::byte> data) {
         std::min<std::size_t>(data.size(), slot_bytes - static_cast<std::size_t>(open_bytes_));
     const std::uint64_t published = mapping_->word(mapping_->control(member_) + kPublishedAt);
     std::memcpy(mapping_->slot(member_, published) + open_bytes_, data.data(), n);
+    shipped.fetch_add(n, std::memory_order_relaxed);
     open_bytes_ += n;
     offset += n;
     data = data.subspan(n);
@@ -293,6 +309,7 @@ bool ShippingRing::drain(const Sink& sink) {
         mapping_->atomic(kAggregatorStateAt).store(failed, std::memory_order_release);
         throw;
       }
+      received.fetch_add(bytes, std::memory_order_relaxed);
       mapping_->atomic(control + kConsumedAt).store(c + 1, std::memory_order_release);
     }
     done_[m] = state != writing;
@@ -321,13 +338,24 @@ void ShippingRing::drain_all(const Sink& sink) {
       for (std::size_t m = 0; m < plan_.members.size(); ++m) {
         if (!done_[m]) missing.push_back(plan_.members[m].rank);
       }
-      mapping_->atomic(kAggregatorStateAt).store(failed, std::memory_order_release);
+      mapping_->atomic(kAggregatorStateAt).store(timed_out, std::memory_order_release);
       throw TimeoutError(missing, fmt::format("aggregator rank {} of '{}': ranks {} did not finish "
                                               "shipping their shards within {} ms",
                                               plan_.aggregator, plan_.file, fmt::join(missing, ","),
                                               plan_.timeout.count()));
     }
   }
+}
+
+void ShippingRing::fail() noexcept {
+  if (member_ < 0) mapping_->atomic(kAggregatorStateAt).store(failed, std::memory_order_release);
+}
+
+std::size_t ShippingRing::slot_bytes() const noexcept { return mapping_->slot_bytes; }
+
+ShippedBytes shipped_bytes() noexcept {
+  return {.shipped = shipped.load(std::memory_order_relaxed),
+          .received = received.load(std::memory_order_relaxed)};
 }
 
 }  // namespace cairn::storage

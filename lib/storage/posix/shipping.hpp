@@ -44,7 +44,8 @@ struct ShippingPlan {
 class ShippingRing {
  public:
   /// The aggregator creates and maps the segment (replacing a leftover of the same name), with
-  /// rings of about `ring_bytes` in all (slots of 64 KiB to 8 MiB, four per member). Local.
+  /// rings of about `ring_bytes` in all: four slots per member of 16 KiB to 8 MiB each, so at
+  /// least 68 KiB per member with its control page. Local.
   /// Throws IoError naming the segment when it cannot be created, sized or mapped.
   [[nodiscard]] static std::unique_ptr<ShippingRing> create(const ShippingPlan& plan,
                                                             std::size_t ring_bytes);
@@ -68,7 +69,7 @@ class ShippingRing {
   /// aggregator failed or left, TimeoutError naming the aggregator when no slot frees within
   /// the timeout.
   void ship(std::uint64_t offset, std::span<const std::byte> data);
-  /// A member hands over its last slot and says it has no more. Local. Throws as ship().
+  /// A member hands over its last slot and says it has no more. Local; never waits or throws.
   void finish();
 
   /// Where the aggregator writes what it receives: (member rank, file offset, bytes).
@@ -78,8 +79,12 @@ class ShippingRing {
   /// then marked failed), IoError naming the file for a slot outside its member's region.
   bool drain(const Sink& sink);
   /// drain() until every member has finished. Local. Throws as drain(), TimeoutError naming
-  /// the members that did not finish within the timeout.
+  /// the members that did not finish within the timeout of the last slot received.
   void drain_all(const Sink& sink);
+  /// The aggregator gives up (its own writes failed): members' next waits throw. Never throws.
+  void fail() noexcept;
+  /// The bytes of one slot. Never throws.
+  [[nodiscard]] std::size_t slot_bytes() const noexcept;
 
  private:
   struct Mapping;
@@ -102,5 +107,14 @@ class ShippingRing {
   std::vector<std::uint64_t> consumed_;
   std::vector<bool> done_;
 };
+
+/// Bytes this process has copied into rings as a member, and written from rings as an
+/// aggregator, since it started (for tests and diagnostics).
+struct ShippedBytes {
+  std::uint64_t shipped = 0;
+  std::uint64_t received = 0;
+};
+/// The counters of ShippedBytes. Never throws.
+[[nodiscard]] ShippedBytes shipped_bytes() noexcept;
 
 }  // namespace cairn::storage
