@@ -213,7 +213,8 @@ void ShippingRing::unlink() noexcept {
 
 void ShippingRing::wait_for_slot() {
   const std::size_t control = mapping_->control(member_);
-  const std::uint64_t published = mapping_->word(control + kPublishedAt);
+  const std::uint64_t published =
+      mapping_->atomic(control + kPublishedAt).load(std::memory_order_relaxed);
   Backoff backoff(plan_.timeout);
   const int rank = plan_.members[static_cast<std::size_t>(member_)].rank;
   while (published - mapping_->atomic(control + kConsumedAt).load(std::memory_order_acquire) >=
@@ -240,7 +241,8 @@ void ShippingRing::wait_for_slot() {
 
 void ShippingRing::publish() {
   const std::size_t control = mapping_->control(member_);
-  const std::uint64_t published = mapping_->word(control + kPublishedAt);
+  const std::uint64_t published =
+      mapping_->atomic(control + kPublishedAt).load(std::memory_order_relaxed);
   const std::size_t descriptor = mapping_->descriptor(member_, published);
   mapping_->word(descriptor) = open_offset_;
   mapping_->word(descriptor + 8) = open_bytes_;
@@ -260,7 +262,8 @@ void ShippingRing::ship(std::uint64_t offset, std::span<const std::byte> data) {
     }
     const std::size_t n =
         std::min<std::size_t>(data.size(), slot_bytes - static_cast<std::size_t>(open_bytes_));
-    const std::uint64_t published = mapping_->word(mapping_->control(member_) + kPublishedAt);
+    const std::uint64_t published =
+        mapping_->atomic(mapping_->control(member_) + kPublishedAt).load(std::memory_order_relaxed);
     std::memcpy(mapping_->slot(member_, published) + open_bytes_, data.data(), n);
     shipped.fetch_add(n, std::memory_order_relaxed);
     open_bytes_ += n;
