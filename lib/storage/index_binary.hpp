@@ -110,12 +110,25 @@ class IndexSections {
   IndexSections(const IndexSections&) = delete;
   IndexSections& operator=(const IndexSections&) = delete;
 
+  /// Which checksums of a shard shards_meeting() reads.
+  enum class ChecksumsRead {
+    whole_shard,  ///< every chunk's (an incremental save compares them all)
+    /// Only those of the chunks that hold the region's elements, when the leaf's chunks are
+    /// raw and all in this save (else every chunk's); the others are left 0, so that a read
+    /// of them would fail its check. A restore that reads part of a shard then reads part of
+    /// its checksums.
+    region,
+  };
   /// The shards of `leaf` (a leaf of the index, with a section) that meet `region` (a box of
-  /// its shape's rank), in ascending rank for a grid, in saved order otherwise. Throws
-  /// FormatError naming cairn-tree.bin (truncated, damaged, not an index), NotFound, IoError.
-  [[nodiscard]] std::vector<ShardRecord> shards_meeting(const LeafRecord& leaf, const Box& region);
+  /// its shape's rank), in ascending rank for a grid, in saved order otherwise, with their
+  /// checksums as `checksums` says. Throws FormatError naming cairn-tree.bin (truncated,
+  /// damaged, not an index), NotFound, IoError.
+  [[nodiscard]] std::vector<ShardRecord> shards_meeting(
+      const LeafRecord& leaf, const Box& region,
+      ChecksumsRead checksums = ChecksumsRead::whole_shard);
   /// `leaf` itself when it holds all its shards; otherwise a copy of it, kept by this object,
-  /// with the shards that meet `region`. Throws as shards_meeting().
+  /// with the shards that meet `region` and the checksums of the chunks that hold it
+  /// (ChecksumsRead::region). Throws as shards_meeting().
   [[nodiscard]] const LeafRecord& part_of(const LeafRecord& leaf, const Box& region);
   /// Reads the whole section of `leaf` (a leaf of the index, with a section) and checks it
   /// against the checksum that cairn-tree.json records for it, so that damage anywhere in

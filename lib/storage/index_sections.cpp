@@ -9,6 +9,8 @@
 #include <atomic>
 #include <cstring>
 #include <iterator>
+#include <optional>
+#include <utility>
 
 #include "storage/checksum.hpp"
 #include "storage/index_binary.hpp"
@@ -132,12 +134,52 @@ void check_length(const std::filesystem::path& file, const LeafRecord& leaf, Lay
   }
 }
 
+// The chunks [a, b) of `shard` (of `leaf`) that hold the elements of `region` in its stream,
+// or std::nullopt when it holds none.
+std::optional<std::pair<std::uint64_t, std::uint64_t>> chunks_holding(const LeafRecord& leaf,
+                                                                      const ShardRecord& shard,
+                                                                      const Box& region) {
+  const auto part = intersect(shard.box, region);
+  if (!part || volume(*part) == 0) return std::nullopt;
+  // The row-major positions of the part's first and last elements in the shard's box.
+  std::uint64_t lo = 0;
+  std::uint64_t hi = 0;
+  for (std::size_t d = 0; d < shard.box.offset.size(); ++d) {
+    const auto extent = static_cast<std::uint64_t>(shard.box.extent[d]);
+    const auto from = static_cast<std::uint64_t>(part->offset[d] - shard.box.offset[d]);
+    lo = lo * extent + from;
+    hi = hi * extent + from + static_cast<std::uint64_t>(part->extent[d]) - 1;
+  }
+  const std::uint64_t element = dtype_size(leaf.dtype);
+  const std::uint64_t chunk = leaf.chunk_bytes_of(shard);
+  const std::uint64_t chunks = chunks_of(leaf, shard.bytes);
+  const std::uint64_t a = lo * element / chunk;
+  const std::uint64_t b = std::min(chunks, ((hi + 1) * element + chunk - 1) / chunk);
+  if (a >= b) return std::nullopt;
+  return std::pair{a, b};
+}
+
 // Reads the checksums (chunk sizes, chunk places) of `shards`, whose first checksums are
-// `first`.
+// `first`. With a `region`, and a section of raw chunks all in this save, only the checksums
+// of the chunks that hold the region's elements are read, one range per shard; the others are
+// left 0, and a read of them would fail its check.
 template <class Read>
 void read_checksums(Read&& read, const std::filesystem::path& file, const TreeIndex& index,
                     const LeafRecord& leaf, const Layout& layout, std::uint64_t first,
-                    std::vector<ShardRecord>& shards) {
+                    std::vector<ShardRecord>& shards, const Box* region) {
+  if (region != nullptr && !leaf.section->chunk_sizes && leaf.section->referenced_chunks == 0) {
+    for (ShardRecord& s : shards) {
+      const std::uint64_t n = chunks_of(leaf, s.bytes);
+      s.checksums.assign(n, 0);
+      if (const auto range = chunks_holding(leaf, s, *region)) {
+        const auto sums = read_numbers<std::uint64_t>(
+            read, layout.checksums + 8 * (first + range->first), range->second - range->first);
+        std::ranges::copy(sums, s.checksums.begin() + static_cast<std::ptrdiff_t>(range->first));
+      }
+      first += n;
+    }
+    return;
+  }
   std::uint64_t count = 0;
   for (const ShardRecord& s : shards) count += chunks_of(leaf, s.bytes);
   const auto sums = read_numbers<std::uint64_t>(read, layout.checksums + 8 * first, count);
@@ -194,11 +236,13 @@ std::vector<std::uint64_t> first_checksums(const LeafRecord& leaf, const Layout&
   return first;
 }
 
-// The shards of a grid leaf that meet `region`, read run by run along the last dimension.
+// The shards of a grid leaf that meet `region`, read run by run along the last dimension;
+// their checksums as read_checksums() reads them for `checksums_of` (nullptr: whole shards).
 template <class Read>
 std::vector<ShardRecord> grid_shards(Read&& read, const std::filesystem::path& file,
                                      const TreeIndex& index, const LeafRecord& leaf,
-                                     const Box& region, const Layout& layout) {
+                                     const Box& region, const Layout& layout,
+                                     const Box* checksums_of) {
   const std::size_t nd = leaf.shape.size();
   std::vector<std::size_t> lo(nd), hi(nd);  // blocks [lo, hi) meet the region per dimension
   for (std::size_t d = 0; d < nd; ++d) {
@@ -232,7 +276,7 @@ std::vector<ShardRecord> grid_shards(Read&& read, const std::filesystem::path& f
       }
       run.push_back(decode_record(file, index, leaf, records.data() + 16 * j, std::move(box)));
     }
-    read_checksums(read, file, index, leaf, layout, first[k0], run);
+    read_checksums(read, file, index, leaf, layout, first[k0], run, checksums_of);
     std::ranges::move(run, std::back_inserter(out));
     std::size_t d = nd - 1;  // the next run: count up the dimensions before the last
     while (d-- > 0) {
@@ -247,7 +291,9 @@ std::vector<ShardRecord> grid_shards(Read&& read, const std::filesystem::path& f
 
 }  // namespace
 
-std::vector<ShardRecord> IndexSections::shards_meeting(const LeafRecord& leaf, const Box& region) {
+std::vector<ShardRecord> IndexSections::shards_meeting(const LeafRecord& leaf, const Box& region,
+                                                       ChecksumsRead checksums) {
+  const Box* checksums_of = checksums == ChecksumsRead::region ? &region : nullptr;
   const BinarySection& section = *leaf.section;
   const auto reader = [this](std::uint64_t offset, std::span<std::byte> out) { read(offset, out); };
   const std::size_t nd = leaf.shape.size();
@@ -266,7 +312,7 @@ std::vector<ShardRecord> IndexSections::shards_meeting(const LeafRecord& leaf, c
       if (first + chunks > section.chunk_count)
         damaged(file_, leaf.path, "its chunk count does not add up");
       if (region.rank() == nd && intersect(one[0].box, region)) {
-        read_checksums(reader, file_, index_, leaf, layout, first, one);
+        read_checksums(reader, file_, index_, leaf, layout, first, one, checksums_of);
         out.push_back(std::move(one[0]));
       }
       first += chunks;
@@ -291,13 +337,13 @@ std::vector<ShardRecord> IndexSections::shards_meeting(const LeafRecord& leaf, c
   }
   check_length(file_, leaf, layout);
   if (region.rank() != nd) return out;
-  return grid_shards(reader, file_, index_, leaf, region, layout);
+  return grid_shards(reader, file_, index_, leaf, region, layout, checksums_of);
 }
 
 const LeafRecord& IndexSections::part_of(const LeafRecord& leaf, const Box& region) {
   if (!leaf.section || leaf.shards.size() == leaf.section->shard_count) return leaf;
   LeafRecord& part = parts_.emplace_back(leaf);
-  part.shards = shards_meeting(leaf, region);
+  part.shards = shards_meeting(leaf, region, ChecksumsRead::region);
   return part;
 }
 
