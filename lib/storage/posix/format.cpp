@@ -37,12 +37,16 @@ PosixFile& PosixShardWriter::file() {
 
 bool PosixShardWriter::ships() const noexcept { return ring_ && target_.member >= 0; }
 
+bool PosixShardWriter::serves() const noexcept {
+  return ring_ && target_.member < 0 && !serving_failed_;
+}
+
 void PosixShardWriter::store(std::uint64_t offset, std::span<const std::byte> data) {
   if (ships()) {
     ring_->ship(offset, data);
     return;
   }
-  if (!ring_ || serving_failed_) {
+  if (!serves()) {
     file().write_at(offset, data);
     return;
   }
@@ -111,7 +115,7 @@ ShardPlacement PosixShardWriter::place(std::size_t index, std::uint64_t bytes) {
                                                        rank_, (dir_ / name_).string(), e.what()));
   }
   if (!ships()) (void)file();  // a missing directory fails here, before any byte
-  if (ring_ && !ships() && !serving_failed_) serve_members(false);
+  if (serves()) serve_members(false);
   // A compressed shard grows with its writes (write() moves end_).
   const std::uint64_t reserved = compressed_[index] ? 0 : bytes;
   check_region(end_ + reserved);
@@ -152,7 +156,7 @@ void PosixShardWriter::flush(bool fsync) {
     ring_->finish();
     return;
   }
-  if (ring_ && !serving_failed_) serve_members(true);
+  if (serves()) serve_members(true);
   if (!file_) return;
   if (fsync) file_->sync();
   file_->close();

@@ -71,6 +71,8 @@ class PosixShardWriter final : public ShardWriter {
   void serve_members(bool wait);
   // This rank ships its bytes to its group's aggregator.
   [[nodiscard]] bool ships() const noexcept;
+  // This rank is an aggregator that still writes what its members ship.
+  [[nodiscard]] bool serves() const noexcept;
 
   std::filesystem::path dir_;
   int rank_ = 0;
