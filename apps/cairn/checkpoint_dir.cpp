@@ -133,9 +133,7 @@ std::string step_summary(const Checkpoint& ckpt) {
 }
 
 bool is_checkpoint_dir(const fs::path& path) {
-  std::error_code ec;
-  return fs::exists(path / cairn::kStepMetadataFile, ec) ||
-         fs::exists(path / cairn::kCommitMarker, ec) ||
+  return cairn::is_checkpoint_directory(path) ||
          path.filename().string().ends_with(cairn::kTmpSuffix);
 }
 
@@ -148,13 +146,7 @@ std::string not_a_checkpoint(const fs::path& path) {
                        path.string());
   }
   if (is_checkpoint_dir(path) || !guess_type(path).empty()) return {};
-  bool root = fs::exists(path / "cairn-root.json", ec);
-  try {
-    root = root || !cairn::list_step_directories(path).empty();
-  } catch (const cairn::Error&) {
-    // Not listable: not a root either.
-  }
-  if (root) {
+  if (cairn::is_checkpoint_root(path)) {
     return fmt::format(
         "'{}' is a checkpoint root, not one checkpoint: `cairn ls {}` lists its steps; "
         "name one of them (e.g. {}/<step>)",
@@ -163,6 +155,25 @@ std::string not_a_checkpoint(const fs::path& path) {
   return fmt::format("'{}' is not a cairn checkpoint: it holds no {} or {} (nor an item's {})",
                      path.string(), cairn::kStepMetadataFile, cairn::kCommitMarker,
                      "cairn-tree.json");
+}
+
+std::string not_a_root(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return fmt::format("'{}' does not exist", path.string());
+  if (!fs::is_directory(path, ec)) {
+    return fmt::format("'{}' is a file, not a cairn root", path.string());
+  }
+  if (is_checkpoint_dir(path)) {
+    return fmt::format("'{}' is one checkpoint, not a cairn root: see `cairn inspect {}`",
+                       path.string(), path.string());
+  }
+  if (!guess_type(path).empty()) {
+    return fmt::format("'{}' is an item of a checkpoint, not a cairn root", path.string());
+  }
+  return fmt::format(
+      "'{}' is not a cairn root: it holds no cairn-root.json and no step directory (a "
+      "directory with a step's name that holds {} or {})",
+      path.string(), cairn::kStepMetadataFile, cairn::kCommitMarker);
 }
 
 std::uint64_t disk_bytes(const fs::path& path) {

@@ -68,6 +68,11 @@ struct Checkpoint {
 /// item directory of one). Not collective; never throws beyond std::bad_alloc.
 [[nodiscard]] std::string not_a_checkpoint(const std::filesystem::path& path);
 
+/// Why `path` is not a checkpoint root (cairn::is_checkpoint_root() is false), with a hint:
+/// "does not exist", "is one checkpoint", "is an item", "holds no cairn-root.json and no step
+/// directory". Not collective; never throws beyond std::bad_alloc.
+[[nodiscard]] std::string not_a_root(const std::filesystem::path& path);
+
 /// Bytes of the files under `path` (0 for what cannot be read). Never throws.
 [[nodiscard]] std::uint64_t disk_bytes(const std::filesystem::path& path);
 

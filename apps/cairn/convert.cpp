@@ -5,6 +5,8 @@
 #include <cairn/storage.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "checkpoint_dir.hpp"
 #include "commands.hpp"
 #include "progress.hpp"
@@ -115,6 +117,36 @@ cairn::Composite::Items read_items(const cairn::Comm& comm, const Checkpoint& sr
   return items;
 }
 
+// Why DST must not be written, or an empty string. --force replaces a cairn checkpoint and
+// nothing else: never the checkpoint being read, a directory above it, a root or a directory
+// of other files.
+std::string refused_destination(const std::filesystem::path& source,
+                                const std::filesystem::path& destination, bool force) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path from = fs::weakly_canonical(fs::absolute(source, ec), ec);
+  const fs::path to = fs::weakly_canonical(fs::absolute(destination, ec), ec);
+  if (fs::equivalent(source, destination, ec) || from == to) {
+    return fmt::format("'{}' and '{}' are the same checkpoint", source.string(),
+                       destination.string());
+  }
+  // `to` holds `from` when each of its components leads `from`'s.
+  if (std::mismatch(to.begin(), to.end(), from.begin(), from.end()).first == to.end()) {
+    return fmt::format("'{}' holds the checkpoint '{}' being converted; nothing was changed",
+                       destination.string(), source.string());
+  }
+  if (!fs::exists(fs::symlink_status(destination, ec))) return {};
+  if (!force) {
+    return fmt::format("'{}' already exists; pass --force to replace it", destination.string());
+  }
+  if (cairn::is_checkpoint_directory(destination)) return {};
+  std::string why = not_a_checkpoint(destination);
+  if (why.empty()) {
+    why = fmt::format("'{}' is an item of a checkpoint, not a checkpoint", destination.string());
+  }
+  return why + "; --force replaces only a cairn checkpoint, so nothing was changed";
+}
+
 }  // namespace
 
 int run_convert(const cairn::Comm& comm, const ConvertOptions& options) {
@@ -128,15 +160,7 @@ int run_convert(const cairn::Comm& comm, const ConvertOptions& options) {
     return kFailed;
   }
   const std::string refused = on_primary(comm, [&] {
-    std::error_code ec;
-    if (std::filesystem::equivalent(options.source, options.destination, ec)) {
-      return fmt::format("'{}' and '{}' are the same checkpoint", options.source,
-                         options.destination);
-    }
-    if (std::filesystem::exists(options.destination, ec) && !options.force) {
-      return fmt::format("'{}' already exists; pass --force to replace it", options.destination);
-    }
-    return std::string();
+    return refused_destination(options.source, options.destination, options.force);
   });
   if (!refused.empty()) {
     if (comm.is_primary()) fmt::print(stderr, "cairn convert: {}\n", refused);

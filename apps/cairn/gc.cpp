@@ -22,6 +22,11 @@ boost::json::object collect(const cairn::StepDirectory& dir, bool dry_run) {
     out["why"] = "it did not restore and was moved aside; remove it by hand once it is not wanted";
     return out;
   }
+  if (dir.status == cairn::StepStatus::unreadable) {
+    out["action"] = "kept";
+    out["why"] = "this user may not read it, so its state cannot be told";
+    return out;
+  }
   if (!dir.temporary) {
     out["action"] = "kept";
     out["why"] =
@@ -47,6 +52,10 @@ boost::json::object collect(const cairn::StepDirectory& dir, bool dry_run) {
 int run_gc(const cairn::Comm& comm, const GcOptions& options) {
   if (!comm.is_primary()) return kOk;
   const std::filesystem::path root = options.root;
+  if (!cairn::is_checkpoint_root(root)) {
+    fmt::print(stderr, "cairn gc: {}\n", not_a_root(root));
+    return kFailed;
+  }
   const auto steps = cairn::list_step_directories(root);
   const auto lock = read_lock(root);
   if (lock && !lock->stale() && !options.force && !options.dry_run) {

@@ -169,11 +169,19 @@ void print_item(const std::string& name, const boost::json::object& item) {
 
 }  // namespace
 
-int run_inspect(const cairn::Comm& comm, const InspectOptions& options) {
-  if (const auto why = on_primary(comm, [&] { return not_a_checkpoint(options.checkpoint); });
+int run_inspect(const cairn::Comm& comm, const InspectOptions& given) {
+  if (const auto why = on_primary(comm, [&] { return not_a_checkpoint(given.checkpoint); });
       !why.empty()) {
     if (comm.is_primary()) fmt::print(stderr, "cairn inspect: {}\n", why);
     return kFailed;
+  }
+  // An item directory of a checkpoint is shown as that item of its checkpoint, whose marker
+  // and step metadata say whether it is committed.
+  InspectOptions options = given;
+  const std::filesystem::path named(given.checkpoint);
+  if (!is_checkpoint_dir(named) && is_checkpoint_dir(named.parent_path()) && given.item.empty()) {
+    options.checkpoint = named.parent_path().string();
+    options.item = named.filename().string();
   }
   const Checkpoint ckpt = read_checkpoint(options.checkpoint);
   boost::json::object items;
@@ -190,6 +198,11 @@ int run_inspect(const cairn::Comm& comm, const InspectOptions& options) {
   }
   boost::json::array problems;
   for (const auto& p : ckpt.problems) problems.emplace_back(p);
+  // Damage found (README's exit codes): problems of the step, an item that cannot be read,
+  // or no commit marker (restore never uses the checkpoint).
+  bool damaged = !problems.empty() || !ckpt.committed;
+  for (const auto& [name, item] : items) damaged = damaged || item.get_object().contains("problem");
+  const int code = damaged ? kFound : kOk;
   if (options.json) {
     boost::json::object out = {
         {"path", options.checkpoint},
@@ -198,11 +211,11 @@ int run_inspect(const cairn::Comm& comm, const InspectOptions& options) {
         {"problems", problems},
         {"items", items}};
     fmt::print("{}\n", pretty_json(out));
-    return kOk;
+    return code;
   }
   fmt::print("checkpoint {}\n{}", options.checkpoint, step_summary(ckpt));
   for (const auto& [name, item] : items) print_item(std::string(name), item.get_object());
-  return kOk;
+  return code;
 }
 
 }  // namespace cairn_tool

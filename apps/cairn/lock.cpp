@@ -1,5 +1,6 @@
 #include "lock.hpp"
 
+#include <signal.h>
 #include <sys/wait.h>
 
 #include <array>
@@ -63,10 +64,18 @@ std::optional<LockReport> read_lock(const std::filesystem::path& root) {
   if (!lock) return std::nullopt;
   LockReport report{*lock, lock->alive, {}};
   if (!lock->problem.empty()) {
-    report.why = "the lock file cannot be read";
+    report.why = lock->alive.has_value()
+                     ? "a damaged lock is no running job's (locks are written whole)"
+                     : "the lock file cannot be read";
   } else if (lock->alive.has_value()) {
+    // A pid that still exists but is not the holder was given to a newer process.
+    const bool reused = !*lock->alive && ::kill(static_cast<pid_t>(lock->pid), 0) == 0;
     report.why = *lock->alive ? fmt::format("process {} runs on this host", lock->pid)
-                              : fmt::format("process {} is gone from this host", lock->pid);
+                 : reused     ? fmt::format(
+                                    "the process that held it is gone; pid {} now belongs to a "
+                                        "newer process on this host",
+                                    lock->pid)
+                          : fmt::format("process {} is gone from this host", lock->pid);
   } else if (!lock->slurm_job_id.empty()) {
     report.alive = slurm_job_alive(lock->slurm_job_id, report.why);
   } else {

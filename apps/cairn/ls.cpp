@@ -18,6 +18,10 @@ int run_ls(const cairn::Comm& comm, const LsOptions& options) {
                root.string(), root.string());
     return kFailed;
   }
+  if (!cairn::is_checkpoint_root(root)) {
+    fmt::print(stderr, "cairn ls: {}\n", not_a_root(root));
+    return kFailed;
+  }
   const auto steps = cairn::list_step_directories(root);
   const auto lock = read_lock(root);
 
@@ -64,7 +68,9 @@ int run_ls(const cairn::Comm& comm, const LsOptions& options) {
     }
     const auto status = std::string(row.at("status").get_string());
     const auto path = std::filesystem::path(std::string(row.at("path").get_string()));
-    if (status == "quarantined") {
+    if (status == "unreadable") {
+      note = path.filename().string() + " (this user may not read it)";
+    } else if (status == "quarantined") {
       // A restart found it damaged and restored an older step.
       note = path.filename().string() + " (did not restore; moved aside and kept)";
     } else if (status != "committed") {

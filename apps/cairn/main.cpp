@@ -83,9 +83,19 @@ void add_reading_commands(CLI::App& app, Options& o, Command& command) {
   dump_cmd->add_option("CHECKPOINT", o.dump.checkpoint, "Checkpoint directory")->required();
   dump_cmd->add_option("LEAF", o.dump.leaves,
                        "Leaf path as `cairn diff` names it (item/leaf), an item or a group");
-  dump_cmd->add_option("--slice", o.dump.slice,
-                       "Part of the array per dimension: start:stop or an index, e.g. 0:10,5 "
-                       "(negative counts from the end; missing dimensions are whole)");
+  dump_cmd
+      ->add_option("--slice", o.dump.slice,
+                   "Part of the array per dimension: start:stop or an index, e.g. 0:10,5 "
+                   "(negative counts from the end; missing dimensions are whole)")
+      ->check(
+          [](const std::string& slice) {
+            return slice.find_first_not_of(" \t") == std::string::npos
+                       ? std::string(
+                             "the slice is empty: give start:stop or an index per "
+                             "dimension, e.g. 0:10,5, or leave --slice out")
+                       : std::string();
+          },
+          "SLICE");
   dump_cmd->add_flag("--stats", o.dump.stats, "Print min, max and mean instead of the values");
   dump_cmd->add_flag("-q,--quiet", o.dump.quiet, "No progress bar");
   dump_cmd->add_flag("--json", o.dump.json, "Print JSON instead of text");

@@ -188,29 +188,30 @@ int run_verify(const cairn::Comm& comm, const VerifyOptions& options) {
     return report.at("ok").as_bool() ? kOk : kFound;
   }
   // A root: every committed step, and every step directory that claims to be one.
-  const auto steps = cairn::list_step_directories(target);
-  if (steps.empty() && !std::filesystem::exists(target / "cairn-root.json", ec)) {
-    if (comm.is_primary()) {
-      fmt::print(stderr,
-                 "cairn verify: '{}' is not a cairn root: it holds no checkpoint (no step "
-                 "directory, no cairn-root.json) and is not a checkpoint itself (no {} or {})\n",
-                 target.string(), cairn::kStepMetadataFile, cairn::kCommitMarker);
-    }
+  if (!cairn::is_checkpoint_root(target)) {
+    if (comm.is_primary()) fmt::print(stderr, "cairn verify: {}\n", not_a_root(target));
     return kFailed;
   }
+  const auto steps = cairn::list_step_directories(target);
   const std::string root_problem = root_metadata_problem(target, steps);
   if (say && !root_problem.empty())
     fmt::print("{}: DAMAGED\n  - {}\n", target.string(), root_problem);
   int checked = 0;
   int damaged = 0;
+  int unreadable = 0;
   boost::json::array checkpoints;
   boost::json::array skipped;
   for (const auto& dir : steps) {
-    if (dir.status == cairn::StepStatus::quarantined || dir.temporary) {
+    if (dir.status == cairn::StepStatus::quarantined ||
+        dir.status == cairn::StepStatus::unreadable || dir.temporary) {
       // Quarantined: known to be damaged, a restart moved it aside (`cairn verify <path>`
-      // checks it alone). Temporary: leftovers of unfinished work.
+      // checks it alone). Unreadable: nothing to check with this user's rights (the run
+      // fails unless damage was found). Temporary: leftovers of unfinished work.
+      const bool cannot_read = dir.status == cairn::StepStatus::unreadable;
+      unreadable += cannot_read ? 1 : 0;
       const std::string why = dir.temporary ? fmt::format("{}; `cairn gc` removes it",
                                                           cairn::step_status_name(dir.status))
+                              : cannot_read ? std::string("unreadable: this user may not read it")
                                             : std::string("quarantined: it did not restore");
       if (say && !options.quiet) fmt::print("{}: skipped ({})\n", dir.path.string(), why);
       skipped.push_back({{"path", dir.path.string()}, {"why", why}});
@@ -237,7 +238,7 @@ int run_verify(const cairn::Comm& comm, const VerifyOptions& options) {
     fmt::print("{}: {} checkpoint{} verified, {} damaged\n", target.string(), checked,
                checked == 1 ? "" : "s", damaged);
   }
-  return ok ? kOk : kFound;
+  return !ok ? kFound : unreadable > 0 ? kFailed : kOk;
 }
 
 }  // namespace cairn_tool

@@ -16,6 +16,7 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -186,8 +187,10 @@ std::int64_t restart(cairn::CheckpointManager& mgr, const Options& o, heat2d::Gr
   cairn::ArrayTree target;
   target.add_array("u",
                    cairn::ArrayShard::host(block.data(), {o.problem.ny, o.problem.nx}, grid.box()));
+  // The run record is checked against the shape heat2d writes: a field of the wrong kind
+  // (a damaged or hand-edited file) makes that step damaged, and an older one is restored.
   const cairn::Composite both{
-      {"run", std::make_shared<cairn::JsonRestore>()},
+      {"run", std::make_shared<cairn::JsonRestore>(run_info(o, grid, 0, comm.size()))},
       {"field", std::make_shared<cairn::ArrayTreeRestore>(std::move(target))}};
   std::optional<cairn::RestoredStep> restored;
   try {
@@ -212,9 +215,10 @@ std::int64_t restart(cairn::CheckpointManager& mgr, const Options& o, heat2d::Gr
   }
   grid.load(block);
   if (comm.is_primary()) {
-    for (const std::int64_t bad : restored->quarantined) {
-      std::printf("heat2d: step %lld is damaged: moved aside and kept (see `cairn ls %s`)\n",
-                  static_cast<long long>(bad), o.checkpoint_dir.c_str());
+    for (std::size_t i = 0; i < restored->quarantined.size(); ++i) {
+      std::printf("heat2d: step %lld is damaged: moved aside and kept (see `cairn ls %s`): %s\n",
+                  static_cast<long long>(restored->quarantined[i]), o.checkpoint_dir.c_str(),
+                  restored->errors[i].c_str());
     }
     const auto& g = run.at("process_grid").as_array();
     std::printf("heat2d: restarted from step %lld (saved by %lld ranks as %lld x %lld)\n",
@@ -343,6 +347,7 @@ int run(const Options& o) {
   if (comm.is_primary()) {
     std::printf("heat2d: finished step %lld, energy %.6f%s%s\n", static_cast<long long>(step),
                 energy, o.output.empty() ? "" : ", field written to ", o.output.c_str());
+    std::fflush(stdout);
   }
   return 0;
 }
@@ -352,6 +357,10 @@ int run(const Options& o) {
 int main(int argc, char** argv) {
   const cairn_app::MpiSession mpi(argc, argv);
   const int rank = mpi.rank();
+  // SIGUSR1 is a notice (Slurm's --signal): the manager's preemption handler serves it while
+  // the run computes, and puts this disposition back when it closes, so that a notice that
+  // arrives once the run is over does not kill a finished job. SIGTERM keeps its default.
+  std::signal(SIGUSR1, SIG_IGN);
   CLI::App app{"2-D heat equation on an MPI process grid, with checkpoint/restart through cairn",
                "heat2d"};
   Options options;

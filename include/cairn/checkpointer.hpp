@@ -34,7 +34,11 @@ inline constexpr const char* kTmpSuffix = ".cairn-tmp";
 
 /// Options of one save. Aggregate: use designated initializers.
 struct CheckpointSaveOptions {
-  /// Replace an existing committed checkpoint at the same path (otherwise an error).
+  /// Replace an existing checkpoint at the same path (otherwise an error). Only a directory
+  /// that is_checkpoint_directory() accepts is replaced: any other file or directory at the
+  /// path (a checkpoint root, a directory of other files, a symbolic link) is an error and is
+  /// left as it is. The old checkpoint is moved aside until the new one is in place, and
+  /// moved back when that fails.
   bool force = false;
   /// Stored in cairn-step.json under "custom" (any JSON value).
   boost::json::value custom_metadata = nullptr;
@@ -79,6 +83,13 @@ struct CheckpointerOptions {
 /// Whether `dir` is a committed checkpoint (final name, COMMITTED marker present). Not
 /// collective; never throws.
 [[nodiscard]] bool is_committed(const std::filesystem::path& dir) noexcept;
+
+/// Whether `dir` is a checkpoint directory that cairn made: a directory holding cairn-step.json
+/// or the COMMITTED marker. This is the only kind of directory a forced save
+/// (CheckpointSaveOptions::force) replaces (and only when `dir` is not a symbolic link), and
+/// what the `cairn` tool and list_step_directories() take for one checkpoint. Not collective;
+/// never throws.
+[[nodiscard]] bool is_checkpoint_directory(const std::filesystem::path& dir) noexcept;
 
 /// The step metadata of a checkpoint (cairn-step.json), validated as restore does: the fields
 /// cairn relies on, typed, and the whole file.

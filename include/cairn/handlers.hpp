@@ -105,9 +105,23 @@ struct JsonSave final : CheckpointArgs {
   boost::json::value value;
 };
 
-/// Restore arguments of JsonHandler (none are needed).
+/// Restore arguments of JsonHandler: none are needed; `expected` checks the kinds of the
+/// fields the caller relies on.
 struct JsonRestore final : CheckpointArgs {
+  /// Restores the value as saved, whatever its shape. Never throws.
+  JsonRestore() = default;
+  /// Restores the value and checks it against `expected_` (see `expected`). Never throws
+  /// beyond std::bad_alloc.
+  explicit JsonRestore(boost::json::value expected_) : expected(std::move(expected_)) {}
   std::string_view handler_type() const noexcept override;
+  /// A value of the shape the caller reads, such as one it saves: every key of an object here
+  /// must be in the restored object, with a value of the same kind (a string, a bool, an
+  /// object, an array, an integer; a double here takes any number), checked recursively; the
+  /// elements of a restored array are checked against the first element of the array here,
+  /// when it has one. null here checks nothing. A restored value that does not fit throws
+  /// FormatError naming value.json and the field (as a JSON pointer, e.g. "/nx"), which
+  /// CheckpointManager::restore_latest_intact() treats as damage like any other.
+  boost::json::value expected = nullptr;
 };
 
 /// Stores one JSON value as `value.json`, written by the primary rank. restore() returns a

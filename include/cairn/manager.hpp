@@ -95,10 +95,13 @@ enum class StepStatus : std::uint8_t {
   /// A committed step that failed to restore and was moved aside as `<name>.damaged-<n>` by
   /// CheckpointManager::restore_latest_intact(); kept for inspection, never deleted by cairn.
   quarantined,
+  /// A directory named as a step whose files this process may not read (another user's), so
+  /// that its state cannot be told.
+  unreadable,
 };
 
-/// Stable name of a status ("committed", "incomplete", "being deleted", "quarantined"). Never
-/// throws.
+/// Stable name of a status ("committed", "incomplete", "being deleted", "quarantined",
+/// "unreadable"). Never throws.
 [[nodiscard]] std::string_view step_status_name(StepStatus status) noexcept;
 
 /// One step directory found under a checkpoint root.
@@ -111,15 +114,25 @@ struct StepDirectory {
   bool temporary = false;
 };
 
-/// Every step directory under `root`, whatever its state, sorted by step, then path. A
-/// step directory is a directory whose name (without one of cairn's temporary suffixes) ends
-/// in decimal digits, which give the step; `<name>.cairn-tmp` and a `<name>` without COMMITTED
-/// marker are incomplete, `<name>.cairn-deleting` and `<name>.cairn-old` are being deleted,
-/// `<name>.damaged-<n>` is quarantined (its step is that of `<name>`), and the step
-/// directories (those holding cairn-step.json or COMMITTED) inside any other sub-directory of
-/// the root (a todelete_subdir) are being deleted. Reads no metadata file. Not collective.
-/// Throws NotFound when `root` is not a directory, IoError when it cannot be listed.
+/// Every step directory under `root`, whatever its state, sorted by step, then path. A step
+/// directory is one that cairn's own files make one and whose name (without one of cairn's
+/// temporary suffixes) the root's step name format parses, which gives the step: the format
+/// recorded in cairn-root.json when it is one of cairn's (standard, joined, clu), else any
+/// trailing decimal digits. `<name>` holding COMMITTED is committed, `<name>` holding only
+/// cairn-step.json is incomplete, and a `<name>` holding neither is not a step (a user's
+/// `lib32` or `copy30`); `<name>.cairn-tmp` is incomplete, `<name>.cairn-deleting` and
+/// `<name>.cairn-old` are being deleted, a checkpoint named `<name>.damaged-<n>` is quarantined
+/// (its step is that of `<name>`), a `<name>` whose files cannot be read is unreadable, and
+/// the checkpoints (is_checkpoint_directory()) inside any other sub-directory of the root (a
+/// todelete_subdir) are being deleted. Reads cairn-root.json only. Not collective. Throws
+/// NotFound when `root` is not a directory, IoError when it cannot be listed.
 [[nodiscard]] std::vector<StepDirectory> list_step_directories(const std::filesystem::path& root);
+
+/// Whether `path` is a checkpoint root: a directory, not itself a checkpoint, that holds
+/// cairn-root.json or at least one step directory (list_step_directories()). The judgement
+/// the manager's allow_non_empty_root check and the `cairn` tool share. Not collective; never
+/// throws.
+[[nodiscard]] bool is_checkpoint_root(const std::filesystem::path& path) noexcept;
 
 /// Reads the root metadata (cairn-root.json) of the checkpoint root `root` and validates it
 /// as a CheckpointManager does: "format", "version", "step_prefix" and "world_size" must be
@@ -144,8 +157,9 @@ struct RootLock {
   std::string slurm_job_id = {};    ///< Slurm job of the holder; empty outside Slurm
   /// Whether the holder still runs, judged as a CheckpointManager judges it before taking the
   /// lock over: false when the holder ran on this host and its process is gone (or its pid
-  /// now belongs to a newer process), true when that process runs, std::nullopt when it cannot
-  /// be told here (another host, a damaged file).
+  /// now belongs to a newer process) and when the file is damaged (a lock is written whole
+  /// and then linked, so a damaged one is no running job's), true when that process runs,
+  /// std::nullopt when it cannot be told here (another host, an unreadable file).
   std::optional<bool> alive = {};
   std::string text = {};     ///< the file's content as read (at most 64 KiB)
   std::string problem = {};  ///< why the file could not be read or parsed; empty when sound
@@ -326,6 +340,9 @@ struct RestoredStep {
   /// Newer steps that failed to restore, newest first; each was moved aside as
   /// `<name>.damaged-<n>` (unless the manager is read_only).
   std::vector<std::int64_t> quarantined = {};
+  /// Why each step of `quarantined` did not restore (its error message, naming the file and
+  /// the field or leaf), in the same order.
+  std::vector<std::string> errors = {};
 };
 
 /// A series of checkpoints under one root directory.

@@ -13,6 +13,13 @@ bool is_committed(const std::filesystem::path& dir) noexcept {
   return std::filesystem::is_directory(dir, ec) && std::filesystem::exists(dir / kCommitMarker, ec);
 }
 
+bool is_checkpoint_directory(const std::filesystem::path& dir) noexcept {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return false;
+  return std::filesystem::is_regular_file(dir / kCommitMarker, ec) ||
+         std::filesystem::is_regular_file(dir / kStepMetadataFile, ec);
+}
+
 Checkpointer::Checkpointer(const Comm& comm, std::shared_ptr<CheckpointHandler> handler,
                            CheckpointerOptions options)
     : comm_(comm.get(), comm.options()),

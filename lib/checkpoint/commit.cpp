@@ -34,6 +34,23 @@ std::filesystem::path parent_of(const std::filesystem::path& dir) {
   return parent.empty() ? std::filesystem::path(".") : parent;
 }
 
+// A forced save replaces a checkpoint and nothing else: not a root of several, not a
+// directory of other files, not what a symbolic link points to.
+void require_replaceable(const std::filesystem::path& dir) {
+  std::error_code ec;
+  const auto status = std::filesystem::symlink_status(dir, ec);
+  if (!std::filesystem::is_symlink(status) && is_checkpoint_directory(dir)) return;
+  const char* what = std::filesystem::is_symlink(status)     ? "a symbolic link"
+                     : std::filesystem::is_directory(status) ? "a directory that is not a cairn "
+                                                               "checkpoint (it holds neither "
+                                                               "cairn-step.json nor COMMITTED)"
+                                                             : "a file";
+  throw InvalidArgument(
+      fmt::format("'{}' is {}: force replaces only a checkpoint, so nothing was changed; remove "
+                  "it yourself or save elsewhere",
+                  dir.string(), what));
+}
+
 }  // namespace
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -55,10 +72,13 @@ std::filesystem::path begin_save(const Comm& comm, const std::filesystem::path& 
   comm.run_all(fmt::format("saving checkpoint '{}':", dir.string()), [&] {
     if (!comm.is_primary()) return;
     std::error_code ec;
-    if (std::filesystem::exists(dir, ec) && !force) {
-      throw InvalidArgument(
-          fmt::format("checkpoint '{}' already exists{}; pass force = true to replace it",
-                      dir.string(), is_committed(dir) ? "" : " (incomplete)"));
+    if (std::filesystem::exists(std::filesystem::symlink_status(dir, ec))) {
+      if (!force) {
+        throw InvalidArgument(
+            fmt::format("checkpoint '{}' already exists{}; pass force = true to replace it",
+                        dir.string(), is_committed(dir) ? "" : " (incomplete)"));
+      }
+      require_replaceable(dir);
     }
     if (std::filesystem::exists(tmp, ec)) {
       base::log::info("checkpoint.stale_tmp", "path=\"{}\"", tmp.string());
@@ -101,9 +121,15 @@ void commit(const Comm& comm, const std::filesystem::path& tmp, const std::files
     base::fault::point("checkpoint.before_rename");
     std::error_code ec;
     const auto old = with_suffix(dir, ".cairn-old");
-    const bool replacing = force && std::filesystem::exists(dir, ec);
+    const bool replacing =
+        force && std::filesystem::exists(std::filesystem::symlink_status(dir, ec));
     if (replacing) {
-      std::filesystem::remove_all(old, ec);
+      // Checked again: the path may have changed since the save began.
+      require_replaceable(dir);
+      if (std::filesystem::exists(std::filesystem::symlink_status(old, ec))) {
+        require_replaceable(old);
+        std::filesystem::remove_all(old, ec);
+      }
       std::filesystem::rename(dir, old, ec);
       if (ec) {
         throw IoError(dir.string(), fmt::format("moving the old '{}' aside failed: {}",
@@ -112,8 +138,16 @@ void commit(const Comm& comm, const std::filesystem::path& tmp, const std::files
     }
     std::filesystem::rename(tmp, dir, ec);
     if (ec) {
-      throw IoError(dir.string(), fmt::format("renaming '{}' to '{}' failed: {}", tmp.string(),
-                                              dir.string(), ec.message()));
+      std::string restored;
+      if (replacing) {
+        std::error_code back;
+        std::filesystem::rename(old, dir, back);
+        restored = back ? fmt::format("; the old checkpoint stays at '{}' ({})", old.string(),
+                                      back.message())
+                        : "; the old checkpoint is back in place";
+      }
+      throw IoError(dir.string(), fmt::format("renaming '{}' to '{}' failed: {}{}", tmp.string(),
+                                              dir.string(), ec.message(), restored));
     }
     base::sync_directory(parent_of(dir));
     base::fault::point("checkpoint.after_rename");

@@ -14,7 +14,8 @@
 namespace cairn::checkpoint {
 
 /// Agrees on the save and has the primary create a fresh `<dir>.cairn-tmp`. Throws
-/// InvalidArgument on every rank when `dir` exists and `force` is false. Collective.
+/// InvalidArgument on every rank when `dir` exists and `force` is false, or when it exists and
+/// is not a checkpoint directory (is_checkpoint_directory()). Collective.
 /// Returns the temporary directory.
 std::filesystem::path begin_save(const Comm& comm, const std::filesystem::path& dir, bool force,
                                  std::string_view handler_type);
@@ -31,7 +32,8 @@ struct StepRecord {
 
 /// Writes cairn-step.json and the COMMITTED marker into `tmp`, fsyncs them, gives every file
 /// under `tmp` the mode and group of `files`, renames `tmp` to `dir` (replacing an existing
-/// `dir` when `force`) and fsyncs the parent; the primary does the work, every rank gets the
+/// `dir` when `force`: the old one is moved to `<dir>.cairn-old`, and back when the rename
+/// fails) and fsyncs the parent; the primary does the work, every rank gets the
 /// verdict. Collective. Throws IoError on every rank.
 void commit(const Comm& comm, const std::filesystem::path& tmp, const std::filesystem::path& dir,
             StepRecord record, bool force, const FileOptions& files = {});

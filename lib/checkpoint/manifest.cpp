@@ -38,22 +38,43 @@ bool valid_relative_path(std::string_view path) {
 
 }  // namespace
 
-std::string make_commit_marker(const std::filesystem::path& tmp, std::string_view committed_at) {
+std::vector<std::string> metadata_files(const std::filesystem::path& dir,
+                                        const std::optional<std::set<std::string>>& only_items) {
   std::vector<std::string> files;
   std::error_code ec;
-  for (std::filesystem::recursive_directory_iterator it(tmp, ec), end; !ec && it != end;
-       it.increment(ec)) {
+  const auto is_metadata = [](const std::filesystem::directory_entry& entry) {
     // Every JSON file. The binary part of a tree's index (cairn-tree.bin) is not listed: it
     // grows with ranks and leaves, and cairn-tree.json, listed here, records the checksum of
     // each of its sections, which a restore checks, each section on one rank.
-    if (it->is_regular_file(ec) && it->path().extension() == ".json") {
-      files.push_back(it->path().lexically_relative(tmp).generic_string());
+    std::error_code fec;
+    return entry.is_regular_file(fec) && entry.path().extension() == ".json";
+  };
+  const auto walk = [&](const std::filesystem::path& under) {
+    for (std::filesystem::recursive_directory_iterator it(under, ec), end; !ec && it != end;
+         it.increment(ec)) {
+      if (is_metadata(*it)) files.push_back(it->path().lexically_relative(dir).generic_string());
+    }
+  };
+  if (!only_items) {
+    walk(dir);
+  } else {
+    for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      if (is_metadata(*it)) files.push_back(it->path().filename().generic_string());
+    }
+    for (const auto& item : *only_items) {
+      std::error_code iec;
+      if (std::filesystem::is_directory(dir / item, iec)) walk(dir / item);
     }
   }
   if (ec) {
-    throw IoError(tmp.string(), fmt::format("listing '{}' failed: {}", tmp.string(), ec.message()));
+    throw IoError(dir.string(), fmt::format("listing '{}' failed: {}", dir.string(), ec.message()));
   }
   std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::string make_commit_marker(const std::filesystem::path& tmp, std::string_view committed_at) {
+  const std::vector<std::string> files = metadata_files(tmp);
   std::string text = fmt::format("{}{}\n", kHeader, committed_at);
   for (const auto& file : files) {
     const auto sum = checksum_of_text(base::read_small_file(tmp / file));
@@ -99,6 +120,7 @@ std::vector<ManifestEntry> parse_commit_marker(std::string_view text,
     if (!valid_relative_path(path)) {
       throw bad(number, "names a file outside the checkpoint directory");
     }
+    if (!path.ends_with(".json")) throw bad(number, "names a file that is not a metadata file");
     if (!entries.empty() && !(entries.back().path < path)) {
       throw bad(number, "lists files out of order or twice");
     }
@@ -114,12 +136,28 @@ std::vector<ManifestEntry> parse_commit_marker(std::string_view text,
 void verify_commit_marker(const std::filesystem::path& dir,
                           const std::optional<std::set<std::string>>& only_items) {
   const auto marker = dir / kCommitMarker;
-  for (const auto& entry : parse_commit_marker(base::read_small_file(marker, 1 << 24), marker)) {
-    const auto slash = entry.path.find('/');
-    if (only_items && slash != std::string::npos &&
-        !only_items->contains(entry.path.substr(0, slash))) {
-      continue;
+  const auto in_scope = [&](std::string_view path) {
+    const auto slash = path.find('/');
+    return !only_items || slash == std::string_view::npos ||
+           only_items->contains(std::string(path.substr(0, slash)));
+  };
+  const auto entries = parse_commit_marker(base::read_small_file(marker, 1 << 24), marker);
+  // The marker lists every metadata file: one it does not list is not covered by a checksum,
+  // so a marker that lost a line is damage, as is an extra file.
+  std::set<std::string> listed;
+  for (const auto& entry : entries) listed.insert(entry.path);
+  for (const auto& file : metadata_files(dir, only_items)) {
+    if (!listed.contains(file)) {
+      throw FormatError(
+          marker.string(), file,
+          fmt::format("'{}' is not listed in the commit marker '{}', which must list every "
+                      "metadata file of the checkpoint: the marker is damaged or the file was "
+                      "added; restore an earlier checkpoint",
+                      (dir / file).string(), marker.string()));
     }
+  }
+  for (const auto& entry : entries) {
+    if (!in_scope(entry.path)) continue;
     const auto file = dir / entry.path;
     std::error_code ec;
     if (!std::filesystem::is_regular_file(file, ec)) {

@@ -25,8 +25,15 @@ struct ManifestEntry {
   std::uint64_t checksum = 0;
 };
 
-/// The marker text for the checkpoint being committed in `tmp`: every regular `*.json` file
-/// under `tmp` (sorted by path) with its checksum. Not collective. Throws IoError.
+/// The metadata files of the checkpoint at `dir`, which its marker lists: every regular
+/// `*.json` file under `dir`, '/'-separated and relative to it, sorted; with `only_items`,
+/// those at the top of `dir` and under the named item directories. Not collective. Throws
+/// IoError when `dir` cannot be listed.
+[[nodiscard]] std::vector<std::string> metadata_files(
+    const std::filesystem::path& dir, const std::optional<std::set<std::string>>& only_items = {});
+
+/// The marker text for the checkpoint being committed in `tmp`: every metadata file
+/// (metadata_files()) with its checksum. Not collective. Throws IoError.
 [[nodiscard]] std::string make_commit_marker(const std::filesystem::path& tmp,
                                              std::string_view committed_at);
 
@@ -37,8 +44,9 @@ struct ManifestEntry {
 
 /// Checks the files the marker of `dir` lists against their checksums: all of them, or with
 /// `only_items` the files at the top of `dir` and those under the named item directories (a
-/// partial restore reads nothing else). Not collective. Throws FormatError naming the file
-/// that differs or is missing (or the marker).
+/// partial restore reads nothing else), and that it lists every metadata file among those.
+/// Not collective. Throws FormatError naming the file that differs, is missing or is not
+/// listed (or the marker).
 void verify_commit_marker(const std::filesystem::path& dir,
                           const std::optional<std::set<std::string>>& only_items = {});
 

@@ -62,9 +62,67 @@ std::unique_ptr<PendingSave> JsonHandler::async_save(const Comm& comm,
   return std::make_unique<JsonPendingSave>(comm, dir, typed->value);
 }
 
+namespace {
+
+std::string_view kind_name(const boost::json::value& v) {
+  switch (v.kind()) {
+    case boost::json::kind::null: return "null";
+    case boost::json::kind::bool_: return "a bool";
+    case boost::json::kind::int64:
+    case boost::json::kind::uint64: return "an integer";
+    case boost::json::kind::double_: return "a number";
+    case boost::json::kind::string: return "a string";
+    case boost::json::kind::array: return "an array";
+    case boost::json::kind::object: return "an object";
+  }
+  return "a value";
+}
+
+bool same_kind(const boost::json::value& expected, const boost::json::value& got) {
+  if (expected.is_double()) return got.is_number();
+  if (expected.is_int64() || expected.is_uint64()) return got.is_int64() || got.is_uint64();
+  return expected.kind() == got.kind();
+}
+
+// Checks `got` against the shape of `expected` (JsonRestore::expected); `pointer` is the JSON
+// pointer of both. Throws FormatError naming `file` and the pointer of the first misfit.
+void check_shape(const boost::json::value& expected, const boost::json::value& got,
+                 const std::string& pointer, const std::filesystem::path& file) {
+  if (expected.is_null()) return;
+  if (!same_kind(expected, got)) {
+    throw FormatError(file.string(), pointer.empty() ? "/" : pointer,
+                      fmt::format("'{}': field '{}' is {} where {} is expected; the file is "
+                                  "damaged or was written by another program",
+                                  file.string(), pointer.empty() ? "/" : pointer, kind_name(got),
+                                  kind_name(expected)));
+  }
+  if (expected.is_object()) {
+    const auto& have = got.get_object();
+    for (const auto& [key, value] : expected.get_object()) {
+      const std::string inner = pointer + "/" + std::string(key);
+      const auto* found = have.if_contains(key);
+      if (found == nullptr) {
+        throw FormatError(file.string(), inner,
+                          fmt::format("'{}': field '{}' is missing; the file is damaged or was "
+                                      "written by another program",
+                                      file.string(), inner));
+      }
+      check_shape(value, *found, inner, file);
+    }
+  } else if (expected.is_array() && !expected.get_array().empty()) {
+    const auto& have = got.get_array();
+    for (std::size_t i = 0; i < have.size(); ++i) {
+      check_shape(expected.get_array().front(), have[i], fmt::format("{}/{}", pointer, i), file);
+    }
+  }
+}
+
+}  // namespace
+
 std::any JsonHandler::restore(const Comm& comm, const std::filesystem::path& dir,
                               const CheckpointArgs* args) {
-  if (args != nullptr && dynamic_cast<const JsonRestore*>(args) == nullptr) {
+  const auto* typed = dynamic_cast<const JsonRestore*>(args);
+  if (args != nullptr && typed == nullptr) {
     throw InvalidArgument(
         fmt::format("the cairn.json handler cannot take arguments for "
                     "handler '{}'",
@@ -85,6 +143,8 @@ std::any JsonHandler::restore(const Comm& comm, const std::filesystem::path& dir
                       fmt::format("'{}' is not valid JSON ({}); the file is damaged", file.string(),
                                   ec.message()));
   }
+  // Every rank holds the same value, so every rank throws alike.
+  if (typed != nullptr) check_shape(typed->expected, value, "", file);
   return value;
 }
 

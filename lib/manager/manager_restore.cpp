@@ -150,6 +150,7 @@ std::optional<RestoredStep> CheckpointManager::restore_latest_intact(const Check
     for (const auto& [bad, error] : failed) {
       quarantine(bad, error);
       restored.quarantined.push_back(bad);
+      restored.errors.push_back(error);
     }
     if (!failed.empty()) {
       base::log::warn("manager.restored_older_step", "root=\"{}\" step={} quarantined={}",

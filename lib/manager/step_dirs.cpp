@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <cairn/checkpointer.hpp>
 #include <cairn/error.hpp>
@@ -119,7 +120,6 @@ void acquire_lock(const std::filesystem::path& root) {
                                     {"slurm_job_id", job}};
   const auto mine_file = root / fmt::format("{}.{}-{}.new", kLockFile, host, ::getpid());
   base::write_file_durably(mine_file, boost::json::serialize(lock));
-  std::error_code ec;
   struct RemoveMine {
     const std::filesystem::path& path;
     ~RemoveMine() {
@@ -135,33 +135,25 @@ void acquire_lock(const std::filesystem::path& root) {
     throw IoError(file.string(), fmt::format("creating the lock '{}' failed: {}", file.string(),
                                              std::strerror(link_error)));
   }
-  if (std::filesystem::exists(file, ec)) {
-    boost::system::error_code jec;
-    const auto held = boost::json::parse(base::read_small_file(file, 1 << 16), jec);
-    const auto* o = held.if_object();
-    const auto field = [&](const char* key) -> std::string {
-      const auto* v = o ? o->if_contains(key) : nullptr;
-      return v && v->is_string() ? std::string(v->get_string()) : std::string();
-    };
-    const std::string held_host = field("host");
-    const std::string held_job = field("slurm_job_id");
-    long long held_pid = 0;
-    if (const auto* v = o ? o->if_contains("pid") : nullptr; v && v->is_int64()) {
-      held_pid = v->get_int64();
+  // The judgement `cairn gc` makes too (read_root_lock()): a lock is taken over when it is
+  // this job's, or known stale (its process gone from this host, or a damaged file).
+  if (const auto held = read_root_lock(root)) {
+    if (held->alive == std::nullopt && !held->problem.empty()) {
+      throw IoError(file.string(), held->problem);
     }
-    const bool same_job = !job.empty() && job == held_job;
-    const bool gone =
-        held_host == host && held_pid > 0 && process_gone(held_pid, field("start_time"));
-    const bool mine = held_host == host && held_pid == ::getpid();
-    if (!(jec || same_job || gone || mine)) {
+    const bool same_job = !job.empty() && job == held->slurm_job_id;
+    const bool mine = held->host == host && held->pid == ::getpid();
+    if (!(same_job || mine || held->alive == std::optional<bool>(false))) {
       throw InvalidArgument(fmt::format(
           "checkpoint root '{}' is locked by another job (host {}, pid {}{}): two jobs must not "
           "write the same root. If that job is gone, remove '{}'",
-          root.string(), held_host, held_pid,
-          held_job.empty() ? std::string() : ", Slurm job " + held_job, file.string()));
+          root.string(), held->host, held->pid,
+          held->slurm_job_id.empty() ? std::string() : ", Slurm job " + held->slurm_job_id,
+          file.string()));
     }
-    base::log::info("manager.lock_taken_over", "path=\"{}\" host={} pid={}", file.string(),
-                    held_host, held_pid);
+    base::log::info("manager.lock_taken_over", "path=\"{}\" host={} pid={}{}", file.string(),
+                    held->host, held->pid,
+                    held->problem.empty() ? std::string() : " problem=\"" + held->problem + "\"");
   }
   std::filesystem::rename(mine_file, file);
 }
@@ -244,26 +236,6 @@ std::filesystem::path quarantine_step_dir(const std::filesystem::path& root,
   }
 }
 
-namespace {
-
-bool holds_step_files(const std::filesystem::path& dir) {
-  std::error_code ec;
-  return std::filesystem::exists(dir / kStepMetadataFile, ec) ||
-         std::filesystem::exists(dir / kCommitMarker, ec);
-}
-
-// Whether `entry` of a directory is something a CheckpointManager puts in its root.
-bool is_root_entry(const std::filesystem::directory_entry& entry) {
-  const std::string name = entry.path().filename().string();
-  if (name == kRootMetadataFile || name.starts_with(kLockFile)) return true;
-  std::error_code ec;
-  if (!entry.is_directory(ec)) return false;
-  return name.ends_with(kTmpSuffix) || name.ends_with(kDeletingSuffix) ||
-         name.ends_with(".cairn-old") || is_quarantine_name(name) || holds_step_files(entry.path());
-}
-
-}  // namespace
-
 std::string misplaced_root_reason(const std::filesystem::path& root, bool require_root_or_empty) {
   std::error_code ec;
   auto dir = std::filesystem::absolute(root, ec);
@@ -279,7 +251,7 @@ std::string misplaced_root_reason(const std::filesystem::path& root, bool requir
           "outside any checkpoint",
           root.string(), p == dir ? "" : "inside ", p.string());
     }
-    if (holds_step_files(p)) {
+    if (is_checkpoint_directory(p)) {
       if (p == dir) {
         return fmt::format(
             "'{}' is a checkpoint (it holds {} or {}), not a checkpoint root: open the root it "
@@ -294,10 +266,12 @@ std::string misplaced_root_reason(const std::filesystem::path& root, bool requir
     if (!p.has_parent_path() || p.parent_path() == p) break;
   }
   if (!require_root_or_empty || !std::filesystem::is_directory(dir, ec)) return {};
+  if (is_checkpoint_root(dir)) return {};
+  // A lock left by a manager that wrote no root metadata is the root's too.
   std::optional<std::string> foreign;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    if (is_root_entry(entry)) return {};
-    if (!foreign) foreign = entry.path().filename().string();
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with(kLockFile) && !foreign) foreign = name;
   }
   if (!foreign) return {};
   return fmt::format(
@@ -323,13 +297,70 @@ std::optional<std::int64_t> trailing_step(std::string_view name) {
   return step;
 }
 
-bool looks_like_step(const std::filesystem::path& dir) {
+// What the files of a directory whose name is a step's make of it.
+enum class Probe : std::uint8_t { committed, incomplete, unmarked, unreadable };
+
+Probe probe_step(const std::filesystem::path& dir) {
   std::error_code ec;
-  return std::filesystem::exists(dir / kStepMetadataFile, ec) ||
-         std::filesystem::exists(dir / kCommitMarker, ec);
+  const bool marker = std::filesystem::exists(dir / kCommitMarker, ec);
+  if (ec) return Probe::unreadable;
+  if (marker) return Probe::committed;
+  const bool step_file = std::filesystem::exists(dir / kStepMetadataFile, ec);
+  if (ec) return Probe::unreadable;
+  return step_file ? Probe::incomplete : Probe::unmarked;
+}
+
+// `kind(prefix='P')` or `kind(prefix='P', fixed_length=N)`, as StepNameFormat::describe() of
+// cairn's own formats writes it; nullptr for anything else (a caller's own format).
+StepNameFormatPtr naming_from_description(std::string_view text) {
+  const bool standard = text.starts_with("standard(prefix='");
+  if (!standard && !text.starts_with("joined(prefix='")) return nullptr;
+  text.remove_prefix(text.find('\'') + 1);
+  std::optional<int> fixed_length;
+  constexpr std::string_view kFixed = "', fixed_length=";
+  std::string_view prefix;
+  if (const auto at = text.rfind(kFixed); at != std::string_view::npos) {
+    prefix = text.substr(0, at);
+    const std::string_view number = text.substr(at + kFixed.size());
+    int value = 0;
+    const auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), value);
+    if (error != std::errc() || std::string_view(end, number.data() + number.size()) != ")") {
+      return nullptr;
+    }
+    fixed_length = value;
+  } else if (text.ends_with("')")) {
+    prefix = text.substr(0, text.size() - 2);
+  } else {
+    return nullptr;
+  }
+  try {
+    return standard ? step_name_format::standard(std::string(prefix), fixed_length)
+                    : step_name_format::joined(std::string(prefix), fixed_length);
+  } catch (const Error&) {
+    return nullptr;
+  }
 }
 
 }  // namespace
+
+namespace manager {
+
+StepNameFormatPtr recorded_step_name_format(const std::filesystem::path& root) {
+  boost::json::object metadata;
+  try {
+    metadata = read_root_metadata(root);
+  } catch (const Error&) {
+    return nullptr;
+  }
+  if (const auto* format = metadata.if_contains("step_name_format")) {
+    return format->is_string() ? naming_from_description(format->get_string()) : nullptr;
+  }
+  const auto* prefix = metadata.if_contains("step_prefix");
+  return prefix && prefix->is_string() ? step_name_format::joined(std::string(prefix->get_string()))
+                                       : nullptr;
+}
+
+}  // namespace manager
 
 std::string_view step_status_name(StepStatus status) noexcept {
   switch (status) {
@@ -337,6 +368,7 @@ std::string_view step_status_name(StepStatus status) noexcept {
     case StepStatus::incomplete: return "incomplete";
     case StepStatus::deleting: return "being deleted";
     case StepStatus::quarantined: return "quarantined";
+    case StepStatus::unreadable: return "unreadable";
   }
   return "unknown";
 }
@@ -346,6 +378,12 @@ std::vector<StepDirectory> list_step_directories(const std::filesystem::path& ro
   if (!std::filesystem::is_directory(root, ec)) {
     throw NotFound(root.string(), fmt::format("'{}' is not a directory", root.string()));
   }
+  // A name is a step's when the root's step name format parses it (any trailing digits when
+  // the root records none of cairn's formats).
+  const StepNameFormatPtr naming = manager::recorded_step_name_format(root);
+  const auto step_of = [&](std::string_view name) {
+    return naming ? naming->parse_name(name) : trailing_step(name);
+  };
   std::vector<StepDirectory> out;
   const auto list = [&](const std::filesystem::path& dir, const auto& visit) {
     std::error_code lec;
@@ -361,7 +399,8 @@ std::vector<StepDirectory> list_step_directories(const std::filesystem::path& ro
   list(root, [&](const std::filesystem::path& path) {
     std::string name = path.filename().string();
     if (std::string base; manager::is_quarantine_name(name, &base)) {
-      if (const auto step = trailing_step(base)) {
+      const auto step = step_of(base);
+      if (step && is_checkpoint_directory(path)) {
         out.push_back({.path = path, .step = *step, .status = StepStatus::quarantined});
       }
       return;
@@ -375,20 +414,27 @@ std::vector<StepDirectory> list_step_directories(const std::filesystem::path& ro
             std::string_view(suffix) == kTmpSuffix ? StepStatus::incomplete : StepStatus::deleting;
       }
     }
-    const auto step = trailing_step(name);
-    if (step) {
+    if (const auto step = step_of(name)) {
       found.step = *step;
       if (!found.temporary) {
-        found.status = is_committed(path) ? StepStatus::committed : StepStatus::incomplete;
+        // Only cairn's own files make a directory with a step's name a step.
+        switch (probe_step(path)) {
+          case Probe::committed: found.status = StepStatus::committed; break;
+          case Probe::incomplete: found.status = StepStatus::incomplete; break;
+          case Probe::unreadable: found.status = StepStatus::unreadable; break;
+          case Probe::unmarked: return;
+        }
       }
       out.push_back(std::move(found));
       return;
     }
-    if (found.temporary) return;
-    // Any other directory holding step directories is where deleted steps were moved.
+    std::error_code rec;
+    if (found.temporary || std::filesystem::exists(path / manager::kRootMetadataFile, rec)) return;
+    // Any other directory holding step directories (but not a root of its own) is where
+    // deleted steps were moved.
     list(path, [&](const std::filesystem::path& inner) {
-      const auto inner_step = trailing_step(inner.filename().string());
-      if (inner_step && looks_like_step(inner)) {
+      const auto inner_step = step_of(inner.filename().string());
+      if (inner_step && is_checkpoint_directory(inner)) {
         out.push_back({.path = inner,
                        .step = *inner_step,
                        .status = StepStatus::deleting,
@@ -400,6 +446,21 @@ std::vector<StepDirectory> list_step_directories(const std::filesystem::path& ro
     return a.step != b.step ? a.step < b.step : a.path < b.path;
   });
   return out;
+}
+
+bool is_checkpoint_root(const std::filesystem::path& path) noexcept {
+  try {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(path, ec) || is_checkpoint_directory(path)) return false;
+    if (std::filesystem::exists(path / manager::kRootMetadataFile, ec)) return true;
+    // Steps of its own: those moved into a sub-directory (todelete_subdir) do not make a
+    // directory that holds another root one.
+    const auto steps = list_step_directories(path);
+    return std::any_of(steps.begin(), steps.end(),
+                       [&](const StepDirectory& step) { return step.path.parent_path() == path; });
+  } catch (...) {
+    return false;
+  }
 }
 
 std::optional<RootLock> read_root_lock(const std::filesystem::path& root) {
@@ -417,7 +478,10 @@ std::optional<RootLock> read_root_lock(const std::filesystem::path& root) {
   const auto held = boost::json::parse(lock.text, jec);
   const auto* o = held.if_object();
   if (jec || o == nullptr) {
+    // A lock is written whole under another name and then linked: a damaged one is no
+    // running job's.
     lock.problem = fmt::format("damaged lock file '{}'", lock.file.string());
+    lock.alive = false;
     return lock;
   }
   const auto text = [&](const char* key) -> std::string {

@@ -26,6 +26,12 @@ inline constexpr const char* kQuarantineInfix = ".damaged-";
 /// (when given) gets the name the step had. Not collective; never throws beyond bad_alloc.
 [[nodiscard]] bool is_quarantine_name(std::string_view name, std::string* base = nullptr);
 
+/// The step name format recorded in the root metadata of `root` when it is one of cairn's
+/// (StepNameFormat::describe() of standard(), joined() or clu(), or a step_prefix alone);
+/// nullptr when the root has no readable metadata or records a caller's own format. Not
+/// collective; never throws beyond std::bad_alloc.
+[[nodiscard]] StepNameFormatPtr recorded_step_name_format(const std::filesystem::path& root);
+
 /// The committed steps under `root`, ascending. Not collective. Throws IoError when the root
 /// cannot be listed (a missing root has no steps).
 [[nodiscard]] std::vector<std::int64_t> list_committed_steps(const std::filesystem::path& root,

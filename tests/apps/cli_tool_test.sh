@@ -155,6 +155,27 @@ convert_force)
   run convert-self 2 "$cairn" convert --force src/30 src/30 --format posix
   expect convert-self "same checkpoint"
   run verify-src 0 "$cairn" verify src/30
+  # --force replaces a checkpoint and nothing else: not the root that holds SRC, not a
+  # directory above SRC, not a directory of the user's files, not an item; every byte stays.
+  mkdir -p user/notes && echo keep >user/notes/a.txt && echo keep >user/b.json
+  cp -a src src-before
+  snapshot() { (cd "$1" && find . -type f -print0 | sort -z | xargs -0 sha256sum); }
+  snapshot src >src.sums; snapshot user >user.sums
+  run force-root 2 "$cairn" convert --force src/30 src --format posix
+  expect force-root "holds the checkpoint"; expect force-root "nothing was changed"
+  run force-ancestor 2 "$cairn" convert --force src/30 . --format posix
+  expect force-ancestor "holds the checkpoint"
+  run force-user 2 mpi 2 "$cairn" convert --force src/30 user --format posix
+  expect force-user "is not a cairn checkpoint"; expect force-user "nothing was changed"
+  run force-other-root 2 "$cairn" convert --force src/30 src-before --format posix
+  expect force-other-root "checkpoint root"
+  run force-item 2 "$cairn" convert --force src/30 src-before/20/field --format posix
+  expect force-item "an item of a checkpoint"
+  run force-file 2 "$cairn" convert --force src/30 user/b.json --format posix
+  expect force-file "is a file"
+  snapshot src | cmp -s - src.sums || fail "convert --force changed a file of the root src"
+  snapshot user | cmp -s - user.sums || fail "convert --force changed the user's files"
+  run verify-after 0 "$cairn" verify src-before
   ;;
 
 progress)

@@ -8,7 +8,12 @@
 #             was never interrupted;
 #   nested    --checkpoint-dir naming a committed step, an item of it, or a directory of
 #             other files is refused naming the path, and nothing is written there;
-#   saved     a save that fails after save() returned is never reported as saved.
+#   saved     a save that fails after save() returned is never reported as saved;
+#   resealed  a field of the wrong kind in the newest step's run record (nx: null), with the
+#             marker's checksum resealed: the run restarts from the step before, naming the
+#             file and the field;
+#   late_signal  SIGUSR1 sent again and again once heat2d printed that it finished (1 rank,
+#             no mpiexec): it still exits 0.
 set -uo pipefail
 
 case_name="$1" ranks="$2" heat2d="$3" cairn="$4" mpiexec="$5"
@@ -35,7 +40,72 @@ with open(sys.argv[1], "r+b") as f:
 PY
 }
 
+# reseal DIR: rewrites the checksum lines of DIR/COMMITTED for the files as they are now
+# (what a tool that "repairs" checkpoints, or a hostile user, leaves behind).
+reseal() {
+  /usr/bin/python3 - "$1" <<'PY'
+import ctypes, os, sys
+xxh = ctypes.CDLL("libxxhash.so.0")
+xxh.XXH3_64bits.restype = ctypes.c_uint64
+xxh.XXH3_64bits.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+marker = os.path.join(sys.argv[1], "COMMITTED")
+out = []
+for line in open(marker).read().splitlines():
+    if line.startswith("xxh3 "):
+        name = line[22:]
+        data = open(os.path.join(sys.argv[1], name), "rb").read()
+        line = "xxh3 %016x %s" % (xxh.XXH3_64bits(data, len(data)), name)
+    out.append(line)
+open(marker, "w").write("\n".join(out) + "\n")
+PY
+}
+
 case "$case_name" in
+resealed)
+  heat reference 0 reference 40 --quiet --output reference.bin
+  heat first 0 root 30 --quiet
+  /usr/bin/python3 - root/30/run/value.json <<'PY'
+import json, sys
+v = json.load(open(sys.argv[1])); v["nx"] = None
+open(sys.argv[1], "w").write(json.dumps(v))
+PY
+  reseal root/30
+  run verify-resealed 0 "$cairn" verify root/30
+  heat again 0 root 40 --output again.bin
+  expect again "step 30 is damaged: moved aside"
+  expect again "root/30/run/value.json"; expect again "'/nx' is null"
+  expect again "restarted from step 20"
+  cmp -s reference.bin again.bin || fail "the restarted run's field differs from the reference"
+  [ -d root/30.damaged-1 ] || fail "step 30 was not moved aside as root/30.damaged-1"
+  ;;
+
+late_signal)
+  # A notice can come after the run is over (Slurm signals up to a minute early, or again).
+  # Until heat2d exits, SIGUSR1 is sent every millisecond; a handful of tries make sure some
+  # were sent while it closed its manager and MPI.
+  sent_total=0
+  for try in 1 2 3; do
+    rm -rf "root$try"
+    "$heat2d" --nx 48 --ny 40 --steps 20 --save-every 10 --format posix \
+      --checkpoint-dir "root$try" >"late$try.out" 2>&1 &
+    pid=$!
+    until grep -q "finished step" "late$try.out" || ! kill -0 "$pid" 2>/dev/null; do
+      sleep 0.01
+    done
+    sent=0
+    while [ "$sent" -lt 20000 ] && kill -USR1 "$pid" 2>/dev/null; do
+      sent=$((sent + 1))
+      sleep 0.001
+    done
+    wait "$pid"
+    status=$?
+    sent_total=$((sent_total + sent))
+    [ "$status" -eq 0 ] || { fail "try $try: heat2d exited with $status after $sent late SIGUSR1"; cat "late$try.out"; }
+    grep -q "finished step 20" "late$try.out" || fail "try $try: the run did not finish"
+  done
+  [ "$sent_total" -gt 0 ] || fail "no SIGUSR1 reached heat2d before it exited"
+  ;;
+
 fallback)
   heat reference 0 reference 40 --quiet --output reference.bin
   heat first 0 root 30 --quiet

@@ -86,6 +86,54 @@ TEST(Checkpointer, OverwritesACommittedCheckpointOnlyWithForce) {
   }
 }
 
+TEST(Checkpointer, ForceReplacesOnlyACheckpoint) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  const Box box = block_box(kFieldShape, comm.rank(), comm.size());
+  Field field(box, 1);
+  Checkpointer ck(comm, std::make_shared<ArrayTreeHandler>());
+  // A root of several checkpoints, a directory of the user's files, a plain file, and a link
+  // to a checkpoint: a forced save refuses each on every rank and leaves it as it was.
+  const auto root = tmp / "root";
+  const auto user = tmp / "user";
+  const auto file = tmp / "file.txt";
+  const auto link = tmp / "link";
+  if (comm.is_primary()) {
+    std::filesystem::create_directories(root);
+    std::filesystem::create_directories(user / "notes");
+    std::ofstream(user / "notes" / "a.txt") << "keep";
+    std::ofstream(file) << "keep";
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  ck.save(root / "10", ArrayTreeSave(field.tree()));
+  if (comm.is_primary()) {
+    std::ofstream(root / "cairn-root.json") << "{}";
+    std::filesystem::create_directory_symlink(root / "10", link);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  for (const auto& [dir, what] :
+       std::vector<std::pair<std::filesystem::path, std::string>>{{root, "not a cairn checkpoint"},
+                                                                  {user, "not a cairn checkpoint"},
+                                                                  {file, "is a file"},
+                                                                  {link, "symbolic link"}}) {
+    SCOPED_TRACE(dir.string());
+    const std::string message = error_of<InvalidArgument>(
+        [&] { ck.save(dir, ArrayTreeSave(field.tree()), {.force = true}); });
+    EXPECT_TRUE(mentions(message, {dir.string(), what, "nothing was changed"})) << message;
+    EXPECT_FALSE(std::filesystem::exists(tmp_of(dir)));
+  }
+  EXPECT_TRUE(std::filesystem::is_regular_file(user / "notes" / "a.txt"));
+  EXPECT_TRUE(std::filesystem::is_regular_file(file));
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+  EXPECT_TRUE(std::filesystem::is_regular_file(root / "cairn-root.json"));
+  EXPECT_TRUE(is_committed(root / "10"));
+  expect_restores(ck, root / "10", 1);
+  EXPECT_TRUE(is_checkpoint_directory(root / "10"));
+  EXPECT_FALSE(is_checkpoint_directory(root));
+  EXPECT_FALSE(is_checkpoint_directory(file));
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 TEST(Checkpointer, RestoringAnIncompleteCheckpointIsAFormatError) {
   SharedTempDir tmp;
   Comm comm(MPI_COMM_WORLD);

@@ -21,6 +21,8 @@
 #include <sstream>
 #include <string_view>
 
+#include "storage/checksum.hpp"
+
 extern char** environ;
 
 namespace cairn::testing {
@@ -246,6 +248,36 @@ void truncate_file(const Comm& comm, const std::filesystem::path& file, std::uin
 void delete_file(const Comm& comm, const std::filesystem::path& file) {
   if (comm.is_primary()) std::filesystem::remove(file);
   barrier(comm);
+}
+
+void write_marker(const Comm& comm, const std::filesystem::path& dir,
+                  const std::vector<std::string>& files) {
+  if (comm.is_primary()) {
+    std::vector<std::string> sorted = files;
+    std::sort(sorted.begin(), sorted.end());
+    std::string text = "cairn checkpoint committed 2026-01-01T00:00:00Z\n";
+    for (const auto& file : sorted) {
+      std::uint64_t sum = 0;
+      std::error_code ec;
+      if (std::filesystem::is_regular_file(dir / file, ec)) {
+        const auto bytes = read_all(dir / file);
+        sum = cairn::storage::checksum_of(std::as_bytes(std::span(bytes.data(), bytes.size())));
+      }
+      text += "xxh3 " + cairn::storage::checksum_to_hex(sum) + " " + file + "\n";
+    }
+    text += "end\n";
+    std::ofstream(dir / kCommitMarker, std::ios::binary | std::ios::trunc) << text;
+  }
+  barrier(comm);
+}
+
+std::vector<std::string> marker_files(const std::filesystem::path& dir) {
+  std::vector<std::string> files;
+  std::ifstream in(dir / kCommitMarker);
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with("xxh3 ") && line.size() > 22) files.push_back(line.substr(22));
+  }
+  return files;
 }
 
 void swap_files(const Comm& comm, const std::filesystem::path& a, const std::filesystem::path& b) {

@@ -51,6 +51,13 @@ void flip_bytes(const Comm& comm, const std::filesystem::path& file, std::uint64
                 int count = 1, std::uint64_t begin = 0, std::uint64_t end = 0);
 void truncate_file(const Comm& comm, const std::filesystem::path& file, std::uint64_t size);
 void delete_file(const Comm& comm, const std::filesystem::path& file);
+/// Writes a well-formed COMMITTED marker into the checkpoint `dir` that lists `files`
+/// (relative to `dir`) with their current checksums: a marker resealed after damage, as a
+/// buggy tool or a hostile user would leave it. Primary writes; collective (barrier).
+void write_marker(const Comm& comm, const std::filesystem::path& dir,
+                  const std::vector<std::string>& files);
+/// The files the COMMITTED marker of `dir` lists, in its order.
+std::vector<std::string> marker_files(const std::filesystem::path& dir);
 void swap_files(const Comm& comm, const std::filesystem::path& a, const std::filesystem::path& b);
 /// Replaces `to` with a fresh recursive copy of `from`.
 void copy_tree(const Comm& comm, const std::filesystem::path& from,

@@ -345,6 +345,47 @@ TEST_F(Corruption, DeletedFilesAreReported) {
   check_with_cairn_verify();
 }
 
+// The marker lists every metadata file of the step and nothing else, also when it was
+// resealed (every checksum line recomputed) after the damage: a dropped line, an added JSON
+// file, a line naming a file outside the step or a data file are damage, for restore and for
+// `cairn verify` alike.
+TEST_F(Corruption, MarkerThatDoesNotListEveryMetadataFileIsReported) {
+  const auto step = [&] { return work() / "2"; };
+  fresh();
+  const auto listed = marker_files(step());
+  ASSERT_GE(listed.size(), 4u);
+  for (const auto& dropped : listed) {
+    fresh();
+    std::vector<std::string> kept;
+    for (const auto& file : listed) {
+      if (file != dropped) kept.push_back(file);
+    }
+    // The unlisted file is changed too: nothing else would notice.
+    flip_bytes(comm_, step() / dropped, 7, 1);
+    write_marker(comm_, step(), kept);
+    expect_reported(restore_with_manager(comm_, work(), 2), step() / dropped, "",
+                    "marker without " + dropped);
+    verify_later(2, "marker without " + dropped, Expect{dropped, "", "not listed"});
+    expect_step1_intact();
+  }
+  fresh();
+  if (comm_.is_primary()) std::ofstream(step() / "state" / "extra.json") << "{}";
+  write_marker(comm_, step(), listed);
+  expect_reported(restore_with_manager(comm_, work(), 2), step() / "state" / "extra.json", "",
+                  "an added JSON file");
+  verify_later(2, "an added JSON file", Expect{"state/extra.json", "", "not listed"});
+  for (const std::string extra : {"../1/cairn-step.json", "state/shards/p0.bin"}) {
+    fresh();
+    auto more = listed;
+    more.push_back(extra);
+    write_marker(comm_, step(), more);
+    expect_reported(restore_with_manager(comm_, work(), 2), step() / "COMMITTED", "",
+                    "a marker naming " + extra);
+    verify_later(2, "a marker naming " + extra, Expect{"COMMITTED"});
+  }
+  check_with_cairn_verify();
+}
+
 // The same file from another step of the same run is still the wrong file.
 TEST_F(Corruption, FilesSwappedBetweenStepsAreReported) {
   for (const auto& f : files_) {
