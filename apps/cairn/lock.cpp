@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <cerrno>
 #include <cstdio>
 #include <fmt/format.h>
 #include <set>
@@ -69,7 +70,8 @@ std::optional<LockReport> read_lock(const std::filesystem::path& root) {
                      : "the lock file cannot be read";
   } else if (lock->alive.has_value()) {
     // A pid that still exists but is not the holder was given to a newer process.
-    const bool reused = !*lock->alive && ::kill(static_cast<pid_t>(lock->pid), 0) == 0;
+    const bool reused =
+        !*lock->alive && (::kill(static_cast<pid_t>(lock->pid), 0) == 0 || errno == EPERM);
     report.why = *lock->alive ? fmt::format("process {} runs on this host", lock->pid)
                  : reused     ? fmt::format(
                                     "the process that held it is gone; pid {} now belongs to a "

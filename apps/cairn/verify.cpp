@@ -6,7 +6,11 @@
 #include <cairn/storage.hpp>
 #include <fmt/format.h>
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <map>
 
 #include "checkpoint_dir.hpp"
 #include "commands.hpp"
@@ -171,6 +175,49 @@ std::string root_metadata_problem(const std::filesystem::path& root,
   }
 }
 
+// The damaged data files that several damaged steps share (incremental saves hard-link the
+// files they refer to): a file named in a step's problems whose inode is also a file named in
+// another step's. {"file", "steps": [...]} for each, the file as the oldest step names it.
+boost::json::array shared_damage(const std::vector<cairn::StepDirectory>& steps,
+                                 const boost::json::array& reports) {
+  namespace fs = std::filesystem;
+  struct Named {
+    std::string file;
+    std::vector<std::int64_t> steps;
+  };
+  std::map<std::pair<std::uint64_t, std::uint64_t>, Named> by_inode;
+  for (const auto& value : reports) {
+    const auto& report = value.get_object();
+    if (report.at("ok").as_bool()) continue;
+    const fs::path dir(std::string(report.at("path").get_string()));
+    std::string problems;
+    for (const auto& p : report.at("problems").get_array()) problems += p.get_string();
+    const auto step = std::find_if(steps.begin(), steps.end(),
+                                   [&](const cairn::StepDirectory& d) { return d.path == dir; });
+    if (step == steps.end()) continue;
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(dir, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      struct stat st {};
+      if (!it->is_regular_file(ec) || ::stat(it->path().c_str(), &st) != 0 || st.st_nlink < 2 ||
+          problems.find(it->path().string()) == std::string::npos) {
+        continue;
+      }
+      auto& named =
+          by_inode[{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)}];
+      if (named.file.empty()) named.file = it->path().string();
+      named.steps.push_back(step->step);
+    }
+  }
+  boost::json::array out;
+  for (auto& [inode, named] : by_inode) {
+    if (named.steps.size() < 2) continue;
+    std::sort(named.steps.begin(), named.steps.end());
+    out.push_back({{"file", named.file}, {"steps", boost::json::value_from(named.steps)}});
+  }
+  return out;
+}
+
 }  // namespace
 
 int run_verify(const cairn::Comm& comm, const VerifyOptions& options) {
@@ -223,6 +270,8 @@ int run_verify(const cairn::Comm& comm, const VerifyOptions& options) {
     checkpoints.push_back(std::move(report));
   }
   const bool ok = damaged == 0 && root_problem.empty();
+  const boost::json::array shared =
+      comm.is_primary() && damaged > 1 ? shared_damage(steps, checkpoints) : boost::json::array();
   if (comm.is_primary() && options.json) {
     const boost::json::object out = {
         {"root", target.string()},
@@ -232,9 +281,18 @@ int run_verify(const cairn::Comm& comm, const VerifyOptions& options) {
         {"root_problem",
          root_problem.empty() ? boost::json::value(nullptr) : boost::json::value(root_problem)},
         {"checkpoints", std::move(checkpoints)},
-        {"skipped", std::move(skipped)}};
+        {"skipped", std::move(skipped)},
+        {"shared_damage", shared}};
     fmt::print("{}\n", pretty_json(out));
   } else if (say) {
+    for (const auto& value : shared) {
+      std::string list;
+      for (const auto& step : value.at("steps").get_array()) {
+        list += (list.empty() ? "" : ", ") + std::to_string(step.to_number<std::int64_t>());
+      }
+      fmt::print("steps {} share the damaged file {} (incremental saves link it)\n", list,
+                 std::string(value.at("file").get_string()));
+    }
     fmt::print("{}: {} checkpoint{} verified, {} damaged\n", target.string(), checked,
                checked == 1 ? "" : "s", damaged);
   }

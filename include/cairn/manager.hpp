@@ -279,7 +279,16 @@ struct CheckpointManagerOptions {
   /// of a Composite). Retention deletes steps as usual: the data files a later step refers
   /// to are hard links in that step's directory, so a chunk still referred to is never
   /// removed. The first save, and a save after the newest step was deleted, write whole.
+  /// A damaged chunk breaks every step that refers to it: see incremental_full_every.
   bool incremental = false;
+  /// With incremental: every save whose newest step heads a chain of this many steps (itself
+  /// and the incremental saves before it back to the last whole one) writes whole instead, so
+  /// that one damaged file reaches at most this many steps and a restart finds an intact one
+  /// older than them. 1: every save writes whole. The depth of each step is stored in its
+  /// cairn-step.json ("custom.incremental_depth", 0 for a whole save), so a restarted job
+  /// goes on counting; a newest step without it (an older cairn) is followed by a whole save.
+  /// Must be at least 1 (else InvalidArgument).
+  std::int64_t incremental_full_every = 8;
   /// The primary lists steps and reads metadata, then broadcasts (else every rank reads).
   /// Restores into an ArrayTreeRestore target (also inside a Composite) read replicated array
   /// leaves on the primary only and broadcast them (TreeRestoreOptions::load_and_broadcast:
@@ -496,6 +505,9 @@ class CheckpointManager {
   };
 
   [[nodiscard]] std::string step_name(std::int64_t step) const;
+  // The incremental chain depth of committed step `step` (collective: the primary may read
+  // its metadata).
+  [[nodiscard]] std::int64_t incremental_depth(std::int64_t step);
   [[nodiscard]] std::chrono::system_clock::time_point now() const;
   void open_root();
   [[nodiscard]] bool exists(std::int64_t step) const;
@@ -531,6 +543,8 @@ class CheckpointManager {
   std::unique_ptr<PreemptionWatcher> preemption_;
   std::vector<StepInfo> steps_;        // committed, ascending
   std::optional<StepInfo> in_flight_;  // saved, not yet known to be committed
+  // Incremental chain depth (0: a whole save) of steps this manager saved or read.
+  std::map<std::int64_t, std::int64_t> incremental_depths_;
   std::vector<std::thread> deleters_;
   bool closed_ = false;
   bool locked_ = false;

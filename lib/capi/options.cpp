@@ -260,6 +260,7 @@ cairn_manager_options default_manager_options() noexcept {
   o.keep_checkpoints_without_metrics = 1;
   o.create = 1;
   o.barrier_timeout_s = 600.0;
+  o.incremental_full_every = cairn::CheckpointManagerOptions{}.incremental_full_every;
   o.enable_async = 1;
   o.async_staging_bytes = std::size_t{1} << 30;
   o.preemption_use_slurm_end_time = 1;
@@ -353,6 +354,7 @@ CheckpointManagerOptions manager_options(const cairn_manager_options* options) {
   o.lightweight_initialize = c.lightweight_initialize != 0;
   o.prevent_write_metrics = c.prevent_write_metrics != 0;
   o.incremental = c.incremental != 0;
+  o.incremental_full_every = c.incremental_full_every;
   o.clock = clock_from_c(c.clock, c.clock_user_data);
   if (c.metadata_json != nullptr) {
     auto metadata = parse_json(c.metadata_json, "metadata_json");

@@ -321,6 +321,29 @@ CheckpointManager::SaveDecision CheckpointManager::decide(std::int64_t step, boo
   return {.save = decision[0] != 0, .time = from_ns(decision[1])};
 }
 
+std::int64_t CheckpointManager::incremental_depth(std::int64_t step) {
+  if (const auto known = incremental_depths_.find(step); known != incremental_depths_.end()) {
+    return known->second;
+  }
+  // A step of an earlier job: its cairn-step.json says (the primary reads, all ranks agree).
+  // Without the field, or unreadable, it counts as a full chain: the next save writes whole.
+  std::int64_t depth = options_.incremental_full_every;
+  if (comm_.is_primary()) {
+    try {
+      const auto metadata = StepMetadata::read(step_path(step));
+      const auto* custom = metadata.custom.if_object();
+      const auto* field = custom ? custom->if_contains("incremental_depth") : nullptr;
+      if (field && field->is_int64() && field->get_int64() >= 0) depth = field->get_int64();
+    } catch (const Error& e) {
+      base::log::warn("manager.incremental_depth", "root=\"{}\" step={} error=\"{}\"",
+                      root_.string(), step, e.what());
+    }
+  }
+  depth = comm_.broadcast_json(depth).as_int64();
+  incremental_depths_[step] = depth;
+  return depth;
+}
+
 bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
                              const ManagerSaveOptions& options) {
   const std::scoped_lock lock(mutex_);
@@ -377,9 +400,22 @@ bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
   }
   ensure_checkpointer(args.handler_type());
   const auto dir = step_path(step);
-  // An incremental save refers to the newest committed step (alike on every rank).
+  // An incremental save refers to the newest committed step (alike on every rank), unless
+  // that step heads a chain of incremental_full_every steps already.
   std::filesystem::path base;
-  if (options_.incremental && !steps_.empty()) base = step_path(steps_.back().step);
+  if (options_.incremental) {
+    std::int64_t depth = 0;
+    if (!steps_.empty()) {
+      const std::int64_t newest = steps_.back().step;
+      const std::int64_t newest_depth = incremental_depth(newest);
+      if (newest_depth + 1 < options_.incremental_full_every) {
+        base = step_path(newest);
+        depth = newest_depth + 1;
+      }
+    }
+    custom["incremental_depth"] = depth;
+    incremental_depths_[step] = depth;
+  }
   const CheckpointSaveOptions save_options{.custom_metadata = custom,
                                            .provenance = {.step = step, .metrics = options.metrics},
                                            .incremental_base = std::move(base)};

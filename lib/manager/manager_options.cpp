@@ -10,6 +10,10 @@ void validate_options(const CheckpointManagerOptions& options) {
     throw InvalidArgument(fmt::format("save_interval_steps must not be negative, not {}",
                                       options.save_interval_steps));
   }
+  if (options.incremental_full_every < 1) {
+    throw InvalidArgument(fmt::format("incremental_full_every must be at least 1, not {}",
+                                      options.incremental_full_every));
+  }
   if (options.max_to_keep && *options.max_to_keep < 0) {
     throw InvalidArgument(
         fmt::format("max_to_keep must not be negative, not {}", *options.max_to_keep));

@@ -6,7 +6,7 @@
 #
 #   cli_tool_test.sh CASE HEAT2D CAIRN MPIEXEC "MPIEXEC FLAGS" WORKDIR HAVE_HDF5
 # CASE: version json exit_codes locks convert_force progress dump dump_stats compression
-#       aggregated incremental
+#       aggregated incremental shipping_full_shm
 set -uo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -89,6 +89,47 @@ exit_codes)
   run verify-file 2 "$cairn" verify a-file
   run dump-root 2 "$cairn" dump root
   expect dump-root "cairn ls root"
+  # One judgement of root, step and item (the library's): directories whose names end in
+  # digits are not steps unless cairn's own files make them so.
+  mkdir -p scratch/lib32 scratch/results_2024 scratch/run.0 scratch/007
+  cp -r root/10 scratch/copy30; cp -r root/10 root/copy30; mkdir root/lib32 root/40
+  for cmd in ls verify gc; do
+    run "$cmd-scratch" 2 "$cairn" $cmd scratch
+    expect "$cmd-scratch" "not a cairn root"
+    run "$cmd-item" 2 "$cairn" $cmd root/10/field
+    expect "$cmd-item" "an item of a checkpoint"
+    run "$cmd-step" 2 "$cairn" $cmd root/10
+    expect "$cmd-step" "one checkpoint"
+    run "$cmd-empty" 2 "$cairn" $cmd empty
+    run "$cmd-parent" 2 "$cairn" $cmd .
+  done
+  run ls-root 0 "$cairn" ls root
+  expect ls-root "2 step directories"; reject ls-root "copy30"; reject ls-root "lib32"
+  run verify-root 0 "$cairn" verify root
+  expect verify-root "2 checkpoints verified, 0 damaged"
+  # inspect: damage is exit 1, an item is shown as the item of its committed checkpoint.
+  run inspect-item 0 "$cairn" inspect root/10/field
+  expect inspect-item "committed"; reject inspect-item "INCOMPLETE"
+  cp -r root/10 damaged-copy && echo '{' >damaged-copy/cairn-step.json
+  run inspect-damaged 1 "$cairn" inspect damaged-copy
+  expect inspect-damaged "DAMAGED"
+  run dump-empty-slice 2 "$cairn" dump root/10 --slice ""
+  expect dump-empty-slice "the slice is empty"
+  # A step this user may not read (another user's) is "unreadable", not "incomplete"; gc keeps
+  # it and verify cannot vouch for the root (exit 2). As root, the tool runs as nobody.
+  cp -a root locked && rm -rf locked/copy30 locked/lib32 locked/40
+  if [ "$(id -u)" -eq 0 ]; then
+    chmod -R a+rX locked && chmod 700 locked/10
+    as_other() { setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=/tmp "$@"; }
+  else
+    chmod 000 locked/10
+    as_other() { "$@"; }
+  fi
+  run ls-locked 0 as_other "$cairn" ls locked
+  expect ls-locked "unreadable"; reject ls-locked "incomplete"
+  run verify-locked 2 as_other "$cairn" verify locked
+  expect verify-locked "unreadable"
+  chmod 755 locked/10
   ;;
 
 locks)
@@ -141,7 +182,17 @@ locks)
   # A damaged lock: an object with the problem and the raw text.
   echo 'not a lock' >root/cairn.lock
   run_json ls-damaged 0 "$cairn" ls --json root
-  json_check ls-damaged "'damaged lock file' in d['lock']['problem'] and d['lock']['text'].startswith('not a lock') and d['lock']['alive'] is None"
+  json_check ls-damaged "'damaged lock file' in d['lock']['problem'] and d['lock']['text'].startswith('not a lock') and d['lock']['alive'] is False and d['lock']['stale']"
+  # One rule with the manager: a damaged or empty lock is no running job's, so gc goes on.
+  for text in 'not a lock' ''; do
+    printf '%s' "$text" >root/cairn.lock; leftovers
+    run gc-damaged-lock 0 "$cairn" gc root
+    [ ! -e root/30.cairn-tmp ] || fail "a damaged lock ('$text') blocked gc"
+  done
+  # A stale lock whose pid now belongs to another process (pid 1 always runs).
+  echo '{"host": "'"$host"'", "pid": 1, "start_time": "999999999999", "slurm_job_id": ""}' >root/cairn.lock
+  run ls-reused 0 "$cairn" ls root
+  expect ls-reused "now belongs to a newer process"; reject ls-reused "process 1 is gone"
   ;;
 
 convert_force)
@@ -176,6 +227,29 @@ convert_force)
   snapshot src | cmp -s - src.sums || fail "convert --force changed a file of the root src"
   snapshot user | cmp -s - user.sums || fail "convert --force changed the user's files"
   run verify-after 0 "$cairn" verify src-before
+  ;;
+
+shipping_full_shm)
+  # A shipping save (4 ranks, one file per node, the aggregator alone writes) while /dev/shm
+  # is full: in a private mount namespace with a tmpfs of 64 KiB over /dev/shm, too small for
+  # the aggregator's rings, every rank writes its own region of the node's file instead, with
+  # a warning; the steps commit, verify, and hold what a run with every rank writing holds.
+  # Open MPI's own shared memory goes to /tmp.
+  [ "$(id -u)" -eq 0 ] || { echo "SKIP: mounting a tmpfs needs root"; exit 77; }
+  unshare -m true 2>/dev/null || { echo "SKIP: unshare -m is not allowed here"; exit 77; }
+  common=(--nx 96 --ny 80 --steps 20 --save-every 10 --format posix --posix-files per-node)
+  mpi 4 "$heat2d" "${common[@]}" --checkpoint-dir every --quiet >every.log 2>&1 ||
+    { fail "the run with every rank writing failed"; cat every.log; }
+  CAIRN_LOG_LEVEL=warn OMPI_MCA_btl_vader_backing_directory=/tmp unshare -m sh -c '
+    mount -t tmpfs -o size=64k tmpfs /dev/shm || exit 3
+    dd if=/dev/zero of=/dev/shm/filler bs=4k count=16 2>/dev/null
+    exec "$@"' sh "$mpiexec" -n 4 "${flags[@]}" "$heat2d" "${common[@]}" --posix-writers aggregator \
+    --checkpoint-dir full >full.out 2>&1
+  status=$?
+  [ "$status" -eq 0 ] || { fail "the shipping run with a full /dev/shm exited with $status"; cat full.out; }
+  expect full "storage.shipping_fallback"; expect full "finished step 20"
+  run verify-full 0 "$cairn" verify full
+  run diff-full 0 "$cairn" diff every/20 full/20
   ;;
 
 progress)
@@ -408,6 +482,19 @@ for name in glob.glob('inc/30/field/shards/r*.bin'):
     f = open(name, 'r+b'); f.seek(-8, 2); b = f.read(1); f.seek(-8, 2); f.write(bytes([b[0] ^ 0x5a]))"
   run verify-damaged 1 "$cairn" verify inc/30
   expect verify-damaged "'u'"; expect verify-damaged "shards/r"
+  # The same damage in a root that keeps the whole chain: verify of the root says which steps
+  # share the damaged file.
+  mpi 2 "$heat2d" --nx 1024 --ny 1024 --steps 30 --save-every 10 --max-to-keep 5 \
+    --format posix --incremental --checkpoint-dir chain --quiet >chain.log 2>&1 ||
+    { cat chain.log; exit 2; }
+  /usr/bin/python3 -c "
+import glob
+for name in glob.glob('chain/30/field/shards/r*.bin'):
+    f = open(name, 'r+b'); f.seek(-8, 2); b = f.read(1); f.seek(-8, 2); f.write(bytes([b[0] ^ 0x5a]))"
+  run verify-chain 1 "$cairn" verify chain
+  expect verify-chain "share the damaged file"
+  run_json verify-chain-json 1 "$cairn" verify --json chain
+  json_check verify-chain-json "len(d['shared_damage']) >= 1 and 30 in d['shared_damage'][0]['steps'] and len(d['shared_damage'][0]['steps']) >= 2"
   ;;
 
 *)

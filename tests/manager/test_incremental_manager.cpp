@@ -13,6 +13,7 @@
 #include <boost/json.hpp>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -205,6 +206,66 @@ TEST(IncrementalManager, WithoutTheOptionEveryStepIsWholeAndWithItTheFirstIs) {
     EXPECT_EQ(leaf_u(comm, manager.step_path(1)).referenced_chunks,
               incremental ? kReferencedPerStep : 0U);
     expect_step(comm, manager, 1);
+  }
+}
+
+// Every incremental_full_every-th save writes whole, also counting on after a restart (the
+// depth is in each step's metadata), so that one damaged chunk reaches a bounded number of
+// steps: damage to a chunk of step 0 that steps 1 and 2 refer to leaves steps 3..5 intact, and
+// a restart restores the newest; without whole saves it breaks every step.
+TEST(IncrementalManager, AWholeSaveEveryKStepsBoundsWhatADamagedChunkBreaks) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  for (const std::int64_t every : {3, 100}) {
+    SCOPED_TRACE("incremental_full_every " + std::to_string(every));
+    const auto root = tmp / ("every" + std::to_string(every));
+    const CheckpointManagerOptions options{
+        .incremental = true, .incremental_full_every = every, .enable_async = false};
+    {
+      CheckpointManager manager(comm, root, options);
+      for (std::int64_t step = 0; step < 6; ++step) {
+        const State state(comm, step);
+        ASSERT_TRUE(manager.save(step, ArrayTreeSave(state.tree(), save_options())));
+        const bool whole = step % every == 0;
+        EXPECT_EQ(leaf_u(comm, manager.step_path(step)).referenced_chunks,
+                  whole ? 0U : kReferencedPerStep)
+            << "step " << step;
+      }
+    }
+    if (every == 3) {
+      // A restarted job counts on from the depth stored with step 5 (2): step 6 writes whole.
+      CheckpointManager restarted(comm, root, options);
+      const State state(comm, 5);
+      ASSERT_TRUE(restarted.save(6, ArrayTreeSave(state.tree(), save_options())));
+      EXPECT_EQ(leaf_u(comm, restarted.step_path(6)).referenced_chunks, 0U);
+      EXPECT_EQ(read_step_metadata(restarted.step_path(6)).at("custom").at("incremental_depth"), 0);
+      restarted.delete_step(6);
+    }
+    // Row 30 never changes (band 0): step 0 wrote it, steps 1 and 2 refer to it.
+    if (comm.is_primary()) {
+      std::fstream file(root / "0" / "shards" / "p0.bin",
+                        std::ios::in | std::ios::out | std::ios::binary);
+      const std::streamoff at = static_cast<std::streamoff>(30 * kChunkBytes + 100);
+      char byte = 0;
+      file.seekg(at);
+      file.read(&byte, 1);
+      byte = static_cast<char>(~byte);
+      file.seekp(at);
+      file.write(&byte, 1);
+    }
+    comm.barrier("damaged");
+    CheckpointManager reader(comm, root, {.read_only = true});
+    Target target(comm);
+    const ArrayTreeRestore args(target.tree());
+    if (every == 3) {
+      const auto restored = reader.restore_latest_intact(&args);
+      ASSERT_TRUE(restored.has_value());
+      EXPECT_EQ(restored->step, 5);
+      EXPECT_EQ(target.mismatches(5), 0U);
+      EXPECT_THROW((void)reader.restore(2, &args), FormatError);
+    } else {
+      EXPECT_THROW((void)reader.restore_latest_intact(&args), FormatError);
+    }
   }
 }
 

@@ -6,9 +6,12 @@
 
 #include <boost/json.hpp>
 #include <fstream>
+#include <iterator>
 #include <mutex>
+#include <span>
 #include <string>
 
+#include "storage/checksum.hpp"
 #include "support/test_support.hpp"
 
 using namespace cairn;
@@ -146,6 +149,87 @@ TEST(RestartFallback, RestoresTheNewestIntactStepAndQuarantinesTheDamagedOne) {
   MPI_Barrier(MPI_COMM_WORLD);
   EXPECT_TRUE(std::filesystem::exists(root / "4"));
   EXPECT_TRUE(std::filesystem::exists(root / "3.damaged-1"));
+}
+
+// A run record whose field has the wrong kind, in a step whose marker was resealed (so that
+// every checksum matches): JsonRestore's expected shape finds it, naming the file and the
+// field, and the manager restores the step before as it would past any damage.
+TEST(RestartFallback, AFieldOfTheWrongKindIsDamageAlsoWhenResealed) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  const auto root = tmp / "run";
+  const boost::json::value shape = {{"nx", 48}, {"alpha", 0.5}, {"grid", {2, 1}}};
+  {
+    CheckpointManager mgr(comm, root, {.enable_async = false}, {}, {"run"});
+    for (std::int64_t step : {1, 2}) {
+      boost::json::value run = shape;
+      run.as_object()["step"] = step;
+      ASSERT_TRUE(mgr.save(step, Composite{{"run", std::make_shared<JsonSave>(run)}}));
+    }
+  }
+  const auto value_file = root / "2" / "run" / "value.json";
+  if (comm.is_primary()) {
+    std::ofstream(value_file, std::ios::trunc) << R"({"nx": null, "alpha": 1, "grid": [2, 1]})";
+    // Reseal: the marker line of the changed file gets its new checksum.
+    std::ifstream in(root / "2" / kCommitMarker);
+    std::string text, line;
+    while (std::getline(in, line)) {
+      if (line.ends_with(" run/value.json")) {
+        std::ifstream v(value_file);
+        const std::string bytes((std::istreambuf_iterator<char>(v)),
+                                std::istreambuf_iterator<char>());
+        line = "xxh3 " +
+               storage::checksum_to_hex(
+                   storage::checksum_of(std::as_bytes(std::span(bytes.data(), bytes.size())))) +
+               " run/value.json";
+      }
+      text += line + "\n";
+    }
+    in.close();
+    std::ofstream(root / "2" / kCommitMarker, std::ios::trunc) << text;
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  CheckpointManager mgr(comm, root, {.enable_async = false}, {}, {"run"});
+  // Without an expected shape the value restores as it is: the marker matches.
+  const Composite any{{"run", std::make_shared<JsonRestore>()}};
+  EXPECT_TRUE(std::any_cast<CompositeResult>(mgr.restore(2, &any))
+                  .get<boost::json::value>("run")
+                  .at("nx")
+                  .is_null());
+  const Composite checked{{"run", std::make_shared<JsonRestore>(shape)}};
+  try {
+    (void)mgr.restore(2, &checked);
+    ADD_FAILURE() << "a null nx was restored";
+  } catch (const FormatError& e) {
+    EXPECT_EQ(e.path(), value_file.string());
+    EXPECT_EQ(e.field(), "/nx");
+    EXPECT_NE(std::string(e.what()).find("is null where an integer is expected"), std::string::npos)
+        << e.what();
+  }
+  const auto restored = mgr.restore_latest_intact(&checked);
+  ASSERT_TRUE(restored.has_value());
+  EXPECT_EQ(restored->step, 1);
+  EXPECT_EQ(restored->quarantined, (Steps{2}));
+  ASSERT_EQ(restored->errors.size(), 1u);
+  EXPECT_NE(restored->errors[0].find(value_file.string()), std::string::npos)
+      << restored->errors[0];
+  EXPECT_NE(restored->errors[0].find("/nx"), std::string::npos) << restored->errors[0];
+  // A number where a double is expected, any length of array, missing keys and other kinds.
+  const boost::json::value wide = {{"alpha", 1.5}, {"grid", {0}}};
+  const auto fits = [&](boost::json::value expected) {
+    const Composite args{{"run", std::make_shared<JsonRestore>(std::move(expected))}};
+    try {
+      (void)mgr.restore(1, &args);
+      return std::string();
+    } catch (const FormatError& e) {
+      return e.field();
+    }
+  };
+  EXPECT_EQ(fits(wide), "");
+  EXPECT_EQ(fits(boost::json::value{{"missing", 1}}), "/missing");
+  EXPECT_EQ(fits(boost::json::value{{"grid", {"text"}}}), "/grid/0");
+  EXPECT_EQ(fits(boost::json::value{{"alpha", 1}}), "/alpha");  // 0.5 is no integer
+  EXPECT_EQ(fits(boost::json::array{}), "/");
 }
 
 TEST(RestartFallback, SkipsSeveralDamagedStepsAndDamagedMetadata) {

@@ -117,7 +117,53 @@ TEST(StepDirectories, RootLockIsStructuredAndJudged) {
   ASSERT_TRUE(lock.has_value());
   EXPECT_NE(lock->problem.find("damaged lock file"), std::string::npos) << lock->problem;
   EXPECT_EQ(lock->text, "{broken");
-  EXPECT_FALSE(lock->alive.has_value());
+  // Locks are written whole and then linked: a damaged one is no running job's, for `cairn gc`
+  // and for a manager alike, which takes it over.
+  EXPECT_EQ(lock->alive, std::optional<bool>(false));
+  for (const char* damaged : {"", "[]", "{broken"}) {
+    SCOPED_TRACE(std::string("lock '") + damaged + "'");
+    std::ofstream(root / "cairn.lock") << damaged;
+    CheckpointManager manager(comm, root, {.enable_async = false});
+    lock = read_root_lock(root);
+    ASSERT_TRUE(lock.has_value());
+    EXPECT_EQ(lock->pid, ::getpid());
+  }
+}
+
+// Only directories that cairn's own files make steps, and whose names the root's step name
+// format parses, are steps: a user's `lib32`, a copy named `copy30` or `007`, or an empty `30`
+// are not; a directory that holds a root, or only other files, is not a root.
+TEST(StepDirectories, OnlyCairnsOwnDirectoriesAreSteps) {
+  Comm comm(MPI_COMM_WORLD);
+  SharedTempDir tmp;
+  const auto root = tmp / "root";
+  save_steps(comm, root, {.enable_async = false}, 1);
+  if (comm.is_primary()) {
+    std::filesystem::create_directories(root / "lib32");
+    std::filesystem::create_directories(root / "30");
+    for (const char* copy : {"copy30", "007", "step_5"}) {
+      std::filesystem::copy(root / "1", root / copy, std::filesystem::copy_options::recursive);
+    }
+    std::filesystem::create_directories(tmp / "scratch" / "run.0");
+    std::filesystem::create_directories(tmp / "scratch" / "results_2024");
+    std::ofstream(tmp / "scratch" / "results_2024" / "notes.txt") << "mine";
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  std::vector<std::string> names;
+  for (const auto& d : list_step_directories(root)) {
+    names.push_back(d.path.lexically_relative(root).string());
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"0", "1"}));
+  EXPECT_TRUE(is_checkpoint_root(root));
+  EXPECT_FALSE(is_checkpoint_root(root / "1"));
+  EXPECT_FALSE(is_checkpoint_root(root / "1" / "u"));
+  EXPECT_FALSE(is_checkpoint_root(tmp.path()));
+  EXPECT_FALSE(is_checkpoint_root(tmp / "scratch"));
+  EXPECT_FALSE(is_checkpoint_root(tmp / "missing"));
+  EXPECT_TRUE(list_step_directories(tmp / "scratch").empty());
+  EXPECT_TRUE(is_checkpoint_directory(root / "1"));
+  EXPECT_FALSE(is_checkpoint_directory(root / "30"));
+  MPI_Barrier(MPI_COMM_WORLD);
 }
 
 TEST(StepDirectories, FormatVersionsAreThoseWritten) {

@@ -184,23 +184,24 @@ echo "submitted $template as job $jobid (--time=$limit --signal=$signal, margin 
 
 job_field() { scontrol show job "$jobid" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$1=//p" | head -1; }
 
-# The script requeues itself once: wait for the end of its second run.
+# The script requeues itself when preempted: wait until a run of it completes. Slurm may
+# signal a run again (its signal resolution is up to a minute), so any number of requeues that
+# end with the right result is a pass.
 state=""
+restarts=""
 for _ in $(seq 600); do
   state="$(job_field JobState)"
   restarts="$(job_field Restarts)"
-  if [ "$restarts" = 1 ]; then
-    case "$state" in
-      COMPLETED) break ;;
-      FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY) fail "job $jobid ended $state" ;;
-    esac
-  elif [ "$restarts" = 0 ] && [ "$state" = COMPLETED ]; then
-    fail "job $jobid completed without requeueing itself: $(cat "$work"/job-*.out)"
-  fi
+  case "$state" in
+    COMPLETED) break ;;
+    FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY) fail "job $jobid ended $state" ;;
+  esac
   sleep 0.5
 done
-[ "$state" = COMPLETED ] && [ "$restarts" = 1 ] ||
-  fail "job $jobid did not finish its requeued run in 300 s (state $state, restarts $restarts)"
+[ "$state" = COMPLETED ] ||
+  fail "job $jobid did not finish in 300 s (state $state, restarts $restarts)"
+[ "${restarts:-0}" -ge 1 ] ||
+  fail "job $jobid completed without requeueing itself: $(cat "$work"/job-*.out)"
 
 out="$work/job-$jobid.out"
 saved="$(sed -n 's/^heat2d: preempted: saved step \([0-9]*\).*/\1/p' "$out" | head -1)"
@@ -209,8 +210,12 @@ reason="$(grep -m1 -o 'event=preemption.reached .*' "$out")"
 grep -q "event=preemption.reached step=$saved $expect" "$out" ||
   fail "the first run stopped at step $saved for another reason than expected ($expect): $reason"
 echo "the first run saved step $saved and stopped ($reason); the script requeued the job"
-resumed="$(sed -n 's/^heat2d: restarted from step \([0-9]*\).*/\1/p' "$out" | head -1)"
-[ "$resumed" = "$saved" ] || fail "the requeued run resumed at step '$resumed', not $saved"
+# Every requeued run resumes at the step the run before it saved.
+resumes="$(awk '/^heat2d: preempted: saved step / { saved = $5; next }
+  /^heat2d: restarted from step / { n++; if ($5 != saved) bad = bad " " $5 "!=" saved }
+  END { print n + 0, (bad == "" ? "ok" : bad) }' "$out")"
+[ "${resumes#* }" = ok ] || fail "a requeued run did not resume where the run before stopped:${resumes#* }"
+[ "${resumes%% *}" -ge 1 ] || fail "no requeued run restarted: $(cat "$out")"
 grep -q "^heat2d: finished step $steps," "$out" || fail "the requeued run did not finish: $(cat "$out")"
 cmp "$work/ref.bin" "$work/job/final.bin" || fail "the result differs from the uninterrupted run"
-echo "requeued run resumed at step $resumed and finished; result equals the uninterrupted run"
+echo "$restarts requeue(s); runs resumed where the one before stopped; result equals the uninterrupted run"

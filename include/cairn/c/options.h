@@ -122,13 +122,16 @@ typedef struct cairn_manager_options {
   cairn_step_name_parse_fn step_name_parse;          /* [NULL] with CAIRN_STEP_NAME_CUSTOM */
   void* step_name_user_data;                         /* [NULL] passed to both */
   const char* step_name_description; /* [NULL: "custom"] stored in cairn-root.json */
-  int prevent_write_metrics; /* [0] the metrics of a save are not written with the step: this
-                                manager ranks by them until reload, later ones see none */
-  const char* metadata_json; /* [NULL] JSON object: the caller's metadata of the series, stored
-                                as "user" in cairn-root.json by the manager that creates it */
-  int incremental;           /* [0] incremental saves: a save writes only the chunks of its
-                                posix array leaves that changed since the newest committed step
-                                and refers to the others (that step's files, hard-linked) */
+  int prevent_write_metrics;      /* [0] the metrics of a save are not written with the step: this
+                                     manager ranks by them until reload, later ones see none */
+  const char* metadata_json;      /* [NULL] JSON object: the caller's metadata of the series, stored
+                                     as "user" in cairn-root.json by the manager that creates it */
+  int incremental;                /* [0] incremental saves: a save writes only the chunks of its
+                                     posix array leaves that changed since the newest committed step
+                                     and refers to the others (that step's files, hard-linked) */
+  int64_t incremental_full_every; /* [8] with incremental: a save after a chain of this many
+                                     steps writes whole, so that a damaged file reaches at
+                                     most this many steps; 1: every save whole */
 } cairn_manager_options;
 
 /* Fills *options with the defaults for a caller that knows `struct_size` bytes of it. */

@@ -7,6 +7,7 @@
 
 #include "base/durable_file.hpp"
 #include "base/fault.hpp"
+#include "base/log.hpp"
 
 namespace cairn::storage {
 
@@ -199,6 +200,7 @@ std::unique_ptr<ShardWriter> open_posix_writer(const Comm& comm, const std::file
   });
   PosixTarget target = plan_posix_target(comm, aggregation, region, dir);
   std::unique_ptr<ShippingRing> ring;
+  bool no_memory = false;  // this aggregator could not get its shared memory
   if (target.shared) {
     // Each group's aggregator creates its file, and its shared memory when the group ships;
     // the verdict is the barrier before the other ranks of the group open them.
@@ -207,10 +209,27 @@ std::unique_ptr<ShardWriter> open_posix_writer(const Comm& comm, const std::file
         [&] {
           if (!target.creates) return;
           create_group_file(comm.rank(), dir / target.file);
-          if (target.shipping) ring = ShippingRing::create(*target.shipping, ring_bytes);
+          if (!target.shipping) return;
+          try {
+            ring = ShippingRing::create(*target.shipping, ring_bytes);
+          } catch (const IoError& e) {
+            // A full (or missing) /dev/shm: the group's file is laid out the same whoever
+            // writes it, so every rank writes its own region instead.
+            no_memory = true;
+            base::log::warn("storage.shipping_fallback",
+                            "dir=\"{}\" rank={} error=\"{}\" writers=every_rank", dir.string(),
+                            comm.rank(), e.what());
+          }
         });
   }
-  if (target.shared && aggregation.writers == PosixAggregation::Writers::aggregator) {
+  if (target.shared && aggregation.writers == PosixAggregation::Writers::aggregator &&
+      comm.any(no_memory)) {
+    // One way for the whole save: every group falls back when one has no shared memory.
+    if (ring) ring->unlink();
+    ring.reset();
+    target.shipping.reset();
+    target.member = -1;
+  } else if (target.shared && aggregation.writers == PosixAggregation::Writers::aggregator) {
     // Every member maps its group's memory; then its name goes, so that nothing is left in
     // /dev/shm however the save ends.
     comm.run_all(fmt::format("posix writer: mapping the shared memory of the aggregators of '{}':",
