@@ -63,10 +63,10 @@ inspect)
   expect inspect-no-item "no item 'nothing'"
   # Damaged metadata: reported, no crash.
   echo 'not json' >root/20/field/cairn-tree.json
-  run inspect-bad-tree 0 "$cairn" inspect root/20
+  run inspect-bad-tree 1 "$cairn" inspect root/20
   expect inspect-bad-tree "DAMAGED"; expect inspect-bad-tree "cairn-tree.json"
   : >root/10/cairn-step.json
-  run inspect-bad-step 0 "$cairn" inspect root/10
+  run inspect-bad-step 1 "$cairn" inspect root/10
   expect inspect-bad-step "not valid JSON"; expect inspect-bad-step "float64"
   ;;
 
@@ -207,7 +207,7 @@ step["items"].update({"../../outside/item": "cairn.json", absolute: "cairn.json"
 json.dump(step, open(path, "w"))
 EOF
 
-  run inspect 0 "$cairn" inspect root/10
+  run inspect 1 "$cairn" inspect root/10
   run verify 1 "$cairn" verify root/10
   run ls 0 "$cairn" ls --json root
   for out in inspect verify; do
@@ -250,11 +250,11 @@ open(path, "w").write(json.dumps(step).replace("\"@VALUE@\"", value))
 ' "root/$step/cairn-step.json" "$field" "$value" || exit 2
   done <<<"$cases"
   while read -r step field value; do
-    run "inspect-$step" 0 "$cairn" inspect "root/$step"
+    run "inspect-$step" 1 "$cairn" inspect "root/$step"
     expect "inspect-$step" "root/$step/cairn-step.json"; expect "inspect-$step" "field '$field'"
     expect "inspect-$step" "DAMAGED"; expect "inspect-$step" "float64"
     reject "inspect-$step" "not exact"
-    run "inspect-json-$step" 0 "$cairn" inspect --json "root/$step"
+    run "inspect-json-$step" 1 "$cairn" inspect --json "root/$step"
     json_check "inspect-json-$step" "d['step_metadata'] is None and any(\"field '$field'\" in p for p in d['problems'])"
     run "verify-$step" 1 "$cairn" verify "root/$step"
     expect "verify-$step" "root/$step/cairn-step.json"; expect "verify-$step" "field '$field'"

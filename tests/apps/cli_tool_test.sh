@@ -92,16 +92,19 @@ exit_codes)
   # One judgement of root, step and item (the library's): directories whose names end in
   # digits are not steps unless cairn's own files make them so.
   mkdir -p scratch/lib32 scratch/results_2024 scratch/run.0 scratch/007
-  cp -r root/10 scratch/copy30; cp -r root/10 root/copy30; mkdir root/lib32 root/40
+  echo notes >scratch/results_2024/notes.txt
+  cp -r root/10 root/copy30; mkdir root/lib32 root/40
   for cmd in ls verify gc; do
     run "$cmd-scratch" 2 "$cairn" $cmd scratch
     expect "$cmd-scratch" "not a cairn root"
     run "$cmd-item" 2 "$cairn" $cmd root/10/field
     expect "$cmd-item" "an item of a checkpoint"
-    run "$cmd-step" 2 "$cairn" $cmd root/10
-    expect "$cmd-step" "one checkpoint"
     run "$cmd-empty" 2 "$cairn" $cmd empty
     run "$cmd-parent" 2 "$cairn" $cmd .
+  done
+  for cmd in ls gc; do  # verify takes one checkpoint as well as a root
+    run "$cmd-step" 2 "$cairn" $cmd root/10
+    expect "$cmd-step" "one checkpoint"
   done
   run ls-root 0 "$cairn" ls root
   expect ls-root "2 step directories"; reject ls-root "copy30"; reject ls-root "lib32"

@@ -89,7 +89,8 @@ class Corruption : public ::testing::Test {
   void verify_later(std::int64_t step, const std::string& what, std::optional<Expect> e,
                     bool may_be_intact = false) {
     const auto root = tmp_ / "verify";
-    const auto dir = root / ("case" + std::to_string(verify_cases_.size() + 1));
+    // Named as the root names its steps (the bare step number).
+    const auto dir = root / std::to_string(verify_cases_.size() + 1);
     if (comm_.is_primary() && !std::filesystem::exists(root)) {
       std::filesystem::create_directories(root);
       std::filesystem::copy_file(tmp_ / "pristine" / "cairn-root.json", root / "cairn-root.json");

@@ -223,7 +223,7 @@ TEST(IncrementalManager, AWholeSaveEveryKStepsBoundsWhatADamagedChunkBreaks) {
         .incremental = true, .incremental_full_every = every, .enable_async = false};
     {
       CheckpointManager manager(comm, root, options);
-      for (std::int64_t step = 0; step < 6; ++step) {
+      for (std::int64_t step = 0; step < 5; ++step) {
         const State state(comm, step);
         ASSERT_TRUE(manager.save(step, ArrayTreeSave(state.tree(), save_options())));
         const bool whole = step % every == 0;
@@ -232,14 +232,20 @@ TEST(IncrementalManager, AWholeSaveEveryKStepsBoundsWhatADamagedChunkBreaks) {
             << "step " << step;
       }
     }
+    std::int64_t newest = 4;
     if (every == 3) {
-      // A restarted job counts on from the depth stored with step 5 (2): step 6 writes whole.
+      // A restarted job counts on from the depth stored with step 4 (1): step 5 refers to it
+      // (nothing changed), step 6 writes whole.
       CheckpointManager restarted(comm, root, options);
-      const State state(comm, 5);
+      const State state(comm, 4);
+      ASSERT_TRUE(restarted.save(5, ArrayTreeSave(state.tree(), save_options())));
+      EXPECT_EQ(leaf_u(comm, restarted.step_path(5)).referenced_chunks,
+                static_cast<std::uint64_t>(kRows));
       ASSERT_TRUE(restarted.save(6, ArrayTreeSave(state.tree(), save_options())));
       EXPECT_EQ(leaf_u(comm, restarted.step_path(6)).referenced_chunks, 0U);
+      EXPECT_EQ(read_step_metadata(restarted.step_path(5)).at("custom").at("incremental_depth"), 2);
       EXPECT_EQ(read_step_metadata(restarted.step_path(6)).at("custom").at("incremental_depth"), 0);
-      restarted.delete_step(6);
+      newest = 6;
     }
     // Row 30 never changes (band 0): step 0 wrote it, steps 1 and 2 refer to it.
     if (comm.is_primary()) {
@@ -260,9 +266,12 @@ TEST(IncrementalManager, AWholeSaveEveryKStepsBoundsWhatADamagedChunkBreaks) {
     if (every == 3) {
       const auto restored = reader.restore_latest_intact(&args);
       ASSERT_TRUE(restored.has_value());
-      EXPECT_EQ(restored->step, 5);
-      EXPECT_EQ(target.mismatches(5), 0U);
+      EXPECT_EQ(restored->step, newest);
+      EXPECT_EQ(target.mismatches(4), 0U);
+      EXPECT_TRUE(restored->quarantined.empty());
       EXPECT_THROW((void)reader.restore(2, &args), FormatError);
+      (void)reader.restore(3, &args);  // the whole save after the damaged chain
+      EXPECT_EQ(target.mismatches(3), 0U);
     } else {
       EXPECT_THROW((void)reader.restore_latest_intact(&args), FormatError);
     }
