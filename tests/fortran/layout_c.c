@@ -64,6 +64,7 @@ static const size_t manager_options_c_offsets[] = {
     FIELD(cairn_manager_options, prevent_write_metrics),
     FIELD(cairn_manager_options, metadata_json),
     FIELD(cairn_manager_options, incremental),
+    FIELD(cairn_manager_options, incremental_full_every),
 };
 static const size_t save_options_c_offsets[] = {
     FIELD(cairn_save_options, struct_size),

@@ -145,7 +145,9 @@ program test_fortran_layout
       field(c_loc(v_manager_options%metadata_json), c_loc(v_manager_options)), &
       c_sizeof(v_manager_options%metadata_json), &
       field(c_loc(v_manager_options%incremental), c_loc(v_manager_options)), &
-      c_sizeof(v_manager_options%incremental)])
+      c_sizeof(v_manager_options%incremental), &
+      field(c_loc(v_manager_options%incremental_full_every), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%incremental_full_every)])
   call compare(1, 'save_options_c', c_sizeof(v_save_options), [ &
       field(c_loc(v_save_options%struct_size), c_loc(v_save_options)), &
       c_sizeof(v_save_options%struct_size), &
