@@ -494,6 +494,8 @@ class CheckpointManager {
     std::int64_t step = 0;
     std::chrono::system_clock::time_point time = {};
     boost::json::object metrics = {};
+    // custom.incremental_depth of its cairn-step.json (0: a whole save); empty when none.
+    std::optional<std::int64_t> incremental_depth = {};
     bool damaged = false;  // its cairn-step.json could not be read
     bool loaded = true;    // false: time and metrics not read yet (lightweight_initialize)
   };
@@ -505,9 +507,6 @@ class CheckpointManager {
   };
 
   [[nodiscard]] std::string step_name(std::int64_t step) const;
-  // The incremental chain depth of committed step `step` (collective: the primary may read
-  // its metadata).
-  [[nodiscard]] std::int64_t incremental_depth(std::int64_t step);
   [[nodiscard]] std::chrono::system_clock::time_point now() const;
   void open_root();
   [[nodiscard]] bool exists(std::int64_t step) const;
@@ -543,8 +542,6 @@ class CheckpointManager {
   std::unique_ptr<PreemptionWatcher> preemption_;
   std::vector<StepInfo> steps_;        // committed, ascending
   std::optional<StepInfo> in_flight_;  // saved, not yet known to be committed
-  // Incremental chain depth (0: a whole save) of steps this manager saved or read.
-  std::map<std::int64_t, std::int64_t> incremental_depths_;
   std::vector<std::thread> deleters_;
   bool closed_ = false;
   bool locked_ = false;

@@ -221,6 +221,10 @@ CheckpointManager::StepInfo CheckpointManager::read_step_info(std::int64_t step)
     if (const auto* t = custom->if_contains("time_ns"); t && t->is_int64()) {
       info.time = from_ns(t->get_int64());
     }
+    if (const auto* d = custom->if_contains("incremental_depth");
+        d && d->is_int64() && d->get_int64() >= 0) {
+      info.incremental_depth = d->get_int64();
+    }
   }
   return info;
 }
@@ -321,29 +325,6 @@ CheckpointManager::SaveDecision CheckpointManager::decide(std::int64_t step, boo
   return {.save = decision[0] != 0, .time = from_ns(decision[1])};
 }
 
-std::int64_t CheckpointManager::incremental_depth(std::int64_t step) {
-  if (const auto known = incremental_depths_.find(step); known != incremental_depths_.end()) {
-    return known->second;
-  }
-  // A step of an earlier job: its cairn-step.json says (the primary reads, all ranks agree).
-  // Without the field, or unreadable, it counts as a full chain: the next save writes whole.
-  std::int64_t depth = options_.incremental_full_every;
-  if (comm_.is_primary()) {
-    try {
-      const auto metadata = StepMetadata::read(step_path(step));
-      const auto* custom = metadata.custom.if_object();
-      const auto* field = custom ? custom->if_contains("incremental_depth") : nullptr;
-      if (field && field->is_int64() && field->get_int64() >= 0) depth = field->get_int64();
-    } catch (const Error& e) {
-      base::log::warn("manager.incremental_depth", "root=\"{}\" step={} error=\"{}\"",
-                      root_.string(), step, e.what());
-    }
-  }
-  depth = comm_.broadcast_json(depth).as_int64();
-  incremental_depths_[step] = depth;
-  return depth;
-}
-
 bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
                              const ManagerSaveOptions& options) {
   const std::scoped_lock lock(mutex_);
@@ -403,29 +384,39 @@ bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
   // An incremental save refers to the newest committed step (alike on every rank), unless
   // that step heads a chain of incremental_full_every steps already.
   std::filesystem::path base;
+  std::optional<std::int64_t> depth;
   if (options_.incremental) {
-    std::int64_t depth = 0;
+    depth = 0;
     if (!steps_.empty()) {
-      const std::int64_t newest = steps_.back().step;
-      const std::int64_t newest_depth = incremental_depth(newest);
+      StepInfo& newest = steps_.back();
+      if (!newest.loaded) newest = read_step_info(newest.step);  // collective, alike
+      // A newest step that recorded no depth (an older cairn, a damaged step file) counts as
+      // a full chain.
+      const std::int64_t newest_depth =
+          newest.incremental_depth.value_or(options_.incremental_full_every);
       if (newest_depth + 1 < options_.incremental_full_every) {
-        base = step_path(newest);
+        base = step_path(newest.step);
         depth = newest_depth + 1;
       }
     }
-    custom["incremental_depth"] = depth;
-    incremental_depths_[step] = depth;
+    custom["incremental_depth"] = *depth;
   }
   const CheckpointSaveOptions save_options{.custom_metadata = custom,
                                            .provenance = {.step = step, .metrics = options.metrics},
                                            .incremental_base = std::move(base)};
   if (async_) {
     async_->save(dir, args, save_options);
-    in_flight_ = StepInfo{.step = step, .time = decision.time, .metrics = options.metrics};
+    in_flight_ = StepInfo{.step = step,
+                          .time = decision.time,
+                          .metrics = options.metrics,
+                          .incremental_depth = depth};
     saving_ = true;
   } else {
     sync_->save(dir, args, save_options);
-    in_flight_ = StepInfo{.step = step, .time = decision.time, .metrics = options.metrics};
+    in_flight_ = StepInfo{.step = step,
+                          .time = decision.time,
+                          .metrics = options.metrics,
+                          .incremental_depth = depth};
     saving_ = true;
     land();
   }

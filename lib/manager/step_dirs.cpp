@@ -310,37 +310,6 @@ Probe probe_step(const std::filesystem::path& dir) {
   return step_file ? Probe::incomplete : Probe::unmarked;
 }
 
-// `kind(prefix='P')` or `kind(prefix='P', fixed_length=N)`, as StepNameFormat::describe() of
-// cairn's own formats writes it; nullptr for anything else (a caller's own format).
-StepNameFormatPtr naming_from_description(std::string_view text) {
-  const bool standard = text.starts_with("standard(prefix='");
-  if (!standard && !text.starts_with("joined(prefix='")) return nullptr;
-  text.remove_prefix(text.find('\'') + 1);
-  std::optional<int> fixed_length;
-  constexpr std::string_view kFixed = "', fixed_length=";
-  std::string_view prefix;
-  if (const auto at = text.rfind(kFixed); at != std::string_view::npos) {
-    prefix = text.substr(0, at);
-    const std::string_view number = text.substr(at + kFixed.size());
-    int value = 0;
-    const auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), value);
-    if (error != std::errc() || std::string_view(end, number.data() + number.size()) != ")") {
-      return nullptr;
-    }
-    fixed_length = value;
-  } else if (text.ends_with("')")) {
-    prefix = text.substr(0, text.size() - 2);
-  } else {
-    return nullptr;
-  }
-  try {
-    return standard ? step_name_format::standard(std::string(prefix), fixed_length)
-                    : step_name_format::joined(std::string(prefix), fixed_length);
-  } catch (const Error&) {
-    return nullptr;
-  }
-}
-
 }  // namespace
 
 namespace manager {
@@ -353,7 +322,7 @@ StepNameFormatPtr recorded_step_name_format(const std::filesystem::path& root) {
     return nullptr;
   }
   if (const auto* format = metadata.if_contains("step_name_format")) {
-    return format->is_string() ? naming_from_description(format->get_string()) : nullptr;
+    return format->is_string() ? step_name_format_from_description(format->get_string()) : nullptr;
   }
   const auto* prefix = metadata.if_contains("step_prefix");
   return prefix && prefix->is_string() ? step_name_format::joined(std::string(prefix->get_string()))

@@ -26,6 +26,12 @@ inline constexpr const char* kQuarantineInfix = ".damaged-";
 /// (when given) gets the name the step had. Not collective; never throws beyond bad_alloc.
 [[nodiscard]] bool is_quarantine_name(std::string_view name, std::string* base = nullptr);
 
+/// The format that StepNameFormat::describe() of step_name_format::standard() or joined()
+/// (clu() is joined) spelled as `text`: `kind(prefix='P')` or `kind(prefix='P',
+/// fixed_length=N)`; nullptr for any other text (a caller's own format). Never throws beyond
+/// std::bad_alloc.
+[[nodiscard]] StepNameFormatPtr step_name_format_from_description(std::string_view text);
+
 /// The step name format recorded in the root metadata of `root` when it is one of cairn's
 /// (StepNameFormat::describe() of standard(), joined() or clu(), or a step_prefix alone);
 /// nullptr when the root has no readable metadata or records a caller's own format. Not

@@ -4,6 +4,8 @@
 
 #include <charconv>
 
+#include "manager/step_dirs.hpp"
+
 namespace cairn {
 
 StepAlreadyExists::StepAlreadyExists(std::int64_t step, std::string message)
@@ -66,6 +68,40 @@ class PrefixedStepName final : public StepNameFormat {
 };
 
 }  // namespace
+
+namespace manager {
+
+// The spelling PrefixedStepName::describe() writes, read back.
+StepNameFormatPtr step_name_format_from_description(std::string_view text) {
+  const bool standard = text.starts_with("standard(prefix='");
+  if (!standard && !text.starts_with("joined(prefix='")) return nullptr;
+  text.remove_prefix(text.find('\'') + 1);
+  std::optional<int> fixed_length;
+  constexpr std::string_view kFixed = "', fixed_length=";
+  std::string_view prefix;
+  if (const auto at = text.rfind(kFixed); at != std::string_view::npos) {
+    prefix = text.substr(0, at);
+    const std::string_view number = text.substr(at + kFixed.size());
+    int value = 0;
+    const auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), value);
+    if (error != std::errc() || std::string_view(end, number.data() + number.size()) != ")") {
+      return nullptr;
+    }
+    fixed_length = value;
+  } else if (text.ends_with("')")) {
+    prefix = text.substr(0, text.size() - 2);
+  } else {
+    return nullptr;
+  }
+  try {
+    return standard ? step_name_format::standard(std::string(prefix), fixed_length)
+                    : step_name_format::joined(std::string(prefix), fixed_length);
+  } catch (const Error&) {
+    return nullptr;
+  }
+}
+
+}  // namespace manager
 
 namespace step_name_format {
 
