@@ -178,7 +178,7 @@ void run_cairn(const Run& run, const std::string& format_name) {
   const cairn::ArrayTree tree = big_tree(shape, blocks, box);
   const cairn::TreeSaveOptions options{.format = format,
                                        .io_buffer_bytes = run.io_buffer_bytes,
-                                       .posix_aggregation = run.posix_aggregation};
+                                       .posix = {.aggregation = run.posix_aggregation}};
   const auto base = run.dir / ("cairn-" + format_name);
   remove_tree(base);
   if (world.is_primary()) std::filesystem::create_directories(base);

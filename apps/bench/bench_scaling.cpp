@@ -83,10 +83,11 @@ void add_aggregated_save(const MetaCase& meta, cairn::Checkpointer& ckpt,
   const std::filesystem::path dir = meta.dir.string() + "-per-node";
   remove_tree(dir);
   const double seconds = timed([&] {
-    ckpt.save(dir, cairn::ArrayTreeSave(
-                       meta.trees.tree,
-                       {.format = meta.format,
-                        .posix_aggregation = {.kind = cairn::PosixAggregation::Kind::per_node}}));
+    ckpt.save(dir,
+              cairn::ArrayTreeSave(
+                  meta.trees.tree,
+                  {.format = meta.format,
+                   .posix = {.aggregation = {.kind = cairn::PosixAggregation::Kind::per_node}}}));
   });
   extra["per_node_save_seconds"] = seconds;
   if (meta.world.is_primary()) extra["per_node_files"] = step_files(dir).files;

@@ -17,26 +17,19 @@
 #include <string>
 
 #include "commands.hpp"
+#include "format_option.hpp"
 #include "mpi_session.hpp"
 
 namespace {
 using namespace cairn_tool;
 
-// Accepts the name of a storage format this build of cairn can write.
-const CLI::Validator available_format(
-    [](std::string& name) -> std::string {
-      const auto format = cairn::storage_format_from_name(name);
-      return format ? cairn::storage_format_unavailable(*format) : std::string();
-    },
-    "");
-
 // `cairn --version`: the library's version and the versions of what it writes.
 std::string version_text() {
   const auto versions = cairn::format_versions();
   std::string formats;
-  for (const auto format : {cairn::StorageFormat::posix, cairn::StorageFormat::hdf5}) {
-    if (!cairn::storage_format_available(format)) continue;
-    formats += (formats.empty() ? "" : ", ") + std::string(cairn::storage_format_name(format));
+  for (const cairn::StorageFormatInfo& format : cairn::storage_formats()) {
+    if (!format.available) continue;
+    formats += (formats.empty() ? "" : ", ") + std::string(format.name);
   }
   return fmt::format(
       "cairn {}\non-disk format versions: cairn-step.json {}, cairn-tree.json {}, "
@@ -138,8 +131,8 @@ void add_writing_commands(CLI::App& app, Options& o, Command& command) {
   convert_cmd->add_option("DST", o.convert.destination, "New checkpoint directory")->required();
   convert_cmd->add_option("--format", o.convert.format, "Format of the array leaves")
       ->required()
-      ->check(CLI::IsMember({"hdf5", "posix"}))
-      ->check(available_format);
+      ->check(CLI::IsMember(cairn_app::storage_format_names()))
+      ->check(cairn_app::available_format());
   convert_cmd->add_flag("--force", o.convert.force, "Replace DST when it exists");
   convert_cmd->add_flag("-q,--quiet", o.convert.quiet, "No progress bar");
   convert_cmd->add_flag("--json", o.convert.json, "Print JSON instead of text");

@@ -25,6 +25,7 @@
 #include <string_view>
 #include <thread>
 
+#include "format_option.hpp"
 #include "grid.hpp"
 #include "mpi_session.hpp"
 
@@ -60,14 +61,6 @@ cairn::PosixAggregation posix_files(const std::string& files, const std::string&
   if (files == "per-node") return {.kind = Kind::per_node, .writers = who};
   return {.kind = Kind::count, .count = std::stoi(files), .writers = who};
 }
-
-// Accepts the name of a storage format this build of cairn can write.
-const CLI::Validator available_format(
-    [](std::string& name) -> std::string {
-      const auto format = cairn::storage_format_from_name(name);
-      return format ? cairn::storage_format_unavailable(*format) : std::string();
-    },
-    "");
 
 // The compression named by --compression: "none", "zstd" or "zfp=<absolute error>" (a
 // positive number); std::nullopt for anything else.
@@ -129,8 +122,8 @@ void add_options(CLI::App& app, Options& o) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--format", o.format, "Storage format of the field")
-      ->check(CLI::IsMember({"hdf5", "posix"}))
-      ->check(available_format)
+      ->check(CLI::IsMember(cairn_app::storage_format_names()))
+      ->check(cairn_app::available_format())
       ->capture_default_str();
   app.add_option("--posix-files", o.posix_files,
                  "Shard files of format posix: per-rank, per-node, or a number of files (ranks "
@@ -251,7 +244,7 @@ bool save(cairn::CheckpointManager& mgr, const Options& o, heat2d::Grid& grid,
                     cairn::TreeSaveOptions{
                         .format = format,
                         .compression = *compression_from_text(o.compression),
-                        .posix_aggregation = posix_files(o.posix_files, o.posix_writers)})},
+                        .posix = {.aggregation = posix_files(o.posix_files, o.posix_writers)}})},
       {"run", std::make_shared<cairn::JsonSave>(run_info(o, grid, step, comm.size()))}};
   // "saved" is printed by the manager's on_commit callback, once the step is committed.
   return mgr.save(step, args,

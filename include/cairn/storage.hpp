@@ -35,6 +35,18 @@ enum class StorageFormat : std::uint8_t {
   posix,  ///< one file per writing process plus the index
 };
 
+/// One storage format as this build knows it.
+struct StorageFormatInfo {
+  StorageFormat format = StorageFormat::posix;  ///< its value
+  std::string_view name;                        ///< its stable name ("posix", "hdf5")
+  std::string_view summary;                     ///< one line: how it lays out an item's data
+  bool available = false;                       ///< this build writes and reads it
+};
+
+/// Every storage format cairn knows, in StorageFormat order, with whether this build has it:
+/// what a tool lists or offers as a choice. Not collective; never throws beyond
+/// std::bad_alloc.
+[[nodiscard]] std::vector<StorageFormatInfo> storage_formats();
 /// Stable name of a format ("hdf5", "posix"). Never throws.
 [[nodiscard]] std::string_view storage_format_name(StorageFormat format) noexcept;
 /// The format named `name`, or std::nullopt. Never throws.
@@ -164,6 +176,30 @@ struct PosixAggregation {
   };
   /// Who writes the file of a group (see Writers).
   Writers writers = Writers::every_rank;
+  /// Equal when every field is.
+  friend bool operator==(const PosixAggregation&, const PosixAggregation&) = default;
+};
+
+/// The posix format's own options (TreeSaveOptions::posix). Aggregate: use designated
+/// initializers.
+struct PosixOptions {
+  /// Grouping of the shard files (see PosixAggregation). A count below 1 is InvalidArgument
+  /// on every rank.
+  PosixAggregation aggregation = {};
+  /// Bytes of the shared-memory ring of each group whose ranks ship their shards to the
+  /// aggregator (PosixAggregation::Writers::aggregator); at least 68 KiB per shipping rank is
+  /// used whatever this says.
+  std::size_t ring_bytes = std::size_t{16} << 20;
+};
+
+/// The hdf5 format's own options (TreeSaveOptions::hdf5). Aggregate: use designated
+/// initializers.
+struct Hdf5Options {
+  /// MPI-IO hints (MPI_Info key -> value, e.g. "striping_factor", "striping_unit",
+  /// "cb_nodes", "romio_cb_write") for data.h5's MPI-IO file access (H5Pset_fapl_mpio: the
+  /// collective writes of compressed datasets); the MPI library ignores keys it does not know.
+  /// Ranks must agree (CollectiveMismatch); an empty key or value is InvalidArgument.
+  std::map<std::string, std::string> mpi_info_hints = {};
 };
 
 /// How save_tree() writes. Aggregate: use designated initializers.
@@ -183,8 +219,8 @@ struct TreeSaveOptions {
   /// Staging for shards that are not contiguous host memory: strided views and device
   /// memory are written in runs of at most half of this many bytes (at least 4 KiB), never
   /// copied whole. Device memory goes through two pinned halves, the device-to-host copy of
-  /// one run overlapping the write of the previous one. In hdf5 each run is one collective
-  /// write of the dataset, every rank making as many as the rank with the most runs.
+  /// one run overlapping the write of the previous one. It bounds nothing else (the posix
+  /// shipping ring is PosixOptions::ring_bytes).
   std::size_t io_buffer_bytes = std::size_t{16} << 20;
   /// Also treat leaves declared MemoryKind::host as device memory when
   /// cudaPointerGetAttributes says their pointer is device (or managed) memory. Off: only
@@ -209,13 +245,12 @@ struct TreeSaveOptions {
   /// not float32 or float64, or a bound that is not positive, is InvalidArgument naming the
   /// leaf.
   Compression compression = {};
-  /// Grouping of the posix format's shard files (see PosixAggregation). A count below 1 is
-  /// InvalidArgument on every rank.
+  /// Deprecated (removed in the next release): the alias of posix.aggregation, used when
+  /// posix.aggregation is left at its default; both set and different is InvalidArgument on
+  /// every rank.
   PosixAggregation posix_aggregation = {};
-  /// MPI-IO hints (MPI_Info key -> value, e.g. "striping_factor", "striping_unit",
-  /// "cb_nodes", "romio_cb_write") for the hdf5 format's MPI-IO file access (H5Pset_fapl_mpio:
-  /// the collective writes of compressed datasets); the MPI library ignores keys it does not
-  /// know. Ranks must agree (CollectiveMismatch); an empty key or value is InvalidArgument.
+  /// Deprecated (removed in the next release): the alias of hdf5.mpi_info_hints, on the same
+  /// terms as posix_aggregation.
   std::map<std::string, std::string> mpi_info_hints = {};
   /// An incremental save: the item directory of an earlier committed save of the same tree
   /// (e.g. `<root>/<previous step>/<item>`). A checksum chunk of a posix leaf whose stored
@@ -228,6 +263,10 @@ struct TreeSaveOptions {
   /// that is missing, unreadable or of an index version before 4 is no error: the save writes
   /// every chunk and logs a warning naming it. Ranks must agree (CollectiveMismatch).
   std::filesystem::path incremental_base = {};
+  /// The posix format's own options: the grouping of its files, the shipping ring.
+  PosixOptions posix = {};
+  /// The hdf5 format's own options: MPI-IO hints.
+  Hdf5Options hdf5 = {};
 };
 
 /// A rule of TreeRestoreOptions::renames: target leaves whose whole path matches `target`

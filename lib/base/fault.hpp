@@ -18,7 +18,7 @@
 //   checkpoint.before_data       every rank, once the temporary directory exists, before any
 //                                item is written
 //   storage.posix_aggregate      the aggregator of each group of the posix format (with
-//                                posix_aggregation), before it creates the group's file
+//                                posix.aggregation), before it creates the group's file
 //   storage.posix_write          every rank, before each shard of the posix format
 //   storage.posix_ship           the aggregator of a group that ships (PosixAggregation::
 //                                Writers::aggregator), before it writes each slot of bytes

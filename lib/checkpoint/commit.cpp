@@ -10,10 +10,10 @@
 #include "base/fault.hpp"
 #include "base/fnv1a.hpp"
 #include "base/log.hpp"
+#include "base/posix_file.hpp"
 #include "checkpoint/file_options.hpp"
 #include "checkpoint/manifest.hpp"
 #include "checkpoint/step_metadata.hpp"
-#include "storage/posix_file.hpp"
 
 namespace cairn::checkpoint {
 namespace {
@@ -182,7 +182,7 @@ StepMetadata open_committed(const Comm& comm, const std::filesystem::path& dir,
                                     "save did not finish; restore an earlier checkpoint",
                                     dir.string(), kCommitMarker));
     }
-    storage::require_no_link_out(dir);  // item directories, data and metadata files
+    base::require_no_link_out(dir);  // item directories, data and metadata files
     verify_commit_marker(dir, only_items);
     text = base::read_small_file(file);
   });

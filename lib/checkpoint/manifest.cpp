@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "base/durable_file.hpp"
-#include "storage/checksum.hpp"
+#include "storage/stream/checksum.hpp"
 
 namespace cairn::checkpoint {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "cuda/device_memory.hpp"
 #include "handlers/piece_queue.hpp"
-#include "storage/tree_writer.hpp"
+#include "storage/engine/tree_writer.hpp"
 
 namespace cairn {
 namespace {

@@ -7,8 +7,8 @@
 #include "base/durable_file.hpp"
 #include "base/fault.hpp"
 #include "base/first_error.hpp"
-#include "storage/checksum.hpp"
-#include "storage/posix_file.hpp"
+#include "base/posix_file.hpp"
+#include "storage/stream/checksum.hpp"
 
 namespace cairn {
 namespace {
@@ -35,8 +35,8 @@ class BytesPendingSave final : public PendingSave {
     try {
       base::fault::point("handler.bytes_write");
       checksum_ = storage::checksum_of(bytes_);
-      storage::PosixFile file(dir_ / blob_name(replicated_ ? std::nullopt : std::optional(rank_)),
-                              storage::PosixFile::Mode::write_new);
+      base::PosixFile file(dir_ / blob_name(replicated_ ? std::nullopt : std::optional(rank_)),
+                           base::PosixFile::Mode::write_new);
       file.write_at(0, bytes_);
       file.sync();
       file.close();
@@ -180,7 +180,7 @@ std::any BytesHandler::restore(const Comm& comm, const std::filesystem::path& di
                                                dir.string(), from, index.world_size));
     }
     const auto file = dir / blob_name(index.replicated ? std::nullopt : std::optional(from));
-    const storage::PosixFile input(file, storage::PosixFile::Mode::read);
+    const base::PosixFile input(file, base::PosixFile::Mode::read);
     const auto [bytes, checksum] = it->second;
     if (input.size() != bytes) {
       throw FormatError(file.string(), "size",

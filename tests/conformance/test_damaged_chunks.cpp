@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "../storage/storage_test_util.hpp"
-#include "storage/index_binary.hpp"
+#include "storage/index/binary.hpp"
 #include "support/test_support.hpp"
 
 namespace cairn {

@@ -21,7 +21,7 @@
 #include <sstream>
 #include <string_view>
 
-#include "storage/checksum.hpp"
+#include "storage/stream/checksum.hpp"
 
 extern char** environ;
 

@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "storage/index.hpp"
+#include "storage/index/tree_index.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -11,7 +11,7 @@
 #include <span>
 #include <string>
 
-#include "storage/checksum.hpp"
+#include "storage/stream/checksum.hpp"
 #include "support/test_support.hpp"
 
 using namespace cairn;

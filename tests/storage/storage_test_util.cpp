@@ -85,8 +85,10 @@ std::vector<std::byte> reference_box(DType dtype, const std::vector<std::int64_t
 }
 
 std::vector<StorageFormat> available_formats() {
-  std::vector<StorageFormat> formats = {StorageFormat::posix};
-  if (storage_format_available(StorageFormat::hdf5)) formats.push_back(StorageFormat::hdf5);
+  std::vector<StorageFormat> formats;
+  for (const StorageFormatInfo& format : storage_formats()) {
+    if (format.available) formats.push_back(format.format);
+  }
   return formats;
 }
 

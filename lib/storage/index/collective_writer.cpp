@@ -1,0 +1,230 @@
+#include "storage/index/collective_writer.hpp"
+
+#include <cairn/error.hpp>
+#include <fmt/format.h>
+
+#include <atomic>
+#include <boost/json/serialize.hpp>
+
+#include "base/durable_file.hpp"
+#include "base/packed.hpp"
+#include "base/posix_file.hpp"
+#include "storage/index/binary.hpp"
+#include "storage/index/record_packing.hpp"
+
+namespace cairn::storage {
+namespace {
+
+std::atomic<std::uint64_t> g_records_received{0};
+
+// The positions in index.leaves of the array leaves, in order: slot of array index a.
+std::vector<std::size_t> array_slots(const TreeIndex& index) {
+  std::vector<std::size_t> slots;
+  for (std::size_t i = 0; i < index.leaves.size(); ++i) {
+    if (index.leaves[i].kind == LeafKind::array) slots.push_back(i);
+  }
+  return slots;
+}
+
+std::vector<std::byte> pack_names(const std::set<std::string>& names) {
+  base::Packed out;
+  out.put(static_cast<std::uint64_t>(names.size()));
+  for (const std::string& name : names) out.put(name);
+  return std::move(out.bytes());
+}
+
+void unpack_names(std::span<const std::byte> bytes, std::set<std::string>& into) {
+  base::Unpacked in(bytes);
+  for (std::uint64_t count = in.take(); count > 0; --count) into.insert(in.take_text());
+  if (!in.done()) throw Error(ErrorCode::internal, "data file names end with stray bytes");
+}
+
+// The array index of a received record or section, checked: the ranks of one save send them.
+std::size_t array_index(std::uint64_t array, std::size_t arrays, std::string_view what) {
+  if (array >= arrays) {
+    throw Error(ErrorCode::internal,
+                fmt::format("{} of array leaf {} arrived; the tree has {}", what, array, arrays));
+  }
+  return static_cast<std::size_t>(array);
+}
+
+// What the primary needs of a section for cairn-tree.json: everything but its offset, which
+// every rank computes from the lengths.
+void put_section(base::Packed& out, std::size_t array, const BinarySection& s) {
+  out.put(static_cast<std::uint64_t>(array));
+  out.put(s.length);
+  out.put_all(std::span(&s.checksum, 1));
+  for (const std::uint64_t n : {s.shard_count, s.chunk_count, s.bytes, s.stored_bytes,
+                                s.referenced_chunks, s.referenced_bytes}) {
+    out.put(n);
+  }
+  out.put_byte(s.chunk_sizes ? 1 : 0);
+  for (const auto* dims : {&s.blocks, &s.block}) {
+    out.put(static_cast<std::uint64_t>(dims->size()));
+    for (const std::int64_t n : *dims) out.put(static_cast<std::uint64_t>(n));
+  }
+  out.put(static_cast<std::uint64_t>(s.page_checksums.size()));
+  out.put_all(s.page_checksums);
+}
+
+BinarySection take_section(base::Unpacked& in) {
+  BinarySection s;
+  s.length = in.take();
+  s.checksum = in.take_all(1).at(0);
+  for (std::uint64_t* n : {&s.shard_count, &s.chunk_count, &s.bytes, &s.stored_bytes,
+                           &s.referenced_chunks, &s.referenced_bytes}) {
+    *n = in.take();
+  }
+  s.chunk_sizes = in.take_byte() != 0;
+  for (auto* dims : {&s.blocks, &s.block}) {
+    for (std::uint64_t count = in.take(); count > 0; --count) {
+      dims->push_back(static_cast<std::int64_t>(in.take()));
+    }
+  }
+  s.page_checksums = in.take_all(in.take());
+  return s;
+}
+
+}  // namespace
+
+std::uint64_t write_index_collectively(const Comm& comm, const std::filesystem::path& dir,
+                                       TreeIndex index,
+                                       std::vector<std::pair<std::size_t, ShardRecord>> records,
+                                       bool sync_dir, const LinkReferencedFiles& link) {
+  const std::string what = fmt::format("save_tree '{}': writing the index:", dir.string());
+  const std::filesystem::path bin_path = dir / kTreeIndexBinaryFile;
+  const int size = comm.size();
+  const std::vector<std::size_t> slots = array_slots(index);
+
+  // 1. The data files, numbered alike on every rank.
+  std::set<std::string> names;
+  for (const auto& [array, record] : records) {
+    names.insert(record.file);
+    names.insert(record.ref_files.begin(), record.ref_files.end());
+  }
+  for (const auto& from : comm.allgather_bytes(pack_names(names))) unpack_names(from, names);
+  index.files.assign(names.begin(), names.end());
+
+  // 2. Each record to its leaf's section owner.
+  std::vector<std::vector<std::byte>> outgoing;
+  {
+    std::vector<std::vector<std::pair<std::size_t, ShardRecord>>> to(
+        static_cast<std::size_t>(size));
+    for (auto& [array, record] : records) {
+      to[static_cast<std::size_t>(section_owner(array, size))].emplace_back(array,
+                                                                            std::move(record));
+    }
+    records.clear();
+    for (const auto& part : to) outgoing.push_back(pack_records(part));
+  }
+  std::vector<std::vector<std::byte>> incoming = comm.alltoall_bytes(outgoing);
+  outgoing.clear();
+  for (const auto& from : incoming) g_records_received += from.size();
+
+  // 3. This rank's sections; the primary creates cairn-tree.bin, which the owners write into.
+  std::vector<std::pair<std::size_t, std::string>> sections;  // array index, bytes
+  std::set<std::string> referenced;  // files of earlier saves that those sections name
+  comm.run_all(what, [&] {
+    // Ranks arrive in order, so each leaf's shards come out in ascending rank.
+    for (const auto& from : incoming) {
+      unpack_records(from, [&](std::size_t array, ShardRecord&& record) {
+        const std::size_t a = array_index(array, slots.size(), "a shard record");
+        if (section_owner(a, size) != comm.rank()) {
+          throw Error(ErrorCode::internal,
+                      fmt::format("a shard record of leaf '{}' arrived at rank {}, not at its "
+                                  "section's owner",
+                                  index.leaves[slots[a]].path, comm.rank()));
+        }
+        index.leaves[slots[a]].shards.push_back(std::move(record));
+      });
+    }
+    const FileNumbers numbers = file_numbers(index.files);
+    for (std::size_t a = 0; a < slots.size(); ++a) {
+      if (section_owner(a, size) != comm.rank()) continue;
+      LeafRecord& leaf = index.leaves[slots[a]];
+      for (const ShardRecord& s : leaf.shards)
+        referenced.insert(s.ref_files.begin(), s.ref_files.end());
+      sections.emplace_back(a, encode_section(leaf, numbers));
+      leaf.shards = {};
+    }
+    if (comm.is_primary()) base::PosixFile(bin_path, base::PosixFile::Mode::write_new).close();
+  });
+  incoming = {};
+
+  // 4. The sections' offsets, from every section's length; each owner writes its sections.
+  base::Packed lengths;
+  lengths.put(static_cast<std::uint64_t>(sections.size()));
+  for (const auto& [array, bytes] : sections) {
+    lengths.put(static_cast<std::uint64_t>(array));
+    lengths.put(static_cast<std::uint64_t>(bytes.size()));
+  }
+  std::vector<std::uint64_t> offsets(slots.size() + 1, 0);  // offsets[a + 1]: a's length first
+  for (const auto& from : comm.allgather_bytes(lengths.bytes())) {
+    base::Unpacked in(from);
+    for (std::uint64_t count = in.take(); count > 0; --count) {
+      const std::size_t a = array_index(in.take(), slots.size(), "the length of a section");
+      offsets[a + 1] = in.take();
+    }
+  }
+  offsets[0] = kTreeIndexBinaryHeaderBytes;
+  for (std::size_t a = 0; a < slots.size(); ++a) offsets[a + 1] += offsets[a];
+  comm.run_all(what, [&] {
+    if (sections.empty()) return;
+    base::PosixFile bin(bin_path, base::PosixFile::Mode::write_existing);
+    for (const auto& [array, bytes] : sections) {
+      bin.write_at(offsets[array], std::as_bytes(std::span(bytes)));
+    }
+    bin.sync();
+    bin.close();
+  });
+
+  // 5. The primary completes the index from one summary per section.
+  base::Packed summary;
+  summary.put(static_cast<std::uint64_t>(sections.size()));
+  for (const auto& [array, bytes] : sections) {
+    put_section(summary, array, *index.leaves[slots[array]].section);
+  }
+  summary.put(static_cast<std::uint64_t>(referenced.size()));
+  for (const std::string& name : referenced) summary.put(name);
+  sections.clear();
+  const std::vector<std::vector<std::byte>> summaries = comm.gather_bytes(summary.bytes());
+  std::uint64_t index_bytes = 0;
+  comm.run_all(what, [&] {
+    if (!comm.is_primary()) return;
+    referenced.clear();
+    for (const auto& from : summaries) {
+      base::Unpacked in(from);
+      for (std::uint64_t count = in.take(); count > 0; --count) {
+        const std::size_t a = array_index(in.take(), slots.size(), "the summary of a section");
+        BinarySection section = take_section(in);
+        section.offset = offsets[a];
+        index.leaves[slots[a]].section = std::move(section);
+      }
+      for (std::uint64_t count = in.take(); count > 0; --count) referenced.insert(in.take_text());
+      if (!in.done()) throw Error(ErrorCode::internal, "a section summary ends with stray bytes");
+    }
+    for (const std::size_t slot : slots) {
+      if (!index.leaves[slot].section) {
+        throw Error(ErrorCode::internal,
+                    fmt::format("no rank wrote the section of leaf '{}'", index.leaves[slot].path));
+      }
+    }
+    if (link) link(referenced);
+    index.version = kTreeFormatVersionSections;
+    index.binary_checksum = sections_checksum(index);
+    const std::string header = index_header(index);
+    base::PosixFile bin(bin_path, base::PosixFile::Mode::write_existing);
+    bin.write_at(0, std::as_bytes(std::span(header)));
+    bin.sync();
+    bin.close();
+    const std::string text = boost::json::serialize(to_json(index));
+    base::write_file_durably(dir / kTreeIndexFile, text);
+    if (sync_dir) base::sync_directory(dir);
+    index_bytes = offsets.back() + text.size();
+  });
+  return index_bytes;
+}
+
+std::uint64_t index_records_received() noexcept { return g_records_received.load(); }
+
+}  // namespace cairn::storage
