@@ -3,8 +3,9 @@
 // from the device first and kept), the async CheckpointManager with incremental saves from
 // device memory (device-to-device snapshots and shards over the staging budget), replicated
 // leaves broadcast into device buffers on some ranks and host buffers on others, an NCCL
-// communicator over ranks with distinct devices, and strided device views (refused, declared or
-// detected). Every test skips, saying why, on a machine without a usable CUDA device.
+// communicator over ranks with distinct devices, strided device views (refused, declared or
+// detected), and 64 MiB leaves through the default staging buffers. Every test skips, saying why,
+// on a machine without a usable CUDA device.
 #include <cairn/checkpointer.hpp>
 #include <cairn/config.hpp>
 #include <cairn/error.hpp>
@@ -58,10 +59,11 @@ std::size_t bytes_of(const Box& box, DType dtype = DType::float64) {
   return static_cast<std::size_t>(volume(box)) * dtype_size(dtype);
 }
 
-ArrayShard device_shard(const DeviceArray& device, const Box& box, DType dtype = DType::float64) {
+ArrayShard device_shard(const DeviceArray& device, const Box& box, DType dtype = DType::float64,
+                        const std::vector<std::int64_t>& shape = kShape) {
   ArrayShard shard;
   shard.dtype = dtype;
-  shard.global_shape = kShape;
+  shard.global_shape = shape;
   shard.box = box;
   shard.data = device.data();
   shard.memory = MemoryKind::cuda_device;
@@ -297,4 +299,50 @@ TEST(GpuPaths, StridedDeviceViewsAreRefused) {
         << e.what();
   }
   EXPECT_FALSE(std::filesystem::exists(tmp / "strided" / "cairn-tree.json"));
+}
+
+TEST(GpuPaths, LargeDeviceLeavesCrossManyStagingBuffers) {
+  CAIRN_REQUIRE_CUDA_DEVICE();
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  // 64 MiB of float64 with distinct bytes in every element, through the default buffers (two
+  // 8 MiB pinned halves of the 16 MiB I/O buffer): each shard crosses several of them.
+  const std::vector<std::int64_t> shape = {2048, 4096};
+  const Box box = block_box(shape, comm.rank(), comm.size());
+  const auto reference = reference_box(DType::float64, shape, box);
+  for (StorageFormat format : cairn::testing::available_formats()) {
+    SCOPED_TRACE(std::string(storage_format_name(format)));
+    const auto dir = tmp / std::string(storage_format_name(format));
+    DeviceArray device(reference.size());
+    device.upload(reference);
+    ArrayTree tree;
+    tree.add_array("big", device_shard(device, box, DType::float64, shape));
+    save_tree(comm, dir, tree, {.format = format});
+    // Into another decomposition of the same ranks.
+    const Box slab = slab_box(shape, comm.rank(), comm.size());
+    DeviceArray back(bytes_of(slab));
+    back.fill(0xEE);
+    ArrayTree target;
+    target.add_array("big", device_shard(back, slab, DType::float64, shape));
+    restore_tree(comm, dir, target);
+    EXPECT_TRUE(back.download() == reference_box(DType::float64, shape, slab));
+  }
+  // An async device-to-device snapshot of it, overwritten at once.
+  DeviceArray device(reference.size());
+  device.upload(reference);
+  ArrayTree tree;
+  tree.add_array("big", device_shard(device, box, DType::float64, shape));
+  {
+    AsyncCheckpointer ckpt(comm, std::make_shared<ArrayTreeHandler>(),
+                           {.staging_bytes = std::size_t{256} << 20, .device_staging = true});
+    ckpt.save(tmp / "async", ArrayTreeSave(tree));
+    device.fill(0x55);
+    ckpt.wait_until_finished();
+  }
+  DeviceArray back(reference.size());
+  back.fill(0xEE);
+  ArrayTree target;
+  target.add_array("big", device_shard(back, box, DType::float64, shape));
+  restore_tree(comm, tmp / "async", target);
+  EXPECT_TRUE(back.download() == reference);
 }
