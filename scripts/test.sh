@@ -1,7 +1,16 @@
 #!/usr/bin/env bash
-# Checks everything CI checks, from a clean or an existing checkout:
+# Checks everything CI checks (.ci/run runs it), from a clean or an existing checkout.
+#
+#   scripts/test.sh [--quick]
+#   --quick     the contributors' lane: steps 1, 2, 2a, 3 and 3a only, and step 3 without the tests
+#               of label long (the Slurm jobs, the kill trials, the benchmarks, the install
+#               checks, the 64-rank run): minutes, once built
+#   -h, --help  prints this text
+#
+# Steps:
 #   1. scripts/setup.sh (installs missing packages; instant when all are there);
 #   2. formatting of every C/C++/CUDA file under include lib apps tests (clang-format);
+#   2a. the docs name only files and symbols that exist (scripts/check_docs.sh);
 #   3. configure, build and ctest in $BUILD_DIR (every step configures with
 #      -DCAIRN_WERROR=ON, and the steps that build tests with -DCAIRN_FAULT_INJECTION=ON: both
 #      are off by default, for people who install);
@@ -42,10 +51,23 @@
 #                               the fuzzers), and the 4- and 64-rank runs repeat the code paths
 #                               of the 2-rank ones; all run in step 3. Set it empty to run every
 #                               test)
-#   CAIRN_CTEST_ARGS            extra ctest arguments for step 3 (default: none)
+#   CAIRN_CTEST_ARGS            extra ctest arguments for step 3 (default: none; with --quick:
+#                               "-LE long")
 #   CAIRN_CMAKE_ARGS            extra configure arguments for steps 3, 3b and 4
 #   JOBS                        build and ctest parallelism (default: nproc)
 set -uo pipefail
+
+# usage: prints the comment at the top of this file.
+usage() { sed -n '2,/^set -uo pipefail$/s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
+quick=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) quick=1 ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "test.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
+  esac
+  shift
+done
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root" || exit 1
@@ -103,6 +125,16 @@ else
   echo "Fix with: clang-format -i ${unformatted[*]}"
   failed+=("format")
   summary+=("format: ${#unformatted[@]} files need clang-format")
+fi
+
+# --- 2a. The docs name only files and symbols that exist (scripts/check_docs.sh).
+say "docs (scripts/check_docs.sh)"
+start=$(date +%s)
+if scripts/check_docs.sh; then
+  summary+=("docs: ok ($(elapsed "$start"))")
+else
+  failed+=("docs")
+  summary+=("docs: names files or symbols that do not exist (scripts/check_docs.sh)")
 fi
 
 # cuda_linkage <build dir>: one line saying whether libcairn was built with CUDA/NCCL (from the
@@ -193,11 +225,17 @@ configure_build_test() {
   summary+=("$name: $line ($(elapsed "$start"))")
 }
 
-# --- 3. Default configuration. One slot more than JOBS: the Slurm jobs (tests/slurm, one
-# processor each) sleep most of their minutes waiting for the scheduler's signal, and without
-# it no 2-rank test could start next to them on a 2-core machine.
-CTEST_SLOTS=$((JOBS + 1)) configure_build_test "default" "$BUILD_DIR" "${CAIRN_CTEST_ARGS:-}" "" \
-  -DCAIRN_FAULT_INJECTION=ON
+# --- 3. Default configuration. One slot more than JOBS: the Slurm test (tests/slurm, one
+# processor) sleeps most of its two minutes waiting for the scheduler's signals, and without it
+# no 2-rank test could start next to it on a 2-core machine. The quick lane leaves out the
+# tests of label long, the Slurm test among them, and so needs no extra slot.
+if [ "$quick" = 1 ]; then
+  CTEST_SLOTS=$JOBS configure_build_test "default" "$BUILD_DIR" "${CAIRN_CTEST_ARGS--LE long}" "" \
+    -DCAIRN_FAULT_INJECTION=ON
+else
+  CTEST_SLOTS=$((JOBS + 1)) configure_build_test "default" "$BUILD_DIR" "${CAIRN_CTEST_ARGS:-}" \
+    "" -DCAIRN_FAULT_INJECTION=ON
+fi
 
 # --- 3a. The API reference: Doxygen over include/cairn; with CAIRN_WERROR every warning
 # (an undocumented public declaration, a broken doc command) fails the target.
@@ -217,7 +255,9 @@ fi
 # their tests (ctest would run, and fail, a test whose program was not built), on 2 ranks
 # and on 1 where a suite has no 2-rank copy: the default step runs their posix cases on 1, 2
 # and 4 ranks already, this one checks that a build without HDF5 works.
-if [ "${CAIRN_TEST_NOHDF5:-1}" != "0" ]; then
+if [ "$quick" = 1 ]; then
+  summary+=("no-hdf5: skipped (--quick)")
+elif [ "${CAIRN_TEST_NOHDF5:-1}" != "0" ]; then
   nohdf5_gtests="test_storage test_verify_tree test_prefetch test_scatter test_conformance"
   nohdf5_gtests+=" test_format_v1"
   nohdf5_gtests+=" test_damaged_chunks test_checkpointer test_async test_faults"
@@ -237,7 +277,9 @@ fi
 
 # --- 4. Sanitizers: the suites on 1 rank that have no 2-rank copy, and the 2-rank copies
 # (np1_twin: a 1-rank copy of a suite that also runs on 2 ranks, see tests/CMakeLists.txt).
-if [ "${CAIRN_TEST_SANITIZERS:-1}" != "0" ]; then
+if [ "$quick" = 1 ]; then
+  summary+=("sanitizers: skipped (--quick)")
+elif [ "${CAIRN_TEST_SANITIZERS:-1}" != "0" ]; then
   # Open MPI keeps allocations alive past MPI_Finalize on purpose (and its helpers leak), so
   # LeakSanitizer would fail every MPI test on memory cairn does not own: leaks are off.
   # Any other ASan or UBSan report stops the test with a stack trace.
@@ -256,7 +298,9 @@ fi
 # staging memory, the manager's async commits and background deletes, preemption signals).
 # Open MPI and HDF5 are not built for TSan; tests/tsan.supp silences reports whose stacks
 # pass through them (never an entry naming cairn).
-if [ "${CAIRN_TEST_TSAN:-1}" != "0" ]; then
+if [ "$quick" = 1 ]; then
+  summary+=("tsan: skipped (--quick)")
+elif [ "${CAIRN_TEST_TSAN:-1}" != "0" ]; then
   export TSAN_OPTIONS="suppressions=$root/tests/tsan.supp:halt_on_error=1:second_deadlock_stack=1:${TSAN_OPTIONS:-}"
   configure_build_test "tsan" "$TSAN_BUILD_DIR" "-L async|manager -LE np1|np4|restart|funneled" \
     "test_async test_staging test_manager test_restart_fallback test_on_commit_fault test_preemption test_manager_threads test_manager_semantics test_incremental_manager" \
@@ -266,7 +310,9 @@ else
 fi
 
 # --- 6. libFuzzer targets for the metadata parsers (clang only).
-if [ "${CAIRN_TEST_FUZZ:-1}" = "0" ]; then
+if [ "$quick" = 1 ]; then
+  summary+=("fuzz: skipped (--quick)")
+elif [ "${CAIRN_TEST_FUZZ:-1}" = "0" ]; then
   summary+=("fuzz: skipped (CAIRN_TEST_FUZZ=0)")
 elif ! command -v clang++ >/dev/null; then
   failed+=("fuzz")

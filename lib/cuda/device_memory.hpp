@@ -45,6 +45,13 @@ void use_device(int device, std::string_view what);
 /// needs a distinct device per rank; this tells ranks that share one. Never throws.
 [[nodiscard]] std::string current_device_id() noexcept;
 
+/// Waits for all work this process queued on the current device, on any stream
+/// (cudaDeviceSynchronize): cairn's own streams are non-blocking, so without this they would
+/// not wait for the caller's kernels and copies (on the legacy default stream or its own
+/// streams) that write a leaf before a save, or use a target before a restore. Nothing
+/// without a usable device. Throws IoError naming `what` with the CUDA error.
+void synchronize_device(std::string_view what);
+
 /// Free memory on the current device in bytes, or 0 when that cannot be known. Never throws.
 [[nodiscard]] std::size_t free_device_memory() noexcept;
 

@@ -96,6 +96,11 @@ std::string current_device_id() noexcept {
   }
 }
 
+void synchronize_device(std::string_view what) {
+  if (!device_status().usable) return;
+  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize", what);
+}
+
 std::size_t free_device_memory() noexcept {
   if (!device_status().usable) return 0;
   std::size_t free = 0;

@@ -27,6 +27,8 @@ void use_device(int, std::string_view) {}
 
 std::string current_device_id() noexcept { return {}; }
 
+void synchronize_device(std::string_view) {}
+
 std::size_t free_device_memory() noexcept { return 0; }
 
 Stream::Stream(std::string_view what) { require_device(what); }

@@ -4,8 +4,9 @@
 // device memory (device-to-device snapshots and shards over the staging budget), replicated
 // leaves broadcast into device buffers on some ranks and host buffers on others, an NCCL
 // communicator over ranks with distinct devices, strided device views (refused, declared or
-// detected), and 64 MiB leaves through the default staging buffers. Every test skips, saying why,
-// on a machine without a usable CUDA device.
+// detected), device work queued on the legacy default stream before a save or restore (seen
+// by the save, finished before the restore writes), and 64 MiB leaves through the default
+// staging buffers. Every test skips, saying why, on a machine without a usable CUDA device.
 #include <cairn/checkpointer.hpp>
 #include <cairn/config.hpp>
 #include <cairn/error.hpp>
@@ -16,9 +17,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gpu/gpu_test_util.hpp"
@@ -80,6 +84,33 @@ std::vector<std::byte> restore_into_device(const Comm& comm, const std::filesyst
   target.add_array(path, device_shard(device, box));
   restore_tree(comm, dir, target, options);
   return device.download();
+}
+
+// Page-locked host memory holding `bytes` (so that copies from it are asynchronous).
+class PinnedCopy {
+ public:
+  explicit PinnedCopy(const std::vector<std::byte>& bytes) : size_(bytes.size()) {
+    if (cudaMallocHost(&data_, size_) != cudaSuccess) throw std::runtime_error("cudaMallocHost");
+    std::memcpy(data_, bytes.data(), size_);
+  }
+  ~PinnedCopy() { (void)cudaFreeHost(data_); }
+  PinnedCopy(const PinnedCopy&) = delete;
+  PinnedCopy& operator=(const PinnedCopy&) = delete;
+  [[nodiscard]] const void* data() const { return data_; }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t size_;
+};
+
+void CUDART_CB sleep_300_ms(void*) { std::this_thread::sleep_for(std::chrono::milliseconds(300)); }
+
+// Queues on the legacy default stream, as an application's kernels usually are, a host
+// function that sleeps 300 ms and then `then` (a copy or memset); returns at once.
+template <class Then>
+void queue_late(Then then) {
+  ASSERT_EQ(cudaLaunchHostFunc(cudaStreamLegacy, sleep_300_ms, nullptr), cudaSuccess);
+  ASSERT_EQ(then(), cudaSuccess);
 }
 
 }  // namespace
@@ -299,6 +330,53 @@ TEST(GpuPaths, StridedDeviceViewsAreRefused) {
         << e.what();
   }
   EXPECT_FALSE(std::filesystem::exists(tmp / "strided" / "cairn-tree.json"));
+}
+
+TEST(GpuPaths, SaveAndRestoreWaitForDeviceWorkQueuedBeforeThem) {
+  CAIRN_REQUIRE_CUDA_DEVICE();
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  const Box box = block_box(kShape, comm.rank(), comm.size());
+  const std::size_t bytes = bytes_of(box);
+  const auto before = exact_values(box, 1.0);
+  const auto after = exact_values(box, 2.0);
+  const PinnedCopy pinned(after);
+  // A copy of `after` queued before the save must be in the checkpoint: in a plain save, an
+  // async save staged on the host and one snapshot on the device.
+  const char* kinds[] = {"save_tree", "async, host staging", "async, device staging"};
+  for (int kind = 0; kind < 3; ++kind) {
+    SCOPED_TRACE(kinds[kind]);
+    const auto dir = tmp / ("save" + std::to_string(kind));
+    DeviceArray device(bytes);
+    device.upload(before);
+    ArrayTree tree;
+    tree.add_array("fields/u", device_shard(device, box));
+    queue_late([&] {
+      return cudaMemcpyAsync(device.data(), pinned.data(), bytes, cudaMemcpyHostToDevice,
+                             cudaStreamLegacy);
+    });
+    if (kind == 0) {
+      save_tree(comm, dir, tree);
+    } else {
+      AsyncCheckpointer ckpt(comm, std::make_shared<ArrayTreeHandler>(),
+                             {.staging_bytes = std::size_t{64} << 20, .device_staging = kind == 2});
+      ckpt.save(dir, ArrayTreeSave(tree));
+      ckpt.wait_until_finished();
+    }
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(restore_into_device(comm, dir, "fields/u", box), after)
+        << "the save read the device buffer before the copy queued ahead of it";
+  }
+  // A memset of the target queued before a restore must not overwrite what it restores.
+  DeviceArray target(bytes);
+  target.fill(0xEE);
+  queue_late([&] { return cudaMemsetAsync(target.data(), 0, bytes, cudaStreamLegacy); });
+  ArrayTree into;
+  into.add_array("fields/u", device_shard(target, box));
+  restore_tree(comm, tmp / "save0", into);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(target.download(), after)
+      << "work queued before the restore overwrote the restored values";
 }
 
 TEST(GpuPaths, LargeDeviceLeavesCrossManyStagingBuffers) {

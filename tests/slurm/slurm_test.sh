@@ -10,14 +10,17 @@
 # and `mpirun` and `heat2d` on the job's PATH are small wrappers that run the real ones on 2
 # ranks with a small problem. heat2d saves the step it is at and stops; the script requeues
 # the job itself, and the second run must resume at the saved step, finish, and write exactly
-# the field of an uninterrupted run. Modes:
+# the field of an uninterrupted run. Modes, one job each:
 #   signal   heat2d.sbatch, --signal=B:USR1@45: Slurm signals the batch shell, whose trap
 #            forwards SIGUSR1 through mpirun to every rank;
 #   srun     heat2d-srun.sbatch, --signal=USR1@45: Slurm signals the tasks started by srun;
 #   endtime  heat2d.sbatch with a 3-minute limit and heat2d's --preemption-margin 150: the
 #            ranks stop on SLURM_JOB_END_TIME (the script sets it from squeue where Slurm does
 #            not), before Slurm's signal could come.
-# Each checks, from cairn's log, what made heat2d stop (a signal, or the end time).
+# The jobs of all the modes given are submitted at once to the one Slurm started here (the
+# node takes up to 4 jobs at once, OverSubscribe=FORCE:4), each with its own job, scratch and
+# working directories: their minutes of waiting for Slurm overlap. Each is checked on its own,
+# from cairn's log, for what made heat2d stop (a signal, or the end time).
 #
 # When Slurm signals: slurmctld checks its jobs every 30 s and sends the signal at the first
 # check where now + 45 s + 30 s >= the end time, i.e. 45 to 75 s after the start of a 2-minute
@@ -25,28 +28,36 @@
 # signal comes and has long installed its handler. The requeued run (SLURM_RESTART_COUNT > 0)
 # does not sleep and is done in seconds, well before its own signal.
 #
-#   slurm_test.sh MODE HEAT2D MPIEXEC "MPIEXEC_FLAGS" TEMPLATE_DIR
-# Exit status: 0 passed, 1 failed, 77 skipped (the machine forbids starting the daemons; the
-# reason is printed).
+#   slurm_test.sh "MODE..." HEAT2D MPIEXEC "MPIEXEC_FLAGS" TEMPLATE_DIR
+# Exit status: 0 every mode passed, 1 one failed (each failure is printed), 77 skipped (the
+# machine forbids starting the daemons; the reason is printed).
 set -uo pipefail
 
-mode="$1"
+read -r -a modes <<<"$1"
 heat2d="$2"
 mpiexec="$3"
 read -r -a mpiexec_flags <<<"${4:-}"
 templates="$5"
 steps=1000
 delay_ms=100
+problem=(--nx 96 --ny 64 --steps "$steps" --save-every 100 --max-to-keep 2 --quiet)
+
+# mode_settings MODE: sets template, margin, limit, signal and expect for MODE's job.
 # margin 0: only the signal preempts (the end time is two minutes away at most). In endtime
 # mode the signal comes 105 s after the start at the earliest; the end time, 30 s after.
-template=heat2d.sbatch margin=0 limit=2 signal=B:USR1@45 expect="local_signal=SIGUSR1"
-case "$mode" in
-  signal) ;;
-  srun) template=heat2d-srun.sbatch signal=USR1@45 ;;
-  endtime) margin=150 limit=3 expect="local_signal=none local_deadline_near=true" ;;
-  *) echo "slurm_test: unknown mode '$mode'" >&2; exit 2 ;;
-esac
-problem=(--nx 96 --ny 64 --steps "$steps" --save-every 100 --max-to-keep 2 --quiet)
+mode_settings() {
+  template=heat2d.sbatch margin=0 limit=2 signal=B:USR1@45 expect="local_signal=SIGUSR1"
+  case "$1" in
+    signal) ;;
+    srun) template=heat2d-srun.sbatch signal=USR1@45 ;;
+    endtime) margin=150 limit=3 expect="local_signal=none local_deadline_near=true" ;;
+    *) return 1 ;;
+  esac
+}
+[ ${#modes[@]} -gt 0 ] || { echo "slurm_test: no mode given" >&2; exit 2; }
+for mode in "${modes[@]}"; do
+  mode_settings "$mode" || { echo "slurm_test: unknown mode '$mode'" >&2; exit 2; }
+done
 
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*"; exit 1; }
@@ -65,13 +76,22 @@ id munge >/dev/null 2>&1 || fail "the munge package did not create the user 'mun
 work="$(mktemp -d /tmp/cairn-slurm.XXXXXX)"
 chmod 755 "$work"
 host="$(hostname)"
-port=$((17000 + $$ % 2000))
+# Two ports, slurmctld's and slurmd's: an even pair, so that two copies of this test (from two
+# build trees) never share one, and the first pair nothing listens on.
+port=$((17000 + 2 * ($$ % 1000)))
+for _ in $(seq 100); do
+  ss -Hltn 2>/dev/null | grep -qE ":($port|$((port + 1)))\b" || break
+  port=$((17000 + (port - 17000 + 2) % 2000))
+done
 export SLURM_CONF="$work/etc/slurm.conf"
 
 started=()  # "name:pidfile" of every daemon started here
 cleanup() {
   local rc=$?
-  if [ -f "$work/jobid" ]; then scancel "$(cat "$work/jobid")" >/dev/null 2>&1; fi
+  local jobid_file
+  for jobid_file in "$work"/*/jobid; do
+    [ -s "$jobid_file" ] && scancel "$(cat "$jobid_file")" >/dev/null 2>&1
+  done
   for entry in "${started[@]}"; do
     local name="${entry%%:*}" pidfile="${entry#*:}" pid
     pid="$(cat "$pidfile" 2>/dev/null)" || continue
@@ -84,7 +104,7 @@ cleanup() {
     fi
   done
   if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then
-    for log in "$work"/log/*.log "$work"/job-*.out; do
+    for log in "$work"/log/*.log "$work"/*/job-*.out; do
       [ -f "$log" ] && { echo "--- $log"; tail -n 30 "$log"; }
     done
   fi
@@ -154,15 +174,19 @@ echo "slurm is up on $host (ports $port, $((port + 1)))"
 "$mpiexec" -n 2 "${mpiexec_flags[@]}" "$heat2d" "${problem[@]}" \
   --checkpoint-dir "$work/ref-root" --output "$work/ref.bin" || fail "the uninterrupted run failed"
 
-# --- The job: the template as installed, with mpirun and heat2d on its PATH as wrappers.
-mkdir -p "$work/bin" "$work/job" "$work/scratch"
-cat >"$work/bin/mpirun" <<WRAP
+# --- The jobs: the template as installed, with mpirun and heat2d on its PATH as wrappers; one
+# directory per mode ($work/MODE: bin, job, scratch, jobid, job-ID.out).
+for mode in "${modes[@]}"; do
+  mode_settings "$mode"
+  dir="$work/$mode"
+  mkdir -p "$dir/bin" "$dir/job" "$dir/scratch"
+  cat >"$dir/bin/mpirun" <<WRAP
 #!/bin/bash
 exec "$mpiexec" -n 2 ${mpiexec_flags[*]} "\$@"
 WRAP
-# heat2d: the template's own options, less its --steps, plus this test's small problem; the
-# first run sleeps after every step, the requeued one does not.
-cat >"$work/bin/heat2d" <<WRAP
+  # heat2d: the template's own options, less its --steps, plus this test's small problem; the
+  # first run sleeps after every step, the requeued one does not.
+  cat >"$dir/bin/heat2d" <<WRAP
 #!/bin/bash
 args=()
 while [ \$# -gt 0 ]; do
@@ -173,49 +197,85 @@ delay=$delay_ms
 if [ "\${SLURM_RESTART_COUNT:-0}" -gt 0 ]; then delay=0; fi
 exec "$heat2d" "\${args[@]}" ${problem[*]} --preemption-margin $margin --step-delay-ms "\$delay"
 WRAP
-chmod +x "$work/bin/mpirun" "$work/bin/heat2d"
-cp "$templates/$template" "$work/job.sbatch"
-PATH="$work/bin:$PATH" SCRATCH="$work/scratch" CAIRN_LOG_LEVEL=info \
-  sbatch --parsable --nodes=1 --ntasks-per-node=2 --time="$limit" --signal="$signal" \
-  --chdir="$work/job" -o "$work/job-%j.out" -J "cairn-$mode" "$work/job.sbatch" >"$work/jobid" ||
-  fail "sbatch $template failed"
-jobid="$(cat "$work/jobid")"
-echo "submitted $template as job $jobid (--time=$limit --signal=$signal, margin $margin s)"
+  chmod +x "$dir/bin/mpirun" "$dir/bin/heat2d"
+  cp "$templates/$template" "$dir/job.sbatch"
+  PATH="$dir/bin:$PATH" SCRATCH="$dir/scratch" CAIRN_LOG_LEVEL=info \
+    sbatch --parsable --nodes=1 --ntasks-per-node=2 --time="$limit" --signal="$signal" \
+    --chdir="$dir/job" -o "$dir/job-%j.out" -J "cairn-$mode" "$dir/job.sbatch" >"$dir/jobid" ||
+    fail "sbatch $template ($mode) failed"
+  echo "$mode: submitted $template as job $(cat "$dir/jobid")" \
+    "(--time=$limit --signal=$signal, margin $margin s)"
+done
 
-job_field() { scontrol show job "$jobid" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$1=//p" | head -1; }
+# job_field JOBID FIELD: FIELD of the job in the last `scontrol -o show job` ($work/jobs).
+job_field() {
+  awk -v id="JobId=$1" -v key="$2=" '$1 == id {
+    for (i = 2; i <= NF; i++) if (index($i, key) == 1) { print substr($i, length(key) + 1); exit }
+  }' "$work/jobs"
+}
 
-# The script requeues itself when preempted: wait until a run of it completes. Slurm may
-# signal a run again (its signal resolution is up to a minute), so any number of requeues that
-# end with the right result is a pass.
-state=""
-restarts=""
+# Each script requeues itself when preempted: wait until a run of each job completes. Slurm
+# may signal a run again (its signal resolution is up to a minute), so any number of requeues
+# that end with the right result is a pass.
+pending=("${modes[@]}")
 for _ in $(seq 600); do
-  state="$(job_field JobState)"
-  restarts="$(job_field Restarts)"
-  case "$state" in
-    COMPLETED) break ;;
-    FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY) fail "job $jobid ended $state" ;;
-  esac
+  scontrol -o show job >"$work/jobs" 2>/dev/null
+  still=()
+  for mode in "${pending[@]}"; do
+    case "$(job_field "$(cat "$work/$mode/jobid")" JobState)" in
+      COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY) ;;
+      *) still+=("$mode") ;;
+    esac
+  done
+  pending=("${still[@]}")
+  [ ${#pending[@]} -eq 0 ] && break
   sleep 0.5
 done
-[ "$state" = COMPLETED ] ||
-  fail "job $jobid did not finish in 300 s (state $state, restarts $restarts)"
-[ "${restarts:-0}" -ge 1 ] ||
-  fail "job $jobid completed without requeueing itself: $(cat "$work"/job-*.out)"
 
-out="$work/job-$jobid.out"
-saved="$(sed -n 's/^heat2d: preempted: saved step \([0-9]*\).*/\1/p' "$out" | head -1)"
-[ -n "$saved" ] || fail "the first run was not preempted: $(cat "$out")"
-reason="$(grep -m1 -o 'event=preemption.reached .*' "$out")"
-grep -q "event=preemption.reached step=$saved $expect" "$out" ||
-  fail "the first run stopped at step $saved for another reason than expected ($expect): $reason"
-echo "the first run saved step $saved and stopped ($reason); the script requeued the job"
-# Every requeued run resumes at the step the run before it saved.
-resumes="$(awk '/^heat2d: preempted: saved step / { saved = $5; next }
-  /^heat2d: restarted from step / { n++; if ($5 != saved) bad = bad " " $5 "!=" saved }
-  END { print n + 0, (bad == "" ? "ok" : bad) }' "$out")"
-[ "${resumes#* }" = ok ] || fail "a requeued run did not resume where the run before stopped:${resumes#* }"
-[ "${resumes%% *}" -ge 1 ] || fail "no requeued run restarted: $(cat "$out")"
-grep -q "^heat2d: finished step $steps," "$out" || fail "the requeued run did not finish: $(cat "$out")"
-cmp "$work/ref.bin" "$work/job/final.bin" || fail "the result differs from the uninterrupted run"
-echo "$restarts requeue(s); runs resumed where the one before stopped; result equals the uninterrupted run"
+# check_mode MODE: the checks of one job, from the last listing; prints what failed.
+check_mode() {
+  local mode="$1" jobid state restarts out saved reason resumes
+  mode_settings "$mode"
+  jobid="$(cat "$work/$mode/jobid")"
+  state="$(job_field "$jobid" JobState)"
+  restarts="$(job_field "$jobid" Restarts)"
+  out="$work/$mode/job-$jobid.out"
+  case "$state" in
+    COMPLETED) ;;
+    FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY)
+      echo "job $jobid ended $state"; return 1 ;;
+    *) echo "job $jobid did not finish in 300 s (state $state, restarts $restarts)"; return 1 ;;
+  esac
+  [ "${restarts:-0}" -ge 1 ] ||
+    { echo "job $jobid completed without requeueing itself: $(cat "$out")"; return 1; }
+  saved="$(sed -n 's/^heat2d: preempted: saved step \([0-9]*\).*/\1/p' "$out" | head -1)"
+  [ -n "$saved" ] || { echo "the first run was not preempted: $(cat "$out")"; return 1; }
+  reason="$(grep -m1 -o 'event=preemption.reached .*' "$out")"
+  grep -q "event=preemption.reached step=$saved $expect" "$out" ||
+    { echo "the first run stopped at step $saved, not as expected ($expect): $reason"; return 1; }
+  echo "the first run saved step $saved and stopped ($reason); the script requeued the job"
+  # Every requeued run resumes at the step the run before it saved.
+  resumes="$(awk '/^heat2d: preempted: saved step / { saved = $5; next }
+    /^heat2d: restarted from step / { n++; if ($5 != saved) bad = bad " " $5 "!=" saved }
+    END { print n + 0, (bad == "" ? "ok" : bad) }' "$out")"
+  [ "${resumes#* }" = ok ] ||
+    { echo "a requeued run did not resume where the run before stopped:${resumes#* }"; return 1; }
+  [ "${resumes%% *}" -ge 1 ] || { echo "no requeued run restarted: $(cat "$out")"; return 1; }
+  grep -q "^heat2d: finished step $steps," "$out" ||
+    { echo "the requeued run did not finish: $(cat "$out")"; return 1; }
+  cmp "$work/ref.bin" "$work/$mode/job/final.bin" ||
+    { echo "the result differs from the uninterrupted run"; return 1; }
+  echo "$restarts requeue(s); runs resumed where the one before stopped;" \
+    "result equals the uninterrupted run"
+}
+
+failed=()
+for mode in "${modes[@]}"; do
+  if check_mode "$mode" > "$work/$mode/check"; then
+    sed "s/^/$mode: /" "$work/$mode/check"
+  else
+    sed "s/^/FAIL $mode: /" "$work/$mode/check"
+    failed+=("$mode")
+  fi
+done
+[ ${#failed[@]} -eq 0 ] || fail "${failed[*]}"
