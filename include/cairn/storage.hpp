@@ -1,12 +1,13 @@
 // cairn — storage of array trees: the two on-disk formats (one shared parallel HDF5 file, or
 // one file per process plus an index) and N->M restore.
 //
-// An item directory written by save_tree() holds cairn-tree.json (the tree structure, dtypes,
-// global shapes, shard index and an XXH3-64 checksum per chunk of each shard) and the data: data.h5
-// (format hdf5, one dataset per array leaf at its leaf path, readable with h5dump or h5py) and/or
-// shards/p<rank>.bin (format posix, each rank's shards 4 KiB-aligned; shards/a<k>.bin, shared by
-// a group of ranks, with TreeSaveOptions::posix_aggregation). Restore works with any
-// number of ranks and any decomposition.
+// An item directory written by save_tree() holds the index, cairn-tree.json (the tree structure,
+// dtypes, global shapes) and cairn-tree.bin (the shard records and an XXH3-64 checksum per chunk
+// of each shard), and the data: data.h5 (format hdf5, one dataset per array leaf at its leaf
+// path, readable with h5dump or h5py) and/or shards/p<rank>.bin (format posix, each rank's
+// shards 4 KiB-aligned; shards/a<k>.bin, shared by a group of ranks, with
+// TreeSaveOptions::posix.aggregation). Restore works with any number of ranks and any
+// decomposition. docs/architecture.md specifies the files.
 //
 // Every function here is collective over the Comm passed to it.
 #pragma once
@@ -98,8 +99,10 @@ struct Compression {
   /// positive.
   double absolute_error = 0;
   /// zfp: every restored element differs from the saved one by at most this fraction of the
-  /// largest finite magnitude in its chunk (posix: each checksum chunk; hdf5: the whole leaf,
-  /// one tolerance per dataset). Used when positive and absolute_error is not.
+  /// largest finite magnitude of the whole leaf (all ranks' shards), in every format. (posix
+  /// compresses each checksum chunk with its own largest magnitude, which bounds the error
+  /// tighter still; hdf5 gives the dataset one tolerance.) Used when positive and
+  /// absolute_error is not.
   double relative_error = 0;
 
   /// Stored as they are. Never throws.
@@ -112,8 +115,8 @@ struct Compression {
   [[nodiscard]] static Compression zfp_absolute(double bound) {
     return {.kind = Kind::zfp, .absolute_error = bound};
   }
-  /// ZFP with an error bound relative to the largest magnitude of each chunk (hdf5: of the
-  /// leaf). Never throws; a bound <= 0 fails the save.
+  /// ZFP with an error bound relative to the largest finite magnitude of the leaf (see
+  /// relative_error). Never throws; a bound <= 0 fails the save.
   [[nodiscard]] static Compression zfp_relative(double bound) {
     return {.kind = Kind::zfp, .relative_error = bound};
   }
@@ -167,8 +170,8 @@ struct PosixAggregation {
     /// moves between ranks.
     every_rank,
     /// The group's aggregator (its first rank) alone opens and writes the file: the other
-    /// ranks copy their shards into a shared-memory ring of the node (POSIX shm, about
-    /// TreeSaveOptions::io_buffer_bytes per group, at least 68 KiB per shipping rank) from
+    /// ranks copy their shards into a shared-memory ring of the node (POSIX shm,
+    /// PosixOptions::ring_bytes per group, at least 68 KiB per shipping rank) from
     /// which the aggregator writes them, as ADIOS2 BP5's two-level aggregation does. The ranks
     /// of every group must then share a node (always so for per_node; a `count` group that
     /// spans nodes is InvalidArgument on every rank). Ignored by per_rank.

@@ -20,8 +20,8 @@ class PosixFile {
   enum class Mode { read, write_new, write_existing };
 
   /// Opens `path`: `read` opens an existing file read-only; `write_new` creates or truncates
-  /// it for writing (mode 0644); `write_existing` opens an existing file for writing, keeping
-  /// its content. Throws NotFound (read or write_existing, missing) or IoError.
+  /// it for writing (mode 0666 less the umask); `write_existing` opens an existing file for
+  /// writing, keeping its content. Throws NotFound (read or write_existing, missing) or IoError.
   PosixFile(std::filesystem::path path, Mode mode);
   ~PosixFile();
   PosixFile(PosixFile&& other) noexcept;

@@ -9,28 +9,24 @@
 #include <cstdint>
 #include <vector>
 
+#include "storage/index/tree_index.hpp"
+
 namespace cairn::storage {
 
-/// One array leaf of the tree being written.
-struct ArrayJob {
+/// One array leaf of the tree being written: how it is stored (StoredArray: the dtype stored
+/// is LeafSaveArgs::dtype, else the leaf's; chunk_bytes LeafSaveArgs::chunk_bytes, else
+/// TreeSaveOptions::checksum_chunk_bytes; compression and chunk_shape LeafSaveArgs', else the
+/// tree's) and this rank's share of it.
+struct ArrayJob : StoredArray {
   const Leaf* leaf = nullptr;
-  StorageFormat format = StorageFormat::posix;
   bool writes = false;      ///< this rank writes a shard of it
   std::uint64_t bytes = 0;  ///< bytes of this rank's shard in memory (0 when it writes none)
-  /// The dtype stored on disk (LeafSaveArgs::dtype, else the leaf's) and the bytes of this
-  /// rank's shard in it; `cast` when it differs from the leaf's dtype.
-  DType stored_dtype = DType::float64;
+  /// The bytes of this rank's shard in the stored dtype; `cast` when that differs from the
+  /// leaf's dtype.
   std::uint64_t stored_bytes = 0;
   bool cast = false;
   /// Where this rank's shard lives: declared, or detected when asked (TreeSaveOptions).
   MemoryKind memory = MemoryKind::host;
-  /// Bytes of a checksum chunk of the leaf (LeafSaveArgs::chunk_bytes, else
-  /// TreeSaveOptions::checksum_chunk_bytes, in whole stored elements).
-  std::uint64_t chunk_bytes = 1;
-  /// Compression of the stored bytes (LeafSaveArgs::compression, else
-  /// TreeSaveOptions::compression) and the hdf5 chunk shape (LeafSaveArgs::chunk_shape).
-  Compression compression = {};
-  std::vector<std::int64_t> chunk_shape = {};
   /// The position among the array leaves of its format: its index in that format's writer.
   std::size_t format_index = 0;
 };

@@ -23,8 +23,7 @@ const LeafRecord* base_leaf_of(const TreeIndex& index, const ArrayJob& job) {
   const LeafRecord* leaf = index.find(job.leaf->path());
   if (leaf == nullptr || leaf->kind != LeafKind::array || !leaf->section) return nullptr;
   const bool same = leaf->format == StorageFormat::posix && job.format == StorageFormat::posix &&
-                    leaf->dtype == job.stored_dtype &&
-                    leaf->shape == job.leaf->as_array().global_shape &&
+                    leaf->dtype == job.dtype && leaf->shape == job.leaf->as_array().global_shape &&
                     leaf->chunk_bytes == job.chunk_bytes && leaf->compression == job.compression;
   return same ? leaf : nullptr;
 }

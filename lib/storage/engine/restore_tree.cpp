@@ -16,6 +16,7 @@
 #include "base/first_error.hpp"
 #include "base/posix_file.hpp"
 #include "cuda/device_leaf.hpp"
+#include "cuda/device_memory.hpp"
 #include "cuda/staged_copy.hpp"
 #include "storage/engine/broadcast_leaves.hpp"
 #include "storage/engine/restore_transforms.hpp"
@@ -482,6 +483,12 @@ void restore_from_index(const Comm& comm, const std::filesystem::path& dir,
         storage::pad_target(leaf->as_array(), memory.back(), options.resize_leaves.at(leaf->path()),
                             leaf->path());
       }
+    }
+    // The caller's device work queued before the restore (kernels still using the targets)
+    // finishes before cairn's copies write them.
+    if (std::find(memory.begin(), memory.end(), MemoryKind::cuda_device) != memory.end()) {
+      cuda::synchronize_device(
+          fmt::format("restore_tree '{}': waiting for the device", dir.string()));
     }
   });
   // Load and broadcast: the primary alone reads replicated leaves.

@@ -61,18 +61,7 @@ void TreeWriter::finish(const Comm& comm) {
     record.path = leaf->path();
     record.kind = leaf->kind();
     switch (leaf->kind()) {
-      case LeafKind::array: {
-        const ArrayShard& shard = leaf->as_array();
-        const ArrayJob& job = arrays_.at(arrays++);
-        record.format = job.format;
-        record.dtype = job.stored_dtype;
-        record.shape = shard.global_shape;
-        record.replicated = shard.replicated;
-        record.fortran_order = shard.fortran_order;
-        record.chunk_bytes = job.chunk_bytes;
-        record.compression = job.compression;
-        break;
-      }
+      case LeafKind::array: static_cast<StoredArray&>(record) = arrays_.at(arrays++); break;
       case LeafKind::scalar: record.value = leaf->as_scalar().to_json(); break;
       case LeafKind::string: record.value = json::string(leaf->as_string()); break;
       case LeafKind::json: record.value = leaf->as_json(); break;

@@ -17,15 +17,15 @@ void TreeWriter::cast_piece(const ArrayJob& job, std::span<const std::byte> piec
                             std::vector<std::byte>& buffer, const RunSink& store) const {
   const DType from = job.leaf->as_array().dtype;
   const std::size_t from_size = dtype_size(from);
-  const std::size_t to_size = dtype_size(job.stored_dtype);
+  const std::size_t to_size = dtype_size(job.dtype);
   const std::size_t block = std::max<std::size_t>(run_bytes_ / std::max(from_size, to_size), 1);
   const std::size_t count = piece.size() / from_size;
   buffer.resize(std::min(block, count) * to_size);
   const std::string what =
-      fmt::format("leaf '{}' (saved as {})", job.leaf->path(), dtype_name(job.stored_dtype));
+      fmt::format("leaf '{}' (saved as {})", job.leaf->path(), dtype_name(job.dtype));
   for (std::size_t first = 0; first < count; first += block) {
     const std::size_t n = std::min(block, count - first);
-    convert(from, piece.data() + first * from_size, job.stored_dtype, buffer.data(), n, what);
+    convert(from, piece.data() + first * from_size, job.dtype, buffer.data(), n, what);
     store(std::span<const std::byte>(buffer).first(n * to_size));
   }
 }

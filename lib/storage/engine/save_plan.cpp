@@ -161,6 +161,11 @@ std::vector<MemoryKind> check_leaves(const Comm& comm, const std::filesystem::pa
       const ArrayShard& shard = leaf->as_array();
       memory.push_back(cuda::resolve_memory(shard, options.detect_device_memory, leaf->path()));
     }
+    // The caller's device work queued before the save (kernels writing the leaves) finishes
+    // before any copy of them: on the calling thread, before save() can return.
+    if (std::find(memory.begin(), memory.end(), MemoryKind::cuda_device) != memory.end()) {
+      cuda::synchronize_device(fmt::format("save_tree '{}': waiting for the device", dir.string()));
+    }
   });
   return memory;
 }
@@ -170,11 +175,10 @@ std::vector<MemoryKind> check_leaves(const Comm& comm, const std::filesystem::pa
 void plan_write(const Comm& comm, const std::vector<int>& writers,
                 const std::vector<LeafLayout>& per_rank, ArrayJob& job,
                 std::vector<ArrayToWrite>& of_format) {
-  const std::string& path = job.leaf->path();
   job.writes = std::binary_search(writers.begin(), writers.end(), comm.rank());
   const ArrayShard& shard = job.leaf->as_array();
   job.bytes = job.writes ? static_cast<std::uint64_t>(shard.local_bytes()) : 0;
-  job.stored_bytes = job.bytes / dtype_size(shard.dtype) * dtype_size(job.stored_dtype);
+  job.stored_bytes = job.bytes / dtype_size(shard.dtype) * dtype_size(job.dtype);
   job.format_index = of_format.size();
   std::optional<Box> box;
   if (job.writes) {
@@ -187,15 +191,10 @@ void plan_write(const Comm& comm, const std::vector<int>& writers,
     shards.reserve(writers.size());
     for (const int r : writers) shards.push_back({r, *per_rank[static_cast<std::size_t>(r)].box});
   }
-  of_format.push_back({.path = path,
-                       .dtype = job.stored_dtype,
-                       .shape = shard.global_shape,
-                       .fortran_order = shard.fortran_order,
-                       .box = std::move(box),
-                       .shards = std::move(shards),
-                       .compression = job.compression,
-                       .chunk_shape = job.chunk_shape,
-                       .chunk_bytes = job.chunk_bytes});
+  ArrayToWrite& array = of_format.emplace_back();
+  static_cast<StoredArray&>(array) = job;
+  array.box = std::move(box);
+  array.shards = std::move(shards);
 }
 
 }  // namespace
@@ -226,7 +225,7 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
   base::Fnv1a formats;
   for (const ArrayJob& job : arrays_) {
     formats.i64(static_cast<std::int64_t>(job.format))
-        .i64(static_cast<std::int64_t>(job.stored_dtype))
+        .i64(static_cast<std::int64_t>(job.dtype))
         .i64(static_cast<std::int64_t>(job.chunk_bytes))
         .i64(static_cast<std::int64_t>(job.compression.kind))
         .i64(static_cast<std::int64_t>(job.compression.level))
@@ -286,14 +285,21 @@ ArrayJob TreeWriter::plan_job(const Leaf* leaf, MemoryKind memory) const {
   const DType stored = args.dtype.value_or(dtype);
   const std::uint64_t chunk =
       args.chunk_bytes > 0 ? args.chunk_bytes : options_.checksum_chunk_bytes;
-  return {.leaf = leaf,
-          .format = format_of(options_, leaf->path()),
-          .stored_dtype = stored,
-          .cast = stored != dtype,
-          .memory = memory,
-          .chunk_bytes = chunk_bytes_for(stored, chunk),
-          .compression = args.compression.value_or(options_.compression),
-          .chunk_shape = args.chunk_shape};
+  const ArrayShard& shard = leaf->as_array();
+  ArrayJob job;
+  static_cast<StoredArray&>(job) = {.path = leaf->path(),
+                                    .format = format_of(options_, leaf->path()),
+                                    .dtype = stored,
+                                    .shape = shard.global_shape,
+                                    .replicated = shard.replicated,
+                                    .fortran_order = shard.fortran_order,
+                                    .chunk_bytes = chunk_bytes_for(stored, chunk),
+                                    .compression = args.compression.value_or(options_.compression),
+                                    .chunk_shape = args.chunk_shape};
+  job.leaf = leaf;
+  job.cast = stored != dtype;
+  job.memory = memory;
+  return job;
 }
 
 }  // namespace cairn::storage

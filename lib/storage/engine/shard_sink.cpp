@@ -33,8 +33,7 @@ class CompressedSink final : public ShardSink {
  public:
   CompressedSink(ShardWriter& writer, const ArrayJob& job, ChunkMatcher* matcher)
       : compressor_(
-            job.compression, job.stored_dtype, job.chunk_bytes,
-            fmt::format("leaf '{}'", job.leaf->path()),
+            job.compression, job.dtype, job.chunk_bytes, fmt::format("leaf '{}'", job.leaf->path()),
             [&writer, index = job.format_index, this](std::span<const std::byte> stored) {
               writer.write(index, compressor_.stored_bytes(), stored);
             },

@@ -1,7 +1,7 @@
 // cairn — the write side of a storage format (internal): what the storage engine asks of a
 // format to store shards. A format only places and moves the bytes of shard streams (the
 // row-major bytes of a shard's box, see shard_stream.hpp); validation, staging of device and
-// strided data, checksums and the index are the engine's (tree_writer.cpp).
+// strided data, checksums and the index are the engine's (engine/tree_writer.hpp).
 //
 // The life of a writer: its format row's open_writer (format_table.hpp, collective), then for each
 // shard this rank writes place() once and write() any number of times (local, from any one thread
@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "storage/index/tree_index.hpp"
+
 namespace cairn::storage {
 
 /// The shard of one rank.
@@ -31,14 +33,9 @@ struct RankBox {
   Box box;
 };
 
-/// One array leaf of a format: the same list, in the same (sorted path) order, on every rank.
-struct ArrayToWrite {
-  std::string path;
-  DType dtype = DType::float64;
-  std::vector<std::int64_t> shape;
-  /// The leaf's ArrayShard::fortran_order (stored for external readers, e.g. hdf5's
-  /// cairn_order attribute).
-  bool fortran_order = false;
+/// One array leaf of a format, as it is stored (StoredArray) with this rank's share: the same
+/// list, in the same (sorted path) order, on every rank.
+struct ArrayToWrite : StoredArray {
   /// This rank's shard, or std::nullopt when this rank writes none of the leaf (no shard, or
   /// a replicated leaf written by another rank).
   std::optional<Box> box;
@@ -46,16 +43,6 @@ struct ArrayToWrite {
   /// may record for external readers (hdf5's cairn_decomposition attribute). Filled on the
   /// primary only, the rank that writes a format's shared metadata; empty on the others.
   std::vector<RankBox> shards = {};
-  /// Compression of the stored bytes (validated: available in this build, zfp only on
-  /// float32 and float64 with a positive bound) and the shape of the stored chunks
-  /// (LeafSaveArgs::chunk_shape, validated: one extent >= 1 per dimension, or empty).
-  Compression compression = {};
-  std::vector<std::int64_t> chunk_shape = {};
-  /// Raw bytes of a checksum chunk of the shard's stream (whole stored elements): a shard
-  /// stored compressed is compressed chunk by chunk (the posix format sizes its region by
-  /// their bound), and a format that supplies the checksums of a lossy leaf
-  /// (checksums_as_read()) cuts by it.
-  std::uint64_t chunk_bytes = 1;
 };
 
 /// One non-array leaf that a format may store for external readers (hdf5 does when it is the

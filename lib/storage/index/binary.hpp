@@ -16,7 +16,7 @@
 //   when it has "referenced_chunks" (an incremental save), the place of each chunk, likewise:
 //     file (u32, an entry of "files", or 0xffffffff for the shard's own bytes), 0 (u32),
 //     byte offset in that file (u64).
-// A save builds each section on one rank (storage/index_writer.hpp); write_index() writes a
+// A save builds each section on one rank (collective_writer.hpp); write_index() writes a
 // whole index from one process.
 #pragma once
 

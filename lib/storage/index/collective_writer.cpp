@@ -85,144 +85,189 @@ BinarySection take_section(base::Unpacked& in) {
   return s;
 }
 
+// One collective write of an index: the state its five steps (write_index_collectively())
+// hand on, each step a member.
+class IndexWrite {
+ public:
+  IndexWrite(const Comm& comm, const std::filesystem::path& dir, TreeIndex index)
+      : comm_(comm),
+        dir_(dir),
+        what_(fmt::format("save_tree '{}': writing the index:", dir.string())),
+        bin_path_(dir / kTreeIndexBinaryFile),
+        size_(comm.size()),
+        slots_(array_slots(index)),
+        index_(std::move(index)) {}
+
+  // 1. The data files, numbered alike on every rank.
+  void number_files(const std::vector<std::pair<std::size_t, ShardRecord>>& records) {
+    std::set<std::string> names;
+    for (const auto& [array, record] : records) {
+      names.insert(record.file);
+      names.insert(record.ref_files.begin(), record.ref_files.end());
+    }
+    for (const auto& from : comm_.allgather_bytes(pack_names(names))) unpack_names(from, names);
+    index_.files.assign(names.begin(), names.end());
+  }
+
+  // 2. Each record to its leaf's section owner; returns what this rank received.
+  std::vector<std::vector<std::byte>> send_to_owners(
+      std::vector<std::pair<std::size_t, ShardRecord>> records) {
+    std::vector<std::vector<std::byte>> outgoing;
+    {
+      std::vector<std::vector<std::pair<std::size_t, ShardRecord>>> to(
+          static_cast<std::size_t>(size_));
+      for (auto& [array, record] : records) {
+        to[static_cast<std::size_t>(section_owner(array, size_))].emplace_back(array,
+                                                                               std::move(record));
+      }
+      records.clear();
+      for (const auto& part : to) outgoing.push_back(pack_records(part));
+    }
+    std::vector<std::vector<std::byte>> incoming = comm_.alltoall_bytes(outgoing);
+    for (const auto& from : incoming) g_records_received += from.size();
+    return incoming;
+  }
+
+  // 3. This rank's sections; the primary creates cairn-tree.bin, which the owners write into.
+  void encode_sections(const std::vector<std::vector<std::byte>>& incoming) {
+    comm_.run_all(what_, [&] {
+      // Ranks arrive in order, so each leaf's shards come out in ascending rank.
+      for (const auto& from : incoming) {
+        unpack_records(from, [&](std::size_t array, ShardRecord&& record) {
+          const std::size_t a = array_index(array, slots_.size(), "a shard record");
+          if (section_owner(a, size_) != comm_.rank()) {
+            throw Error(ErrorCode::internal,
+                        fmt::format("a shard record of leaf '{}' arrived at rank {}, not at its "
+                                    "section's owner",
+                                    index_.leaves[slots_[a]].path, comm_.rank()));
+          }
+          index_.leaves[slots_[a]].shards.push_back(std::move(record));
+        });
+      }
+      const FileNumbers numbers = file_numbers(index_.files);
+      for (std::size_t a = 0; a < slots_.size(); ++a) {
+        if (section_owner(a, size_) != comm_.rank()) continue;
+        LeafRecord& leaf = index_.leaves[slots_[a]];
+        for (const ShardRecord& s : leaf.shards) {
+          referenced_.insert(s.ref_files.begin(), s.ref_files.end());
+        }
+        sections_.emplace_back(a, encode_section(leaf, numbers));
+        leaf.shards = {};
+      }
+      if (comm_.is_primary()) {
+        base::PosixFile(bin_path_, base::PosixFile::Mode::write_new).close();
+      }
+    });
+  }
+
+  // 4. The sections' offsets, from every section's length; each owner writes its sections.
+  void write_sections() {
+    base::Packed lengths;
+    lengths.put(static_cast<std::uint64_t>(sections_.size()));
+    for (const auto& [array, bytes] : sections_) {
+      lengths.put(static_cast<std::uint64_t>(array));
+      lengths.put(static_cast<std::uint64_t>(bytes.size()));
+    }
+    offsets_.assign(slots_.size() + 1, 0);  // offsets_[a + 1]: a's length first
+    for (const auto& from : comm_.allgather_bytes(lengths.bytes())) {
+      base::Unpacked in(from);
+      for (std::uint64_t count = in.take(); count > 0; --count) {
+        const std::size_t a = array_index(in.take(), slots_.size(), "the length of a section");
+        offsets_[a + 1] = in.take();
+      }
+    }
+    offsets_[0] = kTreeIndexBinaryHeaderBytes;
+    for (std::size_t a = 0; a < slots_.size(); ++a) offsets_[a + 1] += offsets_[a];
+    comm_.run_all(what_, [&] {
+      if (sections_.empty()) return;
+      base::PosixFile bin(bin_path_, base::PosixFile::Mode::write_existing);
+      for (const auto& [array, bytes] : sections_) {
+        bin.write_at(offsets_[array], std::as_bytes(std::span(bytes)));
+      }
+      bin.sync();
+      bin.close();
+    });
+  }
+
+  // 5. The primary completes the index from one summary per section, links the files of
+  // earlier saves (`link`), writes the header and cairn-tree.json. Returns the index's bytes
+  // on the primary, 0 elsewhere.
+  std::uint64_t complete(bool sync_dir, const LinkReferencedFiles& link) {
+    base::Packed summary;
+    summary.put(static_cast<std::uint64_t>(sections_.size()));
+    for (const auto& [array, bytes] : sections_) {
+      put_section(summary, array, *index_.leaves[slots_[array]].section);
+    }
+    summary.put(static_cast<std::uint64_t>(referenced_.size()));
+    for (const std::string& name : referenced_) summary.put(name);
+    sections_.clear();
+    const std::vector<std::vector<std::byte>> summaries = comm_.gather_bytes(summary.bytes());
+    std::uint64_t index_bytes = 0;
+    comm_.run_all(what_, [&] {
+      if (!comm_.is_primary()) return;
+      take_summaries(summaries);
+      if (link) link(referenced_);
+      index_.version = kTreeFormatVersionSections;
+      index_.binary_checksum = sections_checksum(index_);
+      const std::string header = index_header(index_);
+      base::PosixFile bin(bin_path_, base::PosixFile::Mode::write_existing);
+      bin.write_at(0, std::as_bytes(std::span(header)));
+      bin.sync();
+      bin.close();
+      const std::string text = boost::json::serialize(to_json(index_));
+      base::write_file_durably(dir_ / kTreeIndexFile, text);
+      if (sync_dir) base::sync_directory(dir_);
+      index_bytes = offsets_.back() + text.size();
+    });
+    return index_bytes;
+  }
+
+ private:
+  // On the primary: every section's summary into its leaf, and the files they refer to.
+  void take_summaries(const std::vector<std::vector<std::byte>>& summaries) {
+    referenced_.clear();
+    for (const auto& from : summaries) {
+      base::Unpacked in(from);
+      for (std::uint64_t count = in.take(); count > 0; --count) {
+        const std::size_t a = array_index(in.take(), slots_.size(), "the summary of a section");
+        BinarySection section = take_section(in);
+        section.offset = offsets_[a];
+        index_.leaves[slots_[a]].section = std::move(section);
+      }
+      for (std::uint64_t count = in.take(); count > 0; --count) referenced_.insert(in.take_text());
+      if (!in.done()) throw Error(ErrorCode::internal, "a section summary ends with stray bytes");
+    }
+    for (const std::size_t slot : slots_) {
+      if (!index_.leaves[slot].section) {
+        throw Error(ErrorCode::internal, fmt::format("no rank wrote the section of leaf '{}'",
+                                                     index_.leaves[slot].path));
+      }
+    }
+  }
+
+  const Comm& comm_;
+  const std::filesystem::path& dir_;
+  const std::string what_;
+  const std::filesystem::path bin_path_;
+  const int size_;
+  const std::vector<std::size_t> slots_;
+  TreeIndex index_;
+  std::vector<std::pair<std::size_t, std::string>> sections_;  // this rank's: array, bytes
+  std::set<std::string> referenced_;    // files of earlier saves that those sections name
+  std::vector<std::uint64_t> offsets_;  // of every section, then the end
+};
+
 }  // namespace
 
 std::uint64_t write_index_collectively(const Comm& comm, const std::filesystem::path& dir,
                                        TreeIndex index,
                                        std::vector<std::pair<std::size_t, ShardRecord>> records,
                                        bool sync_dir, const LinkReferencedFiles& link) {
-  const std::string what = fmt::format("save_tree '{}': writing the index:", dir.string());
-  const std::filesystem::path bin_path = dir / kTreeIndexBinaryFile;
-  const int size = comm.size();
-  const std::vector<std::size_t> slots = array_slots(index);
-
-  // 1. The data files, numbered alike on every rank.
-  std::set<std::string> names;
-  for (const auto& [array, record] : records) {
-    names.insert(record.file);
-    names.insert(record.ref_files.begin(), record.ref_files.end());
-  }
-  for (const auto& from : comm.allgather_bytes(pack_names(names))) unpack_names(from, names);
-  index.files.assign(names.begin(), names.end());
-
-  // 2. Each record to its leaf's section owner.
-  std::vector<std::vector<std::byte>> outgoing;
-  {
-    std::vector<std::vector<std::pair<std::size_t, ShardRecord>>> to(
-        static_cast<std::size_t>(size));
-    for (auto& [array, record] : records) {
-      to[static_cast<std::size_t>(section_owner(array, size))].emplace_back(array,
-                                                                            std::move(record));
-    }
-    records.clear();
-    for (const auto& part : to) outgoing.push_back(pack_records(part));
-  }
-  std::vector<std::vector<std::byte>> incoming = comm.alltoall_bytes(outgoing);
-  outgoing.clear();
-  for (const auto& from : incoming) g_records_received += from.size();
-
-  // 3. This rank's sections; the primary creates cairn-tree.bin, which the owners write into.
-  std::vector<std::pair<std::size_t, std::string>> sections;  // array index, bytes
-  std::set<std::string> referenced;  // files of earlier saves that those sections name
-  comm.run_all(what, [&] {
-    // Ranks arrive in order, so each leaf's shards come out in ascending rank.
-    for (const auto& from : incoming) {
-      unpack_records(from, [&](std::size_t array, ShardRecord&& record) {
-        const std::size_t a = array_index(array, slots.size(), "a shard record");
-        if (section_owner(a, size) != comm.rank()) {
-          throw Error(ErrorCode::internal,
-                      fmt::format("a shard record of leaf '{}' arrived at rank {}, not at its "
-                                  "section's owner",
-                                  index.leaves[slots[a]].path, comm.rank()));
-        }
-        index.leaves[slots[a]].shards.push_back(std::move(record));
-      });
-    }
-    const FileNumbers numbers = file_numbers(index.files);
-    for (std::size_t a = 0; a < slots.size(); ++a) {
-      if (section_owner(a, size) != comm.rank()) continue;
-      LeafRecord& leaf = index.leaves[slots[a]];
-      for (const ShardRecord& s : leaf.shards)
-        referenced.insert(s.ref_files.begin(), s.ref_files.end());
-      sections.emplace_back(a, encode_section(leaf, numbers));
-      leaf.shards = {};
-    }
-    if (comm.is_primary()) base::PosixFile(bin_path, base::PosixFile::Mode::write_new).close();
-  });
-  incoming = {};
-
-  // 4. The sections' offsets, from every section's length; each owner writes its sections.
-  base::Packed lengths;
-  lengths.put(static_cast<std::uint64_t>(sections.size()));
-  for (const auto& [array, bytes] : sections) {
-    lengths.put(static_cast<std::uint64_t>(array));
-    lengths.put(static_cast<std::uint64_t>(bytes.size()));
-  }
-  std::vector<std::uint64_t> offsets(slots.size() + 1, 0);  // offsets[a + 1]: a's length first
-  for (const auto& from : comm.allgather_bytes(lengths.bytes())) {
-    base::Unpacked in(from);
-    for (std::uint64_t count = in.take(); count > 0; --count) {
-      const std::size_t a = array_index(in.take(), slots.size(), "the length of a section");
-      offsets[a + 1] = in.take();
-    }
-  }
-  offsets[0] = kTreeIndexBinaryHeaderBytes;
-  for (std::size_t a = 0; a < slots.size(); ++a) offsets[a + 1] += offsets[a];
-  comm.run_all(what, [&] {
-    if (sections.empty()) return;
-    base::PosixFile bin(bin_path, base::PosixFile::Mode::write_existing);
-    for (const auto& [array, bytes] : sections) {
-      bin.write_at(offsets[array], std::as_bytes(std::span(bytes)));
-    }
-    bin.sync();
-    bin.close();
-  });
-
-  // 5. The primary completes the index from one summary per section.
-  base::Packed summary;
-  summary.put(static_cast<std::uint64_t>(sections.size()));
-  for (const auto& [array, bytes] : sections) {
-    put_section(summary, array, *index.leaves[slots[array]].section);
-  }
-  summary.put(static_cast<std::uint64_t>(referenced.size()));
-  for (const std::string& name : referenced) summary.put(name);
-  sections.clear();
-  const std::vector<std::vector<std::byte>> summaries = comm.gather_bytes(summary.bytes());
-  std::uint64_t index_bytes = 0;
-  comm.run_all(what, [&] {
-    if (!comm.is_primary()) return;
-    referenced.clear();
-    for (const auto& from : summaries) {
-      base::Unpacked in(from);
-      for (std::uint64_t count = in.take(); count > 0; --count) {
-        const std::size_t a = array_index(in.take(), slots.size(), "the summary of a section");
-        BinarySection section = take_section(in);
-        section.offset = offsets[a];
-        index.leaves[slots[a]].section = std::move(section);
-      }
-      for (std::uint64_t count = in.take(); count > 0; --count) referenced.insert(in.take_text());
-      if (!in.done()) throw Error(ErrorCode::internal, "a section summary ends with stray bytes");
-    }
-    for (const std::size_t slot : slots) {
-      if (!index.leaves[slot].section) {
-        throw Error(ErrorCode::internal,
-                    fmt::format("no rank wrote the section of leaf '{}'", index.leaves[slot].path));
-      }
-    }
-    if (link) link(referenced);
-    index.version = kTreeFormatVersionSections;
-    index.binary_checksum = sections_checksum(index);
-    const std::string header = index_header(index);
-    base::PosixFile bin(bin_path, base::PosixFile::Mode::write_existing);
-    bin.write_at(0, std::as_bytes(std::span(header)));
-    bin.sync();
-    bin.close();
-    const std::string text = boost::json::serialize(to_json(index));
-    base::write_file_durably(dir / kTreeIndexFile, text);
-    if (sync_dir) base::sync_directory(dir);
-    index_bytes = offsets.back() + text.size();
-  });
-  return index_bytes;
+  IndexWrite write(comm, dir, std::move(index));
+  write.number_files(records);
+  write.encode_sections(write.send_to_owners(std::move(records)));
+  write.write_sections();
+  return write.complete(sync_dir, link);
 }
 
 std::uint64_t index_records_received() noexcept { return g_records_received.load(); }

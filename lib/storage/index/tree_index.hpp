@@ -17,13 +17,13 @@
 
 namespace cairn::storage {
 
-/// Version of the cairn-tree.json layout written by this build: 2, checksums per chunk of a
-/// shard. Version 1 (one checksum per shard) is still read.
+/// Index version 2: cairn-tree.json alone, with checksums per chunk of a shard. Read, as is
+/// version 1 (one checksum per shard); this build writes kTreeFormatVersionSections.
 inline constexpr std::int64_t kTreeFormatVersion = 2;
 /// Version of an index with a compressed leaf (its "compression", its shards' "chunk_sizes"):
 /// 3, so that a cairn that cannot decompress refuses it.
 inline constexpr std::int64_t kTreeFormatVersionCompressed = 3;
-/// Version of the first two-file index (still read): cairn-tree.json holds what grows with the
+/// Index version 4, the two-file index (read): cairn-tree.json holds what grows with the
 /// leaves, cairn-tree.bin the shard records and checksums, one section per array leaf.
 inline constexpr std::int64_t kTreeFormatVersionBinary = 4;
 /// Version of a two-file index whose sections give the place of every chunk of some leaf
@@ -37,7 +37,7 @@ inline constexpr std::int64_t kTreeFormatVersionIncremental = 5;
 inline constexpr std::int64_t kTreeFormatVersionSections = 6;
 /// Name of the index file inside an item directory.
 inline constexpr const char* kTreeIndexFile = "cairn-tree.json";
-/// Name of the binary part of a version-4 index inside an item directory.
+/// Name of the binary part of a two-file index (version 4 and later) inside an item directory.
 inline constexpr const char* kTreeIndexBinaryFile = "cairn-tree.bin";
 
 /// Where one checksum chunk of a shard lies when it is not in the shard's own stored bytes (an
@@ -144,22 +144,38 @@ struct BinarySection {
 };
 
 /// One leaf of a saved tree.
-struct LeafRecord {
-  std::string path;
-  LeafKind kind = LeafKind::array;
-  StorageFormat format = StorageFormat::posix;  ///< arrays only
-  DType dtype = DType::float64;                 ///< arrays and scalars
-  std::vector<std::int64_t> shape;              ///< arrays only
-  bool replicated = false;                      ///< arrays only
-  bool fortran_order = false;                   ///< arrays only: "order" is "F", not "C"
-  std::vector<ShardRecord> shards;              ///< arrays only, ascending rank
-  boost::json::value value;                     ///< scalars, strings, JSON values
-  /// Arrays only: bytes of a checksum chunk, a whole number of elements (0 in version 1,
-  /// where one checksum covers a whole shard).
+/// One array leaf as it is stored: the one description of a leaf that planning (ArrayJob),
+/// the formats (ArrayToWrite) and the index (LeafRecord) share, so that a new attribute of a
+/// stored leaf is one field here (and, when the index keeps it, its spelling in
+/// cairn-tree.json). SavedLeafInfo, the public description, is made from it (leaf_info()).
+struct StoredArray {
+  std::string path;                             ///< the leaf's path
+  StorageFormat format = StorageFormat::posix;  ///< its storage format
+  DType dtype = DType::float64;                 ///< the dtype stored (scalars: theirs)
+  std::vector<std::int64_t> shape;              ///< the global shape
+  bool replicated = false;                      ///< every rank holds the whole array
+  /// Saved from Fortran: "order" is "F", not "C" (stored for external readers too, e.g.
+  /// hdf5's cairn_order attribute).
+  bool fortran_order = false;
+  /// Bytes of a checksum chunk of a shard's stream, a whole number of stored elements (0 in
+  /// an index of version 1, where one checksum covers a whole shard). A shard stored
+  /// compressed is compressed chunk by chunk, and a format that supplies the checksums of a
+  /// lossy leaf (ShardWriter::checksums_as_read()) cuts by it.
   std::uint64_t chunk_bytes = 0;
-  /// Arrays only: the compression of the stored bytes ("compression", version 3; none when
-  /// absent).
+  /// The compression of the stored bytes ("compression", index version 3; none when absent):
+  /// validated when saving (available in this build, zfp only on float32 and float64 with a
+  /// positive bound).
   Compression compression = {};
+  /// The shape of the stored chunks asked for (LeafSaveArgs::chunk_shape, validated: one
+  /// extent >= 1 per dimension, or empty). Used by the formats that chunk (hdf5); not in the
+  /// index.
+  std::vector<std::int64_t> chunk_shape = {};
+};
+
+struct LeafRecord : StoredArray {
+  LeafKind kind = LeafKind::array;
+  std::vector<ShardRecord> shards;  ///< arrays only, ascending rank
+  boost::json::value value;         ///< scalars, strings, JSON values
   /// Arrays of a version-4 index: where their shards are in cairn-tree.bin. `shards` holds
   /// only those read from it (all of them in a full read, see read_full_index()).
   std::optional<BinarySection> section;

@@ -94,10 +94,18 @@ Owned make_leaf(std::string path, DType dtype, std::vector<std::int64_t> shape,
 
 std::vector<ArrayToWrite> to_write(const std::vector<Owned>& leaves) {
   std::vector<ArrayToWrite> out;
-  for (const Owned& leaf : leaves) {
-    out.push_back({.path = leaf.path, .dtype = leaf.dtype, .shape = leaf.shape, .box = leaf.box});
-  }
+  for (const Owned& leaf : leaves)
+    out.push_back(array_to_write(leaf.path, leaf.dtype, leaf.shape, leaf.box));
   return out;
+}
+
+ArrayToWrite array_to_write(std::string path, DType dtype, std::vector<std::int64_t> shape,
+                            std::optional<Box> box) {
+  ArrayToWrite array;
+  static_cast<StoredArray&>(array) = {
+      .path = std::move(path), .dtype = dtype, .shape = std::move(shape), .chunk_bytes = 1};
+  array.box = std::move(box);
+  return array;
 }
 
 LeafRecord record_of(std::string path, DType dtype, std::vector<std::int64_t> shape) {

@@ -53,6 +53,10 @@ Owned make_leaf(std::string path, DType dtype, std::vector<std::int64_t> shape,
 
 /// The writer's description of `leaves`.
 std::vector<ArrayToWrite> to_write(const std::vector<Owned>& leaves);
+/// One array of a format's list: `path`, `dtype` and `shape` stored as they are (checksum
+/// chunks of one byte), this rank's `box` or none.
+ArrayToWrite array_to_write(std::string path, DType dtype, std::vector<std::int64_t> shape,
+                            std::optional<Box> box);
 
 /// An index record of an array leaf stored in hdf5 (what Hdf5Reader reads of it).
 LeafRecord record_of(std::string path, DType dtype, std::vector<std::int64_t> shape);

@@ -216,21 +216,18 @@ TEST(Hdf5Format, MisuseFailsOnEveryRank) {
   const Comm comm(MPI_COMM_WORLD);
   const std::vector<std::int64_t> shape = {4};
   // A box outside the shape on one rank: every rank throws, not only the holder.
-  const std::vector<ArrayToWrite> bad = {
-      {.path = "o",
-       .dtype = DType::float32,
-       .shape = shape,
-       .box = comm.rank() == 0 ? std::optional(Box{{2}, {4}}) : std::nullopt}};
+  const std::vector<ArrayToWrite> bad = {array_to_write(
+      "o", DType::float32, shape, comm.rank() == 0 ? std::optional(Box{{2}, {4}}) : std::nullopt)};
   EXPECT_THROW(Hdf5Writer(comm, dir / "b.h5", bad, {}), InvalidArgument);
   const std::vector<ArrayToWrite> bad_path = {
-      {.path = "a//b", .dtype = DType::float32, .shape = shape, .box = std::nullopt}};
+      array_to_write("a//b", DType::float32, shape, std::nullopt)};
   EXPECT_THROW(Hdf5Writer(comm, dir / "p.h5", bad_path, {}), InvalidArgument);
 
   // Ranks that disagree about the arrays get CollectiveMismatch instead of a hang.
   if (comm.size() > 1) {
     const std::vector<std::int64_t> mine = {comm.rank() == 1 ? 5 : 4};
     const std::vector<ArrayToWrite> differing = {
-        {.path = "m", .dtype = DType::float32, .shape = mine, .box = std::nullopt}};
+        array_to_write("m", DType::float32, mine, std::nullopt)};
     EXPECT_THROW(Hdf5Writer(comm, dir / "c.h5", differing, {}), CollectiveMismatch);
   }
 }

@@ -8,7 +8,9 @@
 // an error reaches the user once, as a cairn::Error.
 //
 // Nothing in this header is collective by itself; whether an HDF5 call is collective depends
-// on the call (see hdf5_format.cpp).
+// on the call. The hdf5 format makes its calls on the primary alone, through HDF5's POSIX
+// driver, except at close: every rank opens data.h5 with the MPI-IO driver and writes the
+// compressed datasets with collective H5Dwrite calls (writer.hpp, compression.hpp).
 //
 // HDF5 is not built thread-safe: every cairn call into HDF5 happens with hdf5_mutex() held.
 #pragma once
@@ -28,9 +30,9 @@ namespace cairn::storage {
 /// read or write other HDF5 files. Hdf5Writer and Hdf5Reader hold it around their HDF5 calls
 /// (and the destruction of their handles), and so must any other code calling HDF5 in
 /// cairn, including the QuietErrors scope (it changes the process's error handler).
-/// Recursive, so a member holding it may call another that takes it again.
-/// cairn opens its files with HDF5's POSIX driver on one rank, so no HDF5 call is collective.
-/// Not collective; never throws.
+/// Recursive, so a member holding it may call another that takes it again. Every rank holds
+/// it through the collective writes of compressed datasets (h5::write_filtered()), which
+/// no other HDF5 call of the process may interleave. Not collective; never throws.
 [[nodiscard]] std::recursive_mutex& hdf5_mutex() noexcept;
 
 }  // namespace cairn::storage

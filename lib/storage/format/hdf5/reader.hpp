@@ -26,9 +26,11 @@ namespace cairn::storage {
 /// per piece contiguous in the file. An unfiltered chunked dataset in that type is read with
 /// pread too, chunk by chunk, at the chunk addresses that open() looked up (a shard that is one
 /// chunk: one read). Other contiguous or compact datasets (a byte-swapped copy) go through
-/// H5Dread on a read-only handle the rank opens on its own; filtered chunks are rejected.
-/// Every HDF5 call is made with hdf5_mutex() held (see hdf5_handle.hpp); one reader is used by
-/// one thread at a time.
+/// H5Dread on a read-only handle the rank opens on its own, and so do datasets compressed with
+/// cairn's filters (zstd, zfp), through them; other filters, and an unfiltered chunked dataset
+/// in another byte order, are refused. Every HDF5 call is made with hdf5_mutex() held (see
+/// handle.hpp); one reader is used by one thread at a time. The reader makes no collective HDF5
+/// call.
 class Hdf5Reader final : public ShardReader {
  public:
   /// Opens `file` read-only on the primary. Collective (one broadcast). Throws, on every rank
@@ -41,8 +43,9 @@ class Hdf5Reader final : public ShardReader {
   Hdf5Reader& operator=(const Hdf5Reader&) = delete;
 
   /// Checks, on the primary, that the dataset of each of `records` (every rank the same list,
-  /// same order) exists, is contiguous, compact or chunked without filters (looking up every
-  /// chunk's address, at most 2^20 chunks, all with storage), has the recorded shape (a 0-d
+  /// same order) exists, is contiguous, compact or chunked (without filters, or with cairn's
+  /// zstd or zfp filter; for an unfiltered one, looking up every chunk's address, at most 2^20
+  /// chunks, all with storage), has the recorded shape (a 0-d
   /// record: a scalar dataspace) and a type that holds the recorded dtype (class, size, sign,
   /// float fields, complex members "r" and "i"), and tells every rank where its data lies.
   /// Records opened before are skipped. Collective: one agreement and one broadcast, whatever

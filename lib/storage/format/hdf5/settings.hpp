@@ -1,6 +1,6 @@
 // cairn — the HDF5 conventions of the hdf5 format (internal): how dtypes are stored as HDF5
 // types, shapes as dataspaces and names as string attributes, and the property lists cairn opens,
-// creates and writes files with. The reasons for each setting are next to it in hdf5_settings.cpp.
+// creates and writes files with. The reasons for each setting are next to it in settings.cpp.
 //
 // Types (h5py reads each one as the matching numpy dtype; h5dump shows all of them):
 //   bool            enum of int8 {FALSE = 0, TRUE = 1}                       (h5py: bool)
@@ -10,9 +10,9 @@
 //   float32/64      H5T_IEEE_F32LE / H5T_IEEE_F64LE
 //   complex64/128   compound {"r": f32, "i": f32} / {"r": f64, "i": f64}     (h5py: complex)
 //   strings         variable-length UTF-8 (h5py: str for an attribute, .asstr() for a
-//                   dataset); a text holding a NUL byte: fixed-length, null-padded UTF-8,
-//                   as older files stored every string (cairn's readers take values from
-//                   the index and never read strings from data.h5)
+//                   dataset); a text holding a NUL byte: fixed-length, null-padded UTF-8
+//                   (cairn's readers take values from the index and never read strings from
+//                   data.h5, so files of fixed-length strings read the same)
 // Writes use the same type in memory and in the file, so HDF5 converts nothing (cairn casts
 // itself); reads accept either byte order and let HDF5 swap.
 //
@@ -98,9 +98,8 @@ void write_int_attribute(hid_t object, const char* name, std::int64_t value, con
 
 /// The file address of every chunk of the open chunked dataset `dataset` (of `shape`, chunks
 /// of `chunk`), in row-major order of the chunk grid; std::nullopt for a chunk without
-/// storage. The lookups read metadata: with collective metadata reads (file_access()) every
-/// rank of the file makes this call with the same dataset, so it is collective. Throws
-/// IoError naming `where`.
+/// storage. The lookups read the file's metadata, on the process that has the file open (the
+/// primary, in the hdf5 writer and reader). Not collective. Throws IoError naming `where`.
 [[nodiscard]] std::vector<std::optional<std::uint64_t>> chunk_addresses(
     hid_t dataset, std::span<const std::int64_t> shape, std::span<const std::int64_t> chunk,
     const Where& where);
