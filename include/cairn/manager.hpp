@@ -303,7 +303,8 @@ struct CheckpointManagerOptions {
   std::vector<int> active_processes = {};
   /// Deadline of every collective step.
   std::chrono::milliseconds barrier_timeout = std::chrono::minutes(10);
-  /// Save in the background (AsyncCheckpointer) or synchronously.
+  /// Save in the background (the manager's checkpointer is an AsyncCheckpointer) or
+  /// synchronously (a Checkpointer).
   bool enable_async = true;
   /// Staging budget and zero-copy of async saves.
   AsyncOptions async = {};
@@ -535,8 +536,7 @@ class CheckpointManager {
   CheckpointManagerOptions options_;
   StepNameFormatPtr naming_;
   std::shared_ptr<CheckpointHandler> handler_;
-  std::unique_ptr<Checkpointer> sync_;
-  std::unique_ptr<AsyncCheckpointer> async_;
+  std::unique_ptr<Checkpointer> checkpointer_;  // an AsyncCheckpointer when enable_async
   std::shared_ptr<const SaveDecisionPolicy> save_policy_;
   std::shared_ptr<const PreservationPolicy> keep_policy_;
   std::unique_ptr<PreemptionWatcher> preemption_;

@@ -174,16 +174,14 @@ void CheckpointManager::check_writable(std::string_view what) const {
 
 void CheckpointManager::ensure_checkpointer(std::string_view handler_type) {
   if (!handler_) handler_ = HandlerRegistry::global().create(handler_type);
-  if (sync_ || async_) return;
+  if (checkpointer_) return;
   // The checkpointer duplicates the communicator, a blocking MPI call without a deadline:
   // agree first, so that a rank that did not make this call is a timeout, not a hang.
   comm_.agree({.operation = "CheckpointManager: creating the checkpointer"});
-  if (options_.enable_async) {
-    async_ =
-        std::make_unique<AsyncCheckpointer>(comm_, handler_, options_.async, options_.checkpointer);
-  } else {
-    sync_ = std::make_unique<Checkpointer>(comm_, handler_, options_.checkpointer);
-  }
+  checkpointer_ = options_.enable_async
+                      ? std::make_unique<AsyncCheckpointer>(comm_, handler_, options_.async,
+                                                            options_.checkpointer)
+                      : std::make_unique<Checkpointer>(comm_, handler_, options_.checkpointer);
 }
 
 StepMetadata CheckpointManager::read_step_metadata(std::int64_t step) {
@@ -368,7 +366,7 @@ bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
   if (in_flight_) {
     // The previous save commits (and its retention runs) before the next one starts.
     const std::int64_t previous = in_flight_->step;
-    const bool busy = async_ && async_->is_saving_in_progress();
+    const bool busy = checkpointer_->is_saving_in_progress();  // made by the save in flight
     const auto start = now();
     land();
     const double waited = std::chrono::duration<double>(now() - start).count();
@@ -404,22 +402,13 @@ bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
   const CheckpointSaveOptions save_options{.custom_metadata = custom,
                                            .provenance = {.step = step, .metrics = options.metrics},
                                            .incremental_base = std::move(base)};
-  if (async_) {
-    async_->save(dir, args, save_options);
-    in_flight_ = StepInfo{.step = step,
-                          .time = decision.time,
-                          .metrics = options.metrics,
-                          .incremental_depth = depth};
-    saving_ = true;
-  } else {
-    sync_->save(dir, args, save_options);
-    in_flight_ = StepInfo{.step = step,
-                          .time = decision.time,
-                          .metrics = options.metrics,
-                          .incremental_depth = depth};
-    saving_ = true;
-    land();
-  }
+  checkpointer_->save(dir, args, save_options);
+  in_flight_ = StepInfo{
+      .step = step, .time = decision.time, .metrics = options.metrics, .incremental_depth = depth};
+  saving_ = true;
+  // A synchronous save is committed already: report it and run retention now, not at the
+  // next call.
+  if (!options_.enable_async) land();
   return true;
 }
 
@@ -432,14 +421,12 @@ void CheckpointManager::land() {
   // in_flight_ is alike on every rank: with nothing in flight no rank communicates, so that
   // the calls of other threads that find the save already landed return at once.
   if (!in_flight_) return;
-  if (async_) {
-    try {
-      async_->wait_until_finished();
-    } catch (...) {
-      in_flight_.reset();
-      saving_ = false;
-      throw;
-    }
+  try {
+    checkpointer_->wait_until_finished();
+  } catch (...) {
+    in_flight_.reset();
+    saving_ = false;
+    throw;
   }
   saving_ = false;
   after_commit();
@@ -449,14 +436,14 @@ bool CheckpointManager::is_saving_in_progress() const noexcept {
   // Another thread in a member may be landing the save: answer from the flag it keeps.
   const std::unique_lock lock(mutex_, std::try_to_lock);
   if (!lock.owns_lock()) return saving_;
-  return async_ && async_->is_saving_in_progress();
+  return checkpointer_ && checkpointer_->is_saving_in_progress();
 }
 
 void CheckpointManager::check_for_errors() {
   const std::scoped_lock lock(mutex_);
-  if (!async_) return;
+  if (!checkpointer_) return;
   try {
-    async_->check_for_errors();
+    checkpointer_->check_for_errors();
   } catch (...) {
     in_flight_.reset();
     saving_ = false;
@@ -464,7 +451,7 @@ void CheckpointManager::check_for_errors() {
   }
   // A save that every rank finished is committed: report it and run retention now. The
   // ranks agree first, as one may see the end of the save before another.
-  if (in_flight_ && comm_.all(!async_->is_saving_in_progress())) land();
+  if (in_flight_ && comm_.all(!checkpointer_->is_saving_in_progress())) land();
 }
 
 void CheckpointManager::close() {
