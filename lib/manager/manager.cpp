@@ -211,15 +211,15 @@ CheckpointManager::StepInfo CheckpointManager::read_step_info(std::int64_t step)
   }
   StepInfo info{.step = step, .time = parse_time(meta.commit_time)};
   if (const auto* custom = meta.custom.if_object()) {
-    if (const auto* m = custom->if_contains("metrics"); m && m->is_object()) {
+    if (const auto* m = custom->if_contains(step_custom_key::kMetrics); m && m->is_object()) {
       info.metrics = m->get_object();
     }
     // The time of the save decision on the manager's clock: what keep_time_interval keeps
     // by, also after a restart and with an injected clock.
-    if (const auto* t = custom->if_contains("time_ns"); t && t->is_int64()) {
+    if (const auto* t = custom->if_contains(step_custom_key::kTimeNs); t && t->is_int64()) {
       info.time = from_ns(t->get_int64());
     }
-    if (const auto* d = custom->if_contains("incremental_depth");
+    if (const auto* d = custom->if_contains(step_custom_key::kIncrementalDepth);
         d && d->is_int64() && d->get_int64() >= 0) {
       info.incremental_depth = d->get_int64();
     }
@@ -360,9 +360,10 @@ bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
   }
   // With prevent_write_metrics the metrics stay in memory (in_flight_ below) only.
   boost::json::object custom = {
-      {"metrics", options_.prevent_write_metrics ? boost::json::object{} : options.metrics},
-      {"user", options.custom_metadata},
-      {"time_ns", to_ns(decision.time)}};
+      {step_custom_key::kMetrics,
+       options_.prevent_write_metrics ? boost::json::object{} : options.metrics},
+      {step_custom_key::kUser, options.custom_metadata},
+      {step_custom_key::kTimeNs, to_ns(decision.time)}};
   if (in_flight_) {
     // The previous save commits (and its retention runs) before the next one starts.
     const std::int64_t previous = in_flight_->step;
@@ -374,7 +375,7 @@ bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
       base::log::warn("manager.waited_for_previous_save",
                       "root=\"{}\" step={} previous_step={} waited_s={:.3f}", root_.string(), step,
                       previous, waited);
-      custom["waited_for_previous_save_s"] = waited;
+      custom[step_custom_key::kWaitedForPreviousSave] = waited;
     }
   }
   ensure_checkpointer(args.handler_type());
@@ -397,7 +398,7 @@ bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
         depth = newest_depth + 1;
       }
     }
-    custom["incremental_depth"] = *depth;
+    custom[step_custom_key::kIncrementalDepth] = *depth;
   }
   const CheckpointSaveOptions save_options{.custom_metadata = custom,
                                            .provenance = {.step = step, .metrics = options.metrics},
