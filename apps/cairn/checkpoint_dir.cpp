@@ -37,7 +37,7 @@ JsonFile read_json_file(const fs::path& path) {
 boost::json::object Checkpoint::metrics() const {
   const auto* custom = step ? step->custom.if_object() : nullptr;
   if (custom == nullptr) return {};
-  const auto* metrics = custom->if_contains("metrics");
+  const auto* metrics = custom->if_contains(cairn::step_custom_key::kMetrics);
   return metrics && metrics->is_object() ? metrics->get_object() : boost::json::object{};
 }
 

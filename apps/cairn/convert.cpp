@@ -2,6 +2,7 @@
 #include <boost/json.hpp>
 #include <cairn/checkpointer.hpp>
 #include <cairn/handlers.hpp>
+#include <cairn/manager.hpp>
 #include <cairn/storage.hpp>
 #include <fmt/format.h>
 
@@ -177,7 +178,7 @@ int run_convert(const cairn::Comm& comm, const ConvertOptions& options) {
   const boost::json::value& custom = src.step->custom;
   cairn::SaveProvenance provenance;
   if (custom.is_object()) {
-    if (const auto* metrics = custom.get_object().if_contains("metrics");
+    if (const auto* metrics = custom.get_object().if_contains(cairn::step_custom_key::kMetrics);
         metrics && metrics->is_object()) {
       provenance.metrics = metrics->get_object();
     }

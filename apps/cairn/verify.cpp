@@ -163,7 +163,7 @@ std::string root_metadata_problem(const std::filesystem::path& root,
     } catch (const cairn::Error&) {
       continue;  // reported with the step itself
     }
-    needed = custom.is_object() && custom.as_object().contains("metrics");
+    needed = custom.is_object() && custom.as_object().contains(cairn::step_custom_key::kMetrics);
   }
   if (!needed) return {};
   try {

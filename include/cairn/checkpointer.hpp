@@ -1,5 +1,5 @@
 // cairn — the checkpoint layer: atomic commit of one checkpoint directory, synchronously
-// (Checkpointer) or in the background (AsyncCheckpointer).
+// (Checkpointer) or in the background (AsyncCheckpointer, which is a Checkpointer).
 //
 // Commit protocol (both): all ranks agree on the call; the primary creates
 // `<dir>.cairn-tmp` (replacing a stale one); the handler writes the item(s) there and every
@@ -24,6 +24,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace cairn {
 
@@ -126,33 +127,41 @@ struct StepMetadata {
 /// first bad field when it is damaged or too large; never crashes on hostile input.
 [[nodiscard]] boost::json::object read_step_metadata(const std::filesystem::path& dir);
 
-/// Saves and restores checkpoints synchronously with one handler.
+/// Saves and restores checkpoints synchronously with one handler: save() returns once the
+/// checkpoint is committed.
+///
+/// It is also the interface of AsyncCheckpointer, which derives from it (as Orbax's
+/// AsyncCheckpointer is a Checkpointer): code that holds a Checkpointer, such as
+/// CheckpointManager, serves sync and async saves through one object. Such code calls
+/// wait_until_finished() where a save must be committed; on a Checkpointer that returns at
+/// once.
 ///
 /// Every member is collective over the Comm given at construction: all ranks call it in the
-/// same order.
+/// same order. Exceptions: comm(), handler(), is_saving_in_progress() and result_as().
 class Checkpointer {
  public:
   /// Uses `handler` for every save and restore. Duplicates `comm` (collective). Throws
   /// InvalidArgument for a null handler or a group (file_options.group) that does not exist.
   Checkpointer(const Comm& comm, std::shared_ptr<CheckpointHandler> handler,
                CheckpointerOptions options = {});
-  ~Checkpointer();
+  /// Not collective (a Checkpointer has nothing in flight); see AsyncCheckpointer's.
+  virtual ~Checkpointer();
   Checkpointer(const Checkpointer&) = delete;
   Checkpointer& operator=(const Checkpointer&) = delete;
 
-  /// Writes a checkpoint at `dir` with the commit protocol. Collective. Throws
-  /// InvalidArgument when `dir` already holds a committed checkpoint (unless force) or the
-  /// arguments do not suit the handler; any handler or I/O failure on any rank on every rank
-  /// (nothing is committed then); TimeoutError on every rank when some rank's writes did not
-  /// return within write_timeout (that rank throws once they returned).
-  void save(const std::filesystem::path& dir, const CheckpointArgs& args,
-            const CheckpointSaveOptions& options = {});
+  /// Writes a checkpoint at `dir` with the commit protocol and returns once it is committed.
+  /// Collective. Throws InvalidArgument when `dir` already holds a committed checkpoint
+  /// (unless force) or the arguments do not suit the handler; any handler or I/O failure on
+  /// any rank on every rank (nothing is committed then); TimeoutError on every rank when some
+  /// rank's writes did not return within write_timeout (that rank throws once they returned).
+  virtual void save(const std::filesystem::path& dir, const CheckpointArgs& args,
+                    const CheckpointSaveOptions& options = {});
   /// Restores the checkpoint at `dir` (args may be null: restore as saved). Returns the
   /// handler's result (see the handler). Collective. Throws NotFound when `dir` does not
   /// exist, FormatError when it is incomplete (no COMMITTED marker: the save did not finish)
   /// or damaged.
-  [[nodiscard]] std::any restore(const std::filesystem::path& dir,
-                                 const CheckpointArgs* args = nullptr);
+  [[nodiscard]] virtual std::any restore(const std::filesystem::path& dir,
+                                         const CheckpointArgs* args = nullptr);
   /// restore() with the result cast to T. Throws as restore(), and InvalidArgument when the
   /// handler returns another type.
   template <class T>
@@ -161,7 +170,16 @@ class Checkpointer {
   }
   /// The step metadata of the checkpoint at `dir` (cairn-step.json) with the handler's
   /// description under "item". Collective. Throws as restore().
-  [[nodiscard]] boost::json::value metadata(const std::filesystem::path& dir);
+  [[nodiscard]] virtual boost::json::value metadata(const std::filesystem::path& dir);
+  /// Blocks until the save in flight is committed. A Checkpointer has none: it returns at
+  /// once without communicating and never throws. Collective in AsyncCheckpointer.
+  virtual void wait_until_finished();
+  /// Whether this rank's part of a save is still running: always false for a Checkpointer.
+  /// Not collective; never throws.
+  [[nodiscard]] virtual bool is_saving_in_progress() const noexcept;
+  /// Rethrows the failure of a save in flight. A Checkpointer has none: it returns at once
+  /// without communicating and never throws. Collective in AsyncCheckpointer.
+  virtual void check_for_errors();
 
   /// The checkpointer's Comm. Never throws.
   [[nodiscard]] const Comm& comm() const noexcept { return comm_; }
@@ -175,6 +193,16 @@ class Checkpointer {
   [[nodiscard]] static T result_as(std::any result) {
     if (T* typed = std::any_cast<T>(&result)) return std::move(*typed);
     throw_wrong_result(result.type().name(), typeid(T).name());
+  }
+
+ protected:
+  /// The public constructor, with `who` ("cairn::AsyncCheckpointer") naming the class in its
+  /// error messages. Collective; throws as the public one.
+  Checkpointer(const Comm& comm, std::shared_ptr<CheckpointHandler> handler,
+               CheckpointerOptions options, std::string_view who);
+  /// The options given at construction. Never throws.
+  [[nodiscard]] const CheckpointerOptions& checkpointer_options() const noexcept {
+    return options_;
   }
 
  private:
@@ -203,7 +231,8 @@ struct AsyncOptions {
 };
 
 /// Saves checkpoints in the background: save() returns once the caller may modify its data;
-/// writing, fsync, agreement and commit happen on a background thread.
+/// writing, fsync, agreement and commit happen on a background thread. A Checkpointer whose
+/// save() does not wait for the commit: wait_until_finished() does.
 ///
 /// The background thread uses its own duplicate of the communicator and needs
 /// MPI_THREAD_MULTIPLE. With a lower thread level (MPI_THREAD_FUNNELED or SERIALIZED) only
@@ -219,8 +248,9 @@ struct AsyncOptions {
 /// copies into memory already faulted in (see StagingArea); trim_staging() returns it to the
 /// system, as the destructor does.
 ///
-/// Every member except is_saving_in_progress(), staging() and trim_staging() is collective.
-class AsyncCheckpointer {
+/// Every member except comm(), handler(), is_saving_in_progress(), staging(), trim_staging()
+/// and background_mpi() is collective.
+class AsyncCheckpointer : public Checkpointer {
  public:
   /// Duplicates `comm` twice (collective): one for the caller's thread, one for the
   /// background. Throws InvalidArgument for a null handler or a group (file_options.group)
@@ -232,7 +262,7 @@ class AsyncCheckpointer {
                     AsyncOptions options = {}, CheckpointerOptions common = {});
   /// Waits for the save in flight and commits it (never abandons it); a failure is logged,
   /// not thrown. Collective, like every destructor of a collective object.
-  ~AsyncCheckpointer();
+  ~AsyncCheckpointer() override;
   AsyncCheckpointer(const AsyncCheckpointer&) = delete;
   AsyncCheckpointer& operator=(const AsyncCheckpointer&) = delete;
 
@@ -241,21 +271,22 @@ class AsyncCheckpointer {
   /// Collective. Throws as Checkpointer::save() for problems found before the return; later
   /// failures surface at the next call.
   void save(const std::filesystem::path& dir, const CheckpointArgs& args,
-            const CheckpointSaveOptions& options = {});
+            const CheckpointSaveOptions& options = {}) override;
   /// Waits for the save in flight, then restores. Collective. Throws as
   /// Checkpointer::restore().
   [[nodiscard]] std::any restore(const std::filesystem::path& dir,
-                                 const CheckpointArgs* args = nullptr);
-  /// Waits for the save in flight, then returns the step metadata. Collective.
-  [[nodiscard]] boost::json::value metadata(const std::filesystem::path& dir);
+                                 const CheckpointArgs* args = nullptr) override;
+  /// Waits for the save in flight, then returns the step metadata. Collective. Throws as
+  /// Checkpointer::metadata().
+  [[nodiscard]] boost::json::value metadata(const std::filesystem::path& dir) override;
   /// Blocks until the save in flight is committed (or failed). Collective. Throws on every
   /// rank when it failed on any rank (the checkpoint is then not committed).
-  void wait_until_finished();
+  void wait_until_finished() override;
   /// Whether this rank's part of a save is still running. Not collective; never throws.
-  [[nodiscard]] bool is_saving_in_progress() const noexcept;
+  [[nodiscard]] bool is_saving_in_progress() const noexcept override;
   /// Rethrows (on every rank) the failure of a save that failed on any rank, waiting for it
   /// to end when needed; does nothing while a save is running fine. Collective.
-  void check_for_errors();
+  void check_for_errors() override;
   /// The staging budget (capacity, bytes in use, peak, memory held). Not collective.
   [[nodiscard]] const StagingArea& staging() const noexcept;
   /// Unmaps the staging memory kept for the next save (StagingArea::trim()). Buffers of a save

@@ -303,7 +303,8 @@ struct CheckpointManagerOptions {
   std::vector<int> active_processes = {};
   /// Deadline of every collective step.
   std::chrono::milliseconds barrier_timeout = std::chrono::minutes(10);
-  /// Save in the background (AsyncCheckpointer) or synchronously.
+  /// Save in the background (the manager's checkpointer is an AsyncCheckpointer) or
+  /// synchronously (a Checkpointer).
   bool enable_async = true;
   /// Staging budget and zero-copy of async saves.
   AsyncOptions async = {};
@@ -331,14 +332,34 @@ struct CheckpointManagerOptions {
   std::function<void(std::int64_t step, const boost::json::object& metrics)> on_commit = {};
 };
 
+/// The keys of the object that a CheckpointManager stores under "custom" in each step's
+/// cairn-step.json (StepMetadata::custom). A step saved by a plain Checkpointer may hold any
+/// JSON value there instead; a reader checks each key's type.
+namespace step_custom_key {
+/// The save's metrics (ManagerSaveOptions::metrics), an object; empty with
+/// CheckpointManagerOptions::prevent_write_metrics.
+inline constexpr std::string_view kMetrics = "metrics";
+/// The caller's custom metadata (ManagerSaveOptions::custom_metadata), any JSON value.
+inline constexpr std::string_view kUser = "user";
+/// The time of the save decision on the manager's clock, an integer of nanoseconds since the
+/// epoch: what keep_time_interval and EveryNSeconds keep by.
+inline constexpr std::string_view kTimeNs = "time_ns";
+/// Seconds the save waited for the previous one to commit, a number; present only when it
+/// waited.
+inline constexpr std::string_view kWaitedForPreviousSave = "waited_for_previous_save_s";
+/// With CheckpointManagerOptions::incremental: the step's place in its chain of incremental
+/// saves, an integer, 0 for a whole save.
+inline constexpr std::string_view kIncrementalDepth = "incremental_depth";
+}  // namespace step_custom_key
+
 /// Options of one CheckpointManager::save(). Aggregate.
 struct ManagerSaveOptions {
-  /// Stored with the step; best_fn ranks checkpoints by them.
+  /// Stored with the step (step_custom_key::kMetrics); best_fn ranks checkpoints by them.
   boost::json::object metrics = {};
   /// Save even when the save policy says no (also a step older than the newest). A step that
   /// already exists is never replaced: a forced save of it throws StepAlreadyExists.
   bool force = false;
-  /// Stored in the step metadata.
+  /// Stored in the step metadata (step_custom_key::kUser).
   boost::json::value custom_metadata = nullptr;
 };
 
@@ -535,8 +556,7 @@ class CheckpointManager {
   CheckpointManagerOptions options_;
   StepNameFormatPtr naming_;
   std::shared_ptr<CheckpointHandler> handler_;
-  std::unique_ptr<Checkpointer> sync_;
-  std::unique_ptr<AsyncCheckpointer> async_;
+  std::unique_ptr<Checkpointer> checkpointer_;  // an AsyncCheckpointer when enable_async
   std::shared_ptr<const SaveDecisionPolicy> save_policy_;
   std::shared_ptr<const PreservationPolicy> keep_policy_;
   std::unique_ptr<PreemptionWatcher> preemption_;

@@ -12,8 +12,7 @@
 
 /// cairn_checkpointer: a Checkpointer or an AsyncCheckpointer of array trees.
 struct cairn_checkpointer {
-  std::unique_ptr<cairn::Checkpointer> sync;
-  std::unique_ptr<cairn::AsyncCheckpointer> async;
+  std::unique_ptr<cairn::Checkpointer> checkpointer;
 };
 
 using cairn::capi::deref;
@@ -44,11 +43,9 @@ cairn_status cairn_checkpointer_create(const cairn_comm* comm, int async,
     const auto& c = deref(comm, "comm");
     auto handler = std::make_shared<cairn::ArrayTreeHandler>();
     auto handle = std::make_unique<cairn_checkpointer>();
-    if (async != 0) {
-      handle->async = std::make_unique<cairn::AsyncCheckpointer>(*c.comm, std::move(handler));
-    } else {
-      handle->sync = std::make_unique<cairn::Checkpointer>(*c.comm, std::move(handler));
-    }
+    handle->checkpointer =
+        async != 0 ? std::make_unique<cairn::AsyncCheckpointer>(*c.comm, std::move(handler))
+                   : std::make_unique<cairn::Checkpointer>(*c.comm, std::move(handler));
     *out = handle.release();
   });
 }
@@ -64,12 +61,7 @@ cairn_status cairn_checkpointer_save(cairn_checkpointer* checkpointer, const cha
     const auto o =
         cairn::capi::read_options(options, cairn::capi::default_save_options(), "options");
     const cairn::ArrayTreeSave args(t.to_save(), cairn::capi::tree_save_options(o));
-    const auto save_options = checkpoint_save_options(o);
-    if (handle.async) {
-      handle.async->save(path, args, save_options);
-    } else {
-      handle.sync->save(path, args, save_options);
-    }
+    handle.checkpointer->save(path, args, checkpoint_save_options(o));
   });
 }
 
@@ -83,9 +75,7 @@ cairn_status cairn_checkpointer_restore(cairn_checkpointer* checkpointer, const 
         cairn::capi::read_options(options, cairn::capi::default_restore_options(), "options");
     t.before_restore();
     const cairn::ArrayTreeRestore args(t.tree, cairn::capi::tree_restore_options(o));
-    auto result =
-        handle.async ? handle.async->restore(path, &args) : handle.sync->restore(path, &args);
-    t.tree = cairn::Checkpointer::result_as<cairn::ArrayTree>(std::move(result));
+    t.tree = handle.checkpointer->restore_as<cairn::ArrayTree>(path, &args);
     t.after_restore();
   });
 }
@@ -97,16 +87,14 @@ cairn_status cairn_checkpointer_metadata(cairn_checkpointer* checkpointer, const
     *json_text = nullptr;
     auto& handle = deref(checkpointer, "checkpointer");
     const std::string path(text(dir, "dir"));
-    const auto meta = handle.async ? handle.async->metadata(path) : handle.sync->metadata(path);
+    const auto meta = handle.checkpointer->metadata(path);
     *json_text = cairn::capi::copy_out(boost::json::serialize(meta));
   });
 }
 
 cairn_status cairn_checkpointer_wait_until_finished(cairn_checkpointer* checkpointer) {
-  return guarded(__func__, [&] {
-    auto& handle = deref(checkpointer, "checkpointer");
-    if (handle.async) handle.async->wait_until_finished();
-  });
+  return guarded(__func__,
+                 [&] { deref(checkpointer, "checkpointer").checkpointer->wait_until_finished(); });
 }
 
 cairn_status cairn_checkpointer_is_saving_in_progress(const cairn_checkpointer* checkpointer,
@@ -114,7 +102,7 @@ cairn_status cairn_checkpointer_is_saving_in_progress(const cairn_checkpointer* 
   return guarded(__func__, [&] {
     const auto& handle = deref(checkpointer, "checkpointer");
     out_param(result, "result");
-    *result = handle.async && handle.async->is_saving_in_progress() ? 1 : 0;
+    *result = handle.checkpointer->is_saving_in_progress() ? 1 : 0;
   });
 }
 

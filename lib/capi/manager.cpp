@@ -2,6 +2,7 @@
 #include <boost/json/serialize.hpp>
 #include <cairn/checkpointer.hpp>
 #include <cairn/handlers.hpp>
+#include <cairn/manager.hpp>
 
 #include <any>
 #include <cstdlib>
@@ -300,10 +301,9 @@ cairn_status cairn_manager_metrics(cairn_manager* manager, int64_t step, char** 
 cairn_status cairn_manager_custom_metadata(cairn_manager* manager, int64_t step, char** json_text) {
   return json_out(__func__, json_text, [&] {
     const auto meta = manager_of(manager).metadata(step);
-    // The manager stores {"metrics": ..., "user": <custom metadata>} under "custom".
     const auto* custom = meta.if_contains("custom");
     if (custom == nullptr || !custom->is_object()) return boost::json::value(nullptr);
-    const auto* user = custom->as_object().if_contains("user");
+    const auto* user = custom->as_object().if_contains(cairn::step_custom_key::kUser);
     return user != nullptr ? *user : boost::json::value(nullptr);
   });
 }

@@ -9,7 +9,6 @@
 #include "base/first_error.hpp"
 #include "base/log.hpp"
 #include "checkpoint/commit.hpp"
-#include "checkpoint/file_options.hpp"
 #include "checkpoint/save_flight.hpp"
 
 namespace cairn {
@@ -33,12 +32,13 @@ struct AsyncCheckpointer::Impl {
     base::FirstError error;  // recorded by the background thread before `done`
   };
 
-  Impl(const Comm& c, std::shared_ptr<CheckpointHandler> h, AsyncOptions o, CheckpointerOptions co)
-      : comm(c.get(), c.options()),
-        background(c.get(), c.options()),
-        handler(std::move(h)),
+  // `self` is the Checkpointer that owns this Impl: its Comm serves the caller's thread.
+  Impl(const Comm& given, const Checkpointer& self, const CheckpointerOptions& co, AsyncOptions o)
+      : comm(self.comm()),
+        background(given.get(), given.options()),
+        handler(self.handler()),
         options(o),
-        common(std::move(co)),
+        common(co),
         staging(o.staging_bytes) {
     int level = MPI_THREAD_SINGLE;
     MPI_Query_thread(&level);
@@ -107,23 +107,20 @@ struct AsyncCheckpointer::Impl {
                               : std::string());
   }
 
-  Comm comm;
+  const Comm& comm;  // the caller's thread's, owned by the Checkpointer base
   Comm background;
   std::shared_ptr<CheckpointHandler> handler;
   AsyncOptions options;
-  CheckpointerOptions common;
+  const CheckpointerOptions& common;  // owned by the Checkpointer base
   StagingArea staging;
   bool background_mpi = true;
   std::unique_ptr<Flight> flight;
 };
 
 AsyncCheckpointer::AsyncCheckpointer(const Comm& comm, std::shared_ptr<CheckpointHandler> handler,
-                                     AsyncOptions options, CheckpointerOptions common) {
-  if (!handler) throw InvalidArgument("cairn::AsyncCheckpointer: the handler is null");
-  impl_ = std::make_unique<Impl>(comm, std::move(handler), options, std::move(common));
-  impl_->comm.run_all("cairn::AsyncCheckpointer:",
-                      [&] { (void)checkpoint::resolve_group(impl_->common.file_options.group); });
-}
+                                     AsyncOptions options, CheckpointerOptions common)
+    : Checkpointer(comm, std::move(handler), std::move(common), "cairn::AsyncCheckpointer"),
+      impl_(std::make_unique<Impl>(comm, *this, checkpointer_options(), options)) {}
 
 AsyncCheckpointer::~AsyncCheckpointer() {
   try {
@@ -150,15 +147,12 @@ void AsyncCheckpointer::save(const std::filesystem::path& dir, const CheckpointA
 
 std::any AsyncCheckpointer::restore(const std::filesystem::path& dir, const CheckpointArgs* args) {
   impl_->land();
-  (void)checkpoint::open_committed(impl_->comm, dir, args);
-  return impl_->handler->restore(impl_->comm, dir, args);
+  return Checkpointer::restore(dir, args);
 }
 
 boost::json::value AsyncCheckpointer::metadata(const std::filesystem::path& dir) {
   impl_->land();
-  boost::json::object step = checkpoint::open_committed(impl_->comm, dir).json;
-  step["item"] = impl_->handler->metadata(impl_->comm, dir);
-  return step;
+  return Checkpointer::metadata(dir);
 }
 
 void AsyncCheckpointer::wait_until_finished() { impl_->land(); }

@@ -22,11 +22,15 @@ bool is_checkpoint_directory(const std::filesystem::path& dir) noexcept {
 
 Checkpointer::Checkpointer(const Comm& comm, std::shared_ptr<CheckpointHandler> handler,
                            CheckpointerOptions options)
+    : Checkpointer(comm, std::move(handler), std::move(options), "cairn::Checkpointer") {}
+
+Checkpointer::Checkpointer(const Comm& comm, std::shared_ptr<CheckpointHandler> handler,
+                           CheckpointerOptions options, std::string_view who)
     : comm_(comm.get(), comm.options()),
       handler_(std::move(handler)),
       options_(std::move(options)) {
-  if (!handler_) throw InvalidArgument("cairn::Checkpointer: the handler is null");
-  comm_.run_all("cairn::Checkpointer:",
+  if (!handler_) throw InvalidArgument(fmt::format("{}: the handler is null", who));
+  comm_.run_all(fmt::format("{}:", who),
                 [&] { (void)checkpoint::resolve_group(options_.file_options.group); });
 }
 
@@ -57,6 +61,13 @@ boost::json::value Checkpointer::metadata(const std::filesystem::path& dir) {
   step["item"] = handler_->metadata(comm_, dir);
   return step;
 }
+
+// A synchronous save is committed when save() returns: nothing is ever in flight.
+void Checkpointer::wait_until_finished() {}
+
+bool Checkpointer::is_saving_in_progress() const noexcept { return false; }
+
+void Checkpointer::check_for_errors() {}
 
 void Checkpointer::throw_wrong_result(const char* held, const char* wanted) {
   throw InvalidArgument(

@@ -174,16 +174,14 @@ void CheckpointManager::check_writable(std::string_view what) const {
 
 void CheckpointManager::ensure_checkpointer(std::string_view handler_type) {
   if (!handler_) handler_ = HandlerRegistry::global().create(handler_type);
-  if (sync_ || async_) return;
+  if (checkpointer_) return;
   // The checkpointer duplicates the communicator, a blocking MPI call without a deadline:
   // agree first, so that a rank that did not make this call is a timeout, not a hang.
   comm_.agree({.operation = "CheckpointManager: creating the checkpointer"});
-  if (options_.enable_async) {
-    async_ =
-        std::make_unique<AsyncCheckpointer>(comm_, handler_, options_.async, options_.checkpointer);
-  } else {
-    sync_ = std::make_unique<Checkpointer>(comm_, handler_, options_.checkpointer);
-  }
+  checkpointer_ = options_.enable_async
+                      ? std::make_unique<AsyncCheckpointer>(comm_, handler_, options_.async,
+                                                            options_.checkpointer)
+                      : std::make_unique<Checkpointer>(comm_, handler_, options_.checkpointer);
 }
 
 StepMetadata CheckpointManager::read_step_metadata(std::int64_t step) {
@@ -213,15 +211,15 @@ CheckpointManager::StepInfo CheckpointManager::read_step_info(std::int64_t step)
   }
   StepInfo info{.step = step, .time = parse_time(meta.commit_time)};
   if (const auto* custom = meta.custom.if_object()) {
-    if (const auto* m = custom->if_contains("metrics"); m && m->is_object()) {
+    if (const auto* m = custom->if_contains(step_custom_key::kMetrics); m && m->is_object()) {
       info.metrics = m->get_object();
     }
     // The time of the save decision on the manager's clock: what keep_time_interval keeps
     // by, also after a restart and with an injected clock.
-    if (const auto* t = custom->if_contains("time_ns"); t && t->is_int64()) {
+    if (const auto* t = custom->if_contains(step_custom_key::kTimeNs); t && t->is_int64()) {
       info.time = from_ns(t->get_int64());
     }
-    if (const auto* d = custom->if_contains("incremental_depth");
+    if (const auto* d = custom->if_contains(step_custom_key::kIncrementalDepth);
         d && d->is_int64() && d->get_int64() >= 0) {
       info.incremental_depth = d->get_int64();
     }
@@ -362,13 +360,14 @@ bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
   }
   // With prevent_write_metrics the metrics stay in memory (in_flight_ below) only.
   boost::json::object custom = {
-      {"metrics", options_.prevent_write_metrics ? boost::json::object{} : options.metrics},
-      {"user", options.custom_metadata},
-      {"time_ns", to_ns(decision.time)}};
+      {step_custom_key::kMetrics,
+       options_.prevent_write_metrics ? boost::json::object{} : options.metrics},
+      {step_custom_key::kUser, options.custom_metadata},
+      {step_custom_key::kTimeNs, to_ns(decision.time)}};
   if (in_flight_) {
     // The previous save commits (and its retention runs) before the next one starts.
     const std::int64_t previous = in_flight_->step;
-    const bool busy = async_ && async_->is_saving_in_progress();
+    const bool busy = checkpointer_->is_saving_in_progress();  // made by the save in flight
     const auto start = now();
     land();
     const double waited = std::chrono::duration<double>(now() - start).count();
@@ -376,7 +375,7 @@ bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
       base::log::warn("manager.waited_for_previous_save",
                       "root=\"{}\" step={} previous_step={} waited_s={:.3f}", root_.string(), step,
                       previous, waited);
-      custom["waited_for_previous_save_s"] = waited;
+      custom[step_custom_key::kWaitedForPreviousSave] = waited;
     }
   }
   ensure_checkpointer(args.handler_type());
@@ -399,27 +398,18 @@ bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
         depth = newest_depth + 1;
       }
     }
-    custom["incremental_depth"] = *depth;
+    custom[step_custom_key::kIncrementalDepth] = *depth;
   }
   const CheckpointSaveOptions save_options{.custom_metadata = custom,
                                            .provenance = {.step = step, .metrics = options.metrics},
                                            .incremental_base = std::move(base)};
-  if (async_) {
-    async_->save(dir, args, save_options);
-    in_flight_ = StepInfo{.step = step,
-                          .time = decision.time,
-                          .metrics = options.metrics,
-                          .incremental_depth = depth};
-    saving_ = true;
-  } else {
-    sync_->save(dir, args, save_options);
-    in_flight_ = StepInfo{.step = step,
-                          .time = decision.time,
-                          .metrics = options.metrics,
-                          .incremental_depth = depth};
-    saving_ = true;
-    land();
-  }
+  checkpointer_->save(dir, args, save_options);
+  in_flight_ = StepInfo{
+      .step = step, .time = decision.time, .metrics = options.metrics, .incremental_depth = depth};
+  saving_ = true;
+  // A synchronous save is committed already: report it and run retention now, not at the
+  // next call.
+  if (!options_.enable_async) land();
   return true;
 }
 
@@ -432,14 +422,12 @@ void CheckpointManager::land() {
   // in_flight_ is alike on every rank: with nothing in flight no rank communicates, so that
   // the calls of other threads that find the save already landed return at once.
   if (!in_flight_) return;
-  if (async_) {
-    try {
-      async_->wait_until_finished();
-    } catch (...) {
-      in_flight_.reset();
-      saving_ = false;
-      throw;
-    }
+  try {
+    checkpointer_->wait_until_finished();
+  } catch (...) {
+    in_flight_.reset();
+    saving_ = false;
+    throw;
   }
   saving_ = false;
   after_commit();
@@ -449,14 +437,14 @@ bool CheckpointManager::is_saving_in_progress() const noexcept {
   // Another thread in a member may be landing the save: answer from the flag it keeps.
   const std::unique_lock lock(mutex_, std::try_to_lock);
   if (!lock.owns_lock()) return saving_;
-  return async_ && async_->is_saving_in_progress();
+  return checkpointer_ && checkpointer_->is_saving_in_progress();
 }
 
 void CheckpointManager::check_for_errors() {
   const std::scoped_lock lock(mutex_);
-  if (!async_) return;
+  if (!checkpointer_) return;
   try {
-    async_->check_for_errors();
+    checkpointer_->check_for_errors();
   } catch (...) {
     in_flight_.reset();
     saving_ = false;
@@ -464,7 +452,7 @@ void CheckpointManager::check_for_errors() {
   }
   // A save that every rank finished is committed: report it and run retention now. The
   // ranks agree first, as one may see the end of the save before another.
-  if (in_flight_ && comm_.all(!async_->is_saving_in_progress())) land();
+  if (in_flight_ && comm_.all(!checkpointer_->is_saving_in_progress())) land();
 }
 
 void CheckpointManager::close() {

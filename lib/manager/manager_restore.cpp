@@ -39,8 +39,7 @@ std::any CheckpointManager::restore(std::optional<std::int64_t> step, const Chec
   } else {
     ensure_checkpointer(handler_->type_name());
   }
-  return async_ ? async_->restore(step_path(*chosen), args)
-                : sync_->restore(step_path(*chosen), args);
+  return checkpointer_->restore(step_path(*chosen), args);
 }
 
 std::any CheckpointManager::restore_from(const std::filesystem::path& directory,
@@ -75,7 +74,7 @@ std::any CheckpointManager::restore_from(const std::filesystem::path& directory,
   } else {
     ensure_checkpointer(handler_->type_name());
   }
-  return async_ ? async_->restore(dir, args) : sync_->restore(dir, args);
+  return checkpointer_->restore(dir, args);
 }
 
 void CheckpointManager::quarantine(std::int64_t step, std::string_view error) {
