@@ -440,7 +440,7 @@ BinarySection read_section(const Reader& r, const json::object& o, const LeafRec
 void read_array_leaf(const Reader& r, const json::object& o, const TreeIndex& index,
                      LeafRecord& leaf) {
   const auto format = storage_format_from_name(r.string(o, "format"));
-  if (!format) r.fail("format", "is not hdf5 or posix");
+  if (!format) r.fail("format", "is not the name of a storage format cairn knows");
   leaf.format = *format;
   const auto dtype = dtype_from_name(r.string(o, "dtype"));
   if (!dtype) r.fail("dtype", "is not a dtype name cairn knows");

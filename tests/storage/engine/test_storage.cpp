@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "storage/index/binary.hpp"
 #include "storage/storage_test_util.hpp"
 #include "support/test_support.hpp"
 
@@ -367,11 +368,14 @@ TEST(Storage, DamagedFilesGiveErrorsNamingFileAndLeaf) {
     const auto dir = tmp / std::string(storage_format_name(format));
     save_reference(dir, format, world_size(), DType::float64, slab_box);
 
-    // Flip one byte in the middle of rank 0's shard.
+    // Flip one byte in the middle of rank 0's shard, in the file the index names for it: at
+    // its byte_offset plus 8, or, in data.h5, where its first element's bytes are.
+    const storage::ShardRecord shard =
+        storage::read_full_index(dir).find("fields/u")->shards.front();
     if (comm.is_primary()) {
-      const auto file = format == StorageFormat::posix ? dir / "shards/p0.bin" : dir / "data.h5";
+      const auto file = dir / shard.file;
       std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
-      std::streamoff at = 8;
+      auto at = static_cast<std::streamoff>(shard.byte_offset + 8);
       if (format == StorageFormat::hdf5) {
         // Find the data: the first 8 reference bytes of element 0.
         const auto first = reference_box(DType::float64, kShape, Box{{0, 0}, {1, 1}});
@@ -399,9 +403,7 @@ TEST(Storage, DamagedFilesGiveErrorsNamingFileAndLeaf) {
       const std::string message = e.what();
       EXPECT_NE(message.find("checksum mismatch"), std::string::npos) << message;
       EXPECT_NE(message.find("fields/u"), std::string::npos) << message;
-      EXPECT_NE(message.find(format == StorageFormat::posix ? "p0.bin" : "data.h5"),
-                std::string::npos)
-          << message;
+      EXPECT_NE(message.find(shard.file), std::string::npos) << message;
     }
 
     // Truncated index.
