@@ -1,7 +1,5 @@
 // The posix format's row of the format table: one file per writing rank (or per group of
 // ranks) under shards/, each shard at its own 4 KiB-aligned offset.
-#include <fmt/format.h>
-
 #include "storage/format/format_table.hpp"
 #include "storage/format/posix/aggregation.hpp"
 #include "storage/format/posix/format.hpp"
