@@ -49,6 +49,11 @@ struct Options {
   int margin_seconds = 60;
   int step_delay_ms = 0;
   bool quiet = false;
+  // The node-local level (empty: none).
+  std::string local_dir;
+  std::string redundancy = "none";
+  std::int64_t persistent_every = 10;
+  int ranks_per_node = 0;
 };
 
 // The aggregation of --posix-files (validated: per-rank, per-node or a positive number) and
@@ -162,6 +167,34 @@ void add_options(CLI::App& app, Options& o) {
                "Incremental saves: a checkpoint writes only the chunks of the field (format "
                "posix) that changed since the newest one and refers to the others");
   app.add_flag("--quiet", o.quiet, "Print only the start, restarts and the end");
+  app.add_option("--local-dir", o.local_dir,
+                 "Save every checkpoint to this node-local directory first (a tmpfs or NVMe; "
+                 "{node} is replaced by the node number); --checkpoint-dir then receives every "
+                 "--persistent-every-th one, drained in the background");
+  app.add_option("--redundancy", o.redundancy,
+                 "Copies of each node's local files on other nodes: none, partner[=distance] "
+                 "or xor[=group size]")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            try {
+              (void)cairn::LocalRedundancy::parse(text);
+              return {};
+            } catch (const cairn::InvalidArgument& e) {
+              return e.what();
+            }
+          },
+          ""))
+      ->capture_default_str();
+  app.add_option("--persistent-every", o.persistent_every,
+                 "With --local-dir: drain every this many local saves to --checkpoint-dir "
+                 "(0: only at preemption and at the end)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--ranks-per-node", o.ranks_per_node,
+                 "With --local-dir: group this many consecutive ranks into one simulated node "
+                 "(0: the nodes MPI reports, or CAIRN_RANKS_PER_NODE)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
 }
 
 boost::json::object run_info(const Options& o, const heat2d::Grid& grid, std::int64_t step,
@@ -196,6 +229,7 @@ std::int64_t restart(cairn::CheckpointManager& mgr, const Options& o, heat2d::Gr
   }
   if (!restored) return 0;
   const std::int64_t step = restored->step;
+  const cairn::LevelRestore level = mgr.last_restore();
   const auto run = std::any_cast<cairn::CompositeResult>(restored->result)
                        .get<boost::json::value>("run")
                        .as_object();
@@ -214,10 +248,21 @@ std::int64_t restart(cairn::CheckpointManager& mgr, const Options& o, heat2d::Gr
                   restored->errors[i].c_str());
     }
     const auto& g = run.at("process_grid").as_array();
-    std::printf("heat2d: restarted from step %lld (saved by %lld ranks as %lld x %lld)\n",
+    std::printf("heat2d: restarted from step %lld (saved by %lld ranks as %lld x %lld)%s%s\n",
                 static_cast<long long>(step), static_cast<long long>(run.at("ranks").as_int64()),
                 static_cast<long long>(g.at(0).as_int64()),
-                static_cast<long long>(g.at(1).as_int64()));
+                static_cast<long long>(g.at(1).as_int64()),
+                o.local_dir.empty() ? "" : ", read from the ",
+                o.local_dir.empty() ? "" : level.level.c_str());
+    if (!level.rebuilt_nodes.empty()) {
+      std::string nodes;
+      for (const int n : level.rebuilt_nodes)
+        nodes += (nodes.empty() ? "" : ", ") + std::to_string(n);
+      std::printf("heat2d: rebuilt the local files of node %s from their copies\n", nodes.c_str());
+    }
+    if (!o.local_dir.empty() && level.level == "persistent" && !level.why_not_local.empty()) {
+      std::printf("heat2d: the local level could not serve: %s\n", level.why_not_local.c_str());
+    }
   }
   return step;
 }
@@ -286,6 +331,14 @@ int run(const Options& o) {
         static_cast<long long>(o.problem.ny), static_cast<long long>(o.problem.nx),
         static_cast<long long>(o.steps), o.checkpoint_dir.c_str(), o.format.c_str());
   }
+  std::optional<cairn::LocalLevelOptions> local_level;
+  if (!o.local_dir.empty()) {
+    local_level =
+        cairn::LocalLevelOptions{.directory = o.local_dir,
+                                 .redundancy = cairn::LocalRedundancy::parse(o.redundancy),
+                                 .persistent_every = o.persistent_every,
+                                 .ranks_per_node = o.ranks_per_node};
+  }
   cairn::CheckpointManager mgr(
       comm, o.checkpoint_dir,
       {.save_interval_steps = o.save_every,
@@ -301,7 +354,8 @@ int run(const Options& o) {
              };
              std::printf("heat2d: step %lld saved (residual %.6e, energy %.6f)\n",
                          static_cast<long long>(saved), number("residual"), number("energy"));
-           }},
+           },
+       .local_level = local_level},
       {}, {"field", "run"});
   std::int64_t step = restart(mgr, o, grid, comm);
   if (step > o.steps) {

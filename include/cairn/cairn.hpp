@@ -28,6 +28,7 @@
 #include <cairn/standard_checkpointer.hpp>
 
 // manager: a series of steps
+#include <cairn/levels.hpp>
 #include <cairn/manager.hpp>
 #include <cairn/multihost.hpp>
 #include <cairn/policies.hpp>

@@ -5,6 +5,7 @@
 #include <cairn/checkpointer.hpp>
 #include <cairn/comm.hpp>
 #include <cairn/handlers.hpp>
+#include <cairn/levels.hpp>
 #include <cairn/policies.hpp>
 #include <cairn/preemption.hpp>
 
@@ -27,6 +28,10 @@
 #include <vector>
 
 namespace cairn {
+
+namespace levels {
+class LocalLevel;
+}  // namespace levels
 
 /// A forced save of a step that already exists (Orbax StepAlreadyExistsError). Replacing a step
 /// through the manager is delete_step() then save(). An InvalidArgument, so that code catching
@@ -330,6 +335,10 @@ struct CheckpointManagerOptions {
   /// manager's non-collective members, but a lock it takes must not be held by a thread that
   /// calls the manager (a lock-order inversion).
   std::function<void(std::int64_t step, const boost::json::object& metrics)> on_commit = {};
+  /// A node-local level that every save goes to first (see LocalLevelOptions); the root is
+  /// then the persistent level, reached by the saves the local level drains. std::nullopt:
+  /// every save goes to the root, as a single level.
+  std::optional<LocalLevelOptions> local_level = {};
 };
 
 /// The keys of the object that a CheckpointManager stores under "custom" in each step's
@@ -503,6 +512,22 @@ class CheckpointManager {
   /// Idempotent.
   void close();
 
+  /// With a local level: the steps committed on the local level of every node, ascending
+  /// (all_steps() lists the steps of both levels). Empty without one. Collective.
+  [[nodiscard]] std::vector<std::int64_t> local_steps();
+  /// The steps committed on the persistent level (the root), ascending; without a local
+  /// level the same as all_steps(). Collective.
+  [[nodiscard]] std::vector<std::int64_t> persistent_steps();
+  /// Where the last restore() or restore_latest_intact() of this manager read from, which
+  /// nodes it rebuilt and why the local level did not serve. Not collective; never throws
+  /// beyond std::bad_alloc.
+  [[nodiscard]] LevelRestore last_restore() const;
+  /// With a local level: drains the newest local step that this manager saved to the
+  /// persistent level now, when it is newer than the newest persistent step, and waits for
+  /// its commit (what close() does with LocalLevelOptions::drain_at_close). Returns whether a
+  /// drain was made; false without a local level. Collective. Throws what a save throws.
+  bool drain();
+
   /// The directory of `step`. Not collective.
   [[nodiscard]] std::filesystem::path step_path(std::int64_t step) const;
   /// The manager's root. Not collective.
@@ -525,6 +550,17 @@ class CheckpointManager {
   struct SaveDecision {
     bool save = false;
     std::chrono::system_clock::time_point time = {};
+    bool preempted = false;  // reached_preemption() said so
+  };
+
+  // The newest step saved to the local level by this manager: what its drain saves (views of
+  // the local files; null when an item's handler is a user's) and the step's metadata.
+  struct LocalSave {
+    std::int64_t step = 0;
+    std::shared_ptr<const CheckpointArgs> drain_args;
+    boost::json::object custom;
+    boost::json::object metrics;
+    std::chrono::system_clock::time_point time = {};
   };
 
   [[nodiscard]] std::string step_name(std::int64_t step) const;
@@ -544,6 +580,18 @@ class CheckpointManager {
   [[nodiscard]] StepMetadata read_step_metadata(std::int64_t step);
   void check_writable(std::string_view what) const;
   void require_active(std::string_view what) const;
+  // Multi-level (manager_levels.cpp).
+  void open_local_level();
+  void save_to_levels(std::int64_t step, const CheckpointArgs& args, const SaveDecision& decision,
+                      const boost::json::object& custom, const ManagerSaveOptions& options);
+  void start_drain(const LocalSave& saved);
+  [[nodiscard]] bool should_drain(std::int64_t step, const SaveDecision& decision);
+  [[nodiscard]] std::optional<std::any> restore_local(std::int64_t step,
+                                                      const CheckpointArgs* args);
+  [[nodiscard]] std::any restore_persistent(std::int64_t step, const CheckpointArgs* args);
+  [[nodiscard]] bool in_persistent(std::int64_t step) const;
+  [[nodiscard]] bool in_local(std::int64_t step) const;
+  [[nodiscard]] std::optional<std::int64_t> newest_step() const;
 
   // Serializes the members on this rank (see the class comment); recursive because members
   // call each other.
@@ -563,6 +611,17 @@ class CheckpointManager {
   std::vector<StepInfo> steps_;        // committed, ascending
   std::optional<StepInfo> in_flight_;  // saved, not yet known to be committed
   std::vector<std::thread> deleters_;
+  // The node-local level (CheckpointManagerOptions::local_level), or null.
+  std::unique_ptr<levels::LocalLevel> local_;
+  // The newest local save of this manager (drained at close, on preemption, by drain()).
+  std::optional<LocalSave> newest_local_;
+  // The arguments of the drain in flight (views of the local files), alive until it lands.
+  std::shared_ptr<const CheckpointArgs> drain_args_;
+  // Local saves made by this manager (LocalLevelOptions::persistent_every counts them).
+  std::int64_t local_saves_ = 0;
+  // The blocking time of the newest save (SaveContext::last_save_cost).
+  std::optional<std::chrono::duration<double>> last_save_cost_;
+  LevelRestore last_restore_;
   bool closed_ = false;
   bool locked_ = false;
 };

@@ -85,6 +85,9 @@ struct SaveContext {
   bool is_initial = {};
   /// Whether an asynchronous save is still in flight (Orbax DecisionContext).
   bool is_saving_in_progress = {};
+  /// How long the manager's newest save blocked its caller (with a local level: the local
+  /// save), if it made one; what save_policy::YoungDaly sets its interval from.
+  std::optional<std::chrono::duration<double>> last_save_cost = {};
 };
 
 /// Decides whether a step is saved (Orbax SaveDecisionPolicy). A CheckpointManager asks it on

@@ -266,6 +266,11 @@ struct TreeSaveOptions {
   /// that is missing, unreadable or of an index version before 4 is no error: the save writes
   /// every chunk and logs a warning naming it. Ranks must agree (CollectiveMismatch).
   std::filesystem::path incremental_base = {};
+  /// Pace of the data writes on each rank, in bytes per second (posix; an hdf5 leaf is
+  /// written at the file system's pace); 0: as fast as the file system takes them. A
+  /// background save (CheckpointManager's drain) paces itself so that the job's own I/O is
+  /// not starved.
+  std::uint64_t write_bytes_per_second = 0;
   /// The posix format's own options: the grouping of its files, the shipping ring.
   PosixOptions posix = {};
   /// The hdf5 format's own options: MPI-IO hints.

@@ -15,6 +15,10 @@
 //
 // The points, in the order a save reaches them ("primary" ones are reached by the primary
 // rank only):
+//   level.local_save             every rank of a manager with a local level, before its
+//                                node's part of a step is written
+//   level.copies                 each node's leader, its node's part committed, before the
+//                                redundancy copies are exchanged
 //   checkpoint.before_data       every rank, once the temporary directory exists, before any
 //                                item is written
 //   storage.posix_aggregate      the aggregator of each group of the posix format (with

@@ -256,6 +256,43 @@ cairn_status cairn_manager_all_steps(cairn_manager* manager, int reload, int64_t
   });
 }
 
+cairn_status cairn_manager_local_steps(cairn_manager* manager, int64_t** steps, size_t* count) {
+  return guarded(__func__, [&] {
+    out_param(steps, "steps");
+    out_param(count, "count");
+    *steps = nullptr;
+    *count = 0;
+    const auto local = manager_of(manager).local_steps();
+    if (local.empty()) return;
+    auto* copy = static_cast<int64_t*>(std::malloc(local.size() * sizeof(int64_t)));
+    if (copy == nullptr) throw std::bad_alloc();
+    std::memcpy(copy, local.data(), local.size() * sizeof(int64_t));
+    *steps = copy;
+    *count = local.size();
+  });
+}
+
+cairn_status cairn_manager_last_restore_level(const cairn_manager* manager, char* level,
+                                              size_t size, int* rebuilt_nodes) {
+  return guarded(__func__, [&] {
+    out_param(level, "level");
+    out_param(rebuilt_nodes, "rebuilt_nodes");
+    if (size == 0) throw cairn::InvalidArgument("size is 0: no room for the level's name");
+    const cairn::LevelRestore last = deref(manager, "manager").manager->last_restore();
+    const std::size_t n = std::min(last.level.size(), size - 1);
+    std::memcpy(level, last.level.data(), n);
+    level[n] = '\0';
+    *rebuilt_nodes = static_cast<int>(last.rebuilt_nodes.size());
+  });
+}
+
+cairn_status cairn_manager_drain(cairn_manager* manager, int* drained) {
+  return guarded(__func__, [&] {
+    out_param(drained, "drained");
+    *drained = manager_of(manager).drain() ? 1 : 0;
+  });
+}
+
 cairn_status cairn_manager_reload(cairn_manager* manager) {
   return guarded(__func__, [&] { manager_of(manager).reload(); });
 }

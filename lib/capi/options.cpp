@@ -268,6 +268,9 @@ cairn_manager_options default_manager_options() noexcept {
   o.file_mode = -1;
   o.step_name_format = CAIRN_STEP_NAME_STANDARD;
   o.save_root_metadata = 1;
+  o.local_keep = cairn::LocalLevelOptions{}.keep;
+  o.persistent_every = cairn::LocalLevelOptions{}.persistent_every;
+  o.drain_at_close = 1;
   return o;
 }
 
@@ -356,6 +359,19 @@ CheckpointManagerOptions manager_options(const cairn_manager_options* options) {
   o.incremental = c.incremental != 0;
   o.incremental_full_every = c.incremental_full_every;
   o.clock = clock_from_c(c.clock, c.clock_user_data);
+  if (c.local_dir != nullptr) {
+    if (!(c.drain_bytes_per_second >= 0)) {
+      throw InvalidArgument("drain_bytes_per_second must not be negative");
+    }
+    o.local_level = LocalLevelOptions{
+        .directory = c.local_dir,
+        .redundancy = LocalRedundancy::parse(c.local_redundancy ? c.local_redundancy : "none"),
+        .keep = c.local_keep,
+        .persistent_every = c.persistent_every,
+        .drain_at_close = c.drain_at_close != 0,
+        .drain_bytes_per_second = static_cast<std::uint64_t>(c.drain_bytes_per_second),
+        .ranks_per_node = c.ranks_per_node};
+  }
   if (c.metadata_json != nullptr) {
     auto metadata = parse_json(c.metadata_json, "metadata_json");
     if (!metadata.is_object()) {

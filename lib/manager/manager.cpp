@@ -4,6 +4,7 @@
 #include <cairn/manager.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <exception>
@@ -13,6 +14,7 @@
 #include "base/fault.hpp"
 #include "base/log.hpp"
 #include "checkpoint/step_metadata.hpp"
+#include "manager/levels/local_level.hpp"
 #include "manager/manager_options.hpp"
 #include "manager/root_metadata.hpp"
 #include "manager/step_dirs.hpp"
@@ -77,6 +79,7 @@ CheckpointManager::CheckpointManager(
   }
   open_root();
   reload();
+  if (options_.local_level) open_local_level();
 }
 
 void CheckpointManager::open_root() {
@@ -151,9 +154,7 @@ std::chrono::system_clock::time_point CheckpointManager::now() const {
 }
 
 bool CheckpointManager::exists(std::int64_t step) const {
-  return std::any_of(steps_.begin(), steps_.end(),
-                     [&](const StepInfo& s) { return s.step == step; }) ||
-         (in_flight_ && in_flight_->step == step);
+  return in_persistent(step) || in_local(step) || (in_flight_ && in_flight_->step == step);
 }
 
 std::filesystem::path CheckpointManager::step_path(std::int64_t step) const {
@@ -251,6 +252,7 @@ void CheckpointManager::reload() {
     steps_.push_back(options_.lightweight_initialize ? StepInfo{.step = step, .loaded = false}
                                                      : read_step_info(step));
   }
+  if (local_) local_->scan();
 }
 
 void CheckpointManager::load_step_infos() {
@@ -266,13 +268,18 @@ std::vector<std::int64_t> CheckpointManager::all_steps(bool read) {
   if (read) reload();
   std::vector<std::int64_t> out;
   for (const auto& info : steps_) out.push_back(info.step);
+  if (local_) {
+    // Both levels: a step saved locally is saved, drained or not.
+    out.insert(out.end(), local_->steps().begin(), local_->steps().end());
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+  }
   return out;
 }
 
 std::optional<std::int64_t> CheckpointManager::latest_step() {
   const std::scoped_lock lock(mutex_);
-  if (steps_.empty()) return std::nullopt;
-  return steps_.back().step;
+  return newest_step();
 }
 
 bool CheckpointManager::reached_preemption(std::int64_t step) {
@@ -308,19 +315,27 @@ CheckpointManager::SaveDecision CheckpointManager::decide(std::int64_t step, boo
     const auto now = this->now();
     decision[1] = to_ns(now);
     const auto* last = in_flight_ ? &*in_flight_ : (steps_.empty() ? nullptr : &steps_.back());
-    const bool newer = last == nullptr || step > last->step;
+    std::optional<std::int64_t> last_step = last ? std::optional(last->step) : std::nullopt;
+    std::optional<std::chrono::system_clock::time_point> last_time =
+        last ? std::optional(last->time) : std::nullopt;
+    if (local_ && !local_->steps().empty() && local_->steps().back() > last_step.value_or(-1)) {
+      last_step = local_->steps().back();  // with a local level, the newest save is there
+      last_time = local_->time_of(*last_step);
+    }
+    const bool newer = !last_step || step > *last_step;
     const SaveContext context{.step = step,
-                              .last_saved_step = last ? std::optional(last->step) : std::nullopt,
-                              .last_saved_time = last ? std::optional(last->time) : std::nullopt,
+                              .last_saved_step = last_step,
+                              .last_saved_time = last_time,
                               .now = now,
                               .reached_preemption = preempted,
-                              .is_initial = last == nullptr,
-                              .is_saving_in_progress = is_saving_in_progress()};
+                              .is_initial = !last_step,
+                              .is_saving_in_progress = is_saving_in_progress(),
+                              .last_save_cost = last_save_cost_};
     decision[0] = force || (newer && save_policy_->should_save(context)) ? 1 : 0;
   });
   const auto bytes = comm_.broadcast_bytes(std::as_bytes(std::span(decision)));
   std::memcpy(decision.data(), bytes.data(), sizeof decision);
-  return {.save = decision[0] != 0, .time = from_ns(decision[1])};
+  return {.save = decision[0] != 0, .time = from_ns(decision[1]), .preempted = preempted};
 }
 
 bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
@@ -364,6 +379,12 @@ bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
        options_.prevent_write_metrics ? boost::json::object{} : options.metrics},
       {step_custom_key::kUser, options.custom_metadata},
       {step_custom_key::kTimeNs, to_ns(decision.time)}};
+  if (local_) {
+    // Saved on the local level before this returns; drained in the background.
+    save_to_levels(step, args, decision, custom, options);
+    return true;
+  }
+  const auto start = std::chrono::steady_clock::now();
   if (in_flight_) {
     // The previous save commits (and its retention runs) before the next one starts.
     const std::int64_t previous = in_flight_->step;
@@ -404,6 +425,7 @@ bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
                                            .provenance = {.step = step, .metrics = options.metrics},
                                            .incremental_base = std::move(base)};
   checkpointer_->save(dir, args, save_options);
+  last_save_cost_ = std::chrono::steady_clock::now() - start;
   in_flight_ = StepInfo{
       .step = step, .time = decision.time, .metrics = options.metrics, .incremental_depth = depth};
   saving_ = true;
@@ -426,10 +448,12 @@ void CheckpointManager::land() {
     checkpointer_->wait_until_finished();
   } catch (...) {
     in_flight_.reset();
+    drain_args_.reset();
     saving_ = false;
     throw;
   }
   saving_ = false;
+  drain_args_.reset();  // a drain's views of the local files
   after_commit();
 }
 
@@ -461,6 +485,12 @@ void CheckpointManager::close() {
   closed_ = true;
   std::exception_ptr failure;
   try {
+    // SCR's flush at the end of an allocation: the newest local step reaches the root.
+    if (local_ && local_->options().drain_at_close && newest_local_ && newest_local_->drain_args &&
+        (steps_.empty() || steps_.back().step < newest_local_->step) &&
+        !(in_flight_ && in_flight_->step == newest_local_->step)) {
+      start_drain(*newest_local_);
+    }
     land();
   } catch (...) {
     failure = std::current_exception();

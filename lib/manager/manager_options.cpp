@@ -6,6 +6,18 @@
 namespace cairn::manager {
 
 void validate_options(const CheckpointManagerOptions& options) {
+  if (options.local_level) {
+    if (options.read_only) {
+      throw InvalidArgument(
+          "local_level and read_only exclude each other: a read-only manager "
+          "reads the persistent level alone");
+    }
+    if (options.incremental) {
+      throw InvalidArgument(
+          "local_level and incremental exclude each other: drained steps are "
+          "written whole");
+    }
+  }
   if (options.save_interval_steps < 0) {
     throw InvalidArgument(fmt::format("save_interval_steps must not be negative, not {}",
                                       options.save_interval_steps));

@@ -24,22 +24,56 @@ std::any CheckpointManager::restore(std::optional<std::int64_t> step, const Chec
     broadcast_args = args->with_load_and_broadcast();
     if (broadcast_args) args = broadcast_args.get();
   }
-  const auto chosen = step ? step : latest_step();
+  std::optional<std::int64_t> chosen = step ? step : newest_step();
   if (!chosen) {
     throw NotFound(root_.string(),
                    fmt::format("no committed checkpoint in '{}' to restore", root_.string()));
   }
-  if (std::none_of(steps_.begin(), steps_.end(),
-                   [&](const StepInfo& s) { return s.step == *chosen; })) {
-    throw NotFound(step_name(*chosen), fmt::format("step {} is not a committed checkpoint in '{}'",
-                                                   *chosen, root_.string()));
+  last_restore_ = LevelRestore{.step = *chosen};
+  if (!step && local_) {
+    // The newest step that a level can serve: a local step lost beyond repair gives way to
+    // an older local step or to the newest persistent one.
+    const std::vector<std::int64_t> steps = all_steps();
+    std::string skipped;  // why the newer steps did not serve
+    for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+      last_restore_ = LevelRestore{.step = *it, .why_not_local = skipped};
+      chosen = *it;
+      if (in_local(*it)) {
+        if (auto result = restore_local(*it, args)) return std::move(*result);
+      }
+      if (in_persistent(*it)) break;
+      base::log::warn("level.step_skipped", "step={} why=\"{}\"", *it, last_restore_.why_not_local);
+      skipped = fmt::format("step {}: {}", *it, last_restore_.why_not_local);
+    }
+  } else if (in_local(*chosen)) {
+    // The fastest level that holds the step; the persistent one when it cannot serve.
+    if (auto result = restore_local(*chosen, args)) return std::move(*result);
+  } else if (local_) {
+    last_restore_.why_not_local = fmt::format("the local level does not hold step {}", *chosen);
   }
+  if (!in_persistent(*chosen)) {
+    throw NotFound(
+        step_name(*chosen),
+        fmt::format("step {} is not a committed checkpoint in '{}'{}", *chosen, root_.string(),
+                    last_restore_.why_not_local.empty()
+                        ? ""
+                        : "; the local level cannot serve it: " + last_restore_.why_not_local));
+  }
+  last_restore_.level = "persistent";
+  if (local_) {
+    base::log::info("level.restored", "step={} level=persistent why_not_local=\"{}\"", *chosen,
+                    last_restore_.why_not_local);
+  }
+  return restore_persistent(*chosen, args);
+}
+
+std::any CheckpointManager::restore_persistent(std::int64_t step, const CheckpointArgs* args) {
   if (!handler_) {
-    ensure_checkpointer(read_step_metadata(*chosen).handler);
+    ensure_checkpointer(read_step_metadata(step).handler);
   } else {
     ensure_checkpointer(handler_->type_name());
   }
-  return checkpointer_->restore(step_path(*chosen), args);
+  return checkpointer_->restore(step_path(step), args);
 }
 
 std::any CheckpointManager::restore_from(const std::filesystem::path& directory,
@@ -98,8 +132,8 @@ std::optional<RestoredStep> CheckpointManager::restore_latest_intact(const Check
   const std::scoped_lock lock(mutex_);
   require_active("restore_latest_intact");
   land();
-  std::vector<std::int64_t> candidates;
-  for (auto it = steps_.rbegin(); it != steps_.rend(); ++it) candidates.push_back(it->step);
+  std::vector<std::int64_t> candidates = all_steps();  // of both levels
+  std::reverse(candidates.begin(), candidates.end());
   if (candidates.empty()) return std::nullopt;
   // (step, error) of the steps that failed, newest first, and the error of the newest.
   std::vector<std::pair<std::int64_t, std::string>> failed;
@@ -147,6 +181,7 @@ std::optional<RestoredStep> CheckpointManager::restore_latest_intact(const Check
     }
     RestoredStep restored{.step = step, .result = std::move(result)};
     for (const auto& [bad, error] : failed) {
+      if (!in_persistent(bad)) continue;  // a local step only: the next save replaces it
       quarantine(bad, error);
       restored.quarantined.push_back(bad);
       restored.errors.push_back(error);

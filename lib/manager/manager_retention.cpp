@@ -46,7 +46,8 @@ void CheckpointManager::after_commit() {
   std::sort(steps_.begin(), steps_.end(),
             [](const StepInfo& a, const StepInfo& b) { return a.step < b.step; });
   base::log::info("manager.committed", "root=\"{}\" step={}", root_.string(), info.step);
-  if (options_.on_commit) {
+  // With a local level the step was reported when the local level committed it.
+  if (options_.on_commit && !local_) {
     // Every rank throws, or none: a rank that threw alone would leave the others waiting in
     // their next collective call.
     comm_.run_all(fmt::format("the on_commit callback of step {}:", info.step),

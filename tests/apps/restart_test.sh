@@ -12,6 +12,9 @@
 #   resealed  a field of the wrong kind in the newest step's run record (nx: null), with the
 #             marker's checksum resealed: the run restarts from the step before, naming the
 #             file and the field;
+#   levels    a run with a node-local level (--local-dir) is killed, one simulated node's
+#             local files are wiped, and the restart rebuilds them from the other nodes'
+#             copies and ends with the field of a run never interrupted;
 #   late_signal  SIGUSR1 sent again and again once heat2d printed that it finished (1 rank,
 #             no mpiexec): it still exits 0.
 set -uo pipefail
@@ -161,6 +164,43 @@ saved)
   expect after "restarted from step 10"
   expect after "step 20 saved"
   expect after "step 30 saved"
+  ;;
+
+levels)
+  # The node-local level, each rank a simulated node with its own directory: a run killed
+  # (SIGKILL) once its third local step is recorded, one node's local files wiped, then a
+  # restart that rebuilds them from the other nodes' copies and ends with the field of a run
+  # that was never interrupted.
+  redundancy=partner
+  [ "$ranks" -ge 4 ] && redundancy=xor=4
+  level=(--local-dir "local{node}" --redundancy "$redundancy" --persistent-every 3
+    --ranks-per-node 1)
+  heat reference 0 reference 60 --quiet --output reference.bin
+  "$mpiexec" -n "$ranks" "${flags[@]}" "$heat2d" --nx 48 --ny 40 --steps 60 --save-every 10 \
+    --format posix --checkpoint-dir root "${level[@]}" --step-delay-ms 40 >killed.out 2>&1 &
+  launcher=$!
+  until [ -f local0/cairn-level/30.json ] || ! kill -0 "$launcher" 2>/dev/null; do sleep 0.02; done
+  pkill -KILL -P "$launcher"
+  wait "$launcher"
+  [ -f local0/cairn-level/30.json ] || fail "the run ended before step 30 was saved locally"
+  grep -q "finished step" killed.out && fail "the run finished before it was killed"
+  rm -rf local1
+  heat again 0 root 60 "${level[@]}" --output again.bin
+  expect again "read from the local"
+  expect again "rebuilt the local files of node 1 from their copies"
+  cmp -s reference.bin again.bin || fail "the restarted run's field differs from the reference"
+  [ -f local1/cairn-level/60.json ] || fail "node 1 does not hold the last local step"
+  [ -f root/60/COMMITTED ] || fail "the last step was not drained to the root at the end"
+  run ls-local 0 "$cairn" ls local1
+  expect ls-local "committed"
+  run verify-local 0 "$cairn" verify local0
+  # A restart at another world size reads the persistent level.
+  if [ "$ranks" -gt 2 ]; then
+    run fewer 0 mpi $((ranks - 1)) "$heat2d" --nx 48 --ny 40 --steps 70 --save-every 10 \
+      --format posix --checkpoint-dir root "${level[@]}" --redundancy partner --quiet
+    expect fewer "restarted from step 60"
+    expect fewer "read from the persistent"
+  fi
   ;;
 
 *)

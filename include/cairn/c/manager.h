@@ -98,6 +98,18 @@ CAIRN_C_API cairn_status cairn_manager_all_steps(cairn_manager* manager, int rel
                                                  int64_t** steps, size_t* count);
 /* Re-reads the steps and their metadata from the root. Collective. */
 CAIRN_C_API cairn_status cairn_manager_reload(cairn_manager* manager);
+/* With a local level (local_dir): the steps every node holds on the local level, ascending,
+ * in *steps (free with cairn_free; NULL when *count is 0); none without one. Collective. */
+CAIRN_C_API cairn_status cairn_manager_local_steps(cairn_manager* manager, int64_t** steps,
+                                                   size_t* count);
+/* Where the last restore read from: "local" or "persistent" into `level` (at most `size`
+ * bytes with the terminating NUL; "" before any restore), and how many nodes it rebuilt from
+ * their copies in *rebuilt_nodes. Not collective. */
+CAIRN_C_API cairn_status cairn_manager_last_restore_level(const cairn_manager* manager, char* level,
+                                                          size_t size, int* rebuilt_nodes);
+/* With a local level: drains the newest local step to the root now when it is newer than the
+ * newest persistent step, and waits for its commit; *drained says whether it did. Collective. */
+CAIRN_C_API cairn_status cairn_manager_drain(cairn_manager* manager, int* drained);
 /* Whether a save of `step` would happen (*result 0 or 1). Collective. */
 CAIRN_C_API cairn_status cairn_manager_should_save(cairn_manager* manager, int64_t step,
                                                    int* result);

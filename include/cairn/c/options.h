@@ -132,6 +132,20 @@ typedef struct cairn_manager_options {
   int64_t incremental_full_every; /* [8] with incremental: a save after a chain of this many
                                      steps writes whole, so that a damaged file reaches at
                                      most this many steps; 1: every save whole */
+  /* fields appended in 0.2: the node-local level (cairn::LocalLevelOptions); local_dir NULL:
+     every save goes to the root */
+  const char* local_dir;         /* [NULL] node-local directory (tmpfs, NVMe); "{node}" in it
+                                    is replaced by the node number */
+  const char* local_redundancy;  /* [NULL: "none"] "none", "partner", "partner=D", "xor",
+                                    "xor=G": copies of each node's files on other nodes */
+  int local_keep;                /* [2] local steps kept on each node */
+  int64_t persistent_every;      /* [1] drain every this many local saves to the root; 0:
+                                    only the preemption save and the one at close */
+  int drain_at_close;            /* [1] drain the newest local step at close when newer than
+                                    the newest persistent one */
+  double drain_bytes_per_second; /* [0] pace of the drain on each rank; 0: unpaced */
+  int ranks_per_node;            /* [0] group this many consecutive ranks into one simulated
+                                    node; 0: the nodes MPI reports (or CAIRN_RANKS_PER_NODE) */
 } cairn_manager_options;
 
 /* Fills *options with the defaults for a caller that knows `struct_size` bytes of it. */

@@ -5,7 +5,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
+#include <thread>
 
 #include "cuda/staged_copy.hpp"
 #include "storage/engine/shard_sink.hpp"
@@ -87,7 +89,19 @@ void TreeWriter::write_stream(std::size_t index,
         make_shard_sink(writer, job, matcher ? &*matcher : nullptr);
     std::uint64_t delivered = 0;
     std::vector<std::byte> cast_buffer;  // used only by a leaf with a save-time cast
-    const RunSink store = [&](std::span<const std::byte> stored) { sink->update(stored); };
+    const RunSink store = [&](std::span<const std::byte> stored) {
+      if (options_.write_bytes_per_second == 0) {
+        sink->update(stored);
+        return;
+      }
+      // A paced save (a drain) hands its bytes over in pieces, each once its time has come.
+      constexpr std::size_t kPacedPiece = std::size_t{4} << 20;
+      for (std::size_t at = 0; at < stored.size(); at += kPacedPiece) {
+        const auto part = stored.subspan(at, std::min(kPacedPiece, stored.size() - at));
+        pace(part.size());
+        sink->update(part);
+      }
+    };
     produce([&](std::span<const std::byte> piece) {
       if (delivered + piece.size() > job.bytes) {
         throw InvalidArgument(fmt::format("leaf '{}': pieces exceed this rank's shard of {} bytes",
@@ -119,6 +133,21 @@ void TreeWriter::write_stream(std::size_t index,
   } catch (const std::exception& e) {
     fail(e);
   }
+}
+
+void TreeWriter::pace(std::size_t bytes) {
+  std::chrono::steady_clock::time_point due;
+  {
+    std::lock_guard lock(mutex_);
+    if (paced_bytes_ == 0) paced_since_ = std::chrono::steady_clock::now();
+    // The bytes handed over before these set their time: the first piece goes at once.
+    due = paced_since_ +
+          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+              std::chrono::duration<double>(static_cast<double>(paced_bytes_) /
+                                            static_cast<double>(options_.write_bytes_per_second)));
+    paced_bytes_ += bytes;
+  }
+  std::this_thread::sleep_until(due);
 }
 
 void TreeWriter::write_leaf(std::size_t index) {

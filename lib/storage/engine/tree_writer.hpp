@@ -9,6 +9,7 @@
 #include <cairn/storage.hpp>
 #include <cairn/tree.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -109,6 +110,9 @@ class TreeWriter {
   // block by block through `buffer` (at most run_bytes_), handing each block to `store`.
   void cast_piece(const ArrayJob& job, std::span<const std::byte> piece,
                   std::vector<std::byte>& buffer, const RunSink& store) const;
+  // Waits until `bytes` more may be handed over at TreeSaveOptions::write_bytes_per_second
+  // (counted over every leaf of the save since its first paced piece).
+  void pace(std::size_t bytes);
   // The job of array leaf `leaf` before the layouts are agreed: format, stored dtype, chunk.
   [[nodiscard]] ArrayJob plan_job(const Leaf* leaf, MemoryKind memory) const;
   // Throws InvalidArgument for save_args naming no array leaf or asking for a forbidden cast.
@@ -134,6 +138,9 @@ class TreeWriter {
   mutable std::mutex mutex_;
   std::vector<std::pair<std::size_t, ShardRecord>> records_;  // (array index, record)
   std::uint64_t bytes_written_ = 0;
+  // Pacing (TreeSaveOptions::write_bytes_per_second): bytes handed over and since when.
+  std::uint64_t paced_bytes_ = 0;
+  std::chrono::steady_clock::time_point paced_since_ = {};
   base::FirstError error_;  // the first local failure, from any thread
 };
 

@@ -1,0 +1,203 @@
+#include "manager/levels/level_args.hpp"
+
+#include <cairn/handlers.hpp>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <map>
+#include <utility>
+
+#include "base/durable_file.hpp"
+#include "base/posix_file.hpp"
+#include "storage/index/binary.hpp"
+
+namespace cairn::levels {
+namespace {
+
+// A non-owning handle on arguments the caller keeps alive.
+std::shared_ptr<const CheckpointArgs> alias(const CheckpointArgs& args) {
+  return {std::shared_ptr<const CheckpointArgs>{}, &args};
+}
+
+// Applies `each` to every item of `args` (itself when it is not a Composite) and rebuilds a
+// Composite from the results; returns null when `each` returns null for an item.
+template <class Each>
+std::shared_ptr<const CheckpointArgs> map_items(const std::shared_ptr<const CheckpointArgs>& args,
+                                                const std::filesystem::path& dir, Each&& each) {
+  const auto* composite = dynamic_cast<const Composite*>(args.get());
+  if (composite == nullptr) return each(args, dir);
+  Composite::Items items;
+  bool changed = false;
+  for (const auto& [name, item] : composite->items()) {
+    auto mapped = item ? each(item, dir / name) : item;
+    if (item && !mapped) return nullptr;
+    changed = changed || mapped != item;
+    items.emplace(name, std::move(mapped));
+  }
+  if (!changed) return args;
+  return std::make_shared<Composite>(std::move(items), composite->custom_metadata());
+}
+
+// A read-only map of a whole local file, unmapped with its last user.
+class MappedFile {
+ public:
+  explicit MappedFile(const std::filesystem::path& path) : path_(path) {
+    size_ = base::PosixFile(path, base::PosixFile::Mode::read).size();
+    if (size_ == 0) return;
+    const int fd = base::open_file(path, O_RDONLY);
+    void* at = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd, 0);
+    const int error = errno;
+    ::close(fd);
+    if (at == MAP_FAILED) base::throw_errno(path, "mapping the local file", error);
+    data_ = static_cast<const std::byte*>(at);
+  }
+  ~MappedFile() {
+    if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
+  }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  // The `bytes` at `offset`; FormatError when the file is shorter.
+  [[nodiscard]] const std::byte* at(std::uint64_t offset, std::uint64_t bytes) const {
+    if (offset > size_ || bytes > size_ - offset) {
+      throw FormatError(path_.string(), fmt::format("bytes {}-{}", offset, offset + bytes),
+                        fmt::format("local file '{}' holds {} bytes, a shard needs {} at {}",
+                                    path_.string(), size_, bytes, offset));
+    }
+    return data_ + offset;
+  }
+
+ private:
+  std::filesystem::path path_;
+  std::size_t size_ = 0;
+  const std::byte* data_ = nullptr;
+};
+
+// The tree of `tree` with each array shard read from the local item directory `dir`.
+ArrayTree tree_from_local(const ArrayTree& tree, const std::filesystem::path& dir, int node_rank) {
+  const storage::TreeIndex index = storage::read_full_index(dir);
+  std::map<std::string, std::shared_ptr<MappedFile>> maps;
+  ArrayTree out;
+  for (const Leaf& leaf : tree) {
+    if (leaf.kind() != LeafKind::array) {
+      switch (leaf.kind()) {
+        case LeafKind::scalar: out.add_scalar(leaf.path(), leaf.as_scalar()); break;
+        case LeafKind::string: out.add_string(leaf.path(), leaf.as_string()); break;
+        default: out.add_json(leaf.path(), leaf.as_json()); break;
+      }
+      continue;
+    }
+    ArrayShard shard = leaf.as_array();
+    const storage::LeafRecord* record = index.find(leaf.path());
+    if (record == nullptr) {
+      throw FormatError(
+          (dir / storage::kTreeIndexFile).string(), leaf.path(),
+          fmt::format("the local step '{}' lacks leaf '{}'", dir.string(), leaf.path()));
+    }
+    const storage::ShardRecord* mine = nullptr;
+    for (const auto& s : record->shards) {
+      if (record->replicated || s.rank == node_rank) mine = &s;
+      if (mine != nullptr) break;
+    }
+    shard.dtype = record->dtype;
+    shard.strides.clear();
+    shard.memory = MemoryKind::host;
+    shard.data = nullptr;
+    std::shared_ptr<MappedFile> owner;
+    if (mine != nullptr && mine->bytes > 0) {
+      auto& map = maps[mine->file];
+      if (!map) map = std::make_shared<MappedFile>(dir / mine->file);
+      shard.data = const_cast<std::byte*>(map->at(mine->byte_offset, mine->bytes));
+      owner = map;
+    } else if (shard.local_volume() > 0) {
+      throw FormatError((dir / storage::kTreeIndexFile).string(), leaf.path(),
+                        fmt::format("the local step '{}' lacks rank {}'s shard of leaf '{}'",
+                                    dir.string(), node_rank, leaf.path()));
+    }
+    out.add_array(leaf.path(), std::move(shard), std::move(owner));
+  }
+  for (const auto& [path, kind] : tree.empty_nodes()) out.add_empty(path, kind);
+  return out;
+}
+
+}  // namespace
+
+std::shared_ptr<const CheckpointArgs> resolve_args(const CheckpointArgs& args) {
+  return map_items(alias(args), {}, [](const auto& item, const auto&) {
+    const auto* tree = dynamic_cast<const ArrayTreeSave*>(item.get());
+    if (tree == nullptr || !tree->build) return item;
+    return std::static_pointer_cast<const CheckpointArgs>(
+        std::make_shared<ArrayTreeSave>(tree->tree_to_save(), tree->options));
+  });
+}
+
+std::shared_ptr<const CheckpointArgs> local_save_args(
+    const std::shared_ptr<const CheckpointArgs>& resolved) {
+  return map_items(resolved, {}, [](const auto& item, const auto&) {
+    const auto* tree = dynamic_cast<const ArrayTreeSave*>(item.get());
+    if (tree == nullptr) return item;
+    TreeSaveOptions options{.format = StorageFormat::posix,
+                            .allow_sparse = true,
+                            .fsync = tree->options.fsync,
+                            .io_buffer_bytes = tree->options.io_buffer_bytes,
+                            .detect_device_memory = tree->options.detect_device_memory,
+                            .checksum_chunk_bytes = tree->options.checksum_chunk_bytes,
+                            .save_args = tree->options.save_args};
+    for (auto& [path, leaf] : options.save_args) {
+      leaf.compression = {};
+      leaf.chunk_shape = {};
+    }
+    return std::static_pointer_cast<const CheckpointArgs>(
+        std::make_shared<ArrayTreeSave>(tree->tree, std::move(options)));
+  });
+}
+
+std::shared_ptr<const CheckpointArgs> drain_args(
+    const std::shared_ptr<const CheckpointArgs>& resolved, const std::filesystem::path& local_step,
+    int node_rank, std::uint64_t bytes_per_second) {
+  return map_items(resolved, local_step,
+                   [&](const std::shared_ptr<const CheckpointArgs>& item,
+                       const std::filesystem::path& dir) -> std::shared_ptr<const CheckpointArgs> {
+                     if (const auto* tree = dynamic_cast<const ArrayTreeSave*>(item.get())) {
+                       TreeSaveOptions options = tree->options;
+                       options.write_bytes_per_second = bytes_per_second;
+                       return std::make_shared<ArrayTreeSave>(
+                           tree_from_local(tree->tree, dir, node_rank), std::move(options));
+                     }
+                     if (const auto* json = dynamic_cast<const JsonSave*>(item.get())) {
+                       return std::make_shared<JsonSave>(*json);
+                     }
+                     if (const auto* bytes = dynamic_cast<const BytesSave*>(item.get())) {
+                       return std::make_shared<BytesSave>(*bytes);
+                     }
+                     return nullptr;
+                   });
+}
+
+bool locally_restorable(const CheckpointArgs* args, std::string& why) {
+  if (args == nullptr) {
+    why = "a restore of every item as saved needs whole arrays, which no node holds";
+    return false;
+  }
+  if (const auto* composite = dynamic_cast<const Composite*>(args)) {
+    for (const auto& [name, item] : composite->items()) {
+      if (!locally_restorable(item.get(), why)) {
+        why = fmt::format("item '{}': {}", name, why);
+        return false;
+      }
+    }
+    return true;
+  }
+  if (const auto* tree = dynamic_cast<const ArrayTreeRestore*>(args); tree && !tree->target) {
+    why = "an array tree restored as saved needs whole arrays, which no node holds";
+    return false;
+  }
+  if (const auto* bytes = dynamic_cast<const BytesRestore*>(args); bytes && bytes->from_rank) {
+    why = "bytes restored from another rank's save";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace cairn::levels

@@ -1,0 +1,848 @@
+#include "manager/levels/redundancy.hpp"
+
+#include <mpi.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <array>
+#include <cairn/error.hpp>
+#include <cstdint>
+#include <cstring>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <memory>
+#include <utility>
+
+#include "base/log.hpp"
+#include "base/packed.hpp"
+#include "comm/deadline.hpp"
+#include "comm/mpi_check.hpp"
+#include "manager/levels/step_archive.hpp"
+
+namespace cairn::levels {
+namespace {
+
+using Bytes = std::vector<std::byte>;
+using SharedBytes = std::shared_ptr<Bytes>;
+
+constexpr std::string_view kMagic = "CAIRNRED";
+constexpr std::uint64_t kVersion = 1;
+// Most bytes of one message or reduction: MPI counts are int.
+constexpr std::size_t kPieceBytes = std::size_t{256} << 20;
+// Tags of the point-to-point transfers on the leaders' communicator (Comm's own are 0x636x).
+constexpr int kTagArchive = 0x6c01;  // a lost node's archive, from the node holding its copy
+constexpr int kTagCopy = 0x6c02;     // an archive, to the node that keeps a copy of it
+
+std::size_t to_size(std::uint64_t n) { return static_cast<std::size_t>(n); }
+
+// ---- Names in messages ---------------------------------------------------------------------
+
+// "node 3", "nodes 1 and 2", "nodes 1, 2 and 5".
+std::string name_nodes(std::span<const int> nodes) {
+  if (nodes.size() == 1) return fmt::format("node {}", nodes[0]);
+  return fmt::format("nodes {} and {}", fmt::join(nodes.first(nodes.size() - 1), ", "),
+                     nodes.back());
+}
+
+std::string describe(const Redundancy& scheme) {
+  switch (scheme.kind) {
+    case RedundancyKind::none: return "none";
+    case RedundancyKind::partner:
+      return fmt::format("partner (distance {})", scheme.partner_distance);
+    case RedundancyKind::xor_parity:
+      return fmt::format("xor parity (groups of {})", scheme.xor_group);
+  }
+  return fmt::format("unknown kind {}", static_cast<int>(scheme.kind));
+}
+
+// Why `scheme` cannot protect `nodes` nodes, or nullopt.
+std::optional<std::string> scheme_problem(const Redundancy& scheme, int nodes) {
+  switch (scheme.kind) {
+    case RedundancyKind::none: return std::nullopt;
+    case RedundancyKind::partner:
+      if (nodes < 2) return "partner needs at least 2 nodes";
+      if (scheme.partner_distance < 1 || scheme.partner_distance >= nodes) {
+        return fmt::format("partner_distance {} must be between 1 and {} (the nodes less one)",
+                           scheme.partner_distance, nodes - 1);
+      }
+      return std::nullopt;
+    case RedundancyKind::xor_parity:
+      if (scheme.xor_group < 2) {
+        return fmt::format("xor_group {} must be at least 2", scheme.xor_group);
+      }
+      if (nodes < 2) return "xor parity needs at least 2 nodes";
+      return std::nullopt;
+  }
+  return fmt::format("redundancy kind {} is unknown", static_cast<int>(scheme.kind));
+}
+
+// ---- Groups of xor parity ------------------------------------------------------------------
+
+struct Group {
+  int index = 0;
+  int first = 0;
+  int size = 0;
+  [[nodiscard]] std::string name() const {
+    return fmt::format("xor group {} (nodes {}-{})", index, first, first + size - 1);
+  }
+};
+
+// The group of `node`: consecutive ids in groups of `g`; a last group of one joins the one
+// before. Needs g >= 2 and nodes >= 2.
+Group group_of(int node, int nodes, int g) {
+  const int count = std::max(1, nodes / g + (nodes % g >= 2 ? 1 : 0));
+  const int index = std::min(node / g, count - 1);
+  const int first = index * g;
+  return {index, first, index == count - 1 ? nodes - first : g};
+}
+
+// The chunk of member `i` that the parity of member `k` holds, in a group of `m`.
+int chunk_in_parity(int i, int k, int m) { return ((k - i - 1) % m + m) % m; }
+
+// Bytes of one chunk: the largest of `sizes` (one per member) cut into size - 1 chunks.
+std::uint64_t chunk_bytes(std::span<const std::uint64_t> sizes) {
+  const std::uint64_t chunks = sizes.size() - 1;
+  const std::uint64_t largest = *std::max_element(sizes.begin(), sizes.end());
+  return (largest + chunks - 1) / chunks;
+}
+
+// ---- The redundancy file -------------------------------------------------------------------
+
+// A node's archive as a redundancy file records it.
+struct Covered {
+  int node = 0;
+  std::uint64_t size = 0;
+  std::uint64_t checksum = 0;
+  bool operator==(const Covered&) const = default;
+};
+
+struct FileHeader {
+  Redundancy scheme;
+  int node = 0;
+  int nodes = 0;
+  std::vector<Covered> covered;
+  std::uint64_t payload_size = 0;
+  std::uint64_t payload_checksum = 0;
+};
+
+void put_checksum(base::Packed& out, std::uint64_t checksum) {
+  out.put_all(std::array<std::uint64_t, 1>{checksum});
+}
+
+// The header, its own XXH3 last. Its size does not depend on payload_checksum.
+Bytes header_bytes(const FileHeader& header) {
+  base::Packed out;
+  const auto magic = std::as_bytes(std::span(kMagic));
+  out.bytes().assign(magic.begin(), magic.end());
+  out.put(kVersion);
+  out.put_byte(static_cast<std::uint8_t>(header.scheme.kind));
+  out.put(static_cast<std::uint64_t>(header.scheme.partner_distance));
+  out.put(static_cast<std::uint64_t>(header.scheme.xor_group));
+  out.put(static_cast<std::uint64_t>(header.node));
+  out.put(static_cast<std::uint64_t>(header.nodes));
+  out.put(static_cast<std::uint64_t>(header.covered.size()));
+  for (const auto& c : header.covered) {
+    out.put(static_cast<std::uint64_t>(c.node));
+    out.put(c.size);
+    put_checksum(out, c.checksum);
+  }
+  out.put(header.payload_size);
+  put_checksum(out, header.payload_checksum);
+  put_checksum(out, XXH3_64bits(out.bytes().data(), out.bytes().size()));
+  return std::move(out.bytes());
+}
+
+// A redundancy file with room for the payload after the header, to be filled, then sealed.
+SharedBytes unsealed_file(const FileHeader& header) {
+  return std::make_shared<Bytes>(header_bytes(header).size() + to_size(header.payload_size));
+}
+
+// Writes the header, with the checksum of the payload now in place, before the payload.
+void seal(Bytes& file, FileHeader header) {
+  const std::size_t payload_at = file.size() - to_size(header.payload_size);
+  header.payload_checksum = XXH3_64bits(file.data() + payload_at, to_size(header.payload_size));
+  const Bytes head = header_bytes(header);
+  std::memcpy(file.data(), head.data(), head.size());
+}
+
+int take_int(base::Unpacked& in, std::uint64_t limit) {
+  const std::uint64_t value = in.take();
+  if (value > limit) throw Error(ErrorCode::format, "a number is out of range");
+  return static_cast<int>(value);
+}
+
+FileHeader take_header(base::Unpacked& in) {
+  if (in.take() != kVersion) throw Error(ErrorCode::format, "unknown version");
+  FileHeader h;
+  h.scheme.kind = static_cast<RedundancyKind>(in.take_byte());
+  h.scheme.partner_distance = take_int(in, INT32_MAX);
+  h.scheme.xor_group = take_int(in, INT32_MAX);
+  h.node = take_int(in, INT32_MAX);
+  h.nodes = take_int(in, INT32_MAX);
+  const std::uint64_t count = in.take();
+  if (count > in.remaining()) throw Error(ErrorCode::format, "too many nodes");
+  for (std::uint64_t k = 0; k < count; ++k) {
+    Covered c;
+    c.node = take_int(in, INT32_MAX);
+    c.size = in.take();
+    c.checksum = in.take_all(1).front();
+    h.covered.push_back(c);
+  }
+  h.payload_size = in.take();
+  h.payload_checksum = in.take_all(1).front();
+  return h;
+}
+
+struct ParsedFile {
+  FileHeader header;
+  std::span<const std::byte> payload;
+};
+
+// The header and payload of `file` when its magic, header checksum, payload size and payload
+// checksum hold; else why not.
+std::pair<std::optional<ParsedFile>, std::string> parse_file(std::span<const std::byte> file) {
+  const auto magic = std::as_bytes(std::span(kMagic));
+  if (file.size() < magic.size() || !std::ranges::equal(file.first(magic.size()), magic)) {
+    return {std::nullopt, "it does not start with CAIRNRED"};
+  }
+  try {
+    base::Unpacked in(file.subspan(magic.size()));
+    ParsedFile parsed{take_header(in), {}};
+    const std::size_t header_end = file.size() - in.remaining();
+    if (in.take_all(1).front() != XXH3_64bits(file.data(), header_end)) {
+      return {std::nullopt, "its header does not match its checksum"};
+    }
+    parsed.payload = file.last(in.remaining());
+    if (parsed.payload.size() != parsed.header.payload_size ||
+        XXH3_64bits(parsed.payload.data(), parsed.payload.size()) !=
+            parsed.header.payload_checksum) {
+      return {std::nullopt, "its payload is cut or does not match its checksum"};
+    }
+    return {std::move(parsed), {}};
+  } catch (const Error& e) {
+    return {std::nullopt, fmt::format("its header is cut or damaged ({})", e.what())};
+  }
+}
+
+// The nodes whose archives the redundancy file of `node` records, in order.
+std::vector<int> covered_nodes(const Redundancy& scheme, int node, int nodes) {
+  if (scheme.kind == RedundancyKind::partner) {
+    return {(node - scheme.partner_distance + nodes) % nodes};
+  }
+  const Group group = group_of(node, nodes, scheme.xor_group);
+  std::vector<int> members(static_cast<std::size_t>(group.size));
+  for (int i = 0; i < group.size; ++i) members[static_cast<std::size_t>(i)] = group.first + i;
+  return members;
+}
+
+// Why `header` is not the redundancy file of `node` under `scheme`, or nullopt.
+std::optional<std::string> header_problem(const FileHeader& h, const Redundancy& scheme, int node,
+                                          int nodes) {
+  if (describe(h.scheme) != describe(scheme)) {
+    return fmt::format("it was made for the scheme {}", describe(h.scheme));
+  }
+  if (h.node != node || h.nodes != nodes) {
+    return fmt::format("it belongs to node {} of {}", h.node, h.nodes);
+  }
+  std::vector<int> ids;
+  std::vector<std::uint64_t> sizes;
+  for (const auto& c : h.covered) {
+    ids.push_back(c.node);
+    sizes.push_back(c.size);
+  }
+  if (ids != covered_nodes(scheme, node, nodes)) return "it protects other nodes";
+  const std::uint64_t payload =
+      scheme.kind == RedundancyKind::partner ? sizes[0] : chunk_bytes(sizes);
+  if (payload != h.payload_size) return "its payload has the wrong size";
+  return std::nullopt;
+}
+
+// This node's redundancy file when it checks against the scheme; a damaged one is logged and
+// counts as missing.
+std::optional<ParsedFile> valid_file(std::optional<std::span<const std::byte>> file,
+                                     const Redundancy& scheme, const Comm& leaders) {
+  if (!file || scheme.kind == RedundancyKind::none || scheme_problem(scheme, leaders.size())) {
+    return std::nullopt;
+  }
+  auto [parsed, why] = parse_file(*file);
+  if (parsed) {
+    if (auto problem = header_problem(parsed->header, scheme, leaders.rank(), leaders.size())) {
+      parsed.reset();
+      why = std::move(*problem);
+    }
+  }
+  if (!parsed) {
+    base::log::warn("levels.redundancy_invalid", "node={} reason=\"{}\"", leaders.rank(), why);
+  }
+  return parsed;
+}
+
+// ---- Waiting with a deadline ---------------------------------------------------------------
+
+// Nonblocking operations in flight and the buffers they use. Unless wait() saw them complete,
+// the destructor abandons the buffers (detail::abandon): MPI may still use them.
+class Flight {
+ public:
+  Flight() = default;
+  ~Flight() {
+    if (done_) return;
+    try {
+      for (auto& buffer : buffers_) detail::abandon(std::move(buffer));
+    } catch (...) {
+      // Out of memory: the buffers are freed under MPI; nothing better is left to do.
+    }
+  }
+  Flight(const Flight&) = delete;
+  Flight& operator=(const Flight&) = delete;
+
+  void keep(std::shared_ptr<void> buffer) { buffers_.push_back(std::move(buffer)); }
+  // A request waiting on `peer` ("node 3"), which names `nodes` (empty when unknown).
+  MPI_Request* add(std::string peer, std::vector<int> nodes = {}) {
+    pending_.push_back({MPI_REQUEST_NULL, std::move(peer), std::move(nodes)});
+    return &pending_.back().request;
+  }
+  // Waits until every request completed, polling with MPI_Test. Throws TimeoutError naming
+  // the first peer still awaited when barrier_timeout passes.
+  void wait(const Comm& leaders, std::string_view what);
+
+ private:
+  struct Pending {
+    MPI_Request request;
+    std::string peer;
+    std::vector<int> nodes;
+  };
+  std::vector<Pending> pending_;
+  std::vector<std::shared_ptr<void>> buffers_;
+  bool done_ = false;
+};
+
+void Flight::wait(const Comm& leaders, std::string_view what) {
+  const auto timeout = leaders.options().barrier_timeout;
+  const Pending* late = nullptr;
+  done_ = detail::poll_until(detail::Clock::now() + timeout, [&] {
+    for (auto& p : pending_) {
+      int complete = 0;
+      detail::check_mpi(MPI_Test(&p.request, &complete, MPI_STATUS_IGNORE), what);
+      if (complete == 0) {
+        late = &p;
+        return false;
+      }
+    }
+    return true;
+  });
+  if (done_) return;
+  throw TimeoutError(
+      late->nodes,
+      fmt::format("{} did not complete within {} on node {} of {}: {} did not take part. Check "
+                  "that every node calls the redundancy functions of the node-local level in the "
+                  "same order, or raise barrier_timeout",
+                  what, detail::format_seconds(timeout), leaders.rank(), leaders.size(),
+                  late->peer));
+}
+
+// ---- Partner transfers ---------------------------------------------------------------------
+
+struct Send {
+  int to = 0;
+  int tag = 0;
+  std::span<const std::byte> bytes;
+};
+struct Receive {
+  int from = 0;
+  int tag = 0;
+  SharedBytes into;  // bytes [offset, offset + bytes) are received
+  std::size_t offset = 0;
+  std::size_t bytes = 0;
+};
+
+// Posts every send and receive in rounds of one piece each, and waits for each round. Both
+// ends of a transfer know its size, so their pieces match in order.
+void transfer(const Comm& leaders, std::span<const Send> sends, std::span<const Receive> receives,
+              std::string_view what) {
+  std::size_t longest = 0;
+  for (const auto& s : sends) longest = std::max(longest, s.bytes.size());
+  for (const auto& r : receives) longest = std::max(longest, r.bytes);
+  for (std::size_t at = 0; at < longest; at += kPieceBytes) {
+    Flight flight;
+    for (const auto& r : receives) {
+      if (at >= r.bytes) continue;
+      flight.keep(r.into);
+      const int count = static_cast<int>(std::min(kPieceBytes, r.bytes - at));
+      detail::check_mpi(
+          MPI_Irecv(r.into->data() + r.offset + at, count, MPI_BYTE, r.from, r.tag, leaders.get(),
+                    flight.add(fmt::format("node {}", r.from), {r.from})),
+          what);
+    }
+    for (const auto& s : sends) {
+      if (at >= s.bytes.size()) continue;
+      // A copy of the piece: after a timeout MPI may still read it, and the caller's may be gone.
+      const auto piece = s.bytes.subspan(at, std::min(kPieceBytes, s.bytes.size() - at));
+      auto copy = std::make_shared<Bytes>(piece.begin(), piece.end());
+      flight.keep(copy);
+      detail::check_mpi(
+          MPI_Isend(copy->data(), static_cast<int>(copy->size()), MPI_BYTE, s.to, s.tag,
+                    leaders.get(), flight.add(fmt::format("node {}", s.to), {s.to})),
+          what);
+    }
+    flight.wait(leaders, what);
+  }
+}
+
+// ---- XOR reductions over a group -----------------------------------------------------------
+
+// The sub-communicator of this node's xor group (RAII). Kept allocated after a timeout, when
+// abandoned operations may still be pending on it.
+class GroupComm {
+ public:
+  // Blocking, without a deadline: called only after an exchange in which every node showed up.
+  GroupComm(const Comm& leaders, const Group& group) : group_(group) {
+    detail::check_mpi(MPI_Comm_split(leaders.get(), group.index, leaders.rank(), &comm_),
+                      "splitting the leaders into xor groups");
+  }
+  ~GroupComm() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized || abandoned_ || comm_ == MPI_COMM_NULL) return;
+    if (MPI_Comm_free(&comm_) != MPI_SUCCESS) base::log::warn("levels.group_free", "result=failed");
+  }
+  GroupComm(const GroupComm&) = delete;
+  GroupComm& operator=(const GroupComm&) = delete;
+
+  [[nodiscard]] MPI_Comm get() const noexcept { return comm_; }
+  [[nodiscard]] const Group& group() const noexcept { return group_; }
+  void abandon() noexcept { abandoned_ = true; }
+
+ private:
+  Group group_;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  bool abandoned_ = false;
+};
+
+// What a member gives to one reduction: bytes of `source` from `offset` on, zeros past its
+// end (an empty source gives zeros).
+struct Part {
+  std::span<const std::byte> source;
+  std::uint64_t offset = 0;
+  void copy(std::uint64_t at, Bytes& into) const {
+    const std::uint64_t begin = std::min<std::uint64_t>(offset + at, source.size());
+    const std::uint64_t end = std::min<std::uint64_t>(begin + into.size(), source.size());
+    std::copy(source.begin() + static_cast<std::ptrdiff_t>(begin),
+              source.begin() + static_cast<std::ptrdiff_t>(end), into.begin());
+  }
+};
+
+// XORs `bytes` bytes of every member's part into bytes [out_at, out_at + bytes) of `out` on
+// the member at group position `root`, whose own part is zeros (its `out` bytes must be zero).
+void xor_into(const Comm& leaders, GroupComm& group, int root, const Part& mine,
+              std::uint64_t bytes, const SharedBytes& out, std::size_t out_at,
+              std::string_view what) {
+  const bool at_root = leaders.rank() - group.group().first == root;
+  for (std::uint64_t at = 0; at < bytes; at += kPieceBytes) {
+    const std::size_t count = to_size(std::min<std::uint64_t>(kPieceBytes, bytes - at));
+    Flight flight;
+    MPI_Request* request = flight.add("a member of " + group.group().name());
+    int result = MPI_SUCCESS;
+    if (at_root) {
+      flight.keep(out);
+      result = MPI_Ireduce(MPI_IN_PLACE, out->data() + out_at + at, static_cast<int>(count),
+                           MPI_BYTE, MPI_BXOR, root, group.get(), request);
+    } else {
+      auto piece = std::make_shared<Bytes>(count);
+      mine.copy(at, *piece);
+      flight.keep(piece);
+      result = MPI_Ireduce(piece->data(), nullptr, static_cast<int>(count), MPI_BYTE, MPI_BXOR,
+                           root, group.get(), request);
+    }
+    detail::check_mpi(result, what);
+    try {
+      flight.wait(leaders, what);
+    } catch (const TimeoutError&) {
+      group.abandon();
+      throw;
+    }
+  }
+}
+
+// ---- What every node holds -----------------------------------------------------------------
+
+struct NodeState {
+  std::string scheme;
+  bool archive_intact = false;
+  std::uint64_t archive_size = 0;
+  std::uint64_t archive_checksum = 0;
+  std::optional<std::uint64_t> recorded_checksum;  // what the node recorded for its archive
+  std::optional<std::vector<Covered>> redundancy;  // what its valid redundancy file records
+};
+
+Bytes pack_state(const NodeState& s) {
+  base::Packed out;
+  out.put(s.scheme);
+  out.put_byte(static_cast<std::uint8_t>((s.archive_intact ? 1 : 0) |
+                                         (s.recorded_checksum ? 2 : 0) | (s.redundancy ? 4 : 0)));
+  out.put(s.archive_size);
+  put_checksum(out, s.archive_checksum);
+  put_checksum(out, s.recorded_checksum.value_or(0));
+  if (s.redundancy) {
+    out.put(static_cast<std::uint64_t>(s.redundancy->size()));
+    for (const auto& c : *s.redundancy) {
+      out.put(static_cast<std::uint64_t>(c.node));
+      out.put(c.size);
+      put_checksum(out, c.checksum);
+    }
+  }
+  return std::move(out.bytes());
+}
+
+NodeState unpack_state(std::span<const std::byte> bytes) {
+  base::Unpacked in(bytes);
+  NodeState s;
+  s.scheme = in.take_text();
+  const std::uint8_t flags = in.take_byte();
+  s.archive_intact = (flags & 1) != 0;
+  s.archive_size = in.take();
+  s.archive_checksum = in.take_all(1).front();
+  const std::uint64_t recorded = in.take_all(1).front();
+  if ((flags & 2) != 0) s.recorded_checksum = recorded;
+  if ((flags & 4) != 0) {
+    s.redundancy.emplace(to_size(in.take()));
+    for (auto& c : *s.redundancy) {
+      c.node = static_cast<int>(in.take());
+      c.size = in.take();
+      c.checksum = in.take_all(1).front();
+    }
+  }
+  return s;
+}
+
+// Every node's state, after checking that all pass the same scheme and that it fits them.
+std::vector<NodeState> gather_states(const Comm& leaders, const Redundancy& scheme,
+                                     const NodeState& mine, std::string_view what) {
+  const auto all = leaders.allgather_bytes(pack_state(mine));
+  std::vector<NodeState> states;
+  for (const auto& bytes : all) states.push_back(unpack_state(bytes));
+  for (std::size_t r = 1; r < states.size(); ++r) {
+    if (states[r].scheme != states[0].scheme) {
+      throw CollectiveMismatch(
+          static_cast<int>(r), "scheme",
+          fmt::format("{}: node {} passes the redundancy scheme {} but node 0 passes {}; every "
+                      "node must pass the same",
+                      what, r, states[r].scheme, states[0].scheme));
+    }
+  }
+  if (const auto problem = scheme_problem(scheme, leaders.size())) {
+    throw InvalidArgument(fmt::format("{}: {}", what, *problem));
+  }
+  return states;
+}
+
+// A redundancy file that records another archive than the one a node holds (or says it held)
+// is stale: it counts as missing.
+void drop_stale(std::vector<NodeState>& states) {
+  for (std::size_t k = 0; k < states.size(); ++k) {
+    if (!states[k].redundancy) continue;
+    for (const auto& c : *states[k].redundancy) {
+      const NodeState& of = states[to_size(static_cast<std::uint64_t>(c.node))];
+      const bool differs = of.archive_intact
+                               ? (of.archive_size != c.size || of.archive_checksum != c.checksum)
+                               : (of.recorded_checksum && *of.recorded_checksum != c.checksum);
+      if (!differs) continue;
+      base::log::warn("levels.redundancy_stale", "node={} protected={}", k, c.node);
+      states[k].redundancy.reset();
+      break;
+    }
+  }
+}
+
+// ---- Deciding, alike on every node ---------------------------------------------------------
+
+struct Plan {
+  std::vector<std::string> problems;  // empty: recoverable
+  std::vector<int> lost;              // nodes whose archive is rebuilt
+  std::vector<int> refill;            // nodes whose redundancy file is recomputed
+};
+
+Plan plan_of(const std::vector<NodeState>& states, RedundancyKind kind) {
+  Plan plan;
+  for (std::size_t n = 0; n < states.size(); ++n) {
+    if (!states[n].archive_intact) plan.lost.push_back(static_cast<int>(n));
+    if (kind != RedundancyKind::none && !states[n].redundancy) {
+      plan.refill.push_back(static_cast<int>(n));
+    }
+  }
+  if (kind == RedundancyKind::none && !plan.lost.empty()) {
+    plan.problems.push_back(fmt::format("{} {} lost and the redundancy scheme is none",
+                                        name_nodes(plan.lost),
+                                        plan.lost.size() == 1 ? "is" : "are"));
+  }
+  return plan;
+}
+
+// partner: a lost node needs the valid redundancy file of the node holding its copy. A node to
+// refill needs the archive of the node it copies, which is then intact: were that one lost, its
+// copy would be the missing file.
+void check_partner(const std::vector<NodeState>& states, int d, Plan& plan) {
+  const int nodes = static_cast<int>(states.size());
+  for (const int n : plan.lost) {
+    const int holder = (n + d) % nodes;
+    const NodeState& h = states[to_size(static_cast<std::uint64_t>(holder))];
+    if (h.redundancy) continue;
+    plan.problems.push_back(
+        h.archive_intact
+            ? fmt::format("node {} is lost and node {}, which holds its copy, has no valid "
+                          "redundancy file (missing, damaged or stale)",
+                          n, holder)
+            : fmt::format("node {} and node {}, which holds its copy, are both lost", n, holder));
+  }
+}
+
+// xor: at most one lost node per group, and valid redundancy files, agreeing about it, on the
+// others of the group.
+void check_xor(const std::vector<NodeState>& states, int g, Plan& plan) {
+  const int nodes = static_cast<int>(states.size());
+  for (int first = 0; first < nodes; first += group_of(first, nodes, g).size) {
+    const Group group = group_of(first, nodes, g);
+    std::vector<int> lost;
+    std::vector<int> invalid;
+    for (int n = group.first; n < group.first + group.size; ++n) {
+      const NodeState& s = states[to_size(static_cast<std::uint64_t>(n))];
+      if (!s.archive_intact) lost.push_back(n);
+      if (!s.redundancy) invalid.push_back(n);
+    }
+    if (lost.size() >= 2) {
+      plan.problems.push_back(fmt::format("{} of {} are {}lost", name_nodes(lost), group.name(),
+                                          lost.size() == 2 ? "both " : ""));
+      continue;
+    }
+    if (lost.empty()) continue;
+    std::erase(invalid, lost[0]);
+    if (!invalid.empty()) {
+      plan.problems.push_back(fmt::format(
+          "node {} of {} is lost and the redundancy file of {}, which holds part of its parity, "
+          "is missing, damaged or stale",
+          lost[0], group.name(), name_nodes(invalid)));
+      continue;
+    }
+    std::optional<Covered> recorded;
+    for (int n = group.first; n < group.first + group.size; ++n) {
+      if (n == lost[0]) continue;
+      const Covered& c =
+          (*states[to_size(static_cast<std::uint64_t>(n))]
+                .redundancy)[to_size(static_cast<std::uint64_t>(lost[0] - group.first))];
+      if (recorded && !(*recorded == c)) {
+        plan.problems.push_back(fmt::format("the redundancy files of {} disagree about node {}",
+                                            group.name(), lost[0]));
+        break;
+      }
+      recorded = c;
+    }
+  }
+}
+
+// ---- Carrying out a plan -------------------------------------------------------------------
+
+// What this node holds that a plan may use.
+struct Local {
+  std::span<const std::byte> archive;  // when intact
+  std::span<const std::byte> payload;  // of its valid redundancy file
+};
+
+struct Work {
+  SharedBytes archive;     // rebuilt, not yet checked
+  Covered expected;        // what the rebuilt archive must be
+  SharedBytes redundancy;  // recomputed and sealed
+};
+
+Work run_partner(const Comm& leaders, const Redundancy& scheme,
+                 const std::vector<NodeState>& states, const Plan& plan, const Local& local) {
+  const int me = leaders.rank();
+  const int nodes = leaders.size();
+  const int d = scheme.partner_distance;
+  const auto state = [&](int n) -> const NodeState& {
+    return states[to_size(static_cast<std::uint64_t>(n))];
+  };
+  Work work;
+  std::vector<Send> sends;
+  std::vector<Receive> receives;
+  if (std::ranges::find(plan.lost, me) != plan.lost.end()) {
+    const int holder = (me + d) % nodes;
+    work.expected = state(holder).redundancy->front();
+    work.archive = std::make_shared<Bytes>(to_size(work.expected.size));
+    receives.push_back({holder, kTagArchive, work.archive, 0, work.archive->size()});
+  }
+  if (const int lost = (me - d + nodes) % nodes;
+      std::ranges::find(plan.lost, lost) != plan.lost.end()) {
+    sends.push_back({lost, kTagArchive, local.payload});
+  }
+  FileHeader header;
+  if (std::ranges::find(plan.refill, me) != plan.refill.end()) {
+    const int source = (me - d + nodes) % nodes;
+    const NodeState& s = state(source);
+    header = {scheme, me, nodes, {{source, s.archive_size, s.archive_checksum}}, s.archive_size, 0};
+    work.redundancy = unsealed_file(header);
+    receives.push_back({source, kTagCopy, work.redundancy,
+                        work.redundancy->size() - to_size(s.archive_size),
+                        to_size(s.archive_size)});
+  }
+  if (const int to = (me + d) % nodes; std::ranges::find(plan.refill, to) != plan.refill.end()) {
+    sends.push_back({to, kTagCopy, local.archive});
+  }
+  transfer(leaders, sends, receives, "partner redundancy exchange");
+  if (work.redundancy) seal(*work.redundancy, header);
+  return work;
+}
+
+// The archive sizes and checksums of the members of `group`: an intact one's own, a lost
+// one's as the others' redundancy files record it.
+std::vector<Covered> members_of(const std::vector<NodeState>& states, const Group& group) {
+  std::vector<Covered> members;
+  for (int n = group.first; n < group.first + group.size; ++n) {
+    const NodeState& s = states[to_size(static_cast<std::uint64_t>(n))];
+    if (s.archive_intact) {
+      members.push_back({n, s.archive_size, s.archive_checksum});
+      continue;
+    }
+    const int other = n == group.first ? n + 1 : group.first;
+    members.push_back((*states[to_size(static_cast<std::uint64_t>(other))]
+                            .redundancy)[to_size(static_cast<std::uint64_t>(n - group.first))]);
+  }
+  return members;
+}
+
+Work run_xor(const Comm& leaders, const Redundancy& scheme, const std::vector<NodeState>& states,
+             const Plan& plan, const Local& local) {
+  const int me = leaders.rank();
+  GroupComm group(leaders, group_of(me, leaders.size(), scheme.xor_group));
+  const Group& g = group.group();
+  const int m = g.size;
+  const int position = me - g.first;
+  const auto members = members_of(states, g);
+  std::vector<std::uint64_t> sizes;
+  for (const auto& c : members) sizes.push_back(c.size);
+  const std::uint64_t chunk = chunk_bytes(sizes);
+  const auto in_group = [&](int n) { return n >= g.first && n < g.first + m; };
+  const auto lost = std::ranges::find_if(plan.lost, in_group);
+  Work work;
+  if (lost != plan.lost.end()) {
+    // Chunk c of the lost member j lies in the parity of member (j + 1 + c) mod m, XORed with
+    // chunks of the others; that member gives its parity in place of a chunk of its own.
+    const int j = *lost - g.first;
+    if (position == j) {
+      work.expected = members[to_size(static_cast<std::uint64_t>(j))];
+      work.archive =
+          std::make_shared<Bytes>(to_size(chunk) * to_size(static_cast<std::uint64_t>(m - 1)));
+    }
+    for (int k = 0; k < m; ++k) {
+      if (k == j) continue;
+      const int c = chunk_in_parity(j, k, m);
+      const Part part =
+          position == k ? Part{local.payload, 0}
+                        : Part{local.archive,
+                               chunk * static_cast<std::uint64_t>(chunk_in_parity(position, k, m))};
+      xor_into(leaders, group, j, part, chunk, work.archive,
+               to_size(chunk) * static_cast<std::size_t>(c),
+               "rebuilding node " + std::to_string(*lost) + " from the parity of " + g.name());
+    }
+  }
+  for (const int n : plan.refill) {
+    if (!in_group(n)) continue;
+    const int k = n - g.first;
+    const FileHeader header{scheme, n, leaders.size(), members, chunk, 0};
+    SharedBytes file;
+    if (position == k) file = unsealed_file(header);
+    const Part part{local.archive,
+                    chunk * static_cast<std::uint64_t>(chunk_in_parity(position, k, m))};
+    xor_into(leaders, group, k, part, chunk, file, file ? file->size() - to_size(chunk) : 0,
+             "computing the parity of node " + std::to_string(n) + " in " + g.name());
+    if (file) {
+      seal(*file, header);
+      work.redundancy = std::move(file);
+    }
+  }
+  return work;
+}
+
+NodeState my_state(const Redundancy& scheme, std::optional<std::span<const std::byte>> archive,
+                   std::optional<std::uint64_t> recorded, const std::optional<ParsedFile>& file) {
+  NodeState s;
+  s.scheme = describe(scheme);
+  s.recorded_checksum = recorded;
+  if (archive) {
+    s.archive_size = archive->size();
+    s.archive_checksum = archive_checksum(*archive);
+    s.archive_intact = !recorded || *recorded == s.archive_checksum;
+  }
+  if (file) s.redundancy = file->header.covered;
+  return s;
+}
+
+Work run_plan(const Comm& leaders, const Redundancy& scheme, const std::vector<NodeState>& states,
+              const Plan& plan, const Local& local) {
+  if (plan.lost.empty() && plan.refill.empty()) return {};
+  if (scheme.kind == RedundancyKind::partner) {
+    return run_partner(leaders, scheme, states, plan, local);
+  }
+  return run_xor(leaders, scheme, states, plan, local);
+}
+
+}  // namespace
+
+std::vector<std::byte> encode_redundancy(const Comm& leaders, const Redundancy& scheme,
+                                         std::span<const std::byte> my_archive) {
+  if (scheme.kind == RedundancyKind::none) return {};
+  const auto states =
+      gather_states(leaders, scheme, my_state(scheme, my_archive, {}, {}), "encode_redundancy");
+  Plan plan;
+  for (int n = 0; n < leaders.size(); ++n) plan.refill.push_back(n);
+  Work work = run_plan(leaders, scheme, states, plan, {.archive = my_archive, .payload = {}});
+  return std::move(*work.redundancy);
+}
+
+RebuildOutcome rebuild_lost(const Comm& leaders, const Redundancy& scheme,
+                            std::optional<std::span<const std::byte>> my_archive,
+                            std::optional<std::uint64_t> my_archive_checksum,
+                            std::optional<std::span<const std::byte>> my_redundancy) {
+  const auto file = valid_file(my_redundancy, scheme, leaders);
+  const NodeState mine = my_state(scheme, my_archive, my_archive_checksum, file);
+  auto states = gather_states(leaders, scheme, mine, "rebuild_lost");
+  drop_stale(states);
+  Plan plan = plan_of(states, scheme.kind);
+  if (scheme.kind == RedundancyKind::partner) check_partner(states, scheme.partner_distance, plan);
+  if (scheme.kind == RedundancyKind::xor_parity) check_xor(states, scheme.xor_group, plan);
+  RebuildOutcome outcome;
+  if (!plan.problems.empty()) {
+    outcome.recoverable = false;
+    outcome.why = fmt::format("{}", fmt::join(plan.problems, "; "));
+    return outcome;
+  }
+  const Local local{
+      .archive = mine.archive_intact ? *my_archive : std::span<const std::byte>(),
+      .payload = states[to_size(static_cast<std::uint64_t>(leaders.rank()))].redundancy
+                     ? file->payload
+                     : std::span<const std::byte>()};
+  Work work = run_plan(leaders, scheme, states, plan, local);
+  bool archive_ok = true;
+  if (work.archive) {
+    work.archive->resize(to_size(work.expected.size));
+    archive_ok = archive_checksum(*work.archive) == work.expected.checksum;
+  }
+  if (!plan.lost.empty()) {
+    const auto verdicts = leaders.allgather(std::int64_t{archive_ok ? 0 : 1});
+    std::vector<int> wrong;
+    for (std::size_t n = 0; n < verdicts.size(); ++n) {
+      if (verdicts[n] != 0) wrong.push_back(static_cast<int>(n));
+    }
+    if (!wrong.empty()) {
+      outcome.recoverable = false;
+      outcome.why =
+          fmt::format("the rebuilt archive of {} does not match the checksum recorded for it",
+                      name_nodes(wrong));
+      return outcome;
+    }
+  }
+  outcome.rebuilt_nodes = plan.lost;
+  if (work.archive) outcome.archive = std::move(*work.archive);
+  if (work.redundancy) outcome.redundancy = std::move(*work.redundancy);
+  return outcome;
+}
+
+}  // namespace cairn::levels

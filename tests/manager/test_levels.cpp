@@ -1,0 +1,420 @@
+// CheckpointManager with a node-local level: local saves drained to the root, a lost or
+// damaged node rebuilt from its partner or its XOR group, fallback to an older local step or
+// to the persistent level, a restart at another world size, retention of both levels, paced
+// and preemption drains, the Young/Daly interval. Every test runs with one simulated node per
+// rank and, at 4 ranks, with two nodes of two ranks.
+#include <cairn/manager.hpp>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "support/test_support.hpp"
+
+using namespace cairn;
+using cairn::testing::SharedTempDir;
+
+namespace {
+
+using Steps = std::vector<std::int64_t>;
+constexpr std::int64_t kRows = 3;     // rows of the field per rank
+constexpr std::int64_t kCols = 4096;  // 32 KiB per row of doubles
+
+// Rank r owns rows [3r, 3r + 3) of a (3 * ranks x kCols) field; step s holds s * 1e6 + i.
+struct State {
+  std::vector<double> values = std::vector<double>(kRows * kCols, -1.0);
+  ArrayTree tree(const Comm& comm) {
+    ArrayTree t;
+    t.add_array("u", ArrayShard::host(values.data(), {kRows * comm.size(), kCols},
+                                      Box{{kRows * comm.rank(), 0}, {kRows, kCols}}));
+    return t;
+  }
+  void fill(std::int64_t step) {
+    for (std::size_t i = 0; i < values.size(); ++i) values[i] = expected(step, i);
+  }
+  void clear() { std::fill(values.begin(), values.end(), -1.0); }
+  static double expected(std::int64_t step, std::size_t i) {
+    return static_cast<double>(step) * 1e6 + static_cast<double>(i);
+  }
+  [[nodiscard]] bool holds(std::int64_t step) const {
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (values[i] != expected(step, i)) return false;
+    }
+    return true;
+  }
+};
+
+// The layouts a test runs with at this world size: ranks per node.
+std::vector<int> layouts() {
+  std::vector<int> out{1};
+  if (cairn::testing::world_size() >= 4) out.push_back(2);
+  return out;
+}
+
+int nodes_of(int ranks_per_node) { return cairn::testing::world_size() / ranks_per_node; }
+
+CheckpointManagerOptions options(const SharedTempDir& tmp, int ranks_per_node,
+                                 LocalRedundancy redundancy, std::int64_t persistent_every,
+                                 int keep = 2) {
+  return {.enable_async = true,
+          .local_level = LocalLevelOptions{.directory = tmp / "local{node}",
+                                           .redundancy = redundancy,
+                                           .keep = keep,
+                                           .persistent_every = persistent_every,
+                                           .drain_at_close = false,
+                                           .ranks_per_node = ranks_per_node}};
+}
+
+void save_steps(const Comm& comm, const SharedTempDir& tmp, CheckpointManagerOptions opts,
+                const Steps& steps) {
+  State state;
+  CheckpointManager mgr(comm, tmp / "root", std::move(opts));
+  for (const auto step : steps) {
+    state.fill(step);
+    ASSERT_TRUE(mgr.save(step, ArrayTreeSave(state.tree(comm))));
+  }
+  mgr.wait_until_finished();
+}
+
+// Rank 0 removes node `node`'s local directory (a replacement node, a wiped tmpfs).
+void wipe(const SharedTempDir& tmp, int node) {
+  if (cairn::testing::world_rank() == 0) {
+    ASSERT_GT(std::filesystem::remove_all(tmp / ("local" + std::to_string(node))), 0u);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+// Rank 0 flips a byte in the middle of every shard file of `step` on node `node`, and with
+// `copy` in the redundancy file that the node holds for others.
+void flip(const SharedTempDir& tmp, int node, std::int64_t step, bool copy = false) {
+  if (cairn::testing::world_rank() == 0) {
+    const auto node_dir = tmp / ("local" + std::to_string(node));
+    const auto dir = node_dir / std::to_string(step);
+    std::vector<std::filesystem::path> files;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+      if (entry.is_regular_file() && entry.path().extension() == ".bin" &&
+          entry.path().parent_path().filename() == "shards") {
+        files.push_back(entry.path());
+      }
+    }
+    if (copy) files.push_back(node_dir / "cairn-level" / (std::to_string(step) + ".copy"));
+    int flipped = 0;
+    for (const auto& path : files) {
+      const std::filesystem::directory_entry entry(path);
+      std::fstream file(entry.path(), std::ios::in | std::ios::out | std::ios::binary);
+      const auto at = static_cast<std::streamoff>(entry.file_size() / 2);
+      char byte = 0;
+      file.seekg(at);
+      file.read(&byte, 1);
+      byte = static_cast<char>(~byte);
+      file.seekp(at);
+      file.write(&byte, 1);
+      ++flipped;
+    }
+    EXPECT_GT(flipped, 0) << "no shard file under " << dir;
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+// Restores the newest step a level can serve into a fresh State.
+State restore_latest(const Comm& comm, CheckpointManager& mgr) {
+  State state;
+  ArrayTreeRestore target(state.tree(comm));
+  (void)mgr.restore(std::nullopt, &target);
+  return state;
+}
+
+}  // namespace
+
+TEST(Levels, LocalSavesDrainEveryKthAndAtClose) {
+  Comm comm(MPI_COMM_WORLD);
+  for (const int per_node : layouts()) {
+    SharedTempDir tmp;
+    auto opts = options(tmp, per_node, LocalRedundancy::none(), 2);
+    opts.local_level->drain_at_close = true;
+    {
+      State state;
+      CheckpointManager mgr(comm, tmp / "root", opts);
+      for (std::int64_t step = 1; step <= 5; ++step) {
+        state.fill(step);
+        ASSERT_TRUE(mgr.save(step, ArrayTreeSave(state.tree(comm))));
+        // The local step counts at once; a drain is committed in the background.
+        EXPECT_EQ(mgr.local_steps().back(), step);
+      }
+      mgr.wait_until_finished();
+      EXPECT_EQ(mgr.local_steps(), (Steps{4, 5})) << per_node;
+      EXPECT_EQ(mgr.persistent_steps(), (Steps{2, 4})) << per_node;
+      EXPECT_EQ(mgr.all_steps(), (Steps{2, 4, 5}));
+      EXPECT_EQ(mgr.latest_step(), 5);
+      mgr.close();  // drains step 5
+    }
+    // The persistent level holds ordinary checkpoints: a manager without a local level reads
+    // them.
+    CheckpointManager plain(comm, tmp / "root", {.read_only = true});
+    EXPECT_EQ(plain.all_steps(), (Steps{2, 4, 5}));
+    for (const std::int64_t step : {2, 4, 5}) {
+      State state;
+      ArrayTreeRestore target(state.tree(comm));
+      (void)plain.restore(step, &target);
+      EXPECT_TRUE(state.holds(step)) << "step " << step << ", " << per_node << " ranks per node";
+    }
+    // Each node's directory holds its own part only, as an ordinary checkpoint.
+    for (int node = 0; node < nodes_of(per_node); ++node) {
+      const auto dir = tmp / ("local" + std::to_string(node));
+      EXPECT_TRUE(std::filesystem::exists(dir / "5" / "COMMITTED")) << dir;
+      EXPECT_FALSE(std::filesystem::exists(dir / "3")) << "local retention keeps 2";
+    }
+  }
+}
+
+TEST(Levels, RestoreReadsTheLocalLevelAndRebuildsALostNode) {
+  Comm comm(MPI_COMM_WORLD);
+  for (const int per_node : layouts()) {
+    for (const auto redundancy :
+         {LocalRedundancy::partner(), LocalRedundancy::xor_parity(nodes_of(per_node))}) {
+      const std::string what =
+          redundancy.describe() + ", " + std::to_string(per_node) + " ranks per node";
+      SharedTempDir tmp;
+      const auto opts = options(tmp, per_node, redundancy, 0);  // nothing persistent
+      save_steps(comm, tmp, opts, {1, 2, 3});
+      {
+        CheckpointManager mgr(comm, tmp / "root", opts);
+        EXPECT_TRUE(mgr.persistent_steps().empty());
+        const State state = restore_latest(comm, mgr);
+        EXPECT_TRUE(state.holds(3)) << what;
+        EXPECT_EQ(mgr.last_restore().level, "local") << what;
+        EXPECT_TRUE(mgr.last_restore().rebuilt_nodes.empty()) << what;
+      }
+      // The last node loses everything: it is rebuilt from its copies, bit for bit.
+      const int lost = nodes_of(per_node) - 1;
+      wipe(tmp, lost);
+      {
+        CheckpointManager mgr(comm, tmp / "root", opts);
+        const State state = restore_latest(comm, mgr);
+        EXPECT_TRUE(state.holds(3)) << what;
+        EXPECT_EQ(mgr.last_restore().level, "local") << what;
+        EXPECT_EQ(mgr.last_restore().rebuilt_nodes, std::vector<int>{lost}) << what;
+      }
+      // Rebuilt for good: the next restore needs no rebuild; then a flipped byte on node 0.
+      flip(tmp, 0, 3);
+      {
+        CheckpointManager mgr(comm, tmp / "root", opts);
+        const State state = restore_latest(comm, mgr);
+        EXPECT_TRUE(state.holds(3)) << what;
+        EXPECT_EQ(mgr.last_restore().rebuilt_nodes, std::vector<int>{0}) << what;
+      }
+    }
+  }
+}
+
+TEST(Levels, WithoutRedundancyALostNodeFallsBackToThePersistentLevel) {
+  Comm comm(MPI_COMM_WORLD);
+  for (const int per_node : layouts()) {
+    SharedTempDir tmp;
+    const auto opts = options(tmp, per_node, LocalRedundancy::none(), 2);
+    save_steps(comm, tmp, opts, {1, 2, 3});
+    wipe(tmp, nodes_of(per_node) - 1);
+    CheckpointManager mgr(comm, tmp / "root", opts);
+    const State state = restore_latest(comm, mgr);
+    EXPECT_TRUE(state.holds(2)) << per_node;
+    EXPECT_EQ(mgr.last_restore().step, 2);
+    EXPECT_EQ(mgr.last_restore().level, "persistent");
+    EXPECT_NE(mgr.last_restore().why_not_local.find("redundancy is none"), std::string::npos)
+        << mgr.last_restore().why_not_local;
+    // An explicit step that only the local level held cannot be served.
+    State target_state;
+    ArrayTreeRestore target(target_state.tree(comm));
+    EXPECT_THROW((void)mgr.restore(3, &target), NotFound);
+  }
+}
+
+TEST(Levels, TwoLossesInOneGroupFallBackToAnOlderIntactStep) {
+  Comm comm(MPI_COMM_WORLD);
+  for (const int per_node : layouts()) {
+    const int nodes = nodes_of(per_node);
+    if (nodes < 2) continue;
+    for (const auto redundancy : {LocalRedundancy::partner(), LocalRedundancy::xor_parity(nodes)}) {
+      const std::string what =
+          redundancy.describe() + ", " + std::to_string(per_node) + " ranks per node";
+      SharedTempDir tmp;
+      const auto opts = options(tmp, per_node, redundancy, 2);
+      save_steps(comm, tmp, opts, {1, 2, 3});
+      // Step 3 is damaged on node 0 and on node 1, which holds node 0's copy (partner) or
+      // shares its group (xor), copies included: it cannot be rebuilt, and local step 2
+      // serves.
+      flip(tmp, 0, 3, true);
+      flip(tmp, 1, 3, true);
+      {
+        CheckpointManager mgr(comm, tmp / "root", opts);
+        const State state = restore_latest(comm, mgr);
+        EXPECT_TRUE(state.holds(2)) << what;
+        EXPECT_EQ(mgr.last_restore().level, "local") << what;
+        EXPECT_FALSE(mgr.last_restore().why_not_local.empty()) << what;
+      }
+      // Both nodes wiped: no local step survives, the persistent level serves step 2.
+      wipe(tmp, 0);
+      wipe(tmp, 1);
+      CheckpointManager mgr(comm, tmp / "root", opts);
+      const State state = restore_latest(comm, mgr);
+      EXPECT_TRUE(state.holds(2)) << what;
+      EXPECT_EQ(mgr.last_restore().level, "persistent") << what;
+      // restore_latest_intact considers both levels and never returns a wrong result.
+      State again;
+      ArrayTreeRestore target(again.tree(comm));
+      const auto restored = mgr.restore_latest_intact(&target);
+      ASSERT_TRUE(restored.has_value());
+      EXPECT_EQ(restored->step, 2);
+      EXPECT_TRUE(again.holds(2)) << what;
+    }
+  }
+}
+
+TEST(Levels, ARestartAtAnotherWorldSizeReadsThePersistentLevel) {
+  Comm comm(MPI_COMM_WORLD);
+  SharedTempDir tmp;
+  const auto opts = options(tmp, 1, LocalRedundancy::none(), 1);
+  save_steps(comm, tmp, opts, {1, 2});
+  // The ranks but the last restart alone, with the same local directories.
+  MPI_Comm fewer_raw = MPI_COMM_NULL;
+  const bool member = comm.rank() < comm.size() - 1 || comm.size() == 1;
+  MPI_Comm_split(MPI_COMM_WORLD, member ? 0 : MPI_UNDEFINED, comm.rank(), &fewer_raw);
+  if (!member) return;
+  Comm fewer(fewer_raw);
+  MPI_Comm_free(&fewer_raw);
+  CheckpointManager mgr(fewer, tmp / "root", opts);
+  if (comm.size() > 1) {
+    EXPECT_TRUE(mgr.local_steps().empty()) << "recorded for another world size";
+  }
+  // The whole field, read N->M from the persistent step.
+  const std::int64_t rows = kRows * comm.size();
+  std::vector<double> all(static_cast<std::size_t>(rows * kCols));
+  ArrayTree tree;
+  tree.add_array("u", ArrayShard::host(all.data(), {rows, kCols}));
+  ArrayTreeRestore target(tree);
+  (void)mgr.restore(std::nullopt, &target);
+  EXPECT_EQ(mgr.last_restore().level, comm.size() > 1 ? "persistent" : "local");
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    ASSERT_EQ(all[i], State::expected(2, i % static_cast<std::size_t>(kRows * kCols))) << i;
+  }
+}
+
+TEST(Levels, PacedDrainsPreemptionDrainsAndRetentionOfBothLevels) {
+  Comm comm(MPI_COMM_WORLD);
+  SharedTempDir tmp;
+  auto opts = options(tmp, 1, LocalRedundancy::none(), 0, 1);
+  opts.max_to_keep = 1;
+  opts.local_level->drain_bytes_per_second = 4u << 20;  // 4 MiB/s: about 25 ms per rank
+  opts.preemption =
+      PreemptionOptions{.signals = {},
+                        .deadline = std::chrono::system_clock::now() + std::chrono::hours(1),
+                        .use_slurm_end_time = false,
+                        .margin = std::chrono::seconds(0)};
+  State state;
+  {
+    CheckpointManager mgr(comm, tmp / "root", opts);
+    for (std::int64_t step = 1; step <= 3; ++step) {
+      state.fill(step);
+      ASSERT_TRUE(mgr.save(step, ArrayTreeSave(state.tree(comm))));
+    }
+    EXPECT_TRUE(mgr.persistent_steps().empty()) << "persistent_every 0";
+    EXPECT_EQ(mgr.local_steps(), Steps{3}) << "local keep 1";
+    EXPECT_TRUE(mgr.drain());  // paced
+    EXPECT_EQ(mgr.persistent_steps(), Steps{3});
+    EXPECT_FALSE(mgr.drain()) << "step 3 is persistent already";
+  }
+  // A preemption save is drained whatever persistent_every says.
+  opts.preemption->deadline = std::chrono::system_clock::now() - std::chrono::seconds(1);
+  {
+    CheckpointManager mgr(comm, tmp / "root", opts);
+    state.fill(4);
+    ASSERT_TRUE(mgr.reached_preemption(4));
+    ASSERT_TRUE(mgr.save(4, ArrayTreeSave(state.tree(comm))));
+    mgr.wait_until_finished();
+    EXPECT_EQ(mgr.persistent_steps(), Steps{4}) << "max_to_keep 1";
+    EXPECT_EQ(mgr.local_steps(), Steps{4});
+  }
+  CheckpointManager plain(comm, tmp / "root", {.read_only = true});
+  State restored;
+  ArrayTreeRestore target(restored.tree(comm));
+  (void)plain.restore(4, &target);
+  EXPECT_TRUE(restored.holds(4));
+}
+
+TEST(Levels, CompositeItemsDrainFromTheLocalFiles) {
+  Comm comm(MPI_COMM_WORLD);
+  SharedTempDir tmp;
+  auto opts = options(tmp, 1, LocalRedundancy::none(), 1);
+  State state;
+  state.fill(7);
+  {
+    CheckpointManager mgr(comm, tmp / "root", opts, {}, {"state", "meta"});
+    ASSERT_TRUE(mgr.save(
+        7, Composite{{"state", std::make_shared<ArrayTreeSave>(state.tree(comm))},
+                     {"meta", std::make_shared<JsonSave>(boost::json::object{{"nx", 42}})}}));
+    mgr.wait_until_finished();
+    EXPECT_EQ(mgr.persistent_steps(), Steps{7});
+  }
+  CheckpointManager plain(comm, tmp / "root", {.read_only = true}, {}, {"state", "meta"});
+  State restored;
+  const Composite args{{"state", std::make_shared<ArrayTreeRestore>(restored.tree(comm))},
+                       {"meta", std::make_shared<JsonRestore>()}};
+  const auto result = std::any_cast<CompositeResult>(plain.restore(7, &args));
+  EXPECT_TRUE(restored.holds(7));
+  EXPECT_EQ(result.get<boost::json::value>("meta").at("nx").as_int64(), 42);
+}
+
+TEST(Levels, BadOptionsAreRefusedOnEveryRank) {
+  Comm comm(MPI_COMM_WORLD);
+  SharedTempDir tmp;
+  const int nodes = comm.size();
+  auto bad = [&](LocalLevelOptions level, const std::string& needle) {
+    level.ranks_per_node = level.ranks_per_node == 0 ? 1 : level.ranks_per_node;
+    try {
+      CheckpointManager mgr(comm, tmp / "root", {.local_level = level});
+      ADD_FAILURE() << "accepted: " << needle;
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  bad({.directory = tmp / "l{node}", .keep = 0}, "keep");
+  bad({.directory = tmp / "l{node}", .persistent_every = -1}, "persistent_every");
+  bad({.directory = tmp / "root" / "local"}, "inside the root");
+  bad({.directory = tmp / "l{node}", .redundancy = LocalRedundancy::partner(nodes)}, "partner");
+  bad({.directory = tmp / "l{node}", .redundancy = LocalRedundancy::xor_parity(1)}, "xor");
+  if (nodes > 1) bad({.directory = tmp / "shared"}, "share");
+  EXPECT_THROW((void)LocalRedundancy::parse("raid6"), InvalidArgument);
+  EXPECT_EQ(LocalRedundancy::parse("xor=3").xor_group, 3);
+  EXPECT_EQ(LocalRedundancy::parse("partner=2").partner_distance, 2);
+}
+
+TEST(Levels, YoungDalyIntervalFromTheMeasuredCost) {
+  using namespace std::chrono_literals;
+  EXPECT_DOUBLE_EQ(young_daly_interval(2s, 3600s).count(), 120.0);
+  EXPECT_THROW((void)young_daly_interval(0s, 3600s), InvalidArgument);
+  const save_policy::YoungDaly policy(3600s);
+  const auto t0 = std::chrono::system_clock::time_point(std::chrono::hours(1000));
+  SaveContext context{.step = 1, .now = t0};
+  EXPECT_TRUE(policy.should_save(context)) << "nothing saved yet";
+  context.last_saved_step = 0;
+  context.last_saved_time = t0 - 100s;
+  EXPECT_TRUE(policy.should_save(context)) << "no cost measured yet: save and measure";
+  context.last_save_cost = 2s;
+  EXPECT_FALSE(policy.should_save(context)) << "100 s < 120 s";
+  context.now = t0 + 20s;
+  EXPECT_TRUE(policy.should_save(context)) << "120 s reached";
+  // In a manager: the cost is measured from its local saves.
+  Comm comm(MPI_COMM_WORLD);
+  SharedTempDir tmp;
+  auto now = t0;
+  auto opts = options(tmp, 1, LocalRedundancy::none(), 0);
+  opts.save_decision_policy = std::make_shared<save_policy::YoungDaly>(3600s);
+  opts.clock = [&now] { return now; };
+  CheckpointManager mgr(comm, tmp / "root", opts);
+  State state;
+  EXPECT_TRUE(mgr.save(1, ArrayTreeSave(state.tree(comm))));
+  now += 1s;  // far below sqrt(2 * cost * 3600 s) for any cost above 0.2 ms
+  EXPECT_FALSE(mgr.should_save(2));
+  now += 24h;
+  EXPECT_TRUE(mgr.should_save(2));
+}
