@@ -65,6 +65,13 @@ static const size_t manager_options_c_offsets[] = {
     FIELD(cairn_manager_options, metadata_json),
     FIELD(cairn_manager_options, incremental),
     FIELD(cairn_manager_options, incremental_full_every),
+    FIELD(cairn_manager_options, local_dir),
+    FIELD(cairn_manager_options, local_redundancy),
+    FIELD(cairn_manager_options, local_keep),
+    FIELD(cairn_manager_options, persistent_every),
+    FIELD(cairn_manager_options, drain_at_close),
+    FIELD(cairn_manager_options, drain_bytes_per_second),
+    FIELD(cairn_manager_options, ranks_per_node),
 };
 static const size_t save_options_c_offsets[] = {
     FIELD(cairn_save_options, struct_size),

@@ -147,7 +147,21 @@ program test_fortran_layout
       field(c_loc(v_manager_options%incremental), c_loc(v_manager_options)), &
       c_sizeof(v_manager_options%incremental), &
       field(c_loc(v_manager_options%incremental_full_every), c_loc(v_manager_options)), &
-      c_sizeof(v_manager_options%incremental_full_every)])
+      c_sizeof(v_manager_options%incremental_full_every), &
+      field(c_loc(v_manager_options%local_dir), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%local_dir), &
+      field(c_loc(v_manager_options%local_redundancy), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%local_redundancy), &
+      field(c_loc(v_manager_options%local_keep), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%local_keep), &
+      field(c_loc(v_manager_options%persistent_every), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%persistent_every), &
+      field(c_loc(v_manager_options%drain_at_close), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%drain_at_close), &
+      field(c_loc(v_manager_options%drain_bytes_per_second), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%drain_bytes_per_second), &
+      field(c_loc(v_manager_options%ranks_per_node), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%ranks_per_node)])
   call compare(1, 'save_options_c', c_sizeof(v_save_options), [ &
       field(c_loc(v_save_options%struct_size), c_loc(v_save_options)), &
       c_sizeof(v_save_options%struct_size), &

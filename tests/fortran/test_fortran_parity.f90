@@ -141,6 +141,8 @@ program test_fortran_parity
     call keep_time_interval()
   case ('incremental')
     call incremental()
+  case ('local_level')
+    call local_level()
   case default
     call expect(.false., 'unknown scenario "'//trim(scenario)//'"')
   end select
@@ -467,6 +469,37 @@ contains
     call cairn_tree_free(tree)
     call cairn_manager_free(manager)
   end subroutine incremental
+
+  ! local_dir=: every save goes to a node-local directory per rank (ranks_per_node=1) with
+  ! partner copies, every second one is drained to the root; a manager without the level sees
+  ! the drained step only, and the local level serves the newest step.
+  subroutine local_level()
+    type(cairn_manager) :: manager, plain
+    type(cairn_tree) :: tree
+    real(c_double), target :: x(1)
+    character(len=:), allocatable :: redundancy
+    logical :: saved
+    integer :: step
+    redundancy = 'none'
+    if (size > 1) redundancy = 'partner'
+    call cairn_manager_create(manager, comm, dir//'/levels', local_dir=dir//'/local{node}', &
+                              local_redundancy=redundancy, local_keep=2, &
+                              persistent_every=2_c_int64_t, drain_at_close=.false., &
+                              ranks_per_node=1)
+    do step = 1, 3
+      call make_field(tree, x, real(step, c_double))
+      call cairn_manager_save(manager, int(step, c_int64_t), tree, saved)
+      call expect(saved, 'saved')
+      call cairn_tree_free(tree)
+    end do
+    call cairn_manager_wait_until_finished(manager)
+    call expect(steps_are(manager, [2_c_int64_t, 3_c_int64_t]), 'local steps 2 and 3')
+    call cairn_manager_create(plain, comm, dir//'/levels', read_only=.true.)
+    call expect(steps_are(plain, [2_c_int64_t]), 'step 2 drained to the root')
+    call cairn_manager_free(plain)
+    call expect(restored(manager, 3_c_int64_t) == 3.0_c_double, 'step 3 from the local level')
+    call cairn_manager_free(manager)
+  end subroutine local_level
 
   subroutine checkpointers()
     type(cairn_checkpointer) :: sync, async

@@ -83,6 +83,11 @@ LocalLevel::LocalLevel(const Comm& world, LocalLevelOptions options, StepNameFor
     throw InvalidArgument(
         fmt::format("local level: persistent_every {} is negative", options_.persistent_every));
   }
+  // Ranks that configured the level differently fail here, naming the rank, not in an
+  // exchange of copies that would wait for a partner that does not come.
+  world_.agree({.operation = "local level: " + options_.redundancy.describe(),
+                .options = static_cast<std::uint64_t>(options_.keep) << 32 |
+                           static_cast<std::uint64_t>(options_.persistent_every & 0xffffffff)});
   const int per_node = requested_ranks_per_node(options_.ranks_per_node);
   layout_ = split_nodes(world_, per_node);
   scheme_ = scheme_of(options_.redundancy, layout_.nodes);
