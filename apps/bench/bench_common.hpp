@@ -170,6 +170,16 @@ void run_cairn_compress(const Run& run, const std::string& format);
 /// its values checked exactly ("cairn.posix.incremental.<off|on>.save" and ".restore"
 /// records). Throws std::runtime_error when a restored value differs.
 void run_cairn_incremental(const Run& run);
+/// cairn's multi-level checkpointing, every rank a node of its own (ranks_per_node = 1) with
+/// its local directory under /dev/shm and the persistent level in run.dir: per repetition the
+/// synchronous save of the main tree to the persistent level, a memcpy of its bytes, the
+/// blocking time of a local save with redundancy none, partner and xor (and the bytes of the
+/// redundancy files each stores), the restore of the partner save after the last node lost its
+/// local files (rebuilt from its partner's copy) and of the same step from the persistent
+/// level, each checked exactly, and a partner save's blocking time during a drain and without
+/// one ("cairn.levels.*" records; "cairn.levels.unavailable" on 1 rank). Throws
+/// std::runtime_error when a restored value differs or the local level did not serve.
+void run_cairn_levels(const Run& run);
 /// cairn in `format` on the metadata-heavy tree, each save and restore an MPI_Pcontrol phase
 /// ("save", "restore") for the PMPI counting layer; records time, rank 0's peak memory and the
 /// step directory's files, metadata and index bytes (apps/bench/scaling.py).

@@ -46,6 +46,8 @@ void run_case(const bench::Run& run, const bench::Soak& soak, const std::string&
     bench::run_cairn_compress(run, name.substr(15));
   } else if (name == "cairn-incremental-posix") {
     bench::run_cairn_incremental(run);
+  } else if (name == "cairn-levels") {
+    bench::run_cairn_levels(run);
   } else if (name == "cairn-scaling-posix" || name == "cairn-scaling-hdf5") {
     bench::run_cairn_scaling(run, name.substr(14));
   } else {
@@ -64,7 +66,8 @@ int main(int argc, char** argv) {
   std::string out;
   std::string cases =
       "memcpy,posix-baseline,mpiio-baseline,cairn-posix,cairn-hdf5,cairn-meta-posix,"
-      "cairn-meta-hdf5,cairn-compress-posix,cairn-compress-hdf5,cairn-incremental-posix";
+      "cairn-meta-hdf5,cairn-compress-posix,cairn-compress-hdf5,cairn-incremental-posix,"
+      "cairn-levels";
   bool no_drop = false;
   bench::Soak soak;
   app.add_option("--dir", run.dir, "Scratch directory (on the file system to measure)")->required();

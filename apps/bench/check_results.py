@@ -16,6 +16,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_levels  # noqa: E402
 import bench_soak  # noqa: E402
 
 TOP = ["schema", "date", "quick", "command", "machine", "versions", "config", "contenders",
@@ -63,6 +64,13 @@ COMPRESSION_ROWS = [f"compress_{fmt}_{c}_{d}" for fmt in ("posix", "hdf5")
 RESULTS += [f"cairn.posix.incremental.{mode}.{op}" for mode in ("off", "on")
             for op in ("save", "restore")]
 INCREMENTAL_STEPS = ["step_seconds_reps", "step_written_bytes_reps", "step_allocated_bytes_reps"]
+# The levels case (bench_levels.py): every measurement, and the redundancy bytes of every local
+# save, in every repetition (on 2 ranks or more; on one it says why it is unavailable).
+LEVELS_RESULTS = [bench_levels.PREFIX + name for name, _ in bench_levels.MEASUREMENTS]
+LEVELS_FIELDS = ["status", "data_bytes", "nodes", "xor_group", "seconds", "copy_bytes",
+                 "drain_in_flight", "targets", "reported", "model"]
+LEVELS_TARGET_FIELDS = ["id", "description", "op", "target", "ratios", "ratio_min",
+                        "ratio_median", "ratio_max", "ratio", "met", "met_reps", "status"]
 # A full run (not --quick) has at least this many repetitions, so that the spread means something.
 FULL_RUN_REPS = 5
 
@@ -133,6 +141,49 @@ def check_incremental(doc, reps):
         if (ratio["ratio_min"], ratio["ratio_median"], ratio["ratio_max"]) != (
                 min(ratio["ratios"]), statistics.median(ratio["ratios"]), max(ratio["ratios"])):
             raise Bad(f"{where}: ratio_min/median/max are not those of its ratios")
+
+
+def check_levels(doc, reps):
+    """Every levels measurement in every repetition, the redundancy bytes of each local save,
+    and every target with one ratio per repetition, its spread and its verdict; on one rank,
+    the reason the case is unavailable."""
+    if "levels" not in doc:
+        raise Bad("results file.levels is missing")
+    lv = doc["levels"]
+    if doc["config"]["ranks"] < 2:
+        if not lv.get("status", "").startswith("unavailable: "):
+            raise Bad(f"levels.status is {lv.get('status')!r} on one rank")
+        return
+    need(lv, LEVELS_FIELDS, "levels")
+    if lv["status"] != "ok":
+        raise Bad(f"levels.status is {lv['status']!r}")
+    for r in bench_levels.REDUNDANCIES:
+        name = f"{bench_levels.PREFIX}local.{r}.save"
+        copies = doc["results"][name].get("copy_bytes_reps")
+        if not isinstance(copies, list) or len(copies) != reps:
+            raise Bad(f"results.{name}.copy_bytes_reps has not one value per repetition")
+        if any(not isinstance(x, int) or x < 0 or (r != "none" and x == 0) for x in copies):
+            raise Bad(f"results.{name}.copy_bytes_reps is {copies!r}")
+    ids = [t.get("id") for t in lv["targets"]]
+    if ids != [t[0] for t in bench_levels.TARGETS]:
+        raise Bad(f"levels.targets are {ids!r}")
+    for t in lv["targets"] + lv["reported"]:
+        where = f"levels.targets.{t.get('id')}"
+        need(t, LEVELS_TARGET_FIELDS, where)
+        if t["status"] != "ok":
+            raise Bad(f"{where}.status is {t['status']!r}")
+        if len(t["ratios"]) != reps:
+            raise Bad(f"{where}.ratios has {len(t['ratios'])} values, not {reps}")
+        if (t["ratio_min"], t["ratio_median"], t["ratio_max"]) != (
+                min(t["ratios"]), statistics.median(t["ratios"]), max(t["ratios"])):
+            raise Bad(f"{where}: ratio_min/median/max are not those of its ratios")
+        if t["op"] is None:
+            continue
+        if t["met"] is None:
+            if t["id"] != "xor_bytes" or lv["xor_group"] == 4:
+                raise Bad(f"{where} is not judged")
+        elif not isinstance(t["met"], bool) or not 0 <= t["met_reps"] <= reps:
+            raise Bad(f"{where}.met is {t['met']!r}, met_reps {t['met_reps']!r}")
 
 
 def check_compression(doc, reps):
@@ -246,6 +297,14 @@ def check(doc, json_path, report):
             need(r, ["ranks", "saved_ranks", "layout"], f"results.{name}")
     check_compression(doc, reps)
     check_incremental(doc, reps)
+    if doc["config"]["ranks"] >= 2:
+        for name in LEVELS_RESULTS:
+            r = doc["results"].get(name)
+            if not r or len(r["seconds"]) != reps:
+                raise Bad(f"results.{name} has not {reps} repetitions")
+            for i, x in enumerate(r["seconds"]):
+                positive(x, f"results.{name}.seconds[{i}]")
+    check_levels(doc, reps)
     targets = {t.get("id"): t for t in doc["targets"]}
     for tid in TARGETS:
         if tid not in targets:
@@ -276,6 +335,12 @@ def check(doc, json_path, report):
             raise Bad(f"{report} has no Compression section")
         if "## Incremental saves" not in text or "| on ÷ off |" not in text:
             raise Bad(f"{report} has no Incremental saves section")
+        if bench_levels.BEGIN not in text or bench_levels.END not in text:
+            raise Bad(f"{report} has no Multi-level checkpointing section")
+        if doc["levels"]["status"] == "ok":
+            for t in doc["levels"]["targets"]:
+                if t["description"] not in text:
+                    raise Bad(f"{report} does not show the levels target {t['id']}")
 
 
 def main():

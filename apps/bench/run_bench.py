@@ -4,8 +4,9 @@ plots and the report (scripts/bench.sh calls it with Debian's /usr/bin/python3).
 The physical limit (fio, memcpy), the hand-written baselines and cairn (cairn_bench), h5py
 (h5py_bench.py) and Orbax (orbax_bench.py, in its virtual environment) each run --reps times;
 the JSON keeps every repetition and the median, the ratios of bench_targets.py, those of
-compression to no compression (bench_compression.py) and those of incremental saves to whole
-ones (bench_incremental.py), each with its min, median and max over the repetitions.
+compression to no compression (bench_compression.py), those of incremental saves to whole
+ones (bench_incremental.py) and those of the node-local level (bench_levels.py), each with its
+min, median and max over the repetitions.
 """
 import argparse
 import datetime
@@ -23,6 +24,7 @@ sys.path.insert(0, HERE)
 import bench_compression  # noqa: E402
 import bench_data as bd  # noqa: E402
 import bench_incremental  # noqa: E402
+import bench_levels  # noqa: E402
 import bench_report  # noqa: E402
 import bench_soak  # noqa: E402
 import bench_targets  # noqa: E402
@@ -111,12 +113,14 @@ def aggregate(records):
             entry["disk_bytes_reps"] = [r["disk_bytes"] for r in rs]
         if "max_error" in rs[0]:
             entry["max_error"] = max(r["max_error"] for r in rs)
-        for key in ("step_seconds", "step_written_bytes", "step_allocated_bytes"):
+        for key in ("step_seconds", "step_written_bytes", "step_allocated_bytes", "copy_bytes",
+                    "drain_in_flight_before", "drain_in_flight_after"):
             if key in rs[0]:
                 entry[f"{key}_reps"] = [r[key] for r in rs]
         for key in ("io_buffer_bytes", "staging_bytes", "ranks", "saved_ranks", "layout",
                     "leaves", "page_cache", "data_bytes", "compression", "data", "unavailable",
-                    "steps", "changed_fraction", "chunk_bytes"):
+                    "steps", "changed_fraction", "chunk_bytes", "nodes", "ranks_per_node",
+                    "redundancy", "xor_group", "lost_node", "persistent_every"):
             if key in rs[0]:
                 entry[key] = rs[0][key]
         results[name] = entry
@@ -289,6 +293,7 @@ def main():
     doc["targets"] = bench_targets.evaluate(doc)
     doc["compression"] = bench_compression.evaluate(doc)
     doc["incremental"] = bench_incremental.evaluate(doc)
+    doc["levels"] = bench_levels.evaluate(doc)
     path = os.path.join(a.results_dir, name + ".json")
     with open(path, "w") as f:
         json.dump(doc, f, indent=1)
@@ -299,10 +304,12 @@ def main():
     bench_report.update_markdown(doc, a.report, path, plots)
     bench_compression.update_markdown(doc, a.report)
     bench_incremental.update_markdown(doc, a.report)
+    bench_levels.update_markdown(doc, a.report)
     log(f"report: {a.report}")
     for t in doc["targets"]:
         log(bench_report.target_line(t))
-    for line in bench_compression.summary_lines(doc) + bench_incremental.summary_lines(doc):
+    for line in (bench_compression.summary_lines(doc) + bench_incremental.summary_lines(doc) +
+                 bench_levels.summary_lines(doc)):
         log(line)
     if not a.no_soak:
         run_soak(a, stamp, name)

@@ -179,8 +179,15 @@ void CheckpointManager::ensure_checkpointer(std::string_view handler_type) {
   // The checkpointer duplicates the communicator, a blocking MPI call without a deadline:
   // agree first, so that a rank that did not make this call is a timeout, not a hang.
   comm_.agree({.operation = "CheckpointManager: creating the checkpointer"});
+  AsyncOptions async = options_.async;
+  if (options_.local_level) {
+    // A drain writes from maps of the local files, which stay as they are until it lands:
+    // nothing to copy.
+    async.zero_copy = true;
+    async.staging_bytes = 0;
+  }
   checkpointer_ = options_.enable_async
-                      ? std::make_unique<AsyncCheckpointer>(comm_, handler_, options_.async,
+                      ? std::make_unique<AsyncCheckpointer>(comm_, handler_, async,
                                                             options_.checkpointer)
                       : std::make_unique<Checkpointer>(comm_, handler_, options_.checkpointer);
 }

@@ -26,7 +26,8 @@ void CheckpointManager::open_local_level() {
     throw InvalidArgument(fmt::format("local_level.directory '{}' is inside the root '{}'",
                                       level.directory.string(), root_.string()));
   }
-  local_ = std::make_unique<levels::LocalLevel>(comm_, level, naming_, options_.checkpointer);
+  local_ = std::make_unique<levels::LocalLevel>(comm_, level, naming_, options_.checkpointer,
+                                                given_root_metadata());
 }
 
 bool CheckpointManager::in_persistent(std::int64_t step) const {

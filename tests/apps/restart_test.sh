@@ -173,11 +173,11 @@ levels)
   # that was never interrupted.
   redundancy=partner
   [ "$ranks" -ge 4 ] && redundancy=xor=4
-  level=(--local-dir "local{node}" --redundancy "$redundancy" --persistent-every 3
-    --ranks-per-node 1)
+  level=(--local-dir "local{node}" --persistent-every 3 --ranks-per-node 1)
   heat reference 0 reference 60 --quiet --output reference.bin
   "$mpiexec" -n "$ranks" "${flags[@]}" "$heat2d" --nx 48 --ny 40 --steps 60 --save-every 10 \
-    --format posix --checkpoint-dir root "${level[@]}" --step-delay-ms 40 >killed.out 2>&1 &
+    --format posix --checkpoint-dir root "${level[@]}" --redundancy "$redundancy" \
+    --step-delay-ms 40 >killed.out 2>&1 &
   launcher=$!
   until [ -f local0/cairn-level/30.json ] || ! kill -0 "$launcher" 2>/dev/null; do sleep 0.02; done
   pkill -KILL -P "$launcher"
@@ -185,7 +185,7 @@ levels)
   [ -f local0/cairn-level/30.json ] || fail "the run ended before step 30 was saved locally"
   grep -q "finished step" killed.out && fail "the run finished before it was killed"
   rm -rf local1
-  heat again 0 root 60 "${level[@]}" --output again.bin
+  heat again 0 root 60 "${level[@]}" --redundancy "$redundancy" --output again.bin
   expect again "read from the local"
   expect again "rebuilt the local files of node 1 from their copies"
   cmp -s reference.bin again.bin || fail "the restarted run's field differs from the reference"

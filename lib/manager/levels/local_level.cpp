@@ -13,6 +13,7 @@
 #include "base/log.hpp"
 #include "base/posix_file.hpp"
 #include "manager/levels/step_archive.hpp"
+#include "manager/step_dirs.hpp"
 
 namespace cairn::levels {
 namespace {
@@ -68,7 +69,7 @@ Redundancy scheme_of(const LocalRedundancy& redundancy, int nodes) {
 }
 
 LocalLevel::LocalLevel(const Comm& world, LocalLevelOptions options, StepNameFormatPtr naming,
-                       CheckpointerOptions checkpointer)
+                       CheckpointerOptions checkpointer, boost::json::object root_metadata)
     : world_(world),
       options_(std::move(options)),
       naming_(std::move(naming)),
@@ -101,6 +102,11 @@ LocalLevel::LocalLevel(const Comm& world, LocalLevelOptions options, StepNameFor
     if (!layout_.leader()) return;
     base::create_directories(directory_ / kLevelFolder);
     base::write_file_durably(probe, token);
+    const auto root_file = directory_ / manager::kRootMetadataFile;
+    if (!std::filesystem::exists(root_file)) {
+      root_metadata["world_size"] = layout_.node_sizes.at(static_cast<std::size_t>(layout_.node));
+      base::write_file_durably(root_file, boost::json::serialize(root_metadata));
+    }
   });
   world_.run_all(fmt::format("local level: checking '{}':", directory_.string()), [&] {
     if (!layout_.leader()) return;

@@ -13,6 +13,7 @@
 #include <cairn/manager.hpp>
 
 #include <any>
+#include <boost/json/object.hpp>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -45,8 +46,11 @@ class LocalLevel {
  public:
   /// Splits `world` into nodes, creates this node's directory and lists its steps. Throws
   /// InvalidArgument for bad options (naming the field), IoError naming the directory.
+  /// `root_metadata` (the manager's cairn-root.json) is written, with the node's size as
+  /// its world size, into a node directory that has none, so that tools read the directory
+  /// as an ordinary root.
   LocalLevel(const Comm& world, LocalLevelOptions options, StepNameFormatPtr naming,
-             CheckpointerOptions checkpointer);
+             CheckpointerOptions checkpointer, boost::json::object root_metadata);
 
   /// Re-reads the steps recorded on every node.
   void scan();
