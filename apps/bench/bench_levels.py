@@ -50,6 +50,8 @@ MEASUREMENTS = (("persistent.save", "persistent level: synchronous save"),
                 ("drain.during", "partner save while a drain is in flight"))
 # A bytes ratio "= 1.0" is met within this relative distance (headers of the copies).
 EQUAL_WITHIN = 0.01
+# Significant digits of the bytes ratios, which differ from 1/1 and 1/3 by their headers only.
+BYTES_DIGITS = 5
 # The targets: (id, description, numerator, denominator, op, bound). A numerator or
 # denominator is a record (its seconds) or ("copy_bytes", record): its redundancy bytes over
 # the data bytes.
@@ -292,7 +294,7 @@ def _section(doc):
         if name.startswith("local."):
             label += f" (`{lv['redundancy'][name.split('.')[1]]}`)"
         lines.append(f"| {label} | {_fmt(lv['seconds'][name])} s |")
-    copies = "; ".join(f"{lv['redundancy'][r]} {spread_text(lv['copy_bytes'][r])}"
+    copies = "; ".join(f"{lv['redundancy'][r]} {spread_text(lv['copy_bytes'][r], BYTES_DIGITS)}"
                        for r in REDUNDANCIES)
     lines += ["", "Redundancy bytes stored (`cairn-level/*.copy` of every node ÷ data bytes, min "
               f"/ median / max): {copies}. The drain of the previous save was in flight when "
@@ -303,8 +305,9 @@ def _section(doc):
               "is judged on the median.", "",
               "| ratio | min / median / max | target | judged |", "|---|---|---|---|"]
     for t in lv["targets"]:
-        lines.append(f"| {t['description']} | {spread_text(t)} | {_op_text(t['op'], t['target'])}"
-                     f" | {_verdict(t)} |")
+        digits = BYTES_DIGITS if t["id"].endswith("_bytes") else 3
+        lines.append(f"| {t['description']} | {spread_text(t, digits)} | "
+                     f"{_op_text(t['op'], t['target'])} | {_verdict(t)} |")
     for t in lv["reported"]:
         lines.append(f"| {t['description']} | {spread_text(t)} | — | reported |")
     lines += _model_lines(lv["model"]) + ["", END]
@@ -326,7 +329,9 @@ def summary_lines(doc):
     for t in lv["targets"]:
         verdict = t["status"] if t["status"] != "ok" else (
             "not judged" if t["met"] is None else "met" if t["met"] else "NOT met")
-        parts.append(f"{t['id']} {spread_text(t)} ({_op_text(t['op'], t['target'])}: {verdict})")
+        digits = BYTES_DIGITS if t["id"].endswith("_bytes") else 3
+        parts.append(f"{t['id']} {spread_text(t, digits)} ({_op_text(t['op'], t['target'])}: "
+                     f"{verdict})")
     return ["levels: " + "; ".join(parts)]
 
 

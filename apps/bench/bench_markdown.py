@@ -26,11 +26,13 @@ def fmt_number(x, digits=3):
     return "—" if x is None else f"{x:.{digits}g}"
 
 
-def spread_text(ratio):
-    """min / median / max of the per-repetition ratios of a measured ratio, or a dash."""
+def spread_text(ratio, digits=3):
+    """min / median / max of the per-repetition ratios of a measured ratio, each with `digits`
+    significant digits, or a dash."""
     if ratio["status"] != "ok":
         return "—"
-    return " / ".join(fmt_number(ratio[k]) for k in ("ratio_min", "ratio_median", "ratio_max"))
+    return " / ".join(fmt_number(ratio[k], digits)
+                      for k in ("ratio_min", "ratio_median", "ratio_max"))
 
 
 def paired_ratios(numerators, denominators):
