@@ -186,10 +186,10 @@ void CheckpointManager::ensure_checkpointer(std::string_view handler_type) {
     async.zero_copy = true;
     async.staging_bytes = 0;
   }
-  checkpointer_ = options_.enable_async
-                      ? std::make_unique<AsyncCheckpointer>(comm_, handler_, async,
-                                                            options_.checkpointer)
-                      : std::make_unique<Checkpointer>(comm_, handler_, options_.checkpointer);
+  checkpointer_ =
+      options_.enable_async
+          ? std::make_unique<AsyncCheckpointer>(comm_, handler_, async, options_.checkpointer)
+          : std::make_unique<Checkpointer>(comm_, handler_, options_.checkpointer);
 }
 
 StepMetadata CheckpointManager::read_step_metadata(std::int64_t step) {
