@@ -303,7 +303,7 @@ if [ "$quick" = 1 ]; then
 elif [ "${CAIRN_TEST_TSAN:-1}" != "0" ]; then
   export TSAN_OPTIONS="suppressions=$root/tests/tsan.supp:halt_on_error=1:second_deadlock_stack=1:${TSAN_OPTIONS:-}"
   configure_build_test "tsan" "$TSAN_BUILD_DIR" "-L async|manager -LE np1|np4|restart|funneled" \
-    "test_async test_staging test_manager test_restart_fallback test_on_commit_fault test_preemption test_manager_threads test_manager_semantics test_incremental_manager" \
+    "test_async test_staging test_manager test_restart_fallback test_on_commit_fault test_preemption test_manager_threads test_manager_semantics test_incremental_manager test_levels test_redundancy" \
     "-DCAIRN_SANITIZE=thread" -DCAIRN_FAULT_INJECTION=ON
 else
   summary+=("tsan: skipped (CAIRN_TEST_TSAN=0)")
