@@ -29,8 +29,9 @@
 //                                another rank shipped
 //   storage.hdf5_write           every rank, before each collective dataset write of hdf5
 //   storage.pwrite               every rank, in the write wrapper of every file cairn writes
-//                                (shards, metadata), before pwrite: an errno action here
-//                                stands for a full or failing disk
+//                                (shards, metadata), before pwrite, and before the space
+//                                of a file the local level writes in place is allocated: an
+//                                errno action here stands for a full or failing disk
 //   handler.json_write           the writer of a JSON item
 //   handler.bytes_write          every rank writing a bytes item
 //   checkpoint.async_drain       every rank, on the background thread of an async save once

@@ -6,6 +6,7 @@
 // be repaired.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cairn/comm.hpp>
 #include <cairn/error.hpp>
@@ -81,6 +82,60 @@ Bytes craft(const std::vector<std::pair<std::string, std::string>>& files,
   return std::move(out.bytes());
 }
 
+// A directory of this process for the redundancy files the tests write, removed at exit.
+const fs::path& scratch() {
+  static const struct Dir {
+    fs::path path =
+        fs::temp_directory_path() / ("cairn-test-redundancy-" + std::to_string(::getpid()));
+    Dir() { fs::create_directories(path); }
+    ~Dir() {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  } dir;
+  return dir.path;
+}
+
+Bytes read_bytes(const fs::path& path) {
+  const std::string text = read_file(path);
+  const auto bytes = std::as_bytes(std::span(text));
+  return {bytes.begin(), bytes.end()};
+}
+
+// The archive of `dir` laid out in memory; its checksum is the one map_directory() computed.
+Bytes pack(const fs::path& dir) {
+  const ArchiveBytes mapped = map_directory(dir);
+  Bytes out(mapped.size());
+  mapped.copy(0, out);
+  EXPECT_EQ(archive_checksum(out), mapped.checksum()) << dir;
+  return out;
+}
+
+// The redundancy file encode() writes for `archive` (empty when it writes none).
+Bytes encode(const Comm& leaders, const Redundancy& scheme, const Bytes& archive) {
+  const auto file = scratch() / "encoded";
+  fs::remove(file);
+  encode_redundancy(leaders, scheme, ArchiveBytes(archive), file);
+  EXPECT_FALSE(fs::exists(file.string() + ".cairn-tmp"));
+  return fs::exists(file) ? read_bytes(file) : Bytes();
+}
+
+// rebuild_lost()'s outcome with the redundancy file it wrote, read back.
+struct Outcome : RebuildOutcome {
+  std::optional<Bytes> redundancy;
+};
+
+Outcome rebuild_with(const Comm& leaders, const Redundancy& scheme, const ArchiveBytes* archive,
+                     std::optional<std::uint64_t> checksum,
+                     std::optional<std::span<const std::byte>> redundancy) {
+  const auto file = scratch() / "rebuilt";
+  fs::remove(file);
+  Outcome out{rebuild_lost(leaders, scheme, archive, checksum, redundancy, file), std::nullopt};
+  EXPECT_EQ(out.redundancy_rewritten, fs::exists(file));
+  if (fs::exists(file)) out.redundancy = read_bytes(file);
+  return out;
+}
+
 // Unpacking `archive` into a fresh directory throws FormatError and writes nothing.
 void expect_refused(const Bytes& archive, const fs::path& dir, std::string_view says) {
   try {
@@ -99,8 +154,8 @@ TEST(StepArchive, RoundTripKeepsNestedDirectoriesAndEmptyFiles) {
   SharedTempDir tmp;
   const auto source = rank_dir(tmp, "source");
   fill_step(source);
-  const Bytes archive = pack_directory(source);
-  EXPECT_EQ(pack_directory(source), archive) << "packing is not deterministic";
+  const Bytes archive = pack(source);
+  EXPECT_EQ(pack(source), archive) << "packing is not deterministic";
 
   const auto restored = rank_dir(tmp, "restored");
   unpack_directory(archive, restored);
@@ -110,7 +165,7 @@ TEST(StepArchive, RoundTripKeepsNestedDirectoriesAndEmptyFiles) {
     EXPECT_EQ(read_file(restored / name), read_file(source / name)) << name;
   }
   EXPECT_EQ(fs::file_size(restored / "items/state/empty"), 0u);
-  EXPECT_EQ(pack_directory(restored), archive);
+  EXPECT_EQ(pack(restored), archive);
   EXPECT_FALSE(fs::exists(fs::path(restored.string() + ".cairn-tmp")));
 }
 
@@ -118,7 +173,7 @@ TEST(StepArchive, EmptyDirectoryAndStaleTemporary) {
   SharedTempDir tmp;
   const auto source = rank_dir(tmp, "empty");
   fs::create_directories(source);
-  const Bytes archive = pack_directory(source);
+  const Bytes archive = pack(source);
   const auto restored = rank_dir(tmp, "restored");
   write_file(restored.string() + ".cairn-tmp/leftover", "from a crash");
   unpack_directory(archive, restored);
@@ -126,7 +181,7 @@ TEST(StepArchive, EmptyDirectoryAndStaleTemporary) {
   EXPECT_TRUE(fs::is_empty(restored));
   EXPECT_FALSE(fs::exists(restored.string() + ".cairn-tmp"));
   EXPECT_THROW(unpack_directory(archive, restored), InvalidArgument);
-  EXPECT_THROW((void)pack_directory(rank_dir(tmp, "missing")), NotFound);
+  EXPECT_THROW((void)pack(rank_dir(tmp, "missing")), NotFound);
 }
 
 TEST(StepArchive, RefusesLinksAndSpecialFiles) {
@@ -135,7 +190,7 @@ TEST(StepArchive, RefusesLinksAndSpecialFiles) {
   fill_step(dir);
   fs::create_symlink(dir / "z-last", dir / "items/link");
   try {
-    (void)pack_directory(dir);
+    (void)pack(dir);
     ADD_FAILURE() << "a symbolic link was packed";
   } catch (const IoError& e) {
     EXPECT_EQ(e.path(), (dir / "items/link").string());
@@ -143,7 +198,7 @@ TEST(StepArchive, RefusesLinksAndSpecialFiles) {
   fs::remove(dir / "items/link");
   ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
   try {
-    (void)pack_directory(dir);
+    (void)pack(dir);
     ADD_FAILURE() << "a FIFO was packed";
   } catch (const IoError& e) {
     EXPECT_EQ(e.path(), (dir / "fifo").string());
@@ -154,7 +209,7 @@ TEST(StepArchive, HostileArchivesAreFormatErrors) {
   SharedTempDir tmp;
   const auto source = rank_dir(tmp, "source");
   fill_step(source);
-  const Bytes good = pack_directory(source);
+  const Bytes good = pack(source);
   const auto target = rank_dir(tmp, "target");
 
   for (std::size_t size = 0; size < good.size(); size += std::max<std::size_t>(1, size / 8)) {
@@ -201,7 +256,7 @@ TEST(StepArchive, RandomDamageNeverCrashes) {
   SharedTempDir tmp;
   const auto source = rank_dir(tmp, "source");
   fill_step(source);
-  const Bytes good = pack_directory(source);
+  const Bytes good = pack(source);
   std::mt19937_64 random(42 + static_cast<unsigned>(cairn::testing::world_rank()));
   for (int round = 0; round < 200; ++round) {
     Bytes damaged = good;
@@ -250,12 +305,11 @@ struct Loss {
   bool redundancy = false;
 };
 
-RebuildOutcome rebuild(const Comm& leaders, const Redundancy& scheme, const Bytes& archive,
-                       const Bytes& redundancy, Loss loss) {
-  return rebuild_lost(
-      leaders, scheme,
-      loss.archive ? std::nullopt : std::optional<std::span<const std::byte>>(archive),
-      archive_checksum(archive),
+Outcome rebuild(const Comm& leaders, const Redundancy& scheme, const Bytes& archive,
+                const Bytes& redundancy, Loss loss) {
+  const ArchiveBytes mine(archive);
+  return rebuild_with(
+      leaders, scheme, loss.archive ? nullptr : &mine, archive_checksum(archive),
       loss.redundancy ? std::nullopt : std::optional<std::span<const std::byte>>(redundancy));
 }
 
@@ -298,11 +352,30 @@ void lose_each_redundancy(const Comm& leaders, const Redundancy& scheme, const B
   }
 }
 
+TEST(StepArchive, ArchiveBytesReadAcrossTheirRanges) {
+  const Bytes whole = archive_of(3, 1000);
+  const std::span<const std::byte> all(whole);
+  const ArchiveBytes parts({all.first(10), all.subspan(10, 0), all.subspan(10, 590), all.last(400)},
+                           nullptr, archive_checksum(whole));
+  EXPECT_EQ(parts.size(), whole.size());
+  EXPECT_EQ(parts.parts().size(), 3u) << "an empty range is dropped";
+  EXPECT_EQ(ArchiveBytes(whole).checksum(), archive_checksum(whole));
+  for (const std::uint64_t offset : {0u, 5u, 10u, 599u, 600u, 999u, 1000u, 1500u}) {
+    Bytes out(300, std::byte{0xaa});
+    parts.copy(offset, out);
+    for (std::size_t k = 0; k < out.size(); ++k) {
+      const std::uint64_t at = offset + k;
+      ASSERT_EQ(out[k], at < whole.size() ? whole[at] : std::byte{0})
+          << "offset " << offset << " byte " << k;
+    }
+  }
+}
+
 TEST(Redundancy, NoneKeepsNothingAndRepairsNothing) {
   const Comm leaders = make_leaders();
   const Redundancy none{};
   const Bytes archive = archive_of(leaders.rank(), size_of(leaders.rank()));
-  EXPECT_TRUE(encode_redundancy(leaders, none, archive).empty());
+  EXPECT_TRUE(encode(leaders, none, archive).empty());
   EXPECT_TRUE(rebuild(leaders, none, archive, {}, {false, true}).recoverable);
   const auto outcome = rebuild(leaders, none, archive, {}, {leaders.rank() == 0, true});
   EXPECT_FALSE(outcome.recoverable);
@@ -314,7 +387,7 @@ TEST(Redundancy, PartnerRebuildsEveryLostNodeBitForBit) {
   const Bytes archive = archive_of(leaders.rank(), size_of(leaders.rank()));
   if (leaders.size() == 1) {
     try {
-      (void)encode_redundancy(leaders, {.kind = RedundancyKind::partner}, archive);
+      (void)encode(leaders, {.kind = RedundancyKind::partner}, archive);
       ADD_FAILURE() << "partner over one node was accepted";
     } catch (const InvalidArgument& e) {
       EXPECT_NE(std::string(e.what()).find("partner needs at least 2 nodes"), std::string::npos);
@@ -323,7 +396,7 @@ TEST(Redundancy, PartnerRebuildsEveryLostNodeBitForBit) {
   }
   for (const int d : {1, leaders.size() - 1}) {
     const Redundancy scheme{.kind = RedundancyKind::partner, .partner_distance = d};
-    const Bytes redundancy = encode_redundancy(leaders, scheme, archive);
+    const Bytes redundancy = encode(leaders, scheme, archive);
     // The file holds the archive of node (n - d) mod N, and little else.
     const int source = (leaders.rank() - d + leaders.size()) % leaders.size();
     EXPECT_GE(redundancy.size(), size_of(source));
@@ -337,7 +410,7 @@ TEST(Redundancy, XorRebuildsEveryLostNodeBitForBit) {
   const Comm leaders = make_leaders();
   const Bytes archive = archive_of(leaders.rank(), size_of(leaders.rank()));
   if (leaders.size() == 1) {
-    EXPECT_THROW((void)encode_redundancy(leaders, {.kind = RedundancyKind::xor_parity}, archive),
+    EXPECT_THROW((void)encode(leaders, {.kind = RedundancyKind::xor_parity}, archive),
                  InvalidArgument);
     return;
   }
@@ -345,7 +418,7 @@ TEST(Redundancy, XorRebuildsEveryLostNodeBitForBit) {
   for (const int g : {2, 3, 4}) {
     SCOPED_TRACE("xor_group " + std::to_string(g));
     const Redundancy scheme{.kind = RedundancyKind::xor_parity, .xor_group = g};
-    const Bytes redundancy = encode_redundancy(leaders, scheme, archive);
+    const Bytes redundancy = encode(leaders, scheme, archive);
     lose_each_node(leaders, scheme, archive, redundancy);
     lose_each_redundancy(leaders, scheme, archive, redundancy);
   }
@@ -363,7 +436,7 @@ TEST(Redundancy, XorParityHoldsTheChunksOfTheLayout) {
   for (const int g : {2, 3, 4}) {
     SCOPED_TRACE("xor_group " + std::to_string(g));
     const Bytes parity =
-        encode_redundancy(leaders, {.kind = RedundancyKind::xor_parity, .xor_group = g}, archive);
+        encode(leaders, {.kind = RedundancyKind::xor_parity, .xor_group = g}, archive);
     const auto [first, m] = xor_group_of(me, nodes, g);
     std::size_t largest = 0;
     for (int i = 0; i < m; ++i) largest = std::max(largest, size_of(first + i));
@@ -389,7 +462,7 @@ TEST(Redundancy, XorRebuildsOneNodeInEachGroupAtOnce) {
   if (leaders.size() < 4) GTEST_SKIP() << "needs two xor groups of 2, so 4 nodes";
   const Redundancy scheme{.kind = RedundancyKind::xor_parity, .xor_group = 2};
   const Bytes archive = archive_of(leaders.rank(), size_of(leaders.rank()));
-  const Bytes redundancy = encode_redundancy(leaders, scheme, archive);
+  const Bytes redundancy = encode(leaders, scheme, archive);
   const bool lost = leaders.rank() == 0 || leaders.rank() == 3;
   const auto outcome = rebuild(leaders, scheme, archive, redundancy, {lost, lost});
   ASSERT_TRUE(outcome.recoverable) << outcome.why;
@@ -405,7 +478,7 @@ TEST(Redundancy, EmptyArchivesEverywhere) {
   if (leaders.size() == 1) GTEST_SKIP() << "partner and xor parity need 2 nodes";
   for (const Redundancy scheme : {Redundancy{.kind = RedundancyKind::partner},
                                   Redundancy{.kind = RedundancyKind::xor_parity}}) {
-    const Bytes redundancy = encode_redundancy(leaders, scheme, {});
+    const Bytes redundancy = encode(leaders, scheme, {});
     lose_each_node(leaders, scheme, {}, redundancy);
   }
 }
@@ -416,7 +489,7 @@ TEST(Redundancy, XorWithGroupsOfFourStoresAThirdOfTheData) {
   constexpr std::size_t kBytes = 300000;
   const Bytes archive = archive_of(leaders.rank(), kBytes);
   const Redundancy scheme{.kind = RedundancyKind::xor_parity, .xor_group = 4};
-  const Bytes redundancy = encode_redundancy(leaders, scheme, archive);
+  const Bytes redundancy = encode(leaders, scheme, archive);
   // A node of a group of m stores 1 / (m - 1) of an archive, plus a header: a third at m = 4.
   double expected = 0;
   for (int n = 0; n < leaders.size(); ++n) {
@@ -436,7 +509,7 @@ TEST(Redundancy, DamagedOrMisattributedInputsCountAsLost) {
   if (leaders.size() == 1) GTEST_SKIP() << "partner needs 2 nodes";
   const Redundancy scheme{.kind = RedundancyKind::partner};
   const Bytes archive = archive_of(leaders.rank(), size_of(leaders.rank()));
-  const Bytes redundancy = encode_redundancy(leaders, scheme, archive);
+  const Bytes redundancy = encode(leaders, scheme, archive);
   const int last = leaders.size() - 1;
   // A flipped byte in node 0's redundancy file: recomputed.
   Bytes damaged = redundancy;
@@ -450,9 +523,9 @@ TEST(Redundancy, DamagedOrMisattributedInputsCountAsLost) {
   // An archive that does not match what its node recorded: rebuilt.
   Bytes wrong = archive;
   wrong.push_back(std::byte{7});
-  outcome = rebuild_lost(leaders, scheme,
-                         std::span<const std::byte>(leaders.rank() == last ? wrong : archive),
-                         archive_checksum(archive), std::span<const std::byte>(redundancy));
+  const ArchiveBytes mine(leaders.rank() == last ? wrong : archive);
+  outcome = rebuild_with(leaders, scheme, &mine, archive_checksum(archive),
+                         std::span<const std::byte>(redundancy));
   ASSERT_TRUE(outcome.recoverable) << outcome.why;
   EXPECT_EQ(outcome.rebuilt_nodes, std::vector<int>{last});
   if (leaders.rank() == last) {
@@ -460,9 +533,9 @@ TEST(Redundancy, DamagedOrMisattributedInputsCountAsLost) {
   }
   // Another node's redundancy file passed on node 0: it is not node 0's, so it counts as lost.
   const auto all = leaders.allgather_bytes(redundancy);
-  outcome =
-      rebuild_lost(leaders, scheme, std::span<const std::byte>(archive), archive_checksum(archive),
-                   std::span<const std::byte>(all[leaders.rank() == 0 ? 1 : leaders.rank()]));
+  const ArchiveBytes intact(archive);
+  outcome = rebuild_with(leaders, scheme, &intact, archive_checksum(archive),
+                         std::span<const std::byte>(all[leaders.rank() == 0 ? 1 : leaders.rank()]));
   ASSERT_TRUE(outcome.recoverable) << outcome.why;
   ASSERT_EQ(outcome.redundancy.has_value(), leaders.rank() == 0);
   if (leaders.rank() == 0) {
@@ -478,7 +551,7 @@ TEST(Redundancy, UnrecoverableLossesAreNamedAlikeOnEveryNode) {
   const Bytes archive = archive_of(me, size_of(me));
 
   const Redundancy xor4{.kind = RedundancyKind::xor_parity, .xor_group = 4};
-  const Bytes parity = encode_redundancy(leaders, xor4, archive);
+  const Bytes parity = encode(leaders, xor4, archive);
   const bool lost = me == 0 || me == 1;
   auto outcome = rebuild(leaders, xor4, archive, parity, {lost, lost});
   EXPECT_FALSE(outcome.recoverable);
@@ -492,7 +565,7 @@ TEST(Redundancy, UnrecoverableLossesAreNamedAlikeOnEveryNode) {
   // The merged last group: with groups of 3 over 4 nodes, nodes 0 and 3 share one.
   if (nodes == 4) {
     const Redundancy xor3{.kind = RedundancyKind::xor_parity, .xor_group = 3};
-    const Bytes parity3 = encode_redundancy(leaders, xor3, archive);
+    const Bytes parity3 = encode(leaders, xor3, archive);
     const bool gone = me == 0 || me == 3;
     outcome = rebuild(leaders, xor3, archive, parity3, {gone, gone});
     EXPECT_EQ(outcome.why, "nodes 0 and 3 of xor group 0 (nodes 0-3) are both lost");
@@ -509,7 +582,7 @@ TEST(Redundancy, UnrecoverableLossesAreNamedAlikeOnEveryNode) {
 
   // partner: node 0 and node 1, which holds its copy, both lost.
   const Redundancy partner{.kind = RedundancyKind::partner};
-  const Bytes copy = encode_redundancy(leaders, partner, archive);
+  const Bytes copy = encode(leaders, partner, archive);
   outcome = rebuild(leaders, partner, archive, copy, {lost, lost});
   EXPECT_FALSE(outcome.recoverable);
   EXPECT_NE(outcome.why.find("node 0 and node 1, which holds its copy, are both lost"),
@@ -528,9 +601,9 @@ TEST(Redundancy, NodesMustPassTheSameScheme) {
   const Comm leaders = make_leaders();
   const Bytes archive = archive_of(leaders.rank(), size_of(leaders.rank()));
   // A distance that does not fit is refused on every node, before any data moves.
-  EXPECT_THROW((void)encode_redundancy(
-                   leaders, {.kind = RedundancyKind::partner, .partner_distance = 0}, archive),
-               InvalidArgument);
+  EXPECT_THROW(
+      (void)encode(leaders, {.kind = RedundancyKind::partner, .partner_distance = 0}, archive),
+      InvalidArgument);
   EXPECT_THROW(
       (void)rebuild(leaders, {.kind = RedundancyKind::xor_parity, .xor_group = 1}, archive, {}, {}),
       InvalidArgument);
@@ -538,7 +611,7 @@ TEST(Redundancy, NodesMustPassTheSameScheme) {
   const Redundancy mine = leaders.rank() == 1 ? Redundancy{.kind = RedundancyKind::xor_parity}
                                               : Redundancy{.kind = RedundancyKind::partner};
   try {
-    (void)encode_redundancy(leaders, mine, archive);
+    (void)encode(leaders, mine, archive);
     ADD_FAILURE() << "different schemes were accepted";
   } catch (const CollectiveMismatch& e) {
     EXPECT_EQ(e.rank(), 1);

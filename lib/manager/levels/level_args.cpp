@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "base/durable_file.hpp"
-#include "base/posix_file.hpp"
+#include "manager/levels/file_map.hpp"
 #include "storage/index/binary.hpp"
 
 namespace cairn::levels {
@@ -39,40 +39,6 @@ std::shared_ptr<const CheckpointArgs> map_items(const std::shared_ptr<const Chec
   if (!changed) return args;
   return std::make_shared<Composite>(std::move(items), composite->custom_metadata());
 }
-
-// A read-only map of a whole local file, unmapped with its last user.
-class MappedFile {
- public:
-  explicit MappedFile(const std::filesystem::path& path) : path_(path) {
-    size_ = base::PosixFile(path, base::PosixFile::Mode::read).size();
-    if (size_ == 0) return;
-    const int fd = base::open_file(path, O_RDONLY);
-    void* at = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd, 0);
-    const int error = errno;
-    ::close(fd);
-    if (at == MAP_FAILED) base::throw_errno(path, "mapping the local file", error);
-    data_ = static_cast<const std::byte*>(at);
-  }
-  ~MappedFile() {
-    if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
-  }
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-  // The `bytes` at `offset`; FormatError when the file is shorter.
-  [[nodiscard]] const std::byte* at(std::uint64_t offset, std::uint64_t bytes) const {
-    if (offset > size_ || bytes > size_ - offset) {
-      throw FormatError(path_.string(), fmt::format("bytes {}-{}", offset, offset + bytes),
-                        fmt::format("local file '{}' holds {} bytes, a shard needs {} at {}",
-                                    path_.string(), size_, bytes, offset));
-    }
-    return data_ + offset;
-  }
-
- private:
-  std::filesystem::path path_;
-  std::size_t size_ = 0;
-  const std::byte* data_ = nullptr;
-};
 
 // The tree of `tree` with each array shard read from the local item directory `dir`.
 ArrayTree tree_from_local(const ArrayTree& tree, const std::filesystem::path& dir, int node_rank) {

@@ -11,7 +11,7 @@
 #include "base/durable_file.hpp"
 #include "base/fault.hpp"
 #include "base/log.hpp"
-#include "base/posix_file.hpp"
+#include "manager/levels/file_map.hpp"
 #include "manager/levels/step_archive.hpp"
 #include "manager/step_dirs.hpp"
 
@@ -22,17 +22,6 @@ constexpr std::string_view kRecordFormat = "cairn-level";
 constexpr std::int64_t kRecordVersion = 1;
 
 std::string hex(std::uint64_t value) { return fmt::format("{:016x}", value); }
-
-std::vector<std::byte> read_whole(const std::filesystem::path& path) {
-  const base::PosixFile file(path, base::PosixFile::Mode::read);
-  std::vector<std::byte> bytes(file.size());
-  file.read_at(0, bytes);
-  return bytes;
-}
-
-std::string_view as_text(std::span<const std::byte> bytes) {
-  return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
-}
 
 }  // namespace
 
@@ -276,23 +265,18 @@ void LocalLevel::save(std::int64_t step, const std::shared_ptr<CheckpointHandler
 }
 
 void LocalLevel::place_copies(std::int64_t step, std::optional<std::uint64_t>& archive_xxh3) {
-  std::vector<std::byte> archive;
-  world_.run_all(fmt::format("packing local step {} on node {}:", step, layout_.node), [&] {
+  ArchiveBytes archive;
+  world_.run_all(fmt::format("mapping local step {} on node {}:", step, layout_.node), [&] {
     if (!layout_.leader()) return;
-    archive = pack_directory(step_dir(step));
-    archive_xxh3 = archive_checksum(archive);
+    archive = map_directory(step_dir(step));
+    archive_xxh3 = archive.checksum();
   });
-  std::vector<std::byte> copy;
   world_.run_all(fmt::format("placing the copies of local step {} ({}):", step,
                              options_.redundancy.describe()),
                  [&] {
                    if (!layout_.leader()) return;
                    base::fault::point("level.copies");
-                   copy = encode_redundancy(*layout_.leaders, scheme_, archive);
-                 });
-  world_.run_all(fmt::format("storing the copy of local step {} on node {}:", step, layout_.node),
-                 [&] {
-                   if (layout_.leader()) base::write_file_durably(copy_path(step), as_text(copy));
+                   encode_redundancy(*layout_.leaders, scheme_, archive, copy_path(step));
                  });
 }
 
@@ -308,30 +292,30 @@ bool LocalLevel::repair(std::int64_t step, std::vector<int>& rebuilt, std::strin
       verdict["lost"] = !(record && present);
       return;
     }
-    std::optional<std::vector<std::byte>> archive;
+    std::optional<ArchiveBytes> archive;
     if (present && record && record->archive_xxh3) {
       try {
-        archive = pack_directory(dir);
-        if (archive_checksum(*archive) != *record->archive_xxh3) archive.reset();
+        archive = map_directory(dir);
+        if (archive->checksum() != *record->archive_xxh3) archive.reset();
       } catch (const Error& e) {
         base::log::warn("level.damaged", "node={} step={} error=\"{}\"", layout_.node, step,
                         e.what());
         archive.reset();
       }
     }
-    std::optional<std::vector<std::byte>> copy;
+    std::optional<MappedFile> copy;
     if (std::filesystem::exists(copy_path(step), ec)) {
       try {
-        copy = read_whole(copy_path(step));
+        copy.emplace(copy_path(step), true);
       } catch (const Error&) {
         copy.reset();
       }
     }
-    RebuildOutcome outcome =
-        rebuild_lost(*layout_.leaders, scheme_,
-                     archive ? std::optional<std::span<const std::byte>>(*archive) : std::nullopt,
+    const RebuildOutcome outcome =
+        rebuild_lost(*layout_.leaders, scheme_, archive ? &*archive : nullptr,
                      record ? record->archive_xxh3 : std::nullopt,
-                     copy ? std::optional<std::span<const std::byte>>(*copy) : std::nullopt);
+                     copy ? std::optional<std::span<const std::byte>>(copy->bytes()) : std::nullopt,
+                     copy_path(step));
     verdict["recoverable"] = outcome.recoverable;
     verdict["why"] = outcome.why;
     boost::json::array nodes;
@@ -346,7 +330,6 @@ bool LocalLevel::repair(std::int64_t step, std::vector<int>& rebuilt, std::strin
       base::log::warn("level.rebuilt", "node={} step={} directory=\"{}\" from=\"{}\"", layout_.node,
                       step, dir.string(), options_.redundancy.describe());
     }
-    if (outcome.redundancy) base::write_file_durably(copy_path(step), as_text(*outcome.redundancy));
   });
   if (scheme_.kind == RedundancyKind::none) {
     const auto lost = world_.allgather(static_cast<std::int64_t>(

@@ -8,6 +8,7 @@
 #include <cairn/error.hpp>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <memory>
@@ -17,6 +18,7 @@
 #include "base/packed.hpp"
 #include "comm/deadline.hpp"
 #include "comm/mpi_check.hpp"
+#include "manager/levels/file_map.hpp"
 #include "manager/levels/redundancy_file.hpp"
 #include "manager/levels/step_archive.hpp"
 
@@ -47,12 +49,16 @@ class Flight {
   Flight(const Flight&) = delete;
   Flight& operator=(const Flight&) = delete;
 
-  void keep(std::shared_ptr<void> buffer) { buffers_.push_back(std::move(buffer)); }
+  void keep(std::shared_ptr<const void> buffer) {
+    buffers_.push_back(std::const_pointer_cast<void>(std::move(buffer)));
+  }
   // A request waiting on `peer` ("node 3"), which names `nodes` (empty when unknown).
   MPI_Request* add(std::string peer, std::vector<int> nodes = {}) {
-    pending_.push_back({MPI_REQUEST_NULL, std::move(peer), std::move(nodes)});
+    pending_.push_back({MPI_REQUEST_NULL, {}, std::move(peer), std::move(nodes)});
     return &pending_.back().request;
   }
+  // The status of request `k` (in the order of add()) once wait() returned.
+  [[nodiscard]] const MPI_Status& status(std::size_t k) const { return pending_.at(k).status; }
   // Waits until every request completed, polling with MPI_Test. Throws TimeoutError naming
   // the first peer still awaited when barrier_timeout passes.
   void wait(const Comm& leaders, std::string_view what);
@@ -60,10 +66,11 @@ class Flight {
  private:
   struct Pending {
     MPI_Request request;
+    MPI_Status status;
     std::string peer;
     std::vector<int> nodes;
   };
-  std::vector<Pending> pending_;
+  std::deque<Pending> pending_;  // add() hands out pointers into it
   std::vector<std::shared_ptr<void>> buffers_;
   bool done_ = false;
 };
@@ -74,7 +81,7 @@ void Flight::wait(const Comm& leaders, std::string_view what) {
   done_ = detail::poll_until(detail::Clock::now() + timeout, [&] {
     for (auto& p : pending_) {
       int complete = 0;
-      detail::check_mpi(MPI_Test(&p.request, &complete, MPI_STATUS_IGNORE), what);
+      detail::check_mpi(MPI_Test(&p.request, &complete, &p.status), what);
       if (complete == 0) {
         late = &p;
         return false;
@@ -97,47 +104,53 @@ void Flight::wait(const Comm& leaders, std::string_view what) {
 struct Send {
   int to = 0;
   int tag = 0;
-  std::span<const std::byte> bytes;
+  ArchiveBytes bytes;  // kept alive by its owner, or by the caller until transfer() returns
 };
 struct Receive {
   int from = 0;
   int tag = 0;
-  SharedBytes into;  // bytes [offset, offset + bytes) are received
-  std::size_t offset = 0;
-  std::size_t bytes = 0;
+  std::shared_ptr<void> owner;  // of `into`
+  std::span<std::byte> into;    // filled whole
 };
 
-// Posts every send and receive in rounds of one piece each, and waits for each round. Both
-// ends of a transfer know its size, so their pieces match in order.
+// Posts every send, each range of its bytes in messages of at most one piece, then fills each
+// receive in turn: the receiver does not know where the sender's ranges end, so it posts room
+// for the rest (at most a piece) and moves on by the size of the message that came. Messages
+// between two nodes with one tag arrive in order (MPI's non-overtaking rule).
 void transfer(const Comm& leaders, std::span<const Send> sends, std::span<const Receive> receives,
               std::string_view what) {
-  std::size_t longest = 0;
-  for (const auto& s : sends) longest = std::max(longest, s.bytes.size());
-  for (const auto& r : receives) longest = std::max(longest, r.bytes);
-  for (std::size_t at = 0; at < longest; at += kPieceBytes) {
-    Flight flight;
-    for (const auto& r : receives) {
-      if (at >= r.bytes) continue;
-      flight.keep(r.into);
-      const int count = static_cast<int>(std::min(kPieceBytes, r.bytes - at));
-      detail::check_mpi(
-          MPI_Irecv(r.into->data() + r.offset + at, count, MPI_BYTE, r.from, r.tag, leaders.get(),
-                    flight.add(fmt::format("node {}", r.from), {r.from})),
-          what);
+  Flight sending;
+  for (const auto& s : sends) {
+    if (s.bytes.owner()) sending.keep(s.bytes.owner());
+    for (const auto& part : s.bytes.parts()) {
+      for (std::size_t at = 0; at < part.size(); at += kPieceBytes) {
+        const int count = static_cast<int>(std::min(kPieceBytes, part.size() - at));
+        detail::check_mpi(MPI_Isend(part.data() + at, count, MPI_BYTE, s.to, s.tag, leaders.get(),
+                                    sending.add(fmt::format("node {}", s.to), {s.to})),
+                          what);
+      }
     }
-    for (const auto& s : sends) {
-      if (at >= s.bytes.size()) continue;
-      // A copy of the piece: after a timeout MPI may still read it, and the caller's may be gone.
-      const auto piece = s.bytes.subspan(at, std::min(kPieceBytes, s.bytes.size() - at));
-      auto copy = std::make_shared<Bytes>(piece.begin(), piece.end());
-      flight.keep(copy);
-      detail::check_mpi(
-          MPI_Isend(copy->data(), static_cast<int>(copy->size()), MPI_BYTE, s.to, s.tag,
-                    leaders.get(), flight.add(fmt::format("node {}", s.to), {s.to})),
-          what);
-    }
-    flight.wait(leaders, what);
   }
+  for (const auto& r : receives) {
+    for (std::size_t at = 0; at < r.into.size();) {
+      Flight receiving;
+      receiving.keep(r.owner);
+      const int room = static_cast<int>(std::min(kPieceBytes, r.into.size() - at));
+      detail::check_mpi(MPI_Irecv(r.into.data() + at, room, MPI_BYTE, r.from, r.tag, leaders.get(),
+                                  receiving.add(fmt::format("node {}", r.from), {r.from})),
+                        what);
+      receiving.wait(leaders, what);
+      int count = 0;
+      detail::check_mpi(MPI_Get_count(&receiving.status(0), MPI_BYTE, &count), what);
+      if (count <= 0) {
+        throw IoError(fmt::format("node {}", r.from),
+                      fmt::format("{}: node {} sent an empty message at byte {} of {}", what,
+                                  r.from, at, r.into.size()));
+      }
+      at += static_cast<std::size_t>(count);
+    }
+  }
+  sending.wait(leaders, what);
 }
 
 // ---- XOR reductions over a group -----------------------------------------------------------
@@ -173,21 +186,17 @@ class GroupComm {
 // What a member gives to one reduction: bytes of `source` from `offset` on, zeros past its
 // end (an empty source gives zeros).
 struct Part {
-  std::span<const std::byte> source;
+  const ArchiveBytes* source = nullptr;
   std::uint64_t offset = 0;
-  void copy(std::uint64_t at, Bytes& into) const {
-    const std::uint64_t begin = std::min<std::uint64_t>(offset + at, source.size());
-    const std::uint64_t end = std::min<std::uint64_t>(begin + into.size(), source.size());
-    std::copy(source.begin() + static_cast<std::ptrdiff_t>(begin),
-              source.begin() + static_cast<std::ptrdiff_t>(end), into.begin());
-  }
+  void copy(std::uint64_t at, std::span<std::byte> into) const { source->copy(offset + at, into); }
 };
 
-// XORs `bytes` bytes of every member's part into bytes [out_at, out_at + bytes) of `out` on
-// the member at group position `root`, whose own part is zeros (its `out` bytes must be zero).
+// XORs `bytes` bytes of every member's part into `out` on the member at group position
+// `root`, whose own part is zeros (`out` must be zero there; `owner` keeps it alive). Other
+// members copy their part a piece at a time into `scratch`, which they keep between calls.
 void xor_into(const Comm& leaders, GroupComm& group, int root, const Part& mine,
-              std::uint64_t bytes, const SharedBytes& out, std::size_t out_at,
-              std::string_view what) {
+              std::uint64_t bytes, const std::shared_ptr<void>& owner, std::span<std::byte> out,
+              SharedBytes& scratch, std::string_view what) {
   const bool at_root = leaders.rank() - group.group().first == root;
   for (std::uint64_t at = 0; at < bytes; at += kPieceBytes) {
     const std::size_t count = to_size(std::min<std::uint64_t>(kPieceBytes, bytes - at));
@@ -195,17 +204,56 @@ void xor_into(const Comm& leaders, GroupComm& group, int root, const Part& mine,
     MPI_Request* request = flight.add("a member of " + group.group().name());
     int result = MPI_SUCCESS;
     if (at_root) {
-      flight.keep(out);
-      result = MPI_Ireduce(MPI_IN_PLACE, out->data() + out_at + at, static_cast<int>(count),
-                           MPI_BYTE, MPI_BXOR, root, group.get(), request);
+      flight.keep(owner);
+      result = MPI_Ireduce(MPI_IN_PLACE, out.data() + at, static_cast<int>(count), MPI_BYTE,
+                           MPI_BXOR, root, group.get(), request);
     } else {
-      auto piece = std::make_shared<Bytes>(count);
-      mine.copy(at, *piece);
-      flight.keep(piece);
-      result = MPI_Ireduce(piece->data(), nullptr, static_cast<int>(count), MPI_BYTE, MPI_BXOR,
-                           root, group.get(), request);
+      if (!scratch || scratch->size() < count) scratch = std::make_shared<Bytes>(count);
+      const std::span<std::byte> piece(scratch->data(), count);
+      mine.copy(at, piece);
+      flight.keep(scratch);
+      result = MPI_Ireduce(piece.data(), nullptr, static_cast<int>(count), MPI_BYTE, MPI_BXOR, root,
+                           group.get(), request);
     }
     detail::check_mpi(result, what);
+    try {
+      flight.wait(leaders, what);
+    } catch (const TimeoutError&) {
+      group.abandon();
+      scratch.reset();  // abandoned with the flight
+      throw;
+    }
+  }
+}
+
+// Every member's parity at once, into `out` (`owner` keeps it alive): member i gives member k
+// its chunk chunk_in_parity(i, k, m), and zeros to itself; MPI_Reduce_scatter_block hands each
+// member the XOR of what it was given. Each round covers a piece of every chunk.
+void all_parities(const Comm& leaders, GroupComm& group, const ArchiveBytes& archive,
+                  std::uint64_t chunk, const std::shared_ptr<void>& owner, std::span<std::byte> out,
+                  std::string_view what) {
+  const int m = group.group().size;
+  const int i = leaders.rank() - group.group().first;
+  const std::size_t piece = kPieceBytes / static_cast<std::size_t>(m);
+  auto blocks = std::make_shared<Bytes>(to_size(std::min<std::uint64_t>(piece, chunk)) *
+                                        static_cast<std::size_t>(m));
+  for (std::uint64_t at = 0; at < chunk; at += piece) {
+    const std::size_t count = to_size(std::min<std::uint64_t>(piece, chunk - at));
+    for (int k = 0; k < m; ++k) {
+      const std::span<std::byte> block(blocks->data() + count * static_cast<std::size_t>(k), count);
+      if (k == i) {
+        std::ranges::fill(block, std::byte{0});
+      } else {
+        archive.copy(chunk * static_cast<std::uint64_t>(chunk_in_parity(i, k, m)) + at, block);
+      }
+    }
+    Flight flight;
+    flight.keep(blocks);
+    flight.keep(owner);
+    detail::check_mpi(MPI_Ireduce_scatter_block(blocks->data(), out.data() + at,
+                                                static_cast<int>(count), MPI_BYTE, MPI_BXOR,
+                                                group.get(), flight.add(group.group().name())),
+                      what);
     try {
       flight.wait(leaders, what);
     } catch (const TimeoutError&) {
@@ -394,15 +442,22 @@ void check_xor(const std::vector<NodeState>& states, int g, Plan& plan) {
 
 // What this node holds that a plan may use.
 struct Local {
-  std::span<const std::byte> archive;  // when intact
-  std::span<const std::byte> payload;  // of its valid redundancy file
+  ArchiveBytes archive;              // when intact
+  ArchiveBytes payload;              // of its valid redundancy file
+  std::filesystem::path redundancy;  // where its recomputed redundancy file goes
 };
 
 struct Work {
-  SharedBytes archive;     // rebuilt, not yet checked
-  Covered expected;        // what the rebuilt archive must be
-  SharedBytes redundancy;  // recomputed and sealed
+  SharedBytes archive;      // rebuilt, not yet checked
+  Covered expected;         // what the rebuilt archive must be
+  bool redundancy = false;  // this node's redundancy file was recomputed and written
 };
+
+// This node's new redundancy file of `header`, once its payload is in place.
+void write_sealed(MappedOutput& file, const FileHeader& header) {
+  seal(file.bytes(), header);
+  file.commit();
+}
 
 Work run_partner(const Comm& leaders, const Redundancy& scheme,
                  const std::vector<NodeState>& states, const Plan& plan, const Local& local) {
@@ -419,27 +474,32 @@ Work run_partner(const Comm& leaders, const Redundancy& scheme,
     const int holder = (me + d) % nodes;
     work.expected = state(holder).redundancy->front();
     work.archive = std::make_shared<Bytes>(to_size(work.expected.size));
-    receives.push_back({holder, kTagArchive, work.archive, 0, work.archive->size()});
+    receives.push_back({holder, kTagArchive, work.archive, *work.archive});
   }
   if (const int lost = (me - d + nodes) % nodes;
       std::ranges::find(plan.lost, lost) != plan.lost.end()) {
     sends.push_back({lost, kTagArchive, local.payload});
   }
   FileHeader header;
+  std::shared_ptr<MappedOutput> file;
   if (std::ranges::find(plan.refill, me) != plan.refill.end()) {
     const int source = (me - d + nodes) % nodes;
     const NodeState& s = state(source);
     header = {scheme, me, nodes, {{source, s.archive_size, s.archive_checksum}}, s.archive_size, 0};
-    work.redundancy = unsealed_file(header);
-    receives.push_back({source, kTagCopy, work.redundancy,
-                        work.redundancy->size() - to_size(s.archive_size),
-                        to_size(s.archive_size)});
+    file = std::make_shared<MappedOutput>(local.redundancy, file_size(header));
+    receives.push_back({source, kTagCopy, file, file->bytes().last(to_size(s.archive_size))});
   }
   if (const int to = (me + d) % nodes; std::ranges::find(plan.refill, to) != plan.refill.end()) {
     sends.push_back({to, kTagCopy, local.archive});
   }
   transfer(leaders, sends, receives, "partner redundancy exchange");
-  if (work.redundancy) seal(*work.redundancy, header);
+  if (file) {
+    // The copy is the archive its node checksummed: no second pass over it.
+    header.payload_checksum = header.covered.front().checksum;
+    write_header(file->bytes(), header);
+    file->commit();
+    work.redundancy = true;
+  }
   return work;
 }
 
@@ -474,6 +534,7 @@ Work run_xor(const Comm& leaders, const Redundancy& scheme, const std::vector<No
   const auto in_group = [&](int n) { return n >= g.first && n < g.first + m; };
   const auto lost = std::ranges::find_if(plan.lost, in_group);
   Work work;
+  SharedBytes scratch;
   if (lost != plan.lost.end()) {
     // Chunk c of the lost member j lies in the parity of member (j + 1 + c) mod m, XORed with
     // chunks of the others; that member gives its parity in place of a chunk of its own.
@@ -487,40 +548,55 @@ Work run_xor(const Comm& leaders, const Redundancy& scheme, const std::vector<No
       if (k == j) continue;
       const int c = chunk_in_parity(j, k, m);
       const Part part =
-          position == k ? Part{local.payload, 0}
-                        : Part{local.archive,
+          position == k ? Part{&local.payload, 0}
+                        : Part{&local.archive,
                                chunk * static_cast<std::uint64_t>(chunk_in_parity(position, k, m))};
-      xor_into(leaders, group, j, part, chunk, work.archive,
-               to_size(chunk) * static_cast<std::size_t>(c),
+      const std::span<std::byte> out =
+          work.archive ? std::span(*work.archive)
+                             .subspan(to_size(chunk) * static_cast<std::size_t>(c), to_size(chunk))
+                       : std::span<std::byte>();
+      xor_into(leaders, group, j, part, chunk, work.archive, out, scratch,
                "rebuilding node " + std::to_string(*lost) + " from the parity of " + g.name());
     }
+  }
+  const auto refilled = std::ranges::count_if(plan.refill, in_group);
+  if (lost == plan.lost.end() && refilled == m) {
+    // Every member's parity is recomputed (a save): all of them at once.
+    const FileHeader header{scheme, me, leaders.size(), members, chunk, 0};
+    const auto file = std::make_shared<MappedOutput>(local.redundancy, file_size(header));
+    all_parities(leaders, group, local.archive, chunk, file, file->bytes().last(to_size(chunk)),
+                 "computing the parities of " + g.name());
+    write_sealed(*file, header);
+    work.redundancy = true;
+    return work;
   }
   for (const int n : plan.refill) {
     if (!in_group(n)) continue;
     const int k = n - g.first;
     const FileHeader header{scheme, n, leaders.size(), members, chunk, 0};
-    SharedBytes file;
-    if (position == k) file = unsealed_file(header);
-    const Part part{local.archive,
+    std::shared_ptr<MappedOutput> file;
+    if (position == k) file = std::make_shared<MappedOutput>(local.redundancy, file_size(header));
+    const Part part{&local.archive,
                     chunk * static_cast<std::uint64_t>(chunk_in_parity(position, k, m))};
-    xor_into(leaders, group, k, part, chunk, file, file ? file->size() - to_size(chunk) : 0,
+    xor_into(leaders, group, k, part, chunk, file,
+             file ? file->bytes().last(to_size(chunk)) : std::span<std::byte>(), scratch,
              "computing the parity of node " + std::to_string(n) + " in " + g.name());
     if (file) {
-      seal(*file, header);
-      work.redundancy = std::move(file);
+      write_sealed(*file, header);
+      work.redundancy = true;
     }
   }
   return work;
 }
 
-NodeState my_state(const Redundancy& scheme, std::optional<std::span<const std::byte>> archive,
+NodeState my_state(const Redundancy& scheme, const ArchiveBytes* archive,
                    std::optional<std::uint64_t> recorded, const std::optional<ParsedFile>& file) {
   NodeState s;
   s.scheme = describe(scheme);
   s.recorded_checksum = recorded;
-  if (archive) {
+  if (archive != nullptr) {
     s.archive_size = archive->size();
-    s.archive_checksum = archive_checksum(*archive);
+    s.archive_checksum = archive->checksum();
     s.archive_intact = !recorded || *recorded == s.archive_checksum;
   }
   if (file) s.redundancy = file->header.covered;
@@ -538,21 +614,22 @@ Work run_plan(const Comm& leaders, const Redundancy& scheme, const std::vector<N
 
 }  // namespace
 
-std::vector<std::byte> encode_redundancy(const Comm& leaders, const Redundancy& scheme,
-                                         std::span<const std::byte> my_archive) {
-  if (scheme.kind == RedundancyKind::none) return {};
+void encode_redundancy(const Comm& leaders, const Redundancy& scheme,
+                       const ArchiveBytes& my_archive, const std::filesystem::path& file) {
+  if (scheme.kind == RedundancyKind::none) return;
   const auto states =
-      gather_states(leaders, scheme, my_state(scheme, my_archive, {}, {}), "encode_redundancy");
+      gather_states(leaders, scheme, my_state(scheme, &my_archive, {}, {}), "encode_redundancy");
   Plan plan;
   for (int n = 0; n < leaders.size(); ++n) plan.refill.push_back(n);
-  Work work = run_plan(leaders, scheme, states, plan, {.archive = my_archive, .payload = {}});
-  return std::move(*work.redundancy);
+  (void)run_plan(leaders, scheme, states, plan,
+                 {.archive = my_archive, .payload = {}, .redundancy = file});
 }
 
 RebuildOutcome rebuild_lost(const Comm& leaders, const Redundancy& scheme,
-                            std::optional<std::span<const std::byte>> my_archive,
+                            const ArchiveBytes* my_archive,
                             std::optional<std::uint64_t> my_archive_checksum,
-                            std::optional<std::span<const std::byte>> my_redundancy) {
+                            std::optional<std::span<const std::byte>> my_redundancy,
+                            const std::filesystem::path& redundancy_file) {
   const auto file = valid_file(my_redundancy, scheme, leaders);
   const NodeState mine = my_state(scheme, my_archive, my_archive_checksum, file);
   auto states = gather_states(leaders, scheme, mine, "rebuild_lost");
@@ -567,10 +644,11 @@ RebuildOutcome rebuild_lost(const Comm& leaders, const Redundancy& scheme,
     return outcome;
   }
   const Local local{
-      .archive = mine.archive_intact ? *my_archive : std::span<const std::byte>(),
+      .archive = mine.archive_intact ? *my_archive : ArchiveBytes(),
       .payload = states[to_size(static_cast<std::uint64_t>(leaders.rank()))].redundancy
-                     ? file->payload
-                     : std::span<const std::byte>()};
+                     ? ArchiveBytes({file->payload}, nullptr, file->header.payload_checksum)
+                     : ArchiveBytes(),
+      .redundancy = redundancy_file};
   Work work = run_plan(leaders, scheme, states, plan, local);
   bool archive_ok = true;
   if (work.archive) {
@@ -593,7 +671,7 @@ RebuildOutcome rebuild_lost(const Comm& leaders, const Redundancy& scheme,
   }
   outcome.rebuilt_nodes = plan.lost;
   if (work.archive) outcome.archive = std::move(*work.archive);
-  if (work.redundancy) outcome.redundancy = std::move(*work.redundancy);
+  outcome.redundancy_rewritten = work.redundancy;
   return outcome;
 }
 

@@ -16,17 +16,22 @@
 //               (k - i - 1) mod m. Each node stores about 1 / (m - 1) of the group's largest
 //               archive; one lost node per group can be rebuilt.
 //
-// Archives and redundancy files are held in memory whole; they travel in pieces of at most
-// 256 MiB, and a sending node copies one piece at a time. Every wait polls with the deadline
-// CommOptions::barrier_timeout of `leaders`, except MPI_Comm_split into xor groups, which comes
-// right after an exchange in which every node showed up. After a TimeoutError the nodes may be
-// at different points: build a new Comm to continue.
+// A node's archive and redundancy file travel from where they lie (mapped files) in messages of
+// at most 256 MiB; a redundancy file is received or reduced straight into the file being
+// written (levels/file_map.hpp); xor parity copies 256 MiB of the archive at a time into a
+// buffer for each reduction; a rebuilt archive is received whole into memory. Every wait polls with
+// the deadline CommOptions::barrier_timeout of `leaders`, except MPI_Comm_split into xor groups,
+// which comes right after an exchange in which every node showed up. After a TimeoutError the nodes
+// may be at different points: build a new Comm to continue.
 #pragma once
 
 #include <cairn/comm.hpp>
 
+#include "manager/levels/step_archive.hpp"
+
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <span>
 #include <string>
@@ -47,17 +52,18 @@ struct Redundancy {
   int xor_group = 4;
 };
 
-/// The redundancy file that this node stores for a step whose archive on this node is
-/// `my_archive`. partner and xor_parity exchange data with the other nodes; none returns an
-/// empty vector at once, without communication (a node that passes another scheme then fails
-/// with TimeoutError). Collective over `leaders`. Throws CollectiveMismatch on every node when
-/// the nodes pass different schemes, InvalidArgument on every node when the scheme does not fit
-/// the number of nodes (partner needs 1 <= partner_distance < N, so at least 2 nodes;
-/// xor_parity needs xor_group >= 2 and at least 2 nodes), TimeoutError naming the node or group
-/// that did not take part, IoError when MPI fails.
-[[nodiscard]] std::vector<std::byte> encode_redundancy(const Comm& leaders,
-                                                       const Redundancy& scheme,
-                                                       std::span<const std::byte> my_archive);
+/// Writes at `file` (durably, through `<file>.cairn-tmp`) the redundancy file that this node
+/// stores for a step whose archive on this node is `my_archive`. partner and xor_parity
+/// exchange data with the other nodes; none writes nothing and returns at once, without
+/// communication (a node that passes another scheme then fails with TimeoutError). Collective
+/// over `leaders`. Throws CollectiveMismatch on every node when the nodes pass different
+/// schemes, InvalidArgument on every node when the scheme does not fit the number of nodes
+/// (partner needs 1 <= partner_distance < N, so at least 2 nodes; xor_parity needs
+/// xor_group >= 2 and at least 2 nodes), TimeoutError naming the node or group that did not
+/// take part, IoError naming `file` when it cannot be written (a full file system) or when
+/// MPI fails.
+void encode_redundancy(const Comm& leaders, const Redundancy& scheme,
+                       const ArchiveBytes& my_archive, const std::filesystem::path& file);
 
 /// What rebuild_lost() did.
 struct RebuildOutcome {
@@ -73,25 +79,28 @@ struct RebuildOutcome {
   /// protectors recorded.
   std::optional<std::vector<std::byte>> archive;
   /// On a node whose redundancy file was missing, damaged or stale (it disagrees with the
-  /// archives it protects), when recoverable: the recomputed file, to store.
-  std::optional<std::vector<std::byte>> redundancy;
+  /// archives it protects), when recoverable: true, the file was recomputed and written.
+  bool redundancy_rewritten = false;
 };
 
 /// Rebuilds the archives of lost nodes from the redundancy files of the others, and recomputes
-/// the redundancy files that are missing, in one call. `my_archive` is nullopt when this node's
-/// archive is missing or damaged; an archive whose XXH3 differs from `my_archive_checksum` (when
-/// given) counts as damaged. `my_redundancy` is this node's redundancy file, or nullopt when
-/// missing; one that does not check (magic, checksums, scheme, node id) counts as missing.
-/// Every node first shares what it holds; whether the step is recoverable is then decided alike
-/// on every node: partner: a lost node n needs a valid redundancy file on node (n + d) mod N;
-/// xor_parity: at most one lost node per group, and valid redundancy files on the others of
-/// the group; none: no node lost. Only when it is recoverable do the nodes exchange data.
-/// Collective over `leaders`. Throws CollectiveMismatch on every node when the nodes pass
-/// different schemes, InvalidArgument on every node when the scheme does not fit the number of
-/// nodes, TimeoutError naming the node or group that did not take part, IoError when MPI fails.
+/// the redundancy files that are missing, in one call. `my_archive` is null when this node's
+/// archive is missing or damaged; an archive whose XXH3 differs from `my_archive_checksum`
+/// (when given) counts as damaged. `my_redundancy` is this node's redundancy file, or nullopt
+/// when missing; one that does not check (magic, checksums, scheme, node id) counts as missing
+/// and is recomputed at `redundancy_file`. Every node first shares what it holds; whether the
+/// step is recoverable is then decided alike on every node: partner: a lost node n needs a
+/// valid redundancy file on node (n + d) mod N; xor_parity: at most one lost node per group,
+/// and valid redundancy files on the others of the group; none: no node lost. Only when it is
+/// recoverable do the nodes exchange data. Collective over `leaders`. Throws
+/// CollectiveMismatch on every node when the nodes pass different schemes, InvalidArgument on
+/// every node when the scheme does not fit the number of nodes, TimeoutError naming the node
+/// or group that did not take part, IoError naming `redundancy_file` when it cannot be
+/// written or when MPI fails.
 [[nodiscard]] RebuildOutcome rebuild_lost(const Comm& leaders, const Redundancy& scheme,
-                                          std::optional<std::span<const std::byte>> my_archive,
+                                          const ArchiveBytes* my_archive,
                                           std::optional<std::uint64_t> my_archive_checksum,
-                                          std::optional<std::span<const std::byte>> my_redundancy);
+                                          std::optional<std::span<const std::byte>> my_redundancy,
+                                          const std::filesystem::path& redundancy_file);
 
 }  // namespace cairn::levels

@@ -143,15 +143,18 @@ std::uint64_t chunk_bytes(std::span<const std::uint64_t> sizes) {
 
 // ---- The redundancy file -------------------------------------------------------------------
 
-// A redundancy file with room for the payload after the header, to be filled, then sealed.
-SharedBytes unsealed_file(const FileHeader& header) {
-  return std::make_shared<Bytes>(header_bytes(header).size() + to_size(header.payload_size));
+std::size_t file_size(const FileHeader& header) {
+  return header_bytes(header).size() + to_size(header.payload_size);
 }
 
 // Writes the header, with the checksum of the payload now in place, before the payload.
-void seal(Bytes& file, FileHeader header) {
+void seal(std::span<std::byte> file, FileHeader header) {
   const std::size_t payload_at = file.size() - to_size(header.payload_size);
   header.payload_checksum = XXH3_64bits(file.data() + payload_at, to_size(header.payload_size));
+  write_header(file, header);
+}
+
+void write_header(std::span<std::byte> file, const FileHeader& header) {
   const Bytes head = header_bytes(header);
   std::memcpy(file.data(), head.data(), head.size());
 }

@@ -17,7 +17,7 @@
 
 namespace cairn::levels {
 
-/// Bytes of an archive or a redundancy file, held whole.
+/// Bytes held whole in memory.
 using Bytes = std::vector<std::byte>;
 /// Bytes shared with nonblocking MPI operations that may outlive their caller.
 using SharedBytes = std::shared_ptr<Bytes>;
@@ -72,12 +72,15 @@ struct FileHeader {
   std::uint64_t payload_checksum = 0;  ///< XXH3-64 of them
 };
 
-/// A redundancy file of `header` with room for the payload after the header, to be filled,
-/// then sealed. Never throws beyond std::bad_alloc.
-[[nodiscard]] SharedBytes unsealed_file(const FileHeader& header);
+/// Bytes of a redundancy file of `header`: its header, then room for the payload, to be
+/// filled, then sealed. Never throws beyond std::bad_alloc.
+[[nodiscard]] std::size_t file_size(const FileHeader& header);
 /// Writes the header of `file`, with the checksum of its payload, before the payload. Never
 /// throws beyond std::bad_alloc.
-void seal(Bytes& file, FileHeader header);
+void seal(std::span<std::byte> file, FileHeader header);
+/// Writes `header`, whose payload checksum is already known, before the payload of `file`.
+/// Never throws beyond std::bad_alloc.
+void write_header(std::span<std::byte> file, const FileHeader& header);
 
 /// A redundancy file read back.
 struct ParsedFile {

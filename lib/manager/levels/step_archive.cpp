@@ -1,8 +1,5 @@
 #include "manager/levels/step_archive.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <xxhash.h>
 
 #include <algorithm>
@@ -11,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 #include <fmt/format.h>
+#include <memory>
+#include <new>
 #include <optional>
 #include <set>
 #include <string>
@@ -22,11 +21,13 @@
 #include "base/log.hpp"
 #include "base/packed.hpp"
 #include "base/posix_file.hpp"
+#include "manager/levels/file_map.hpp"
 
 namespace cairn::levels {
 namespace {
 
 namespace fs = std::filesystem;
+using Bytes = std::vector<std::byte>;
 
 constexpr std::string_view kMagic = "CAIRNARC";
 constexpr std::uint64_t kVersion = 1;
@@ -35,39 +36,6 @@ constexpr std::uint64_t kMinEntryBytes = 1 + 1 + sizeof(std::uint64_t);
 constexpr std::string_view kTmpSuffix = ".cairn-tmp";
 
 std::span<const std::byte> magic_bytes() { return std::as_bytes(std::span(kMagic)); }
-
-// A file opened for reading that is known to be a regular file: neither a link (O_NOFOLLOW)
-// nor a FIFO or device (O_NONBLOCK keeps the open from waiting on one before fstat tells).
-class RegularFile {
- public:
-  explicit RegularFile(const fs::path& path)
-      : path_(path), fd_(base::open_file(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)) {
-    struct stat info {};
-    if (::fstat(fd_, &info) != 0) base::throw_errno(path, "stat of", errno);
-    if (!S_ISREG(info.st_mode)) {
-      throw IoError(path.string(), fmt::format("'{}' is not a regular file: the node-local "
-                                               "part of a step holds regular files only",
-                                               path.string()));
-    }
-    size_ = static_cast<std::uint64_t>(info.st_size);
-  }
-  ~RegularFile() {
-    if (::close(fd_) != 0) {
-      base::log::warn("file.close", "path=\"{}\" error=\"{}\"", path_.string(),
-                      std::strerror(errno));
-    }
-  }
-  RegularFile(const RegularFile&) = delete;
-  RegularFile& operator=(const RegularFile&) = delete;
-
-  [[nodiscard]] std::uint64_t size() const noexcept { return size_; }
-  void read(std::span<std::byte> into) const { base::read_all_at(fd_, path_, 0, into); }
-
- private:
-  const fs::path& path_;
-  int fd_;
-  std::uint64_t size_ = 0;
-};
 
 [[noreturn]] void refuse(const fs::path& path, std::string_view what) {
   throw IoError(path.string(), fmt::format("'{}' is {}: the node-local part of a step holds "
@@ -264,27 +232,69 @@ void remove_stale(const fs::path& tmp) {
 
 }  // namespace
 
-std::vector<std::byte> pack_directory(const fs::path& dir) {
-  base::Packed out;
-  auto& bytes = out.bytes();
-  bytes.assign(magic_bytes().begin(), magic_bytes().end());
-  const auto files = regular_files(dir);
-  out.put(kVersion);
-  out.put(static_cast<std::uint64_t>(files.size()));
-  for (const auto& [relative, path] : files) {
-    const RegularFile file(path);
-    out.put(relative);
-    out.put(file.size());
-    // The checksum precedes the bytes: keep its place, fill it once the bytes are read.
-    const std::size_t checksum_at = bytes.size();
-    out.put_all(std::array<std::uint64_t, 1>{0});
-    const std::size_t data_at = bytes.size();
-    bytes.resize(data_at + static_cast<std::size_t>(file.size()));
-    file.read(std::span(bytes).subspan(data_at));
-    const std::uint64_t checksum = XXH3_64bits(bytes.data() + data_at, bytes.size() - data_at);
-    std::memcpy(bytes.data() + checksum_at, &checksum, sizeof checksum);
+ArchiveBytes::ArchiveBytes(std::span<const std::byte> bytes)
+    : ArchiveBytes(std::vector<std::span<const std::byte>>{bytes}, nullptr,
+                   archive_checksum(bytes)) {}
+
+ArchiveBytes::ArchiveBytes(std::vector<std::span<const std::byte>> parts,
+                           std::shared_ptr<const void> owner, std::uint64_t checksum)
+    : owner_(std::move(owner)), checksum_(checksum) {
+  std::erase_if(parts, [](const auto& part) { return part.empty(); });
+  parts_ = std::move(parts);
+  for (const auto& part : parts_) size_ += part.size();
+}
+
+void ArchiveBytes::copy(std::uint64_t offset, std::span<std::byte> out) const noexcept {
+  std::uint64_t start = 0;  // of the current part
+  std::size_t filled = 0;
+  for (const auto& part : parts_) {
+    if (filled == out.size()) break;
+    const std::uint64_t end = start + part.size();
+    const std::uint64_t from = offset + filled;
+    if (from < end) {
+      const std::size_t n =
+          std::min<std::size_t>(out.size() - filled, static_cast<std::size_t>(end - from));
+      std::memcpy(out.data() + filled, part.data() + (from - start), n);
+      filled += n;
+    }
+    start = end;
   }
-  return std::move(bytes);
+  std::fill(out.begin() + static_cast<std::ptrdiff_t>(filled), out.end(), std::byte{0});
+}
+
+ArchiveBytes map_directory(const fs::path& dir) {
+  struct Owner {
+    std::vector<Bytes> headers;  // the magic, version and count, then each file's header
+    std::vector<std::unique_ptr<MappedFile>> files;
+  };
+  auto owner = std::make_shared<Owner>();
+  const auto files = regular_files(dir);
+  owner->headers.reserve(files.size() + 1);
+  owner->files.reserve(files.size());
+  base::Packed prefix;
+  prefix.bytes().assign(magic_bytes().begin(), magic_bytes().end());
+  prefix.put(kVersion);
+  prefix.put(static_cast<std::uint64_t>(files.size()));
+  owner->headers.push_back(std::move(prefix.bytes()));
+  std::vector<std::span<const std::byte>> parts{owner->headers.back()};
+  for (const auto& [relative, path] : files) {
+    auto& file = owner->files.emplace_back(std::make_unique<MappedFile>(path, true));
+    const auto bytes = file->bytes();
+    base::Packed header;
+    header.put(relative);
+    header.put(static_cast<std::uint64_t>(bytes.size()));
+    header.put_all(std::array<std::uint64_t, 1>{XXH3_64bits(bytes.data(), bytes.size())});
+    owner->headers.push_back(std::move(header.bytes()));
+    parts.push_back(owner->headers.back());
+    parts.push_back(bytes);
+  }
+  XXH3_state_t* state = XXH3_createState();
+  if (state == nullptr) throw std::bad_alloc();
+  XXH3_64bits_reset(state);
+  for (const auto& part : parts) XXH3_64bits_update(state, part.data(), part.size());
+  const std::uint64_t checksum = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  return {std::move(parts), std::move(owner), checksum};
 }
 
 void unpack_directory(std::span<const std::byte> archive, const fs::path& dir) {
