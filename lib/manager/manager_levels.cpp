@@ -130,7 +130,12 @@ void CheckpointManager::save_to_levels(std::int64_t step, const CheckpointArgs& 
     comm_.run_all(fmt::format("the on_commit callback of step {}:", step),
                   [&] { options_.on_commit(step, options.metrics); });
   }
-  if (should_drain(step, decision)) {
+  // The local level's books are closed before the drain starts: a drain that fails at once
+  // throws from here with the step saved and retained on the local level.
+  const bool drain = should_drain(step, decision);
+  newest_local_ = saved;
+  local_->retain();
+  if (drain) {
     if (saved.drain_args) {
       start_drain(saved);
     } else {
@@ -144,8 +149,6 @@ void CheckpointManager::save_to_levels(std::int64_t step, const CheckpointArgs& 
       land();
     }
   }
-  newest_local_ = std::move(saved);
-  local_->retain();
 }
 
 void CheckpointManager::start_drain(const LocalSave& saved) {

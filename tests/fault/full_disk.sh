@@ -2,7 +2,9 @@
 # Full disk: full_disk_job saves two small steps, then a step that does not fit; every rank
 # must throw from the same call and the two earlier steps must stay restorable.
 #   1. a real full disk: an 8 MiB tmpfs (needs root and permission to mount; unmounted at the
-#      end in every case), each format, sync and async;
+#      end in every case), each format, sync and async; then with a node-local level (each
+#      rank a node, partner copies), posix: the tmpfs as the local directories (the local
+#      save or its copies do not fit) and as the root (the drain does not fit);
 #   2. an injected one: ENOSPC from cairn's write wrapper (fault point storage.pwrite) on the
 #      last rank from its second shard of step 2 on, posix format (hdf5 data does not go
 #      through that wrapper), sync and async.
@@ -26,12 +28,14 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM
 
 status=0
-# run <label> <root> <format> <mode> <big KiB> [CAIRN_FAULT rule]
+# run <label> <root> <format> <mode> <big KiB> [CAIRN_FAULT rule] [local directory]
 run() {
-  local label="$1" root="$2" format="$3" mode="$4" kib="$5" rule="${6:-}" out
+  local label="$1" root="$2" format="$3" mode="$4" kib="$5" rule="${6:-}" local_dir="${7:-}" out
+  local extra=()
+  if [ -n "$local_dir" ]; then extra=("$local_dir"); fi
   # timeout: a hang is a failure of this test, not something to wait for.
   if out="$(CAIRN_FAULT="$rule" timeout 300 "$mpiexec" -n "$np" "${flags[@]}" "$job" "$root" "$format" \
-            "$mode" "$kib" 2>&1 </dev/null)"; then
+            "$mode" "$kib" "${extra[@]}" 2>&1 </dev/null)"; then
     if ! grep -q "No space left on device" <<<"$out"; then
       echo "FAIL $label: the error does not say the device is full"
       echo "$out" | sed 's/^/  /'
@@ -56,6 +60,11 @@ if reason="$(mount -t tmpfs -o size=8m tmpfs "$mnt" 2>&1)"; then
       run "tmpfs np$np $format $mode" "$mnt/$format-$mode" "$format" "$mode" 4096
     done
   done
+  # The local level: 2 MiB per rank, with partner copies 4 MiB per node.
+  run "tmpfs np$np local level full" "$work/level-root" posix local 2048 "" "$mnt/local/node{node}"
+  rm -rf "${mnt:?}"/*
+  run "tmpfs np$np drain to a full root" "$mnt/drain-root" posix drain 4096 "" \
+    "$work/level-local/node{node}"
   umount "$mnt" && mounted=0
   ran="tmpfs and injected ENOSPC"
 else

@@ -4,17 +4,26 @@
 //   - every rank throws, from the same call (save or wait_until_finished);
 //   - nothing of step 2 is committed or left behind (no 2.cairn-tmp);
 //   - steps 0 and 1 remain committed and restore with the values they were saved with.
+// With a node-local level (each rank a node, partner copies):
+//   local  the local directories fill up: save throws on every rank; neither level holds
+//          step 2 and no node's directory keeps a part of it or of its copies;
+//   drain  the root fills up: the drain of step 2 fails, and save (when it fails as it starts)
+//          or the next call throws on every rank; the root holds steps 0 and 1 only, and
+//          step 2 is not lost: it is still a local step and restores from there.
 //
-//   full_disk_job ROOT FORMAT MODE BIG_KIB
-//     FORMAT posix | hdf5, MODE sync | async, BIG_KIB: size of the extra leaf per rank
+//   full_disk_job ROOT FORMAT MODE BIG_KIB [LOCAL_DIR]
+//     FORMAT posix | hdf5, MODE sync | async | local | drain, BIG_KIB: size of the extra leaf
+//     per rank, LOCAL_DIR (local and drain): the node-local directory, with {node}
 // Prints (rank 0) "threw from <call> on every rank: <message>" and "steps 0 1 restored".
 // Exit status: 0 as expected, 1 anything else (reason on stderr), 2 usage.
 #include <mpi.h>
 
 #include <cairn/manager.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -39,13 +48,47 @@ struct Outcome {
   std::string message;
 };
 
-int run(const std::filesystem::path& root, cairn::StorageFormat format, bool async,
-        std::int64_t big_kib) {
+// The names a directory may hold after the failed save: `allowed`, nothing else (rank 0
+// prints what else it finds).
+bool holds_only(const std::filesystem::path& dir, const std::vector<std::string>& allowed) {
+  bool clean = true;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
+      std::fprintf(stderr, "full_disk_job: left behind: %s\n", entry.path().c_str());
+      clean = false;
+    }
+  }
+  return clean;
+}
+
+enum class Mode { sync, async, local, drain };
+
+// The local directory of node `node`: {node} replaced by its number.
+std::filesystem::path node_dir(const std::filesystem::path& local_dir, int node) {
+  std::string text = local_dir.string();
+  for (auto at = text.find("{node}"); at != std::string::npos; at = text.find("{node}")) {
+    text.replace(at, 6, std::to_string(node));
+  }
+  return text;
+}
+
+int run(const std::filesystem::path& root, cairn::StorageFormat format, Mode mode,
+        std::int64_t big_kib, const std::filesystem::path& local_dir) {
   cairn::Comm comm(MPI_COMM_WORLD);
   State state{.rank = comm.rank(), .size = comm.size()};
+  const bool levels = mode == Mode::local || mode == Mode::drain;
+  cairn::CheckpointManagerOptions manager_options{.barrier_timeout = std::chrono::seconds(30),
+                                                  .enable_async = mode == Mode::async};
+  if (levels) {
+    manager_options.local_level =
+        cairn::LocalLevelOptions{.directory = local_dir,
+                                 .redundancy = comm.size() > 1 ? cairn::LocalRedundancy::partner()
+                                                               : cairn::LocalRedundancy::none(),
+                                 .ranks_per_node = 1};
+  }
   // A short deadline: a rank that failed alone must not leave the others waiting long.
-  cairn::CheckpointManager manager(
-      comm, root, {.barrier_timeout = std::chrono::seconds(30), .enable_async = async});
+  cairn::CheckpointManager manager(comm, root, manager_options);
   const cairn::TreeSaveOptions options{.format = format};
   for (std::int64_t step = 0; step < 2; ++step) {
     state.compute(step);
@@ -91,18 +134,40 @@ int run(const std::filesystem::path& root, cairn::StorageFormat format, bool asy
 
   // Step 2 left nothing behind; steps 0 and 1 are intact.
   bool clean = true;
-  if (comm.is_primary()) {
-    for (const auto& entry : std::filesystem::directory_iterator(root)) {
-      const std::string name = entry.path().filename().string();
-      if (name != "0" && name != "1" && name != "cairn-root.json" && name != "cairn.lock") {
-        std::fprintf(stderr, "full_disk_job: left behind: %s\n", name.c_str());
-        clean = false;
-      }
-    }
+  if (comm.is_primary()) clean = holds_only(root, {"0", "1", "cairn-root.json", "cairn.lock"});
+  if (mode == Mode::local) {
+    // This rank's node directory: no part of step 2, no record or copy of it.
+    const auto node = node_dir(local_dir, comm.rank());
+    const std::vector<std::string> level_files =
+        comm.size() > 1 ? std::vector<std::string>{"0.json", "1.json", "0.copy", "1.copy"}
+                        : std::vector<std::string>{"0.json", "1.json"};
+    clean = holds_only(node, {"0", "1", "cairn-root.json", "cairn-level"}) &&
+            holds_only(node / "cairn-level", level_files) && clean;
   }
   expect(comm, clean, "the failed save left files behind");
-  expect(comm, manager.all_steps(true) == std::vector<std::int64_t>{0, 1},
-         "the committed steps changed");
+  if (mode == Mode::drain) {
+    expect(comm, manager.persistent_steps() == std::vector<std::int64_t>{0, 1},
+           "the root's committed steps changed");
+    expect(comm, manager.local_steps() == std::vector<std::int64_t>{1, 2},
+           "step 2 is not held by the local level after its drain failed");
+    state.scramble();
+    tree = state.tree();
+    tree.add_array("big",
+                   cairn::ArrayShard::host(big.data(), {comm.size() * big_count},
+                                           cairn::Box{{comm.rank() * big_count}, {big_count}}));
+    std::fill(big.begin(), big.end(), 0.0);
+    const cairn::ArrayTreeRestore args(tree);
+    (void)manager.restore(2, &args);
+    expect(
+        comm,
+        state.equals(2) && std::all_of(big.begin(), big.end(), [](double v) { return v == 2.5; }),
+        "step 2 restores wrong values from the local level");
+    expect(comm, manager.last_restore().level == "local",
+           "step 2 was not read from the local level");
+  } else {
+    expect(comm, manager.all_steps(true) == std::vector<std::int64_t>{0, 1},
+           "the committed steps changed");
+  }
   for (std::int64_t step = 0; step < 2; ++step) {
     state.scramble();
     const cairn::ArrayTreeRestore args(state.tree());
@@ -117,14 +182,23 @@ int run(const std::filesystem::path& root, cairn::StorageFormat format, bool asy
 
 int main(int argc, char** argv) {
   return cairn::testing::job_main(
-      argc, argv, "full_disk_job", "ROOT posix|hdf5 sync|async BIG_KIB", [](int n, char** args) {
-        const std::string format = n == 5 ? args[2] : "";
-        const std::string mode = n == 5 ? args[3] : "";
-        if ((format != "posix" && format != "hdf5") || (mode != "sync" && mode != "async")) {
+      argc, argv, "full_disk_job", "ROOT posix|hdf5 sync|async|local|drain BIG_KIB [LOCAL_DIR]",
+      [](int n, char** args) {
+        const std::string format = n >= 5 ? args[2] : "";
+        const std::string name = n >= 5 ? args[3] : "";
+        const std::map<std::string, Mode> modes{{"sync", Mode::sync},
+                                                {"async", Mode::async},
+                                                {"local", Mode::local},
+                                                {"drain", Mode::drain}};
+        const auto mode = modes.find(name);
+        const bool levels =
+            mode != modes.end() && (mode->second == Mode::local || mode->second == Mode::drain);
+        if ((format != "posix" && format != "hdf5") || mode == modes.end() ||
+            n != (levels ? 6 : 5)) {
           throw cairn::testing::UsageError{};
         }
         return run(args[1],
                    format == "hdf5" ? cairn::StorageFormat::hdf5 : cairn::StorageFormat::posix,
-                   mode == "async", std::stoll(args[4]));
+                   mode->second, std::stoll(args[4]), levels ? args[5] : "");
       });
 }

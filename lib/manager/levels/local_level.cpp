@@ -240,14 +240,14 @@ void LocalLevel::save(std::int64_t step, const std::shared_ptr<CheckpointHandler
   local.incremental_base.clear();
   bool saved = false;
   try {
-    world_.run_all(fmt::format("local save of step {} on node {}:", step, layout_.node), [&] {
+    world_.run_all(fmt::format("local save of step {}:", step), [&] {
       base::fault::point("level.local_save");
       checkpointer_->save(dir, args, local);
       saved = true;
     });
     std::optional<std::uint64_t> archive_xxh3;
     if (scheme_.kind != RedundancyKind::none) place_copies(step, archive_xxh3);
-    world_.run_all(fmt::format("recording local step {} on node {}:", step, layout_.node), [&] {
+    world_.run_all(fmt::format("recording local step {}:", step), [&] {
       if (layout_.leader()) write_record(step, archive_xxh3, time);
     });
   } catch (...) {
@@ -266,7 +266,7 @@ void LocalLevel::save(std::int64_t step, const std::shared_ptr<CheckpointHandler
 
 void LocalLevel::place_copies(std::int64_t step, std::optional<std::uint64_t>& archive_xxh3) {
   ArchiveBytes archive;
-  world_.run_all(fmt::format("mapping local step {} on node {}:", step, layout_.node), [&] {
+  world_.run_all(fmt::format("mapping local step {}:", step), [&] {
     if (!layout_.leader()) return;
     archive = map_directory(step_dir(step));
     archive_xxh3 = archive.checksum();
@@ -283,7 +283,7 @@ void LocalLevel::place_copies(std::int64_t step, std::optional<std::uint64_t>& a
 bool LocalLevel::repair(std::int64_t step, std::vector<int>& rebuilt, std::string& why) {
   const auto dir = step_dir(step);
   boost::json::object verdict;  // what node 0's leader (world rank 0) decided, for every rank
-  world_.run_all(fmt::format("checking local step {} on node {}:", step, layout_.node), [&] {
+  world_.run_all(fmt::format("checking local step {}:", step), [&] {
     if (!layout_.leader()) return;
     const std::optional<Record> record = read_record(step);
     std::error_code ec;

@@ -486,9 +486,15 @@ Work run_partner(const Comm& leaders, const Redundancy& scheme,
     const int source = (me - d + nodes) % nodes;
     const NodeState& s = state(source);
     header = {scheme, me, nodes, {{source, s.archive_size, s.archive_checksum}}, s.archive_size, 0};
-    file = std::make_shared<MappedOutput>(local.redundancy, file_size(header));
-    receives.push_back({source, kTagCopy, file, file->bytes().last(to_size(s.archive_size))});
   }
+  // Every node allocates its file before any data moves: a full file system fails on every
+  // node here, not as a node missing from the exchange.
+  leaders.run_all("allocating the partner copy", [&] {
+    if (header.nodes == 0) return;
+    file = std::make_shared<MappedOutput>(local.redundancy, file_size(header));
+    receives.push_back({header.covered.front().node, kTagCopy, file,
+                        file->bytes().last(to_size(header.payload_size))});
+  });
   if (const int to = (me + d) % nodes; std::ranges::find(plan.refill, to) != plan.refill.end()) {
     sends.push_back({to, kTagCopy, local.archive});
   }
@@ -535,6 +541,15 @@ Work run_xor(const Comm& leaders, const Redundancy& scheme, const std::vector<No
   const auto lost = std::ranges::find_if(plan.lost, in_group);
   Work work;
   SharedBytes scratch;
+  // This node's new redundancy file, when it is recomputed; allocated on every node before any
+  // data moves, so that a full file system fails on every node here, not as a node missing
+  // from a reduction.
+  const FileHeader header{scheme, me, leaders.size(), members, chunk, 0};
+  std::shared_ptr<MappedOutput> file;
+  leaders.run_all("allocating the xor parity", [&] {
+    if (std::ranges::find(plan.refill, me) == plan.refill.end()) return;
+    file = std::make_shared<MappedOutput>(local.redundancy, file_size(header));
+  });
   if (lost != plan.lost.end()) {
     // Chunk c of the lost member j lies in the parity of member (j + 1 + c) mod m, XORed with
     // chunks of the others; that member gives its parity in place of a chunk of its own.
@@ -562,8 +577,6 @@ Work run_xor(const Comm& leaders, const Redundancy& scheme, const std::vector<No
   const auto refilled = std::ranges::count_if(plan.refill, in_group);
   if (lost == plan.lost.end() && refilled == m) {
     // Every member's parity is recomputed (a save): all of them at once.
-    const FileHeader header{scheme, me, leaders.size(), members, chunk, 0};
-    const auto file = std::make_shared<MappedOutput>(local.redundancy, file_size(header));
     all_parities(leaders, group, local.archive, chunk, file, file->bytes().last(to_size(chunk)),
                  "computing the parities of " + g.name());
     write_sealed(*file, header);
@@ -573,15 +586,13 @@ Work run_xor(const Comm& leaders, const Redundancy& scheme, const std::vector<No
   for (const int n : plan.refill) {
     if (!in_group(n)) continue;
     const int k = n - g.first;
-    const FileHeader header{scheme, n, leaders.size(), members, chunk, 0};
-    std::shared_ptr<MappedOutput> file;
-    if (position == k) file = std::make_shared<MappedOutput>(local.redundancy, file_size(header));
     const Part part{&local.archive,
                     chunk * static_cast<std::uint64_t>(chunk_in_parity(position, k, m))};
-    xor_into(leaders, group, k, part, chunk, file,
-             file ? file->bytes().last(to_size(chunk)) : std::span<std::byte>(), scratch,
+    const bool mine = position == k;
+    xor_into(leaders, group, k, part, chunk, mine ? file : nullptr,
+             mine ? file->bytes().last(to_size(chunk)) : std::span<std::byte>(), scratch,
              "computing the parity of node " + std::to_string(n) + " in " + g.name());
-    if (file) {
+    if (mine) {
       write_sealed(*file, header);
       work.redundancy = true;
     }
