@@ -25,6 +25,9 @@
 #include <cairn/manager.hpp>
 #include <cairn/storage.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
@@ -164,6 +167,7 @@ class LevelsCase {
   void repetition(int rep) {
     persistent_save(rep);
     memcpy_copy(rep);
+    local_write(rep);
     local_save(rep, "none", LocalRedundancy::none());
     local_save(rep, "xor", LocalRedundancy::xor_parity(xor_group_));
     local_save(rep, "partner", LocalRedundancy::partner());
@@ -242,6 +246,42 @@ class LevelsCase {
     add("memcpy", rep, seconds, {});
   }
 
+  // The bound of a save to the local directory: each rank writes its bytes with pwrite into a
+  // new file there (fresh pages of the tmpfs), as one leaf after the other, and fsyncs it.
+  void local_write(int rep) {
+    const auto dir = local_ / "write";
+    remove_tree(dir);
+    if (world_.is_primary()) std::filesystem::create_directories(dir);
+    world_.barrier("bench-levels-write");
+    const auto path = dir / ("rank" + std::to_string(world_.rank()) + ".bin");
+    const double seconds = timed([&] {
+      const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      if (fd < 0)
+        throw std::runtime_error("cairn.levels.local.write: cannot create " + path.string());
+      std::uint64_t at = 0;
+      for (const auto& block : blocks_) {
+        const auto* bytes = reinterpret_cast<const char*>(block.data());
+        std::size_t left = block.size() * sizeof(double);
+        while (left > 0) {
+          const ssize_t n =
+              ::pwrite(fd, bytes, std::min<std::size_t>(left, 1U << 30), static_cast<off_t>(at));
+          if (n <= 0) {
+            ::close(fd);
+            throw std::runtime_error("cairn.levels.local.write: writing " + path.string() +
+                                     " failed");
+          }
+          bytes += n;
+          left -= static_cast<std::size_t>(n);
+          at += static_cast<std::uint64_t>(n);
+        }
+      }
+      ::fsync(fd);
+      ::close(fd);
+    });
+    add("local.write", rep, seconds, {});
+    remove_tree(dir);
+  }
+
   // A local save of `redundancy` (named `name` in the records), nothing drained. The partner
   // save's local files and root stay for restores_after_partner().
   void local_save(int rep, const std::string& name, LocalRedundancy redundancy) {
@@ -279,9 +319,20 @@ class LevelsCase {
     const auto root = scratch_ / "partner";
     const auto local = local_ / "partner";
     const int lost = world_.size() - 1;
-    remove_tree(local / ("node" + std::to_string(lost)));
     std::string dropped;
     double seconds = 0;
+    {
+      // The bound: the same step from the local level with every node intact.
+      cairn::CheckpointManager manager(world_, root,
+                                       with_level(local, LocalRedundancy::partner(), 0));
+      seconds = restore_seconds(manager, 0, "restore.local", dropped);
+      if (manager.last_restore().level != "local") {
+        throw std::runtime_error("cairn.levels.restore.local: the restore read the " +
+                                 manager.last_restore().level + " level");
+      }
+    }
+    add("restore.local", rep, seconds, {{"page_cache", dropped}});
+    remove_tree(local / ("node" + std::to_string(lost)));
     {
       cairn::CheckpointManager manager(world_, root,
                                        with_level(local, LocalRedundancy::partner(), 0));

@@ -9,8 +9,12 @@ the same conditions:
 
     cairn.levels.persistent.save        synchronous save, manager without a local level
     cairn.levels.memcpy                 memcpy of the same bytes on every rank
+    cairn.levels.local.write            pwrite of the same bytes into a new file per rank in the
+                                        local directory, and fsync (the bound of a local save)
     cairn.levels.local.<r>.save         local save, redundancy r in none, partner, xor, nothing
                                         drained; "copy_bytes": cairn-level/*.copy of every node
+    cairn.levels.restore.local          restore of the partner save from the local level, every
+                                        node intact (the bound of the restore after a loss)
     cairn.levels.restore.rebuild        restore of the partner save after the last node lost
                                         its local directory (rebuilt from its partner's copy)
     cairn.levels.restore.persistent     the same step from the persistent level
@@ -40,9 +44,13 @@ REDUNDANCIES = ("none", "partner", "xor")
 # (record, what it measures), in the order of the table of times.
 MEASUREMENTS = (("persistent.save", "persistent level: synchronous save"),
                 ("memcpy", "memcpy of the same bytes on every rank"),
+                ("local.write", "pwrite of the same bytes into new files in the local "
+                                "directory"),
                 ("local.none.save", "local save, no redundancy"),
                 ("local.xor.save", "local save, XOR parity"),
                 ("local.partner.save", "local save, partner copy"),
+                ("restore.local", "restore of the same step from the local level, every node "
+                                  "intact"),
                 ("restore.rebuild", "restore after losing the last node's local files "
                                     "(rebuilt from its partner's copy)"),
                 ("restore.persistent", "restore of the same step from the persistent level"),
@@ -73,7 +81,19 @@ TARGETS = (
      "drain.during", "drain.without", "<=", 1.2),
 )
 # Reported next to the targets, not judged.
-REPORTED = (("xor_vs_none", "local save with XOR parity ÷ without redundancy",
+REPORTED = (("local_vs_write",
+             "local save (no redundancy) ÷ pwrite of the same bytes to the local directory "
+             "(its bound)", "local.none.save", "local.write"),
+            ("write_vs_memcpy",
+             "pwrite to the local directory ÷ memcpy (what a tmpfs write costs over a copy)",
+             "local.write", "memcpy"),
+            ("local_restore_vs_persistent",
+             "restore from the local level, no loss ÷ from the persistent level (the bound of "
+             "the rebuild target)", "restore.local", "restore.persistent"),
+            ("rebuild_vs_local_restore",
+             "rebuild of one lost node + restore ÷ restore from the local level, no loss",
+             "restore.rebuild", "restore.local"),
+            ("xor_vs_none", "local save with XOR parity ÷ without redundancy",
              "local.xor.save", "local.none.save"),
             ("partner_vs_persistent", "local save with partner copy ÷ persistent synchronous save",
              "local.partner.save", "persistent.save"))
@@ -291,7 +311,7 @@ def _section(doc):
               f"medians over the {reps} repetitions.", "",
               "| measurement | median time |", "|---|---|"]
     for name, label in MEASUREMENTS:
-        if name.startswith("local."):
+        if name.startswith("local.") and name.endswith(".save"):
             label += f" (`{lv['redundancy'][name.split('.')[1]]}`)"
         lines.append(f"| {label} | {_fmt(lv['seconds'][name])} s |")
     copies = "; ".join(f"{lv['redundancy'][r]} {spread_text(lv['copy_bytes'][r], BYTES_DIGITS)}"
