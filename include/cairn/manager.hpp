@@ -267,7 +267,8 @@ struct CheckpointManagerOptions {
   /// manager was given when the root has no cairn-root.json.
   bool read_only = false;
   /// Write cairn-root.json when the root has none (Orbax save_root_metadata). Off: nothing is
-  /// written; metadata() returns the metadata this manager was given.
+  /// written, and on a root without that file metadata() returns an empty object, as Orbax's
+  /// metadata() does (a read_only manager: see read_only).
   bool save_root_metadata = true;
   /// Do not write the metrics given to save() into the step metadata (Orbax
   /// prevent_write_metrics). This manager still holds them in memory for the steps it saved,
@@ -490,8 +491,9 @@ class CheckpointManager {
   [[nodiscard]] boost::json::object metrics(std::int64_t step);
   /// The root metadata (cairn-root.json): format, version, step_prefix, step_name_format,
   /// world_size, and the caller's CheckpointManagerOptions::metadata as "user". When the root
-  /// has no cairn-root.json (read_only or save_root_metadata off), the same fields built from
-  /// this manager's options. Collective. Throws FormatError for a damaged file.
+  /// has no cairn-root.json: for a read_only manager the same fields built from its options;
+  /// for a writing one (which has save_root_metadata off) an empty object, as Orbax's metadata()
+  /// returns. Collective. Throws FormatError for a damaged file.
   [[nodiscard]] boost::json::object metadata();
   /// The step metadata of `step` (cairn-step.json). Collective. Throws NotFound.
   [[nodiscard]] boost::json::object metadata(std::int64_t step);

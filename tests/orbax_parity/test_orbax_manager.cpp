@@ -487,6 +487,19 @@ TEST(OrbaxCheckpointManager, test_empty_metadata) {
   EXPECT_EQ(manager.metadata().at("user").as_object(), boost::json::object{});
 }
 
+// Orbax CheckpointManager._get_root_metadata: without save_root_metadata and without a root
+// metadata file, metadata() is empty, whatever metadata the manager was given.
+TEST(OrbaxCheckpointManager, save_root_metadata_false) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  CheckpointManager manager(comm, tmp.path(),
+                            {.metadata = {{"version", 1.1}}, .save_root_metadata = false});
+  EXPECT_TRUE(save(manager, comm, 0));
+  manager.wait_until_finished();
+  EXPECT_FALSE(on_disk(tmp / "cairn-root.json"));
+  EXPECT_EQ(manager.metadata(), boost::json::object{});
+}
+
 TEST(OrbaxCheckpointManager, test_directory_creation) {
   SharedTempDir tmp;
   Comm comm(MPI_COMM_WORLD);
