@@ -431,10 +431,14 @@ class CheckpointManager {
   /// the previous one to commit logs the wait (manager.waited_for_previous_save) and records
   /// it in the step metadata. Returns false on a read_only manager. Async by default: the
   /// step is reported by all_steps() only once committed. Retention runs after each commit.
-  /// Collective, on every call (saving or not): the ranks agree on `step`, then take the
-  /// primary's save decision. Throws StepAlreadyExists when `force` is set and the step
-  /// exists, CollectiveMismatch on every rank when ranks pass different steps, TimeoutError
-  /// when a rank does not make the call, and what the checkpoint layer throws.
+  /// Collective, on every call (saving or not): the ranks agree on `step`, then check `args`,
+  /// then take the primary's save decision. Throws InvalidArgument on every rank, before it
+  /// looks at the step or the policy (as Orbax), when `args` do not suit the manager: a
+  /// cairn::Composite for a manager of a single item, or other arguments for a manager of named
+  /// items (one made with item names or handlers, or whose first save or restore, or else the
+  /// newest step of its root, was of named items). Throws StepAlreadyExists when `force` is set
+  /// and the step exists, CollectiveMismatch on every rank when ranks pass different steps,
+  /// TimeoutError when a rank does not make the call, and what the checkpoint layer throws.
   bool save(std::int64_t step, const CheckpointArgs& args, const ManagerSaveOptions& options = {});
   /// Restores `step` (default: the latest). `args` null: every item as saved. Collective.
   /// Throws NotFound when there is no such step; FormatError (or NotFound) naming the file,
@@ -569,6 +573,10 @@ class CheckpointManager {
   [[nodiscard]] std::chrono::system_clock::time_point now() const;
   void open_root();
   [[nodiscard]] bool exists(std::int64_t step) const;
+  // Whether the manager saves named items (a Composite), a single item, or std::nullopt while
+  // unknown (no item given, nothing saved, restored or committed in the root). Collective.
+  [[nodiscard]] std::optional<bool> composite_mode();
+  void check_save_args(const CheckpointArgs& args, std::optional<bool> composite) const;
   [[nodiscard]] SaveDecision decide(std::int64_t step, bool force);
   void land();
   [[nodiscard]] boost::json::object given_root_metadata() const;
@@ -607,6 +615,8 @@ class CheckpointManager {
   StepNameFormatPtr naming_;
   std::shared_ptr<CheckpointHandler> handler_;
   std::unique_ptr<Checkpointer> checkpointer_;  // an AsyncCheckpointer when enable_async
+  // Whether the newest step of the root, when handler_ was not known yet, was a Composite.
+  std::optional<bool> recorded_composite_;
   std::shared_ptr<const SaveDecisionPolicy> save_policy_;
   std::shared_ptr<const PreservationPolicy> keep_policy_;
   std::unique_ptr<PreemptionWatcher> preemption_;

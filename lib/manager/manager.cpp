@@ -153,6 +153,37 @@ std::chrono::system_clock::time_point CheckpointManager::now() const {
   return options_.clock ? options_.clock() : std::chrono::system_clock::now();
 }
 
+std::optional<bool> CheckpointManager::composite_mode() {
+  if (handler_) return handler_->type_name() == CompositeHandler::kTypeName;
+  if (!recorded_composite_ && !steps_.empty()) {
+    // A manager that neither saved nor restored yet goes by the newest step of its root (read
+    // once; steps_ is alike on every rank, so every rank reads).
+    try {
+      recorded_composite_ =
+          read_step_metadata(steps_.back().step).handler == CompositeHandler::kTypeName;
+    } catch (const FormatError&) {
+      // A damaged step says nothing: the save decides, as on an empty root.
+    } catch (const NotFound&) {
+    }
+  }
+  return recorded_composite_;
+}
+
+void CheckpointManager::check_save_args(const CheckpointArgs& args,
+                                        std::optional<bool> composite) const {
+  const bool given_composite = args.handler_type() == CompositeHandler::kTypeName;
+  if (!composite || *composite == given_composite) return;
+  if (given_composite) {
+    throw InvalidArgument(
+        "this manager saves a single unnamed item: it takes that item's arguments, not "
+        "cairn::Composite ones (give the manager item names or handlers to save named items)");
+  }
+  throw InvalidArgument(fmt::format(
+      "this manager saves named items: it takes cairn::Composite arguments, not arguments for "
+      "handler '{}'",
+      args.handler_type()));
+}
+
 bool CheckpointManager::exists(std::int64_t step) const {
   return in_persistent(step) || in_local(step) || (in_flight_ && in_flight_->step == step);
 }
@@ -357,6 +388,11 @@ bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
   // A rank that saves another step, or skipped this call, fails every rank here, with the
   // differing step named (before any other collective of this call can pair with a wrong one).
   comm_.agree({.operation = "CheckpointManager::save", .step = step});
+  // The arguments first, as Orbax: a mismatch is an error also when the step exists or the
+  // policy would not save it.
+  const std::optional<bool> composite = composite_mode();
+  comm_.run_all(fmt::format("save of step {} in '{}':", step, root_.string()),
+                [&] { check_save_args(args, composite); });
   if (exists(step)) {  // alike on every rank
     if (options.force) {
       throw StepAlreadyExists(

@@ -500,6 +500,32 @@ TEST(OrbaxCheckpointManager, save_root_metadata_false) {
   EXPECT_EQ(manager.metadata(), boost::json::object{});
 }
 
+// test_default_init_default_item: a manager of one unnamed item refuses Composite arguments
+// with an error (ValueError in Orbax), also for a step that exists, which it would otherwise
+// skip; and a manager of named items refuses the arguments of a single item.
+TEST(OrbaxCheckpointManager, test_default_init_default_item) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  {
+    CheckpointManager manager(comm, tmp / "default");
+    EXPECT_TRUE(save(manager, comm, 0));
+    manager.wait_until_finished();
+    EXPECT_THROW(save_params(manager, comm, 0), InvalidArgument);  // step 0 exists
+    EXPECT_THROW(save_params(manager, comm, 1), InvalidArgument);
+    EXPECT_FALSE(save(manager, comm, 0));  // the matching arguments: skipped, as before
+    EXPECT_EQ(manager.all_steps(), (Steps{0}));
+  }
+  comm.barrier("closed");
+  // A manager opened later goes by the steps of its root.
+  CheckpointManager reopened(comm, tmp / "default");
+  EXPECT_THROW(save_params(reopened, comm, 0), InvalidArgument);
+  CheckpointManager named(comm, tmp / "named", {}, {}, {"params"});
+  EXPECT_TRUE(save_params(named, comm, 0));
+  named.wait_until_finished();
+  EXPECT_THROW(save(named, comm, 0), InvalidArgument);
+  EXPECT_EQ(named.all_steps(), (Steps{0}));
+}
+
 TEST(OrbaxCheckpointManager, test_directory_creation) {
   SharedTempDir tmp;
   Comm comm(MPI_COMM_WORLD);
