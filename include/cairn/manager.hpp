@@ -428,8 +428,10 @@ class CheckpointManager {
   /// whether a save started. A step not newer than the newest saved one is not saved (false)
   /// unless `force` is set; a step that already exists is not saved without force (false,
   /// logged: a restarted loop that repeats its last step goes on). A save that must wait for
-  /// the previous one to commit logs the wait (manager.waited_for_previous_save) and records
-  /// it in the step metadata. Returns false on a read_only manager. Async by default: the
+  /// the previous one to commit records the wait in the step metadata and logs it
+  /// (manager.waited_for_previous_save): as a warning when it took more than 1 s on the
+  /// manager's clock (Orbax's threshold), else at debug level. Returns false on a read_only
+  /// manager. Async by default: the
   /// step is reported by all_steps() only once committed. Retention runs after each commit.
   /// Collective, on every call (saving or not): the ranks agree on `step`, then check `args`,
   /// then take the primary's save decision. Throws InvalidArgument on every rank, before it

@@ -22,6 +22,10 @@
 namespace cairn {
 namespace {
 
+// A wait for the previous save longer than this many seconds is logged as a warning, shorter
+// ones at debug level (Orbax's threshold).
+constexpr double kSlowWaitSeconds = 1.0;
+
 std::chrono::system_clock::time_point parse_time(const std::string& commit_time) {
   // commit_time is "YYYY-MM-DDTHH:MM:SSZ"; a damaged or missing value counts as the epoch.
   if (commit_time.empty()) return {};
@@ -436,9 +440,19 @@ bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
     land();
     const double waited = std::chrono::duration<double>(now() - start).count();
     if (busy) {
-      base::log::warn("manager.waited_for_previous_save",
-                      "root=\"{}\" step={} previous_step={} waited_s={:.3f}", root_.string(), step,
-                      previous, waited);
+      // As Orbax: only a long wait is worth a warning; an async loop that saves faster than
+      // its saves commit waits briefly at every save.
+      if (waited > kSlowWaitSeconds) {
+        base::log::warn("manager.waited_for_previous_save",
+                        "root=\"{}\" step={} previous_step={} waited_s={:.3f}: waiting for the "
+                        "previous save to complete took more than {} s; if this happens often, "
+                        "consider saving less frequently",
+                        root_.string(), step, previous, waited, kSlowWaitSeconds);
+      } else {
+        base::log::debug("manager.waited_for_previous_save",
+                         "root=\"{}\" step={} previous_step={} waited_s={:.3f}", root_.string(),
+                         step, previous, waited);
+      }
       custom[step_custom_key::kWaitedForPreviousSave] = waited;
     }
   }
