@@ -516,8 +516,10 @@ class CheckpointManager {
   /// (on_commit, retention). Collective; should_save() and save() call it while a save is in
   /// flight.
   void check_for_errors();
-  /// Finishes the save in flight and background deletes, releases the lock. Collective.
-  /// Idempotent.
+  /// Finishes the save in flight and background deletes, releases the lock, then closes the
+  /// checkpointer (Checkpointer::close()), which closes the handlers (as Orbax's close()).
+  /// Collective. Idempotent. Throws what the save in flight threw (the rest is done first),
+  /// else what closing the handlers threw.
   void close();
 
   /// With a local level: the steps committed on the local level of every node, ascending

@@ -556,7 +556,17 @@ void CheckpointManager::close() {
   deleters_.clear();
   if (locked_) manager::release_lock(root_);
   locked_ = false;
-  if (handler_) handler_->close();
+  // The checkpointer closes the handler (Orbax's manager closes its checkpointer). A failure
+  // of the save in flight is the one reported.
+  try {
+    if (checkpointer_) {
+      checkpointer_->close();
+    } else if (handler_) {
+      handler_->close();
+    }
+  } catch (...) {
+    if (!failure) failure = std::current_exception();
+  }
   if (failure) std::rethrow_exception(failure);
 }
 
