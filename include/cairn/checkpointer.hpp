@@ -180,6 +180,12 @@ class Checkpointer {
   /// Rethrows the failure of a save in flight. A Checkpointer has none: it returns at once
   /// without communicating and never throws. Collective in AsyncCheckpointer.
   virtual void check_for_errors();
+  /// Closes the handler (CheckpointHandler::close()), as Orbax's Checkpointer.close() does;
+  /// a later call does nothing. Call it when the checkpointer is no longer used: the destructor
+  /// does not, since the handler may be shared (CheckpointManager::close() calls it). Not
+  /// collective in a Checkpointer (see AsyncCheckpointer's). Throws what the handler's close()
+  /// throws.
+  virtual void close();
 
   /// The checkpointer's Comm. Never throws.
   [[nodiscard]] const Comm& comm() const noexcept { return comm_; }
@@ -211,6 +217,7 @@ class Checkpointer {
   Comm comm_;
   std::shared_ptr<CheckpointHandler> handler_;
   CheckpointerOptions options_;
+  bool closed_ = false;  // close() closed the handler
 };
 
 /// Options of an AsyncCheckpointer. Aggregate: use designated initializers.
@@ -287,6 +294,11 @@ class AsyncCheckpointer : public Checkpointer {
   /// Rethrows (on every rank) the failure of a save that failed on any rank, waiting for it
   /// to end when needed; does nothing while a save is running fine. Collective.
   void check_for_errors() override;
+  /// Waits for the save in flight as wait_until_finished() does (Orbax's
+  /// AsyncCheckpointer.close()), then closes the handler as Checkpointer::close(). Collective.
+  /// Throws what wait_until_finished() throws (the handler is then not closed yet: a later
+  /// close() closes it) and what the handler's close() throws.
+  void close() override;
   /// The staging budget (capacity, bytes in use, peak, memory held). Not collective.
   [[nodiscard]] const StagingArea& staging() const noexcept;
   /// Unmaps the staging memory kept for the next save (StagingArea::trim()). Buffers of a save

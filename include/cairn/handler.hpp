@@ -199,10 +199,16 @@ class CheckpointHandler {
   [[nodiscard]] virtual boost::json::value metadata(const Comm& comm,
                                                     const std::filesystem::path& dir) = 0;
 
-  /// Called once the checkpoint holding the item is committed. Collective. Default: nothing.
+  /// Called once every rank finished writing the item, before the checkpoint holding it is
+  /// committed (as Orbax's checkpointers call it): `dir` is the item's directory inside the
+  /// checkpoint's temporary directory, and what the handler adds there is committed with the
+  /// rest. Runs on the thread that completes the save (a background thread of an
+  /// AsyncCheckpointer when MPI allows it). Collective. An exception on any rank fails the save
+  /// on every rank, and nothing is committed. Default: nothing.
   virtual void finalize(const Comm& comm, const std::filesystem::path& dir);
 
-  /// Releases resources. Not collective. Default: nothing.
+  /// Releases resources; the handler is not used afterwards. Called by Checkpointer::close()
+  /// (and so by CheckpointManager::close()). Not collective. Default: nothing.
   virtual void close() {}
 };
 

@@ -267,7 +267,8 @@ struct CheckpointManagerOptions {
   /// manager was given when the root has no cairn-root.json.
   bool read_only = false;
   /// Write cairn-root.json when the root has none (Orbax save_root_metadata). Off: nothing is
-  /// written; metadata() returns the metadata this manager was given.
+  /// written, and on a root without that file metadata() returns an empty object, as Orbax's
+  /// metadata() does (a read_only manager: see read_only).
   bool save_root_metadata = true;
   /// Do not write the metrics given to save() into the step metadata (Orbax
   /// prevent_write_metrics). This manager still holds them in memory for the steps it saved,
@@ -427,13 +428,19 @@ class CheckpointManager {
   /// whether a save started. A step not newer than the newest saved one is not saved (false)
   /// unless `force` is set; a step that already exists is not saved without force (false,
   /// logged: a restarted loop that repeats its last step goes on). A save that must wait for
-  /// the previous one to commit logs the wait (manager.waited_for_previous_save) and records
-  /// it in the step metadata. Returns false on a read_only manager. Async by default: the
+  /// the previous one to commit records the wait in the step metadata and logs it
+  /// (manager.waited_for_previous_save): as a warning when it took more than 1 s on the
+  /// manager's clock (Orbax's threshold), else at debug level. Returns false on a read_only
+  /// manager. Async by default: the
   /// step is reported by all_steps() only once committed. Retention runs after each commit.
-  /// Collective, on every call (saving or not): the ranks agree on `step`, then take the
-  /// primary's save decision. Throws StepAlreadyExists when `force` is set and the step
-  /// exists, CollectiveMismatch on every rank when ranks pass different steps, TimeoutError
-  /// when a rank does not make the call, and what the checkpoint layer throws.
+  /// Collective, on every call (saving or not): the ranks agree on `step`, then check `args`,
+  /// then take the primary's save decision. Throws InvalidArgument on every rank, before it
+  /// looks at the step or the policy (as Orbax), when `args` do not suit the manager: a
+  /// cairn::Composite for a manager of a single item, or other arguments for a manager of named
+  /// items (one made with item names or handlers, or whose first save or restore, or else the
+  /// newest step of its root, was of named items). Throws StepAlreadyExists when `force` is set
+  /// and the step exists, CollectiveMismatch on every rank when ranks pass different steps,
+  /// TimeoutError when a rank does not make the call, and what the checkpoint layer throws.
   bool save(std::int64_t step, const CheckpointArgs& args, const ManagerSaveOptions& options = {});
   /// Restores `step` (default: the latest). `args` null: every item as saved. Collective.
   /// Throws NotFound when there is no such step; FormatError (or NotFound) naming the file,
@@ -490,8 +497,9 @@ class CheckpointManager {
   [[nodiscard]] boost::json::object metrics(std::int64_t step);
   /// The root metadata (cairn-root.json): format, version, step_prefix, step_name_format,
   /// world_size, and the caller's CheckpointManagerOptions::metadata as "user". When the root
-  /// has no cairn-root.json (read_only or save_root_metadata off), the same fields built from
-  /// this manager's options. Collective. Throws FormatError for a damaged file.
+  /// has no cairn-root.json: for a read_only manager the same fields built from its options;
+  /// for a writing one (which has save_root_metadata off) an empty object, as Orbax's metadata()
+  /// returns. Collective. Throws FormatError for a damaged file.
   [[nodiscard]] boost::json::object metadata();
   /// The step metadata of `step` (cairn-step.json). Collective. Throws NotFound.
   [[nodiscard]] boost::json::object metadata(std::int64_t step);
@@ -508,8 +516,10 @@ class CheckpointManager {
   /// (on_commit, retention). Collective; should_save() and save() call it while a save is in
   /// flight.
   void check_for_errors();
-  /// Finishes the save in flight and background deletes, releases the lock. Collective.
-  /// Idempotent.
+  /// Finishes the save in flight and background deletes, releases the lock, then closes the
+  /// checkpointer (Checkpointer::close()), which closes the handlers (as Orbax's close()).
+  /// Collective. Idempotent. Throws what the save in flight threw (the rest is done first),
+  /// else what closing the handlers threw.
   void close();
 
   /// With a local level: the steps committed on the local level of every node, ascending
@@ -567,6 +577,10 @@ class CheckpointManager {
   [[nodiscard]] std::chrono::system_clock::time_point now() const;
   void open_root();
   [[nodiscard]] bool exists(std::int64_t step) const;
+  // Whether the manager saves named items (a Composite), a single item, or std::nullopt while
+  // unknown (no item given, nothing saved, restored or committed in the root). Collective.
+  [[nodiscard]] std::optional<bool> composite_mode();
+  void check_save_args(const CheckpointArgs& args, std::optional<bool> composite) const;
   [[nodiscard]] SaveDecision decide(std::int64_t step, bool force);
   void land();
   [[nodiscard]] boost::json::object given_root_metadata() const;
@@ -605,6 +619,8 @@ class CheckpointManager {
   StepNameFormatPtr naming_;
   std::shared_ptr<CheckpointHandler> handler_;
   std::unique_ptr<Checkpointer> checkpointer_;  // an AsyncCheckpointer when enable_async
+  // Whether the newest step of the root, when handler_ was not known yet, was a Composite.
+  std::optional<bool> recorded_composite_;
   std::shared_ptr<const SaveDecisionPolicy> save_policy_;
   std::shared_ptr<const PreservationPolicy> keep_policy_;
   std::unique_ptr<PreemptionWatcher> preemption_;

@@ -50,11 +50,19 @@ class MultihostCheckpoint {
   /// returned. Collective.
   std::int64_t restore_or_initialize(ArrayTree& state, std::int64_t initial_step = 0);
   /// Saves this process's `state` as `step` in its own directory (synchronously, with the
-  /// commit protocol), after checking that every process saves the same step. Collective.
+  /// commit protocol), after checking that every process saves the same step. First each
+  /// process deletes its steps that are not older than `step`, and those newer than the step
+  /// this object last restored or saved: after a restore of an older step the run goes on
+  /// from there, so the newer steps belong to an abandoned future (CLU's save after a
+  /// restore: with steps 1..5, restore(1) then save(2) overwrites 2 and deletes 3..5).
+  /// Collective. Throws CollectiveMismatch on every rank when processes save different steps
+  /// or trees, and on every rank an Error with the code of what CheckpointManager::save() or
+  /// delete_step() threw on any process; the steps deleted before a failed save stay deleted.
   void save(std::int64_t step, const ArrayTree& state);
   /// Restores `step` into `state` (each process its own boxes) when every process has it (CLU
-  /// restore of a given checkpoint). Collective. Throws NotFound on every rank when some
-  /// process lacks the step, and what CheckpointManager::restore() throws.
+  /// restore of a given checkpoint); the next save() goes on from it. Collective. Throws
+  /// NotFound on every rank when some process lacks the step, and what
+  /// CheckpointManager::restore() throws.
   void restore(std::int64_t step, ArrayTree& state);
   /// The newest step every process has. Collective.
   [[nodiscard]] std::optional<std::int64_t> latest_common_step();
@@ -66,6 +74,9 @@ class MultihostCheckpoint {
   std::filesystem::path directory_;
   std::unique_ptr<Comm> self_;
   std::unique_ptr<CheckpointManager> manager_;
+  // The step last restored or saved by this object (CLU's current checkpoint), alike on every
+  // process; std::nullopt before the first.
+  std::optional<std::int64_t> current_;
 };
 
 }  // namespace cairn

@@ -302,9 +302,12 @@ class EveryNSteps final : public PreservationPolicy {
   std::optional<std::int64_t> max_to_keep_;
 };
 
-/// For each multiple of `interval` up to the newest step, keeps the checkpoint closest to it
-/// (of two as close, the later one) (Orbax EveryNStepsClosest). With `max_to_keep`, only the
-/// newest that many of those.
+/// Orbax EveryNStepsClosest: each checkpoint belongs to the multiple of `interval` nearest to
+/// its step (round(step / interval), a step halfway between two multiples going to the even
+/// quotient, as Python's round); each multiple keeps its closest checkpoint (of two as close,
+/// the later one), and the newest checkpoint is kept too. With `max_to_keep`, only the newest
+/// that many of those. Interval 4 over steps 0, 2, 6, 10 keeps 0 and 10: 2 belongs to 0, and
+/// 6 and 10, both 2 from 8, to 8.
 class EveryNStepsClosest final : public PreservationPolicy {
  public:
   /// Not collective. Throws InvalidArgument when `interval` <= 0 or `max_to_keep` < 0.

@@ -157,6 +157,11 @@ boost::json::value AsyncCheckpointer::metadata(const std::filesystem::path& dir)
 
 void AsyncCheckpointer::wait_until_finished() { impl_->land(); }
 
+void AsyncCheckpointer::close() {
+  impl_->land();
+  Checkpointer::close();
+}
+
 bool AsyncCheckpointer::is_saving_in_progress() const noexcept {
   const auto& flight = impl_->flight;
   // Without background MPI a save is committed only at the next call: until then it is in

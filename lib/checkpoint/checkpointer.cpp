@@ -69,6 +69,12 @@ bool Checkpointer::is_saving_in_progress() const noexcept { return false; }
 
 void Checkpointer::check_for_errors() {}
 
+void Checkpointer::close() {
+  if (closed_) return;
+  closed_ = true;
+  handler_->close();
+}
+
 void Checkpointer::throw_wrong_result(const char* held, const char* wanted) {
   throw InvalidArgument(
       fmt::format("the handler restored a value of type {}, not the requested {}", held, wanted));

@@ -1,6 +1,7 @@
 #include "checkpoint/save_flight.hpp"
 
 #include <cairn/error.hpp>
+#include <fmt/format.h>
 
 namespace cairn::checkpoint {
 
@@ -67,6 +68,13 @@ void SaveFlight::complete(const Comm& with, const FileOptions& files,
     record_.bytes =
         static_cast<std::uint64_t>(with.sum(static_cast<std::int64_t>(pending_->bytes_written())));
     record_.item_metadata = pending_->step_metadata();
+    // As Orbax's checkpointers: the handler finalizes its item before the commit, in the
+    // temporary directory, so that what it adds is committed with the rest and a failure
+    // leaves nothing committed.
+    const auto finalize_start = std::chrono::steady_clock::now();
+    with.run_all(fmt::format("finalizing '{}':", dir_.string()),
+                 [&] { handler_->finalize(with, tmp_); });
+    record_.timings["finalize_s"] = seconds_since(finalize_start);
     commit(with, tmp_, dir_, std::move(record_), force_, files);
   } catch (...) {
     // Stuck writes may still add files to the temporary directory: it is removed once they
@@ -78,7 +86,6 @@ void SaveFlight::complete(const Comm& with, const FileOptions& files,
     throw;
   }
   settled_ = true;
-  handler_->finalize(with, dir_);
 }
 
 }  // namespace cairn::checkpoint

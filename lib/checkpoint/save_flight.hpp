@@ -46,8 +46,9 @@ class SaveFlight {
   /// they did, rethrows what they threw. Local.
   bool await_writes(std::chrono::milliseconds deadline);
   /// The collective end of the save: the verdict on the local writes (TimeoutError naming
-  /// the stuck ranks after `deadline`), the handler's finish(), the commit with `files`, then
-  /// the handler's finalize(). Collective over `with` (same ranks as the constructor's Comm).
+  /// the stuck ranks after `deadline`), the handler's finish(), the handler's finalize() in
+  /// the temporary directory, then the commit with `files`. Collective over `with` (same ranks
+  /// as the constructor's Comm).
   /// Throws on every rank when any rank failed; the temporary directory is then removed, at
   /// once or, on a rank whose writes are stuck, once they returned.
   void complete(const Comm& with, const FileOptions& files, std::chrono::milliseconds deadline);

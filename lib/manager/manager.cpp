@@ -22,6 +22,10 @@
 namespace cairn {
 namespace {
 
+// A wait for the previous save longer than this many seconds is logged as a warning, shorter
+// ones at debug level (Orbax's threshold).
+constexpr double kSlowWaitSeconds = 1.0;
+
 std::chrono::system_clock::time_point parse_time(const std::string& commit_time) {
   // commit_time is "YYYY-MM-DDTHH:MM:SSZ"; a damaged or missing value counts as the epoch.
   if (commit_time.empty()) return {};
@@ -151,6 +155,37 @@ std::string CheckpointManager::step_name(std::int64_t step) const {
 
 std::chrono::system_clock::time_point CheckpointManager::now() const {
   return options_.clock ? options_.clock() : std::chrono::system_clock::now();
+}
+
+std::optional<bool> CheckpointManager::composite_mode() {
+  if (handler_) return handler_->type_name() == CompositeHandler::kTypeName;
+  if (!recorded_composite_ && !steps_.empty()) {
+    // A manager that neither saved nor restored yet goes by the newest step of its root (read
+    // once; steps_ is alike on every rank, so every rank reads).
+    try {
+      recorded_composite_ =
+          read_step_metadata(steps_.back().step).handler == CompositeHandler::kTypeName;
+    } catch (const FormatError&) {
+      // A damaged step says nothing: the save decides, as on an empty root.
+    } catch (const NotFound&) {
+    }
+  }
+  return recorded_composite_;
+}
+
+void CheckpointManager::check_save_args(const CheckpointArgs& args,
+                                        std::optional<bool> composite) const {
+  const bool given_composite = args.handler_type() == CompositeHandler::kTypeName;
+  if (!composite || *composite == given_composite) return;
+  if (given_composite) {
+    throw InvalidArgument(
+        "this manager saves a single unnamed item: it takes that item's arguments, not "
+        "cairn::Composite ones (give the manager item names or handlers to save named items)");
+  }
+  throw InvalidArgument(fmt::format(
+      "this manager saves named items: it takes cairn::Composite arguments, not arguments for "
+      "handler '{}'",
+      args.handler_type()));
 }
 
 bool CheckpointManager::exists(std::int64_t step) const {
@@ -357,6 +392,11 @@ bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
   // A rank that saves another step, or skipped this call, fails every rank here, with the
   // differing step named (before any other collective of this call can pair with a wrong one).
   comm_.agree({.operation = "CheckpointManager::save", .step = step});
+  // The arguments first, as Orbax: a mismatch is an error also when the step exists or the
+  // policy would not save it.
+  const std::optional<bool> composite = composite_mode();
+  comm_.run_all(fmt::format("save of step {} in '{}':", step, root_.string()),
+                [&] { check_save_args(args, composite); });
   if (exists(step)) {  // alike on every rank
     if (options.force) {
       throw StepAlreadyExists(
@@ -400,9 +440,19 @@ bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
     land();
     const double waited = std::chrono::duration<double>(now() - start).count();
     if (busy) {
-      base::log::warn("manager.waited_for_previous_save",
-                      "root=\"{}\" step={} previous_step={} waited_s={:.3f}", root_.string(), step,
-                      previous, waited);
+      // As Orbax: only a long wait is worth a warning; an async loop that saves faster than
+      // its saves commit waits briefly at every save.
+      if (waited > kSlowWaitSeconds) {
+        base::log::warn("manager.waited_for_previous_save",
+                        "root=\"{}\" step={} previous_step={} waited_s={:.3f}: waiting for the "
+                        "previous save to complete took more than {} s; if this happens often, "
+                        "consider saving less frequently",
+                        root_.string(), step, previous, waited, kSlowWaitSeconds);
+      } else {
+        base::log::debug("manager.waited_for_previous_save",
+                         "root=\"{}\" step={} previous_step={} waited_s={:.3f}", root_.string(),
+                         step, previous, waited);
+      }
       custom[step_custom_key::kWaitedForPreviousSave] = waited;
     }
   }
@@ -506,7 +556,17 @@ void CheckpointManager::close() {
   deleters_.clear();
   if (locked_) manager::release_lock(root_);
   locked_ = false;
-  if (handler_) handler_->close();
+  // The checkpointer closes the handler (Orbax's manager closes its checkpointer). A failure
+  // of the save in flight is the one reported.
+  try {
+    if (checkpointer_) {
+      checkpointer_->close();
+    } else if (handler_) {
+      handler_->close();
+    }
+  } catch (...) {
+    if (!failure) failure = std::current_exception();
+  }
   if (failure) std::rethrow_exception(failure);
 }
 

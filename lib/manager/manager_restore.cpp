@@ -223,8 +223,11 @@ boost::json::object CheckpointManager::metadata() {
     found = std::filesystem::exists(file, ec);
     if (found) text = base::read_small_file(file);
   });
-  // A read_only manager, or one that does not save root metadata, on a root without the file.
-  if (!comm_.any(found)) return given_root_metadata();
+  // A root without the file: a read_only manager reports what it was given, one that does not
+  // save root metadata reports none (as Orbax's, whose metadata() is then empty).
+  if (!comm_.any(found)) {
+    return options_.read_only ? given_root_metadata() : boost::json::object{};
+  }
   return manager::parse_root_metadata(comm_.broadcast(text), file);
 }
 

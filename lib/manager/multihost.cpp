@@ -52,9 +52,18 @@ std::optional<std::int64_t> MultihostCheckpoint::latest_common_step() {
 void MultihostCheckpoint::save(std::int64_t step, const ArrayTree& state) {
   comm_.agree({.operation = "multihost save", .step = step, .structure = state.structure_hash()});
   comm_.run_all(fmt::format("multihost save of step {}:", step), [&] {
+    // CLU deletes the future before it saves: a step not older than this one, or newer than
+    // the one the run went on from, was saved by a run that this one replaces.
+    for (std::int64_t existing : manager_->all_steps()) {
+      if (existing < step && !(current_ && existing > *current_)) continue;
+      base::log::info("multihost.drop_future_step", "dir=\"{}\" step={} saving={}",
+                      directory_.string(), existing, step);
+      manager_->delete_step(existing);
+    }
     // Each process stores only its own boxes: sparse with respect to the global arrays.
     manager_->save(step, ArrayTreeSave(state, {.allow_sparse = true}), {.force = true});
   });
+  current_ = step;
 }
 
 void MultihostCheckpoint::restore(std::int64_t step, ArrayTree& state) {
@@ -72,6 +81,7 @@ void MultihostCheckpoint::restore(std::int64_t step, ArrayTree& state) {
     const ArrayTreeRestore args(state);
     state = Checkpointer::result_as<ArrayTree>(manager_->restore(step, &args));
   });
+  current_ = step;
 }
 
 std::int64_t MultihostCheckpoint::restore_or_initialize(ArrayTree& state,
@@ -98,6 +108,7 @@ std::int64_t MultihostCheckpoint::restore_or_initialize(ArrayTree& state,
     const ArrayTreeRestore args(state);
     state = Checkpointer::result_as<ArrayTree>(manager_->restore(*common, &args));
   });
+  current_ = *common;
   return *common;
 }
 

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <cstdlib>
 #include <map>
 #include <utility>
 
@@ -235,19 +234,27 @@ std::string EveryNStepsClosest::describe() const {
 }
 
 std::set<std::int64_t> EveryNStepsClosest::keep(std::span<const CheckpointInfo> checkpoints) const {
-  std::set<std::int64_t> closest;
-  if (checkpoints.empty()) return closest;
-  // Walk the targets 0, n, 2n, ... and the sorted steps together.
-  std::size_t i = 0;
-  const std::int64_t last = checkpoints.back().step;
-  for (std::int64_t target = 0; target - interval_ < last; target += interval_) {
-    while (i + 1 < checkpoints.size() &&
-           std::abs(checkpoints[i + 1].step - target) <= std::abs(checkpoints[i].step - target)) {
-      ++i;
-    }
-    closest.insert(checkpoints[i].step);
+  if (checkpoints.empty()) return {};
+  // Orbax's rule: each step goes to the multiple k * n nearest to it, k = round(step / n) with
+  // Python's round (a step halfway between two multiples goes to the even k); each multiple
+  // keeps its closest step, the later of two as close. Integer arithmetic: exact for every step.
+  struct Closest {
+    std::int64_t step;
+    std::int64_t distance;
+  };
+  std::map<std::int64_t, Closest> by_multiple;
+  for (const auto& info : checkpoints) {
+    const std::int64_t below = floor_div(info.step, interval_);
+    const std::int64_t rest = info.step - below * interval_;  // in [0, n)
+    const std::int64_t to_next = interval_ - rest;
+    const bool up = rest > to_next || (rest == to_next && below % 2 != 0);
+    const Closest here{info.step, up ? to_next : rest};
+    auto [it, added] = by_multiple.try_emplace(up ? below + 1 : below, here);
+    if (!added && here.distance <= it->second.distance) it->second = here;  // ascending steps
   }
-  return newest(std::vector<std::int64_t>(closest.begin(), closest.end()), max_to_keep_);
+  std::set<std::int64_t> kept{checkpoints.back().step};  // the newest is always kept
+  for (const auto& [multiple, closest] : by_multiple) kept.insert(closest.step);
+  return newest(std::vector<std::int64_t>(kept.begin(), kept.end()), max_to_keep_);
 }
 
 LatestDuration::LatestDuration(std::chrono::seconds duration,

@@ -1,6 +1,7 @@
 // Checkpointer: the commit protocol seen from outside. Overwrite only with force, incomplete
 // and missing checkpoints on restore, step metadata, stale temporary directories, and
-// arguments that are wrong (on every rank or on one rank only) commit nothing.
+// arguments that are wrong (on every rank or on one rank only) commit nothing, and the handler's
+// hooks in Orbax's order (finalize() before the commit, close() forwarded).
 #include <cairn/checkpointer.hpp>
 #include <cairn/handlers.hpp>
 #include <gtest/gtest.h>
@@ -31,7 +32,88 @@ void expect_restores(Checkpointer& ck, const std::filesystem::path& dir, int sal
   expect_field(target, ck.restore_as<ArrayTree>(dir, &args), salt);
 }
 
+// A JSON handler that records its hooks as Orbax's checkpointers call them: where finalize()
+// ran and what the checkpoint looked like then, and how often close() was called. Its
+// finalize() adds a file next to the item (the primary) and throws on `fail_rank`.
+class HookRecorder final : public CheckpointHandler {
+ public:
+  struct Finalized {
+    std::filesystem::path dir;
+    bool committed_then = false;  // the final directory was committed when finalize() ran
+    bool marker_then = false;     // `dir` held the COMMITTED marker
+  };
+
+  std::string_view type_name() const noexcept override { return inner_.type_name(); }
+  std::unique_ptr<PendingSave> async_save(const Comm& comm, const std::filesystem::path& dir,
+                                          const CheckpointArgs& args,
+                                          const AsyncContext& context) override {
+    return inner_.async_save(comm, dir, args, context);
+  }
+  std::any restore(const Comm& comm, const std::filesystem::path& dir,
+                   const CheckpointArgs* args) override {
+    return inner_.restore(comm, dir, args);
+  }
+  boost::json::value metadata(const Comm& comm, const std::filesystem::path& dir) override {
+    return inner_.metadata(comm, dir);
+  }
+  void finalize(const Comm& comm, const std::filesystem::path& dir) override {
+    finalized.push_back({.dir = dir,
+                         .committed_then = is_committed(final_dir),
+                         .marker_then = std::filesystem::exists(dir / kCommitMarker)});
+    if (comm.is_primary()) std::ofstream(dir / "finalized.txt") << "added by finalize";
+    if (comm.rank() == fail_rank) throw IoError(dir.string(), "finalize failed on purpose");
+  }
+  void close() override { ++closed; }
+
+  std::filesystem::path final_dir;  // the checkpoint being saved
+  int fail_rank = -1;
+  std::vector<Finalized> finalized;
+  int closed = 0;
+
+ private:
+  JsonHandler inner_;
+};
+
 }  // namespace
+
+// Orbax's Checkpointer and AsyncCheckpointer call the handler's finalize() before the commit
+// (in the temporary directory) and forward close(); what finalize() adds is committed with the
+// checkpoint, and a finalize() that fails on one rank commits nothing.
+TEST(Checkpointer, FinalizeRunsBeforeTheCommitAndCloseIsForwarded) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  for (const bool async : {false, true}) {
+    SCOPED_TRACE(async ? "async" : "sync");
+    auto handler = std::make_shared<HookRecorder>();
+    std::unique_ptr<Checkpointer> ck = async ? std::make_unique<AsyncCheckpointer>(comm, handler)
+                                             : std::make_unique<Checkpointer>(comm, handler);
+    const auto dir = tmp / (async ? "async" : "sync");
+    handler->final_dir = dir;
+    ck->save(dir, JsonSave(meta_value(1)));
+    ck->wait_until_finished();
+    ASSERT_EQ(handler->finalized.size(), 1U);
+    EXPECT_EQ(handler->finalized[0].dir, tmp_of(dir));
+    EXPECT_FALSE(handler->finalized[0].committed_then);
+    EXPECT_FALSE(handler->finalized[0].marker_then);
+    EXPECT_TRUE(is_committed(dir));
+    EXPECT_TRUE(std::filesystem::exists(dir / "finalized.txt"));  // committed with the rest
+
+    const auto failing = tmp / (async ? "async_failing" : "sync_failing");
+    handler->final_dir = failing;
+    handler->fail_rank = comm.size() - 1;
+    const std::string message = error_of<Error>([&] {
+      ck->save(failing, JsonSave(meta_value(2)));
+      ck->wait_until_finished();
+    });
+    EXPECT_TRUE(mentions(message, {"finalize failed on purpose"})) << message;
+    MPI_Barrier(MPI_COMM_WORLD);
+    expect_no_checkpoint(failing);
+    EXPECT_EQ(handler->closed, 0);  // the destructor does not close a handler it may share
+    ck->close();
+    ck->close();
+    EXPECT_EQ(handler->closed, 1);
+  }
+}
 
 TEST(Checkpointer, SavesAndRestoresAnArrayTree) {
   SharedTempDir tmp;

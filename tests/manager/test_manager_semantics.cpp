@@ -79,16 +79,28 @@ TEST(ManagerSemantics, AReadOnlyManagerWritesNothingAndAnswersFromItsOptions) {
   EXPECT_EQ(entries(root), std::vector<std::string>{});
 }
 
-TEST(ManagerSemantics, WithoutRootMetadataMetadataIsWhatTheManagerWasGiven) {
+// As Orbax: a writing manager that saves no root metadata has none to report; a read_only one
+// reports what it was given; a root that has the file reports the file.
+TEST(ManagerSemantics, WithoutRootMetadataAWritingManagerReportsNone) {
   SharedTempDir tmp;
   Comm comm(MPI_COMM_WORLD);
   Field field(comm, 1.0);
-  CheckpointManager manager(comm, tmp.path(),
-                            {.metadata = {{"run", 7}}, .save_root_metadata = false});
-  ASSERT_TRUE(manager.save(0, ArrayTreeSave(field.tree())));
-  manager.wait_until_finished();
-  EXPECT_FALSE(std::filesystem::exists(tmp / "cairn-root.json"));
-  EXPECT_EQ(manager.metadata().at("user").at("run").as_int64(), 7);
+  {
+    CheckpointManager manager(comm, tmp / "none",
+                              {.metadata = {{"run", 7}}, .save_root_metadata = false});
+    ASSERT_TRUE(manager.save(0, ArrayTreeSave(field.tree())));
+    manager.wait_until_finished();
+    EXPECT_FALSE(std::filesystem::exists(tmp / "none" / "cairn-root.json"));
+    EXPECT_EQ(manager.metadata(), boost::json::object{});
+  }
+  comm.barrier("closed");
+  CheckpointManager reader(comm, tmp / "none", {.metadata = {{"run", 8}}, .read_only = true});
+  EXPECT_EQ(reader.metadata().at("user").at("run").as_int64(), 8);
+  { CheckpointManager first(comm, tmp / "saved", {.metadata = {{"run", 9}}}); }
+  comm.barrier("written");
+  CheckpointManager later(comm, tmp / "saved",
+                          {.metadata = {{"run", 10}}, .save_root_metadata = false});
+  EXPECT_EQ(later.metadata().at("user").at("run").as_int64(), 9);
 }
 
 // The restart idiom: a job that restarts from its newest step and repeats it goes on.

@@ -1,11 +1,17 @@
 // CheckpointManager members called from several threads at once: wait_until_finished() from a
 // training thread and logger threads while an async save is in flight (run under
-// ThreadSanitizer by scripts/test.sh), and the wait of a save for the previous one.
+// ThreadSanitizer by scripts/test.sh), and the wait of a save for the previous one: recorded,
+// and a warning only when it is long.
+#include <cairn/log.hpp>
 #include <cairn/manager.hpp>
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <chrono>
 #include <exception>
+#include <filesystem>
+#include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -82,12 +88,21 @@ TEST(ManagerThreads, WaitUntilFinishedFromSeveralThreadsAtOnce) {
   EXPECT_EQ(restored_step(manager, 1), 1);
 }
 
-// A save that must wait for the previous one records the wait in its step metadata (Orbax
-// logs it). The manager's clock advances one second per call; the gate opens when the saving
-// thread reads the clock to time its wait, so that the previous save is still in flight then.
-TEST(ManagerThreads, ASaveThatWaitsForThePreviousOneRecordsTheWait) {
-  SharedTempDir tmp;
-  Comm comm(MPI_COMM_WORLD);
+namespace {
+
+// What the wait of step 3 for step 2 left: the wait recorded with step 3 (std::nullopt when
+// none) and what this rank printed during save(3).
+struct Waited {
+  std::optional<double> recorded;
+  std::string printed;
+};
+
+// Saves steps 1, 2 and 3 at `root`, step 3 while step 2 is in flight, on a manager clock that
+// advances `tick` per call. Step 2's write waits at a gate that opens when the saving thread
+// reads the clock to time its wait, so that the previous save is still in flight then; the
+// wait measured is one tick.
+Waited wait_for_previous(const std::filesystem::path& root, const Comm& comm,
+                         std::chrono::seconds tick) {
   auto gate = std::make_shared<Gate>();
   auto now = std::make_shared<std::chrono::system_clock::time_point>(std::chrono::hours(480000));
   // Clock calls, counted once the gate closed: the primary reads the clock to decide on step 2
@@ -96,23 +111,85 @@ TEST(ManagerThreads, ASaveThatWaitsForThePreviousOneRecordsTheWait) {
   const int opening_call = comm.is_primary() ? 3 : 1;
   const auto clock = [=] {
     if (*calls >= 0 && ++*calls == opening_call) gate->open();
-    *now += std::chrono::seconds(1);
+    *now += tick;
     return *now;
   };
   CheckpointManager manager(
-      comm, tmp.path(), {.clock = clock},
+      comm, root, {.clock = clock},
       {{"state", std::make_shared<GatedHandler>(std::make_shared<cairn::JsonHandler>(), gate)}});
-  ASSERT_TRUE(manager.save(1, item(1)));
+  EXPECT_TRUE(manager.save(1, item(1)));
   manager.wait_until_finished();
   gate->close();
   *calls = 0;
-  ASSERT_TRUE(manager.save(2, item(2)));
-  ASSERT_TRUE(manager.save(3, item(3)));  // waits for step 2, whose write waits at the gate
+  EXPECT_TRUE(manager.save(2, item(2)));
+  Waited waited;
+  ::testing::internal::CaptureStderr();
+  const bool saved = manager.save(3, item(3));  // waits for step 2
+  waited.printed = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(saved);
   manager.wait_until_finished();
   EXPECT_EQ(manager.all_steps(), (std::vector<std::int64_t>{1, 2, 3}));
   const auto custom = manager.metadata(3).at("custom").as_object();
-  ASSERT_TRUE(custom.contains("waited_for_previous_save_s")) << boost::json::serialize(custom);
-  EXPECT_EQ(custom.at("waited_for_previous_save_s").to_number<double>(), 1.0);
+  if (const auto* w = custom.if_contains("waited_for_previous_save_s")) {
+    waited.recorded = w->to_number<double>();
+  }
   // Step 2 did not wait: nothing was in flight when it started.
   EXPECT_FALSE(manager.metadata(2).at("custom").as_object().contains("waited_for_previous_save_s"));
+  return waited;
+}
+
+// Sets the log level (and every rank printing) for the life of the object.
+class LogLevelFor {
+ public:
+  explicit LogLevelFor(LogLevel level) : saved_(log_level()) {
+    set_log_level(level);
+    set_log_all_ranks(true);
+  }
+  ~LogLevelFor() {
+    set_log_level(saved_);
+    set_log_all_ranks(false);
+  }
+  LogLevelFor(const LogLevelFor&) = delete;
+  LogLevelFor& operator=(const LogLevelFor&) = delete;
+
+ private:
+  LogLevel saved_;
+};
+
+bool has_line(const std::string& printed, const std::string& level) {
+  return printed.find("level=" + level + " event=manager.waited_for_previous_save") !=
+         std::string::npos;
+}
+
+}  // namespace
+
+// A save that must wait for the previous one records the wait in its step metadata.
+TEST(ManagerThreads, ASaveThatWaitsForThePreviousOneRecordsTheWait) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  const Waited waited = wait_for_previous(tmp.path(), comm, std::chrono::seconds(1));
+  ASSERT_TRUE(waited.recorded.has_value());
+  EXPECT_EQ(*waited.recorded, 1.0);
+}
+
+// As Orbax: a wait of more than 1 s is a warning; a shorter one is not, so that an async loop
+// that outpaces its commits does not fill the log; it is logged at debug level.
+TEST(ManagerThreads, OnlyALongWaitForThePreviousSaveIsAWarning) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  {
+    const LogLevelFor warn(LogLevel::warn);
+    const Waited brief = wait_for_previous(tmp / "brief", comm, std::chrono::seconds(1));
+    EXPECT_EQ(brief.recorded, std::optional(1.0));
+    EXPECT_FALSE(has_line(brief.printed, "warn")) << brief.printed;
+    const Waited longer = wait_for_previous(tmp / "long", comm, std::chrono::seconds(2));
+    EXPECT_EQ(longer.recorded, std::optional(2.0));
+    EXPECT_TRUE(has_line(longer.printed, "warn")) << longer.printed;
+    EXPECT_NE(longer.printed.find("consider saving less frequently"), std::string::npos)
+        << longer.printed;
+  }
+  const LogLevelFor debug(LogLevel::debug);
+  const Waited brief = wait_for_previous(tmp / "brief_debug", comm, std::chrono::seconds(1));
+  EXPECT_TRUE(has_line(brief.printed, "debug")) << brief.printed;
+  EXPECT_FALSE(has_line(brief.printed, "warn")) << brief.printed;
 }

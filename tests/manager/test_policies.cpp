@@ -232,6 +232,48 @@ TEST(PreservationPolicy, EveryNSecondsKeepsTheFirstOfEachWindow) {
   EXPECT_EQ(policy.should_keep(checkpoints), (Steps{0, 3, 5, 7, 8, 10}));
 }
 
+// Orbax's EveryNStepsClosest: the cases of its preservation_policy_test.py, then its rule where
+// a nearest-to-each-multiple reading would differ: a step halfway between two multiples goes
+// to the even quotient (Python's round), and the newest step is always kept.
+TEST(PreservationPolicy, EveryNStepsClosestFollowsOrbax) {
+  namespace pp = preservation_policy;
+  struct Case {
+    std::int64_t interval;
+    std::optional<std::int64_t> max_to_keep;
+    Steps steps;
+    Steps expected;
+  };
+  const Steps sparse = {0, 1, 2, 4, 5, 8, 9, 13, 14, 25};
+  const std::vector<Case> cases = {
+      // Orbax's parameters.
+      {1, {}, {0, 1, 2, 3, 4}, {0, 1, 2, 3, 4}},
+      {3, {}, {0, 1, 2, 4}, {0, 4}},
+      {3, {}, sparse, {0, 4, 5, 9, 13, 14, 25}},
+      {1, 3, {0, 1, 2, 3, 4}, {2, 3, 4}},
+      {3, 3, sparse, {13, 14, 25}},
+      // 2 (2 / 4 = 0.5) belongs to 0; 6 (1.5) and 10 (2.5) both to 8, which keeps the later.
+      {4, {}, {0, 2, 6, 10}, {0, 10}},
+      // 6 (6 / 4 = 1.5) belongs to 8, not to 4: 4 keeps 5.
+      {4, {}, {0, 5, 6, 20}, {0, 5, 6, 20}},
+      // 2 (0.5) belongs to 0, which is closer to it: no step stands for 4.
+      {4, {}, {0, 2, 20}, {0, 20}},
+      // The newest is kept although its multiple has a closer step.
+      {10, {}, {0, 10, 11}, {0, 10, 11}},
+      {10, {}, {9, 10, 12}, {10, 12}},
+      // Steps far from 0 (no walk over every multiple up to them).
+      {1000,
+       {},
+       {999'999'999'999, 1'000'000'000'499, 1'000'000'000'501},
+       {999'999'999'999, 1'000'000'000'501}},
+      {4, 1, {0, 2, 6, 10}, {10}},
+      {4, {}, {}, {}},
+  };
+  for (const auto& c : cases) {
+    const pp::EveryNStepsClosest policy(c.interval, c.max_to_keep);
+    EXPECT_EQ(policy.should_keep(infos(c.steps)), c.expected) << policy.describe();
+  }
+}
+
 TEST(PreservationPolicy, RejectsUnsortedCheckpoints) {
   const preservation_policy::PreserveAll all;
   const std::vector<CheckpointInfo> unsorted = {{.step = 1}, {.step = 3}, {.step = 2}};

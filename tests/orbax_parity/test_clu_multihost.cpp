@@ -1,7 +1,8 @@
 // CLU's MultihostCheckpoint (clu/checkpoint.py) behaviours, re-expressed against
 // cairn::MultihostCheckpoint: per-process directories `<base>-<rank>` (a trailing '/' of the
 // base dropped), `ckpt-<n>` step names, max_to_keep 5 by default and at least 2, restore of a
-// given step, and restart from the newest step every process has.
+// given step, restart from the newest step every process has, and a save after the restore of
+// an older step overwriting the steps after it.
 #include <cairn/multihost.hpp>
 #include <gtest/gtest.h>
 
@@ -101,4 +102,54 @@ TEST(CluMultihostCheckpoint, RestartsFromTheNewestCommonStep) {
   auto state = back.tree();
   EXPECT_EQ(ckpt.restore_or_initialize(state), 1);
   EXPECT_EQ(back.values[0], 1.0);
+}
+
+// CLU test_overwrite: with steps 1..5 saved, a restore of step 1 and the next save overwrite
+// step 2 and delete 3, 4 and 5, on every process.
+TEST(CluMultihostCheckpoint, test_overwrite) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  {
+    MultihostCheckpoint ckpt(comm, tmp / "ckpt");
+    for (std::int64_t step = 1; step <= 5; ++step) {
+      Field field(comm, static_cast<double>(step));
+      ckpt.save(step, field.tree());
+    }
+    EXPECT_EQ(ckpt.latest_common_step(), 5);
+  }
+  MultihostCheckpoint ckpt(comm, tmp / "ckpt");
+  Field back(comm, -1.0);
+  auto state = back.tree();
+  ckpt.restore(1, state);
+  EXPECT_EQ(back.values[0], 1.0);
+  Field next(comm, 20.0);
+  ckpt.save(2, next.tree());
+  EXPECT_EQ(steps_in(ckpt.directory()), (Steps{1, 2}));
+  EXPECT_EQ(ckpt.latest_common_step(), 2);
+  Field restored(comm, -1.0);
+  auto again = restored.tree();
+  EXPECT_EQ(ckpt.restore_or_initialize(again), 2);
+  EXPECT_EQ(restored.values[0], 20.0);  // the new step 2, not the one it replaced
+}
+
+// CLU deletes the checkpoints newer than the one the run goes on from, whatever number the
+// next save takes: after restore(2), a save of step 4 also drops step 3.
+TEST(CluMultihostCheckpoint, ASaveAfterARestoreDropsEveryNewerStep) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  MultihostCheckpoint ckpt(comm, tmp / "ckpt");
+  for (std::int64_t step = 1; step <= 4; ++step) {
+    Field field(comm, static_cast<double>(step));
+    ckpt.save(step, field.tree());
+  }
+  Field back(comm, -1.0);
+  auto state = back.tree();
+  ckpt.restore(2, state);
+  Field next(comm, 40.0);
+  ckpt.save(4, next.tree());
+  EXPECT_EQ(steps_in(ckpt.directory()), (Steps{1, 2, 4}));
+  // Saves that go forward delete nothing.
+  Field later(comm, 50.0);
+  ckpt.save(5, later.tree());
+  EXPECT_EQ(steps_in(ckpt.directory()), (Steps{1, 2, 4, 5}));
 }

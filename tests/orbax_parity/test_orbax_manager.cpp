@@ -5,6 +5,7 @@
 #include <cairn/manager.hpp>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <boost/json.hpp>
 #include <csignal>
 #include <thread>
@@ -48,6 +49,38 @@ std::function<std::optional<double>(const boost::json::object&)> metric(const ch
 }
 
 bool on_disk(const std::filesystem::path& p) { return std::filesystem::exists(p); }
+
+// A JSON handler that counts its finalize() and close() calls and records whether the step
+// was committed when finalize() ran.
+class CountingHandler final : public CheckpointHandler {
+ public:
+  std::string_view type_name() const noexcept override { return inner_.type_name(); }
+  std::unique_ptr<PendingSave> async_save(const Comm& comm, const std::filesystem::path& dir,
+                                          const CheckpointArgs& args,
+                                          const AsyncContext& context) override {
+    return inner_.async_save(comm, dir, args, context);
+  }
+  std::any restore(const Comm& comm, const std::filesystem::path& dir,
+                   const CheckpointArgs* args) override {
+    return inner_.restore(comm, dir, args);
+  }
+  boost::json::value metadata(const Comm& comm, const std::filesystem::path& dir) override {
+    return inner_.metadata(comm, dir);
+  }
+  void finalize(const Comm&, const std::filesystem::path& dir) override {
+    // `dir` is the item's directory in the step's temporary directory.
+    if (is_committed(dir.parent_path())) ++finalized_after_commit;
+    ++finalized;
+  }
+  void close() override { ++closed; }
+
+  std::atomic<int> finalized{0};
+  std::atomic<int> finalized_after_commit{0};
+  int closed = 0;
+
+ private:
+  JsonHandler inner_;
+};
 
 }  // namespace
 
@@ -485,6 +518,68 @@ TEST(OrbaxCheckpointManager, test_empty_metadata) {
   Comm comm(MPI_COMM_WORLD);
   CheckpointManager manager(comm, tmp.path());
   EXPECT_EQ(manager.metadata().at("user").as_object(), boost::json::object{});
+}
+
+// Orbax CheckpointManager._get_root_metadata: without save_root_metadata and without a root
+// metadata file, metadata() is empty, whatever metadata the manager was given.
+TEST(OrbaxCheckpointManager, save_root_metadata_false) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  CheckpointManager manager(comm, tmp.path(),
+                            {.metadata = {{"version", 1.1}}, .save_root_metadata = false});
+  EXPECT_TRUE(save(manager, comm, 0));
+  manager.wait_until_finished();
+  EXPECT_FALSE(on_disk(tmp / "cairn-root.json"));
+  EXPECT_EQ(manager.metadata(), boost::json::object{});
+}
+
+// test_default_init_default_item: a manager of one unnamed item refuses Composite arguments
+// with an error (ValueError in Orbax), also for a step that exists, which it would otherwise
+// skip; and a manager of named items refuses the arguments of a single item.
+TEST(OrbaxCheckpointManager, test_default_init_default_item) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  {
+    CheckpointManager manager(comm, tmp / "default");
+    EXPECT_TRUE(save(manager, comm, 0));
+    manager.wait_until_finished();
+    EXPECT_THROW(save_params(manager, comm, 0), InvalidArgument);  // step 0 exists
+    EXPECT_THROW(save_params(manager, comm, 1), InvalidArgument);
+    EXPECT_FALSE(save(manager, comm, 0));  // the matching arguments: skipped, as before
+    EXPECT_EQ(manager.all_steps(), (Steps{0}));
+  }
+  comm.barrier("closed");
+  // A manager opened later goes by the steps of its root.
+  CheckpointManager reopened(comm, tmp / "default");
+  EXPECT_THROW(save_params(reopened, comm, 0), InvalidArgument);
+  CheckpointManager named(comm, tmp / "named", {}, {}, {"params"});
+  EXPECT_TRUE(save_params(named, comm, 0));
+  named.wait_until_finished();
+  EXPECT_THROW(save(named, comm, 0), InvalidArgument);
+  EXPECT_EQ(named.all_steps(), (Steps{0}));
+}
+
+// Orbax's Checkpointer.save calls the handler's finalize() before the commit, and
+// CheckpointManager.close() closes its checkpointer, which closes the handlers.
+TEST(OrbaxCheckpointManager, handler_finalize_before_commit_and_close) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  for (const bool async : {false, true}) {
+    auto handler = std::make_shared<CountingHandler>();
+    CheckpointManager manager(comm, tmp / (async ? "async" : "sync"), {.enable_async = async},
+                              {{"state", handler}});
+    for (std::int64_t step = 0; step < 3; ++step) {
+      const Composite items{{"state", std::make_shared<JsonSave>(boost::json::value{{"s", step}})}};
+      EXPECT_TRUE(manager.save(step, items));
+    }
+    manager.wait_until_finished();
+    EXPECT_EQ(handler->finalized, 3);
+    EXPECT_EQ(handler->finalized_after_commit, 0);
+    EXPECT_EQ(handler->closed, 0);
+    manager.close();
+    manager.close();
+    EXPECT_EQ(handler->closed, 1);
+  }
 }
 
 TEST(OrbaxCheckpointManager, test_directory_creation) {

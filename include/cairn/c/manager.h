@@ -139,8 +139,9 @@ CAIRN_C_API cairn_status cairn_manager_step_metadata(cairn_manager* manager, int
                                                      char** json_text);
 /* The root metadata (cairn-root.json) as JSON text in *json_text (free with cairn_free):
  * format, version, step_prefix, step_name_format, world_size, and the caller's metadata_json
- * as "user". When the root has no cairn-root.json (read_only or save_root_metadata 0), the same
- * fields built from this manager's options. Collective. CAIRN_ERR_FORMAT for a damaged file. */
+ * as "user". When the root has no cairn-root.json: for a read_only manager the same fields built
+ * from its options; for a writing one (save_root_metadata 0) "{}". Collective. CAIRN_ERR_FORMAT
+ * for a damaged file. */
 CAIRN_C_API cairn_status cairn_manager_root_metadata(cairn_manager* manager, char** json_text);
 /* The handler's description of the items of `step` (structure, shapes, sizes). Collective. */
 CAIRN_C_API cairn_status cairn_manager_item_metadata(cairn_manager* manager, int64_t step,

@@ -38,7 +38,10 @@ CAIRN_C_API void cairn_multihost_free(cairn_multihost* multihost);
 CAIRN_C_API cairn_status cairn_multihost_restore_or_initialize(cairn_multihost* multihost,
                                                                cairn_tree* state,
                                                                int64_t initial_step, int64_t* step);
-/* Saves this process's `state` as `step` (synchronously). Collective. */
+/* Saves this process's `state` as `step` (synchronously). First each process deletes its steps
+ * not older than `step` and those newer than the step last restored or saved through this
+ * handle: after a restore of an older step, the save replaces the next step and deletes the
+ * newer ones, as CLU's (see cairn::MultihostCheckpoint::save). Collective. */
 CAIRN_C_API cairn_status cairn_multihost_save(cairn_multihost* multihost, int64_t step,
                                               const cairn_tree* state);
 /* Restores `step` into `state` (each process its own boxes) when every process has it (CLU's

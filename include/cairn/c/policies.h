@@ -80,8 +80,10 @@ CAIRN_C_API cairn_status cairn_preservation_policy_every_n_seconds(int64_t inter
  * `max_to_keep` >= 0 keeps only the newest that many of those; CAIRN_KEEP_ALL (-1): all. */
 CAIRN_C_API cairn_status cairn_preservation_policy_every_n_steps_ex(
     int64_t interval, int exact_interval, int64_t max_to_keep, cairn_preservation_policy** out);
-/* For each multiple of `interval` (> 0) up to the newest step, keeps the checkpoint closest to
- * it (of two as close, the later one) (Orbax EveryNStepsClosest); `max_to_keep` as above. */
+/* Orbax EveryNStepsClosest: each checkpoint belongs to the multiple of `interval` (> 0) nearest
+ * to its step (halfway: the even quotient, as Python's round); each multiple keeps its closest
+ * checkpoint (of two as close, the later one), and the newest is kept too (see
+ * cairn::preservation_policy::EveryNStepsClosest); `max_to_keep` as above. */
 CAIRN_C_API cairn_status cairn_preservation_policy_every_n_steps_closest(
     int64_t interval, int64_t max_to_keep, cairn_preservation_policy** out);
 /* The time now in nanoseconds since the Unix epoch (1970-01-01 UTC), for a manager's clock
