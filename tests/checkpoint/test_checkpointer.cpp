@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "checkpoint/checkpoint_test_util.hpp"
+#include "support/json_forwarding_handler.hpp"
 #include "support/test_support.hpp"
 
 using namespace cairn;
@@ -35,7 +36,7 @@ void expect_restores(Checkpointer& ck, const std::filesystem::path& dir, int sal
 // A JSON handler that records its hooks as Orbax's checkpointers call them: where finalize()
 // ran and what the checkpoint looked like then, and how often close() was called. Its
 // finalize() adds a file next to the item (the primary) and throws on `fail_rank`.
-class HookRecorder final : public CheckpointHandler {
+class HookRecorder final : public cairn::testing::JsonForwardingHandler {
  public:
   struct Finalized {
     std::filesystem::path dir;
@@ -43,19 +44,6 @@ class HookRecorder final : public CheckpointHandler {
     bool marker_then = false;     // `dir` held the COMMITTED marker
   };
 
-  std::string_view type_name() const noexcept override { return inner_.type_name(); }
-  std::unique_ptr<PendingSave> async_save(const Comm& comm, const std::filesystem::path& dir,
-                                          const CheckpointArgs& args,
-                                          const AsyncContext& context) override {
-    return inner_.async_save(comm, dir, args, context);
-  }
-  std::any restore(const Comm& comm, const std::filesystem::path& dir,
-                   const CheckpointArgs* args) override {
-    return inner_.restore(comm, dir, args);
-  }
-  boost::json::value metadata(const Comm& comm, const std::filesystem::path& dir) override {
-    return inner_.metadata(comm, dir);
-  }
   void finalize(const Comm& comm, const std::filesystem::path& dir) override {
     finalized.push_back({.dir = dir,
                          .committed_then = is_committed(final_dir),
@@ -69,9 +57,6 @@ class HookRecorder final : public CheckpointHandler {
   int fail_rank = -1;
   std::vector<Finalized> finalized;
   int closed = 0;
-
- private:
-  JsonHandler inner_;
 };
 
 }  // namespace

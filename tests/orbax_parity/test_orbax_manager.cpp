@@ -12,6 +12,7 @@
 
 #include "orbax_parity/parity_support.hpp"
 #include "support/gated_handler.hpp"
+#include "support/json_forwarding_handler.hpp"
 #include "support/test_support.hpp"
 
 using namespace cairn;
@@ -52,21 +53,8 @@ bool on_disk(const std::filesystem::path& p) { return std::filesystem::exists(p)
 
 // A JSON handler that counts its finalize() and close() calls and records whether the step
 // was committed when finalize() ran.
-class CountingHandler final : public CheckpointHandler {
+class CountingHandler final : public cairn::testing::JsonForwardingHandler {
  public:
-  std::string_view type_name() const noexcept override { return inner_.type_name(); }
-  std::unique_ptr<PendingSave> async_save(const Comm& comm, const std::filesystem::path& dir,
-                                          const CheckpointArgs& args,
-                                          const AsyncContext& context) override {
-    return inner_.async_save(comm, dir, args, context);
-  }
-  std::any restore(const Comm& comm, const std::filesystem::path& dir,
-                   const CheckpointArgs* args) override {
-    return inner_.restore(comm, dir, args);
-  }
-  boost::json::value metadata(const Comm& comm, const std::filesystem::path& dir) override {
-    return inner_.metadata(comm, dir);
-  }
   void finalize(const Comm&, const std::filesystem::path& dir) override {
     // `dir` is the item's directory in the step's temporary directory.
     if (is_committed(dir.parent_path())) ++finalized_after_commit;
@@ -77,9 +65,6 @@ class CountingHandler final : public CheckpointHandler {
   std::atomic<int> finalized{0};
   std::atomic<int> finalized_after_commit{0};
   int closed = 0;
-
- private:
-  JsonHandler inner_;
 };
 
 }  // namespace
