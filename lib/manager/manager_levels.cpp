@@ -27,7 +27,7 @@ void CheckpointManager::open_local_level() {
                                       level.directory.string(), root_.string()));
   }
   local_ = std::make_unique<levels::LocalLevel>(comm_, level, naming_, options_.checkpointer,
-                                                given_root_metadata());
+                                                given_root_metadata(), root);
 }
 
 bool CheckpointManager::in_persistent(std::int64_t step) const {

@@ -383,6 +383,18 @@ TEST(Levels, BadOptionsAreRefusedOnEveryRank) {
   bad({.directory = tmp / "l{node}", .redundancy = LocalRedundancy::partner(nodes)}, "partner");
   bad({.directory = tmp / "l{node}", .redundancy = LocalRedundancy::xor_parity(1)}, "xor");
   if (nodes > 1) bad({.directory = tmp / "shared"}, "share");
+  // A local directory serves one root: a manager of another root is refused, on every rank,
+  // and the first root's local step stays.
+  save_steps(comm, tmp, options(tmp, 1, LocalRedundancy::none(), 0), {7});
+  try {
+    CheckpointManager other(comm, tmp / "other-root", options(tmp, 1, LocalRedundancy::none(), 0));
+    ADD_FAILURE() << "a local directory of another root was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("holds the local steps of the root"), std::string::npos)
+        << e.what();
+  }
+  CheckpointManager same(comm, tmp / "root", options(tmp, 1, LocalRedundancy::none(), 0));
+  EXPECT_EQ(same.local_steps(), Steps{7});
   EXPECT_THROW((void)LocalRedundancy::parse("raid6"), InvalidArgument);
   EXPECT_EQ(LocalRedundancy::parse("xor=3").xor_group, 3);
   EXPECT_EQ(LocalRedundancy::parse("partner=2").partner_distance, 2);

@@ -20,6 +20,8 @@ namespace {
 
 constexpr std::string_view kRecordFormat = "cairn-level";
 constexpr std::int64_t kRecordVersion = 1;
+// The field of a node directory's cairn-root.json that names the root it serves.
+constexpr std::string_view kPersistentRootField = "persistent_root";
 
 std::string hex(std::uint64_t value) { return fmt::format("{:016x}", value); }
 
@@ -58,7 +60,8 @@ Redundancy scheme_of(const LocalRedundancy& redundancy, int nodes) {
 }
 
 LocalLevel::LocalLevel(const Comm& world, LocalLevelOptions options, StepNameFormatPtr naming,
-                       CheckpointerOptions checkpointer, boost::json::object root_metadata)
+                       CheckpointerOptions checkpointer, boost::json::object root_metadata,
+                       const std::filesystem::path& persistent_root)
     : world_(world),
       options_(std::move(options)),
       naming_(std::move(naming)),
@@ -90,12 +93,27 @@ LocalLevel::LocalLevel(const Comm& world, LocalLevelOptions options, StepNameFor
   world_.run_all(fmt::format("local level: opening '{}':", directory_.string()), [&] {
     if (!layout_.leader()) return;
     base::create_directories(directory_ / kLevelFolder);
-    base::write_file_durably(probe, token);
     const auto root_file = directory_ / manager::kRootMetadataFile;
-    if (!std::filesystem::exists(root_file)) {
+    if (std::filesystem::exists(root_file)) {
+      // A local directory serves one persistent root: another root's local steps are neither
+      // restored nor removed by this manager.
+      const boost::json::value held = boost::json::parse(base::read_small_file(root_file, 1 << 20));
+      const auto* owner =
+          held.is_object() ? held.as_object().if_contains(kPersistentRootField) : nullptr;
+      if (owner != nullptr && owner->is_string() &&
+          owner->as_string() != persistent_root.string()) {
+        throw InvalidArgument(fmt::format(
+            "local level: '{}' holds the local steps of the root '{}', not of this manager's "
+            "root '{}'; give each root a local directory of its own (e.g. with the job or run "
+            "name in the path), or remove that one",
+            directory_.string(), std::string_view(owner->as_string()), persistent_root.string()));
+      }
+    } else {
       root_metadata["world_size"] = layout_.node_sizes.at(static_cast<std::size_t>(layout_.node));
+      root_metadata[kPersistentRootField] = persistent_root.string();
       base::write_file_durably(root_file, boost::json::serialize(root_metadata));
     }
+    base::write_file_durably(probe, token);
   });
   world_.run_all(fmt::format("local level: checking '{}':", directory_.string()), [&] {
     if (!layout_.leader()) return;

@@ -45,12 +45,14 @@ inline constexpr const char* kLevelFolder = "cairn-level";
 class LocalLevel {
  public:
   /// Splits `world` into nodes, creates this node's directory and lists its steps. Throws
-  /// InvalidArgument for bad options (naming the field), IoError naming the directory.
-  /// `root_metadata` (the manager's cairn-root.json) is written, with the node's size as
-  /// its world size, into a node directory that has none, so that tools read the directory
-  /// as an ordinary root.
+  /// InvalidArgument for bad options (naming the field) or when a node's directory serves
+  /// another root than `persistent_root` (the manager's, canonical), IoError naming the
+  /// directory. `root_metadata` (the manager's cairn-root.json) is written, with the node's
+  /// size as its world size and `persistent_root`, into a node directory that has none, so
+  /// that tools read the directory as an ordinary root.
   LocalLevel(const Comm& world, LocalLevelOptions options, StepNameFormatPtr naming,
-             CheckpointerOptions checkpointer, boost::json::object root_metadata);
+             CheckpointerOptions checkpointer, boost::json::object root_metadata,
+             const std::filesystem::path& persistent_root);
 
   /// Re-reads the steps recorded on every node.
   void scan();
