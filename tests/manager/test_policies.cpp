@@ -270,7 +270,12 @@ TEST(PreservationPolicy, EveryNStepsClosestFollowsOrbax) {
   };
   for (const auto& c : cases) {
     const pp::EveryNStepsClosest policy(c.interval, c.max_to_keep);
-    EXPECT_EQ(policy.should_keep(infos(c.steps)), c.expected) << policy.describe();
+    // Saved 10 s apart in order: the steps far from 0 would overflow a time of 10 s * step.
+    std::vector<CheckpointInfo> checkpoints;
+    for (std::size_t k = 0; k < c.steps.size(); ++k) {
+      checkpoints.push_back({.step = c.steps[k], .time = kT0 + 10s * static_cast<std::int64_t>(k)});
+    }
+    EXPECT_EQ(policy.should_keep(checkpoints), c.expected) << policy.describe();
   }
 }
 
