@@ -272,8 +272,9 @@ TEST(PreservationPolicy, EveryNStepsClosestFollowsOrbax) {
     const pp::EveryNStepsClosest policy(c.interval, c.max_to_keep);
     // Saved 10 s apart in order: the steps far from 0 would overflow a time of 10 s * step.
     std::vector<CheckpointInfo> checkpoints;
-    for (std::size_t k = 0; k < c.steps.size(); ++k) {
-      checkpoints.push_back({.step = c.steps[k], .time = kT0 + 10s * static_cast<std::int64_t>(k)});
+    for (const auto step : c.steps) {
+      const auto k = static_cast<std::int64_t>(checkpoints.size());
+      checkpoints.push_back({.step = step, .time = kT0 + 10s * k});
     }
     EXPECT_EQ(policy.should_keep(checkpoints), c.expected) << policy.describe();
   }
