@@ -94,24 +94,36 @@ LocalLevel::LocalLevel(const Comm& world, LocalLevelOptions options, StepNameFor
     if (!layout_.leader()) return;
     base::create_directories(directory_ / kLevelFolder);
     const auto root_file = directory_ / manager::kRootMetadataFile;
-    if (std::filesystem::exists(root_file)) {
-      // A local directory serves one persistent root: another root's local steps are neither
-      // restored nor removed by this manager.
+    // A local directory serves one persistent root: another root's local steps are neither
+    // restored nor removed by this manager. A file that cannot be read whole (being written by
+    // another node that shares the directory, which the check below refuses, or cut by a
+    // crash) is written again.
+    std::optional<std::string> owner;
+    bool readable = false;
+    try {
       const boost::json::value held = boost::json::parse(base::read_small_file(root_file, 1 << 20));
-      const auto* owner =
-          held.is_object() ? held.as_object().if_contains(kPersistentRootField) : nullptr;
-      if (owner != nullptr && owner->is_string() &&
-          owner->as_string() != persistent_root.string()) {
-        throw InvalidArgument(fmt::format(
-            "local level: '{}' holds the local steps of the root '{}', not of this manager's "
-            "root '{}'; give each root a local directory of its own (e.g. with the job or run "
-            "name in the path), or remove that one",
-            directory_.string(), std::string_view(owner->as_string()), persistent_root.string()));
-      }
-    } else {
+      readable = held.is_object();
+      const auto* field = readable ? held.as_object().if_contains(kPersistentRootField) : nullptr;
+      if (field != nullptr && field->is_string()) owner = std::string(field->as_string());
+    } catch (const std::exception&) {
+      readable = false;
+    }
+    if (owner && *owner != persistent_root.string()) {
+      throw InvalidArgument(fmt::format(
+          "local level: '{}' holds the local steps of the root '{}', not of this manager's "
+          "root '{}'; give each root a local directory of its own (e.g. with the job or run "
+          "name in the path), or remove that one",
+          directory_.string(), *owner, persistent_root.string()));
+    }
+    if (!readable) {
       root_metadata["world_size"] = layout_.node_sizes.at(static_cast<std::size_t>(layout_.node));
       root_metadata[kPersistentRootField] = persistent_root.string();
-      base::write_file_durably(root_file, boost::json::serialize(root_metadata));
+      // Written aside and renamed, so that a reader never sees it cut.
+      const auto tmp =
+          directory_ / fmt::format("{}.node-{}.tmp", manager::kRootMetadataFile, layout_.node);
+      base::write_file_durably(tmp, boost::json::serialize(root_metadata));
+      std::filesystem::rename(tmp, root_file);
+      base::sync_directory(directory_);
     }
     base::write_file_durably(probe, token);
   });
