@@ -1,12 +1,17 @@
 // cairn (the command-line tool) — the subcommands. Each returns the process exit code: 0
-// success, 1 "found something" (damage, differences), 2 the command itself failed.
+// success, 1 "found something" (damage, differences), 2 the command itself failed (or throws
+// CommandError or cairn::Error for that). With --json, each prints its one document through
+// the JsonStream it is given, which is enabled on the primary rank of a --json run only.
 #pragma once
 
 #include <cairn/comm.hpp>
 
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "json_stream.hpp"
 
 namespace cairn_tool {
 
@@ -22,13 +27,22 @@ inline constexpr int kOk = 0;
 inline constexpr int kFound = 1;
 inline constexpr int kFailed = 2;
 
+/// The command cannot do what it was asked (a path that is not a checkpoint, a leaf that does
+/// not exist, ...): main prints "cairn <command>: <message>" on stderr, ends the `--json`
+/// document with it as its "error" member, and exits with kFailed. Thrown on every rank, or
+/// on the primary alone by the commands that only the primary runs.
+class CommandError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 struct LsOptions {
   std::string root;
   bool json = false;
 };
 /// Lists the steps of a root with status, time, size, items and metrics. The primary rank
 /// reads and prints; the others return at once.
-int run_ls(const cairn::Comm& comm, const LsOptions& options);
+int run_ls(const cairn::Comm& comm, const LsOptions& options, JsonStream& json);
 
 struct InspectOptions {
   std::string checkpoint;
@@ -37,7 +51,7 @@ struct InspectOptions {
 };
 /// Describes a checkpoint: its step metadata and each item's leaves (or JSON value).
 /// Collective.
-int run_inspect(const cairn::Comm& comm, const InspectOptions& options);
+int run_inspect(const cairn::Comm& comm, const InspectOptions& options, JsonStream& json);
 
 struct VerifyOptions {
   std::string target;  ///< a checkpoint or a root
@@ -46,7 +60,7 @@ struct VerifyOptions {
 };
 /// Re-reads every shard of a checkpoint (or of every committed step of a root) and checks
 /// checksums and metadata; exit 1 when anything is damaged. Collective.
-int run_verify(const cairn::Comm& comm, const VerifyOptions& options);
+int run_verify(const cairn::Comm& comm, const VerifyOptions& options, JsonStream& json);
 
 struct DiffOptions {
   std::string a;
@@ -56,7 +70,7 @@ struct DiffOptions {
   bool json = false;
 };
 /// Compares two checkpoints leaf by leaf; exit 1 when they differ. Collective.
-int run_diff(const cairn::Comm& comm, const DiffOptions& options);
+int run_diff(const cairn::Comm& comm, const DiffOptions& options, JsonStream& json);
 
 struct ConvertOptions {
   std::string source;
@@ -68,7 +82,7 @@ struct ConvertOptions {
 };
 /// Rewrites a checkpoint with its array leaves in another format, keeping its items and
 /// step metadata. Collective; each rank handles a slab of every array.
-int run_convert(const cairn::Comm& comm, const ConvertOptions& options);
+int run_convert(const cairn::Comm& comm, const ConvertOptions& options, JsonStream& json);
 
 struct GcOptions {
   std::string root;
@@ -78,7 +92,7 @@ struct GcOptions {
 };
 /// Removes what unfinished saves and deletes left under a root. The primary rank works; the
 /// others return at once.
-int run_gc(const cairn::Comm& comm, const GcOptions& options);
+int run_gc(const cairn::Comm& comm, const GcOptions& options, JsonStream& json);
 
 struct DumpOptions {
   std::string checkpoint;
@@ -91,6 +105,6 @@ struct DumpOptions {
 /// Prints the values (or statistics) of leaves of a checkpoint, an array read through the
 /// library's restore with this rank's part of the slice as target box. Collective; the
 /// primary rank prints.
-int run_dump(const cairn::Comm& comm, const DumpOptions& options);
+int run_dump(const cairn::Comm& comm, const DumpOptions& options, JsonStream& json);
 
 }  // namespace cairn_tool

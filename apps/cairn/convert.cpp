@@ -150,23 +150,17 @@ std::string refused_destination(const std::filesystem::path& source,
 
 }  // namespace
 
-int run_convert(const cairn::Comm& comm, const ConvertOptions& options) {
+int run_convert(const cairn::Comm& comm, const ConvertOptions& options, JsonStream& json) {
   const Checkpoint src = read_checkpoint(options.source);
   // A checkpoint whose step metadata is damaged is not converted: the copy would lose it.
   if (!src.committed || src.items.empty() || !src.step) {
-    if (comm.is_primary()) {
-      fmt::print(stderr, "cairn convert: '{}' is not a committed checkpoint{}\n", options.source,
-                 src.problems.empty() ? "" : ": " + src.problems.front());
-    }
-    return kFailed;
+    throw CommandError(fmt::format("'{}' is not a committed checkpoint{}", options.source,
+                                   src.problems.empty() ? "" : ": " + src.problems.front()));
   }
   const std::string refused = on_primary(comm, [&] {
     return refused_destination(options.source, options.destination, options.force);
   });
-  if (!refused.empty()) {
-    if (comm.is_primary()) fmt::print(stderr, "cairn convert: {}\n", refused);
-    return kFailed;
-  }
+  if (!refused.empty()) throw CommandError(refused);
   const auto format = *cairn::storage_format_from_name(options.format);
   if (const std::string why = cairn::storage_format_unavailable(format); !why.empty()) {
     throw cairn::Unsupported(why);
@@ -200,7 +194,7 @@ int run_convert(const cairn::Comm& comm, const ConvertOptions& options) {
         {"source", options.source}, {"destination", options.destination},
         {"format", options.format}, {"items", src.items.size()},
         {"tree_leaves", leaves},    {"ranks", comm.size()}};
-    fmt::print("{}\n", pretty_json(out));
+    json.document(out);
   } else if (comm.is_primary()) {
     fmt::print(
         "converted {} -> {}: {} item{}, {} tree lea{}, arrays now in {} format, on {} rank{}\n",

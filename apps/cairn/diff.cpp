@@ -197,16 +197,13 @@ void compare_files(const std::filesystem::path& a, const std::filesystem::path& 
 
 }  // namespace
 
-int run_diff(const cairn::Comm& comm, const DiffOptions& options) {
+int run_diff(const cairn::Comm& comm, const DiffOptions& options, JsonStream& json) {
   const Checkpoint a = read_checkpoint(options.a);
   const Checkpoint b = read_checkpoint(options.b);
   for (const auto* c : {&a, &b}) {
     if (c->items.empty()) {
-      if (comm.is_primary()) {
-        fmt::print(stderr, "cairn diff: no item found in '{}'{}\n", c->path.string(),
-                   c->problems.empty() ? "" : ": " + c->problems.front());
-      }
-      return kFailed;
+      throw CommandError(fmt::format("no item found in '{}'{}", c->path.string(),
+                                     c->problems.empty() ? "" : ": " + c->problems.front()));
     }
   }
   if (comm.is_primary() && !options.json) {
@@ -247,7 +244,7 @@ int run_diff(const cairn::Comm& comm, const DiffOptions& options) {
                                         {"b", options.b},
                                         {"differences", out.differences},
                                         {"leaves", std::move(out.entries)}};
-    fmt::print("{}\n", pretty_json(report));
+    json.document(report);
   } else if (comm.is_primary()) {
     fmt::print("{}\n", out.differences == 0 ? "no differences"
                                             : fmt::format("{} difference{}", out.differences,

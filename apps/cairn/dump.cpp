@@ -32,10 +32,11 @@ bool selected(const std::string& name, const std::vector<std::string>& wanted) {
   return false;
 }
 
-// Prints the elements of a box in row-major order, as text lines or nested JSON arrays.
+// Prints the elements of a box in row-major order, as text lines, or as nested JSON arrays
+// into `json` when it is given.
 class ElementPrinter {
  public:
-  ElementPrinter(cairn::DType dtype, const cairn::Box& box, bool json)
+  ElementPrinter(cairn::DType dtype, const cairn::Box& box, JsonStream* json)
       : dtype_(dtype), box_(box), json_(json), index_(box.rank(), 0) {}
 
   void print(const std::byte* p, std::int64_t n) {
@@ -48,7 +49,7 @@ class ElementPrinter {
     const std::size_t k = box_.rank();
     if (k == 0) {
       if (json_) {
-        fmt::print("{}", boost::json::serialize(element_json(dtype_, p)));
+        json_->value(element_json(dtype_, p));
       } else {
         fmt::print("  {}", element_text(dtype_, p));
       }
@@ -56,9 +57,8 @@ class ElementPrinter {
     }
     std::string out;
     if (json_) {
-      if (printed_ > 0) out += ",";
-      for (std::size_t d = k; d-- > 0 && index_[d] == 0;) out += "[";
-      out += boost::json::serialize(element_json(dtype_, p));
+      for (std::size_t d = k; d-- > 0 && index_[d] == 0;) json_->begin_array();
+      json_->value(element_json(dtype_, p));
     } else {
       if (index_[k - 1] % kPerLine == 0) {
         std::string where;
@@ -74,16 +74,19 @@ class ElementPrinter {
     for (std::size_t d = k; d-- > 0;) {
       if (++index_[d] < box_.extent[d]) break;
       index_[d] = 0;
-      if (json_) out += "]";
+      if (json_) json_->end_array();
     }
-    if (json_ && index_[k - 1] == 0 && k > 1) out += "\n";
+    if (json_) {
+      if (index_[k - 1] == 0 && k > 1) json_->line_break();
+      return;
+    }
     std::fwrite(out.data(), 1, out.size(), stdout);
   }
 
   static constexpr std::int64_t kPerLine = 8;
   cairn::DType dtype_;
   cairn::Box box_;
-  bool json_;
+  JsonStream* json_;
   std::vector<std::int64_t> index_;
   std::int64_t printed_ = 0;
 };
@@ -106,8 +109,8 @@ std::string stats_text(const Stats& s, cairn::DType dtype) {
 
 // The values of `region` of an array leaf, read in rounds whose rows are split among the
 // ranks and gathered on the primary, which prints them. Collective.
-void dump_values(const cairn::Comm& comm, const Target& t, const cairn::Box& region, bool json,
-                 const Progress& progress) {
+void dump_values(const cairn::Comm& comm, const Target& t, const cairn::Box& region,
+                 JsonStream* json, const Progress& progress) {
   const std::size_t size = cairn::dtype_size(t.leaf.dtype);
   ElementPrinter printer(t.leaf.dtype, region, json);
   std::vector<std::byte> buffer;
@@ -118,7 +121,12 @@ void dump_values(const cairn::Comm& comm, const Target& t, const cairn::Box& reg
     return;
   }
   if (cairn::volume(region) == 0) {  // an array with a dimension of extent 0
-    if (comm.is_primary()) fmt::print("{}", json ? "[]" : "  (no element)");
+    if (json != nullptr) {
+      json->begin_array();
+      json->end_array();
+    } else if (comm.is_primary()) {
+      fmt::print("  (no element)");
+    }
     return;
   }
   const std::int64_t row =
@@ -187,9 +195,18 @@ boost::json::value leaf_value(const cairn::Leaf& leaf) {
   }
 }
 
-// Prints one target (its header, then values or statistics). Collective.
-void dump_target(const cairn::Comm& comm, const Target& t, const DumpOptions& options, bool first,
-                 const Progress& progress) {
+// Writes the members of `head` into the object open in `json`.
+void write_members(JsonStream& json, const boost::json::object& head) {
+  for (const auto& [key, value] : head) {
+    json.key(key);
+    json.value(value);
+  }
+}
+
+// Prints one target (its header, then values or statistics); with --json, one object of the
+// "leaves" array. Collective.
+void dump_target(const cairn::Comm& comm, const Target& t, const DumpOptions& options,
+                 JsonStream& json, const Progress& progress) {
   const bool primary = comm.is_primary();
   boost::json::object head = {{"leaf", t.name}, {"kind", cairn::leaf_kind_name(t.leaf.kind)}};
   if (t.item->type == kJson) {
@@ -206,7 +223,8 @@ void dump_target(const cairn::Comm& comm, const Target& t, const DumpOptions& op
   if (const auto* value = head.if_contains("value")) {
     if (!primary) return;
     if (options.json) {
-      fmt::print("{}{}", first ? "" : ",\n", boost::json::serialize(head));
+      json.value(head);
+      json.line_break();
     } else {
       fmt::print("{} ({}) = {}\n", t.name, std::string(head.at("kind").get_string()),
                  boost::json::serialize(*value));
@@ -224,7 +242,8 @@ void dump_target(const cairn::Comm& comm, const Target& t, const DumpOptions& op
     if (!primary) return;
     if (options.json) {
       head["stats"] = stats.json(t.leaf.dtype);
-      fmt::print("{}{}", first ? "" : ",\n", boost::json::serialize(head));
+      json.value(head);
+      json.line_break();
     } else {
       fmt::print("{} {} {}{}: {}\n", t.name, cairn::dtype_name(t.leaf.dtype),
                  cairn::shape_to_string(t.leaf.shape),
@@ -235,9 +254,10 @@ void dump_target(const cairn::Comm& comm, const Target& t, const DumpOptions& op
   }
   if (primary) {
     if (options.json) {
-      std::string text = boost::json::serialize(head);
-      text.pop_back();  // the closing brace: "values" follows
-      fmt::print("{}{},\"values\":{}", first ? "" : ",\n", text, region.rank() > 1 ? "\n" : "");
+      json.begin_object();
+      write_members(json, head);
+      json.key("values");
+      if (region.rank() > 1) json.line_break();
     } else {
       fmt::print("{} {} {}, order {}, slice offset {} extent {}:\n", t.name,
                  cairn::dtype_name(t.leaf.dtype), cairn::shape_to_string(t.leaf.shape),
@@ -246,8 +266,13 @@ void dump_target(const cairn::Comm& comm, const Target& t, const DumpOptions& op
     }
     std::fflush(stdout);
   }
-  dump_values(comm, t, region, options.json, progress);
-  if (primary) fmt::print("{}", options.json ? "}" : "\n");
+  dump_values(comm, t, region, options.json ? &json : nullptr, progress);
+  if (options.json) {
+    json.end_object();
+    json.line_break();
+  } else if (primary) {
+    fmt::print("\n");
+  }
 }
 
 // The targets of a checkpoint in the order of its items and leaves. Collective.
@@ -272,11 +297,10 @@ std::vector<Target> find_targets(const cairn::Comm& comm, const Checkpoint& ckpt
 
 }  // namespace
 
-int run_dump(const cairn::Comm& comm, const DumpOptions& options) {
+int run_dump(const cairn::Comm& comm, const DumpOptions& options, JsonStream& json) {
   if (const auto why = on_primary(comm, [&] { return not_a_checkpoint(options.checkpoint); });
       !why.empty()) {
-    if (comm.is_primary()) fmt::print(stderr, "cairn dump: {}\n", why);
-    return kFailed;
+    throw CommandError(why);
   }
   const Checkpoint ckpt = read_checkpoint(options.checkpoint);
   std::vector<std::string> notes;
@@ -289,13 +313,10 @@ int run_dump(const cairn::Comm& comm, const DumpOptions& options) {
     if (selected(wanted, {}) && std::none_of(all.begin(), all.end(), [&](const Target& t) {
           return selected(t.name, {wanted});
         })) {
-      if (comm.is_primary()) {
-        std::string names;
-        for (const auto& t : all) names += (names.empty() ? "" : ", ") + t.name;
-        fmt::print(stderr, "cairn dump: '{}' has no leaf '{}' (its leaves: {})\n",
-                   options.checkpoint, wanted, names.empty() ? "none" : names);
-      }
-      return kFailed;
+      std::string names;
+      for (const auto& t : all) names += (names.empty() ? "" : ", ") + t.name;
+      throw CommandError(fmt::format("'{}' has no leaf '{}' (its leaves: {})", options.checkpoint,
+                                     wanted, names.empty() ? "none" : names));
     }
   }
   // Every slice is checked before anything is printed.
@@ -305,21 +326,22 @@ int run_dump(const cairn::Comm& comm, const DumpOptions& options) {
     }
   }
   const Progress progress(!options.quiet && !options.json, comm.is_primary());
-  if (comm.is_primary() && options.json) {
-    fmt::print("{{\"checkpoint\":{},\"leaves\":[\n",
-               boost::json::serialize(boost::json::string(options.checkpoint)));
+  if (options.json) {
+    json.begin_object();
+    json.key("checkpoint");
+    json.value(boost::json::string(options.checkpoint));
+    json.key("leaves");
+    json.begin_array();
+    json.line_break();
   }
-  bool first = true;
-  for (const auto* t : chosen) {
-    dump_target(comm, *t, options, first, progress);
-    first = false;
-  }
-  if (comm.is_primary()) {
-    if (options.json) {
-      fmt::print("\n],\"notes\":{}}}\n", boost::json::serialize(boost::json::value_from(notes)));
-    } else {
-      for (const auto& note : notes) fmt::print("({})\n", note);
-    }
+  for (const auto* t : chosen) dump_target(comm, *t, options, json, progress);
+  if (options.json) {
+    json.end_array();
+    json.key("notes");
+    json.value(boost::json::value_from(notes));
+    json.end_object();
+  } else if (comm.is_primary()) {
+    for (const auto& note : notes) fmt::print("({})\n", note);
   }
   return kOk;
 }

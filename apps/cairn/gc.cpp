@@ -49,22 +49,17 @@ boost::json::object collect(const cairn::StepDirectory& dir, bool dry_run) {
 
 }  // namespace
 
-int run_gc(const cairn::Comm& comm, const GcOptions& options) {
+int run_gc(const cairn::Comm& comm, const GcOptions& options, JsonStream& json) {
   if (!comm.is_primary()) return kOk;
   const std::filesystem::path root = options.root;
-  if (!cairn::is_checkpoint_root(root)) {
-    fmt::print(stderr, "cairn gc: {}\n", not_a_root(root));
-    return kFailed;
-  }
+  if (!cairn::is_checkpoint_root(root)) throw CommandError(not_a_root(root));
   const auto steps = cairn::list_step_directories(root);
   const auto lock = read_lock(root);
   if (lock && !lock->stale() && !options.force && !options.dry_run) {
-    fmt::print(stderr,
-               "cairn gc: '{}' is locked by {}: a job may be writing it, and its save in progress "
-               "looks like leftovers. Run gc when no job writes the root, or pass --force if that "
-               "job is gone.\n",
-               root.string(), lock->text());
-    return kFailed;
+    throw CommandError(fmt::format(
+        "'{}' is locked by {}: a job may be writing it, and its save in progress looks like "
+        "leftovers. Run gc when no job writes the root, or pass --force if that job is gone.",
+        root.string(), lock->text()));
   }
   if (lock && lock->stale() && !options.json) {
     fmt::print("ignoring the stale lock of {}\n", lock->text());
@@ -104,7 +99,7 @@ int run_gc(const cairn::Comm& comm, const GcOptions& options) {
         {"failed", failed},
         {"bytes", freed},
         {"directories", std::move(entries)}};
-    fmt::print("{}\n", pretty_json(out));
+    json.document(out);
   } else {
     fmt::print("{} {} director{}, {}\n", options.dry_run ? "would remove" : "removed", removed,
                removed == 1 ? "y" : "ies", human_bytes(freed));

@@ -169,11 +169,10 @@ void print_item(const std::string& name, const boost::json::object& item) {
 
 }  // namespace
 
-int run_inspect(const cairn::Comm& comm, const InspectOptions& given) {
+int run_inspect(const cairn::Comm& comm, const InspectOptions& given, JsonStream& json) {
   if (const auto why = on_primary(comm, [&] { return not_a_checkpoint(given.checkpoint); });
       !why.empty()) {
-    if (comm.is_primary()) fmt::print(stderr, "cairn inspect: {}\n", why);
-    return kFailed;
+    throw CommandError(why);
   }
   // An item directory of a checkpoint is shown as that item of its checkpoint, whose marker
   // and step metadata say whether it is committed.
@@ -191,11 +190,10 @@ int run_inspect(const cairn::Comm& comm, const InspectOptions& given) {
     found = true;
     items[item.label()] = describe_item(comm, item, options.json);
   }
-  if (!comm.is_primary()) return found ? kOk : kFailed;
   if (!found) {
-    fmt::print(stderr, "cairn inspect: '{}' has no item '{}'\n", options.checkpoint, options.item);
-    return kFailed;
+    throw CommandError(fmt::format("'{}' has no item '{}'", options.checkpoint, options.item));
   }
+  if (!comm.is_primary()) return kOk;
   boost::json::array problems;
   for (const auto& p : ckpt.problems) problems.emplace_back(p);
   // Damage found (README's exit codes): problems of the step, an item that cannot be read,
@@ -210,7 +208,7 @@ int run_inspect(const cairn::Comm& comm, const InspectOptions& given) {
         {"step_metadata", ckpt.step ? boost::json::value(ckpt.step->json) : nullptr},
         {"problems", problems},
         {"items", items}};
-    fmt::print("{}\n", pretty_json(out));
+    json.document(out);
     return code;
   }
   fmt::print("checkpoint {}\n{}", options.checkpoint, step_summary(ckpt));

@@ -9,19 +9,15 @@
 
 namespace cairn_tool {
 
-int run_ls(const cairn::Comm& comm, const LsOptions& options) {
+int run_ls(const cairn::Comm& comm, const LsOptions& options, JsonStream& json) {
   if (!comm.is_primary()) return kOk;
   const std::filesystem::path root = options.root;
   if (is_checkpoint_dir(root)) {
-    fmt::print(stderr,
-               "cairn ls: '{}' is one checkpoint, not a root of several: see `cairn inspect {}`\n",
-               root.string(), root.string());
-    return kFailed;
+    throw CommandError(
+        fmt::format("'{}' is one checkpoint, not a root of several: see `cairn inspect {}`",
+                    root.string(), root.string()));
   }
-  if (!cairn::is_checkpoint_root(root)) {
-    fmt::print(stderr, "cairn ls: {}\n", not_a_root(root));
-    return kFailed;
-  }
+  if (!cairn::is_checkpoint_root(root)) throw CommandError(not_a_root(root));
   const auto steps = cairn::list_step_directories(root);
   const auto lock = read_lock(root);
 
@@ -48,7 +44,7 @@ int run_ls(const cairn::Comm& comm, const LsOptions& options) {
   if (options.json) {
     boost::json::object out = {{"root", root.string()}, {"steps", rows}};
     out["lock"] = lock ? boost::json::value(lock->json()) : boost::json::value(nullptr);
-    fmt::print("{}\n", pretty_json(out));
+    json.document(out);
     return kOk;
   }
   fmt::print("{}: {} step director{}{}\n", root.string(), steps.size(),

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include "commands.hpp"
 #include "format_option.hpp"
@@ -47,7 +48,16 @@ struct Options {
   cairn_tool::GcOptions gc;
   cairn_tool::DumpOptions dump;
 };
-using Command = std::function<int(const cairn::Comm&)>;
+using Command = std::function<int(const cairn::Comm&, JsonStream&)>;
+
+// Whether the command line asks for JSON output (known before parsing, so that a command
+// line CLI11 refuses still gets its JSON error document).
+bool wants_json(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]) == "--json") return true;
+  }
+  return false;
+}
 
 // The subcommands ls, inspect and dump: read a root or a checkpoint.
 void add_reading_commands(CLI::App& app, Options& o, Command& command) {
@@ -57,7 +67,9 @@ void add_reading_commands(CLI::App& app, Options& o, Command& command) {
                                     "items, metrics");
   ls_cmd->add_option("ROOT", o.ls.root, "Checkpoint root")->required();
   ls_cmd->add_flag("--json", o.ls.json, "Print JSON instead of a table");
-  ls_cmd->callback([&] { command = [&](const cairn::Comm& c) { return run_ls(c, o.ls); }; });
+  ls_cmd->callback([&] {
+    command = [&](const cairn::Comm& c, JsonStream& json) { return run_ls(c, o.ls, json); };
+  });
 
   auto* inspect_cmd = app.add_subcommand(
       "inspect",
@@ -66,8 +78,11 @@ void add_reading_commands(CLI::App& app, Options& o, Command& command) {
   inspect_cmd->add_option("CHECKPOINT", o.inspect.checkpoint, "Checkpoint directory")->required();
   inspect_cmd->add_option("ITEM", o.inspect.item, "Only this item");
   inspect_cmd->add_flag("--json", o.inspect.json, "Print JSON instead of text");
-  inspect_cmd->callback(
-      [&] { command = [&](const cairn::Comm& c) { return run_inspect(c, o.inspect); }; });
+  inspect_cmd->callback([&] {
+    command = [&](const cairn::Comm& c, JsonStream& json) {
+      return run_inspect(c, o.inspect, json);
+    };
+  });
 
   auto* dump_cmd = app.add_subcommand(
       "dump",
@@ -92,7 +107,9 @@ void add_reading_commands(CLI::App& app, Options& o, Command& command) {
   dump_cmd->add_flag("--stats", o.dump.stats, "Print min, max and mean instead of the values");
   dump_cmd->add_flag("-q,--quiet", o.dump.quiet, "No progress bar");
   dump_cmd->add_flag("--json", o.dump.json, "Print JSON instead of text");
-  dump_cmd->callback([&] { command = [&](const cairn::Comm& c) { return run_dump(c, o.dump); }; });
+  dump_cmd->callback([&] {
+    command = [&](const cairn::Comm& c, JsonStream& json) { return run_dump(c, o.dump, json); };
+  });
 }
 
 // The subcommands verify and diff.
@@ -105,8 +122,9 @@ void add_checking_commands(CLI::App& app, Options& o, Command& command) {
       ->required();
   verify_cmd->add_flag("-q,--quiet", o.verify.quiet, "Print only problems and the verdict");
   verify_cmd->add_flag("--json", o.verify.json, "Print JSON instead of text");
-  verify_cmd->callback(
-      [&] { command = [&](const cairn::Comm& c) { return run_verify(c, o.verify); }; });
+  verify_cmd->callback([&] {
+    command = [&](const cairn::Comm& c, JsonStream& json) { return run_verify(c, o.verify, json); };
+  });
 
   auto* diff_cmd = app.add_subcommand(
       "diff",
@@ -119,7 +137,7 @@ void add_checking_commands(CLI::App& app, Options& o, Command& command) {
   diff_cmd->add_flag("--json", o.diff.json, "Print JSON instead of text");
   diff_cmd->callback([&] {
     o.diff.brief = o.diff.brief || o.diff.quiet;
-    command = [&](const cairn::Comm& c) { return run_diff(c, o.diff); };
+    command = [&](const cairn::Comm& c, JsonStream& json) { return run_diff(c, o.diff, json); };
   });
 }
 
@@ -136,8 +154,11 @@ void add_writing_commands(CLI::App& app, Options& o, Command& command) {
   convert_cmd->add_flag("--force", o.convert.force, "Replace DST when it exists");
   convert_cmd->add_flag("-q,--quiet", o.convert.quiet, "No progress bar");
   convert_cmd->add_flag("--json", o.convert.json, "Print JSON instead of text");
-  convert_cmd->callback(
-      [&] { command = [&](const cairn::Comm& c) { return run_convert(c, o.convert); }; });
+  convert_cmd->callback([&] {
+    command = [&](const cairn::Comm& c, JsonStream& json) {
+      return run_convert(c, o.convert, json);
+    };
+  });
 
   auto* gc_cmd = app.add_subcommand(
       "gc",
@@ -148,7 +169,9 @@ void add_writing_commands(CLI::App& app, Options& o, Command& command) {
   gc_cmd->add_flag("--force", o.gc.force,
                    "Also when a job holds the root's lock (a stale lock never blocks gc)");
   gc_cmd->add_flag("--json", o.gc.json, "Print JSON instead of text");
-  gc_cmd->callback([&] { command = [&](const cairn::Comm& c) { return run_gc(c, o.gc); }; });
+  gc_cmd->callback([&] {
+    command = [&](const cairn::Comm& c, JsonStream& json) { return run_gc(c, o.gc, json); };
+  });
 }
 
 }  // namespace
@@ -174,22 +197,48 @@ int main(int argc, char** argv) {
   add_checking_commands(app, options, command);
   add_writing_commands(app, options, command);
 
+  // With --json, stdout carries one JSON document on every outcome: a failure ends it with
+  // an "error" member (or is the whole document when nothing was printed yet).
+  const bool json_wanted = wants_json(argc, argv);
+  JsonStream json;
+  json.enable(json_wanted && rank == 0);
+  std::string name = "cairn";
+  const auto report = [&](std::string_view message) {
+    if (rank != 0) return;
+    std::fprintf(stderr, "%s: %.*s\n", name.c_str(), static_cast<int>(message.size()),
+                 message.data());
+    std::fflush(stderr);
+    json.fail(name, message, kFailed);
+  };
   int code = kOk;
   try {
     app.parse(argc, argv);
+    name = "cairn " + app.get_subcommands().front()->get_name();
     cairn::Comm comm(MPI_COMM_WORLD);
-    code = command(comm);
+    code = command(comm, json);
   } catch (const CLI::ParseError& e) {
-    code = rank == 0 ? app.exit(e) : e.get_exit_code();
-    if (code != 0) code = kFailed;
+    code = e.get_exit_code();
+    if (code == 0) {
+      if (rank == 0) app.exit(e);  // --help, --version
+    } else {
+      if (json_wanted) json.fail(name, e.what(), kFailed);
+      if (rank == 0) app.exit(e);
+      code = kFailed;
+    }
+  } catch (const CommandError& e) {
+    report(e.what());
+    code = kFailed;
   } catch (const cairn::Error& e) {
     // cairn throws the same error on every rank of a collective call.
-    if (rank == 0) std::fprintf(stderr, "cairn: %s\n", e.what());
+    report(e.what());
     code = kFailed;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cairn: rank %d: %s\n", rank, e.what());
     std::fflush(stderr);
+    json.fail(name, e.what(), kFailed);
+    std::fflush(stdout);
     MPI_Abort(MPI_COMM_WORLD, kFailed);
   }
+  std::fflush(stdout);
   return code;
 }

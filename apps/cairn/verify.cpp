@@ -220,24 +220,21 @@ boost::json::array shared_damage(const std::vector<cairn::StepDirectory>& steps,
 
 }  // namespace
 
-int run_verify(const cairn::Comm& comm, const VerifyOptions& options) {
+int run_verify(const cairn::Comm& comm, const VerifyOptions& options, JsonStream& json) {
   const std::filesystem::path target = options.target;
   const bool say = comm.is_primary() && !options.json;
   std::error_code ec;
   if (!std::filesystem::is_directory(target, ec)) {
-    if (comm.is_primary())
-      fmt::print(stderr, "cairn verify: '{}' is not a directory\n", target.string());
-    return kFailed;
+    throw CommandError(fmt::format("'{}' is not a directory", target.string()));
   }
   if (is_checkpoint_dir(target)) {
     const auto report = verify_checkpoint(comm, target, options);
-    if (options.json && comm.is_primary()) fmt::print("{}\n", pretty_json(report));
+    json.document(report);
     return report.at("ok").as_bool() ? kOk : kFound;
   }
   // A root: every committed step, and every step directory that claims to be one.
   if (!cairn::is_checkpoint_root(target)) {
-    if (comm.is_primary()) fmt::print(stderr, "cairn verify: {}\n", not_a_root(target));
-    return kFailed;
+    throw CommandError(not_a_root(target));
   }
   const auto steps = cairn::list_step_directories(target);
   const std::string root_problem = root_metadata_problem(target, steps);
@@ -283,7 +280,7 @@ int run_verify(const cairn::Comm& comm, const VerifyOptions& options) {
         {"checkpoints", std::move(checkpoints)},
         {"skipped", std::move(skipped)},
         {"shared_damage", shared}};
-    fmt::print("{}\n", pretty_json(out));
+    json.document(out);
   } else if (say) {
     for (const auto& value : shared) {
       std::string list;

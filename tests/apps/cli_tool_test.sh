@@ -70,6 +70,27 @@ json)
   json_check gc "d['dry_run'] and d['removed'] == 1 and d['directories'][0]['action'] == 'would remove' and d['lock'] is None"
   run_json dump 0 "$cairn" dump --json a/30 field/step
   json_check dump "d['leaves'][0]['value'] == 30"
+  run_json dump-array 0 mpi 2 "$cairn" dump --json a/30 field/u --slice 0:3,0:2
+  json_check dump-array "all(isinstance(v, float) for r in d['leaves'][0]['values'] for v in r) and len(d['leaves'][0]['values']) == 3 and len(d['leaves'][0]['values'][0]) == 2 and d['notes'] == []"
+  # A failing --json run prints one JSON document too: the error alone when it fails before
+  # printing anything, else what was printed closed and followed by "error".
+  err="d['error']['exit_code'] == 2 and d['error']['command'] == 'cairn"
+  for cmd in ls inspect verify gc dump; do
+    run_json "$cmd-missing" 2 "$cairn" "$cmd" --json does-not-exist
+    json_check "$cmd-missing" "list(d) == ['error'] and $err $cmd' and 'does-not-exist' in d['error']['message']"
+  done
+  run_json diff-missing 2 mpi 2 "$cairn" diff --json does-not-exist a/30
+  json_check diff-missing "list(d) == ['error'] and $err diff' and 'does-not-exist' in d['error']['message']"
+  run_json convert-missing 2 mpi 2 "$cairn" convert --json does-not-exist c2 --format posix
+  json_check convert-missing "list(d) == ['error'] and $err convert'"
+  run_json dump-no-leaf 2 "$cairn" dump --json a/30 field/nope
+  json_check dump-no-leaf "list(d) == ['error'] and \"no leaf 'field/nope'\" in d['error']['message']"
+  run_json parse-error 2 "$cairn" ls --json --no-such-flag a
+  json_check parse-error "list(d) == ['error'] and 'no-such-flag' in d['error']['message']"
+  # A damaged shard met midway through `dump`: the leaves printed so far, then the error.
+  cp -r b/30 b/40
+  run_json dump-damaged 2 mpi 2 "$cairn" dump --json b/40
+  json_check dump-damaged "d['checkpoint'] == 'b/40' and 'error' in d and 'p0.bin' in d['error']['message'] and isinstance(d['leaves'], list)"
   ;;
 
 exit_codes)
