@@ -105,8 +105,8 @@ std::string combine_rank_errors(std::span<const RankFailure> failures, int size)
     }
     std::sort(others.begin(), others.end());
     const std::size_t hidden = groups.size() - shown;
-    tail = fmt::format("; and {} other message{} on {} (each rank's message is in its log)", hidden,
-                       hidden == 1 ? "" : "s", format_rank_ranges(others));
+    tail = fmt::format("; and {} other message{} on {} (each rank's message is in its debug log)",
+                       hidden, hidden == 1 ? "" : "s", format_rank_ranges(others));
   }
   // What is left for the quoted messages is shared equally between them.
   const std::size_t room =

@@ -44,5 +44,13 @@ template <typename... Args>
 void error(std::string_view event, fmt::format_string<Args...> format, Args&&... args) noexcept {
   at(LogLevel::error, event, format, std::forward<Args>(args)...);
 }
+/// A warning about what every rank of a collective call saw alike: a warning on the primary
+/// rank (`primary`), a debug line on the others, so that a job prints it once, not once per
+/// rank.
+template <typename... Args>
+void warn_once(bool primary, std::string_view event, fmt::format_string<Args...> format,
+               Args&&... args) noexcept {
+  at(primary ? LogLevel::warn : LogLevel::debug, event, format, std::forward<Args>(args)...);
+}
 
 }  // namespace cairn::base::log

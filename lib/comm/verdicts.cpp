@@ -14,10 +14,12 @@ namespace cairn {
 
 void Comm::all_ok(bool local_ok, std::string_view message, ErrorCode code) const {
   check_usable("all_ok");
-  // The full message goes to this rank's log; the exchanged one is cut so that one rank
-  // cannot flood the others. A combined error from an inner collective was logged there.
+  // The full message goes to this rank's log at debug level; the exchanged one is cut so
+  // that one rank cannot flood the others. The primary logs the combined message once below.
+  // A combined error from an inner collective was logged there.
   if (!local_ok && !base::is_combined_error(message, size_)) {
-    base::log::warn("collective.failure", "code=\"{}\" message=\"{}\"", to_string(code), message);
+    base::log::debug("collective.rank_failure", "code=\"{}\" message=\"{}\"", to_string(code),
+                     message);
   }
   struct Buffers {
     std::array<std::int32_t, 3> mine{};  // ok, code, bytes of the message
@@ -59,12 +61,18 @@ void Comm::all_ok(bool local_ok, std::string_view message, ErrorCode code) const
   std::string combined;
   if (rank_ == primary) {
     std::vector<base::RankFailure> failures;
+    bool fresh = false;  // a failure not already logged by an inner collective
     for (int r = 0; r < size_; ++r) {
       if (b->all[3 * r] == 1) continue;
       failures.push_back({r, std::string_view(b->texts.data() + b->displacements[r],
                                               static_cast<std::size_t>(b->counts[r]))});
+      fresh = fresh || !base::is_combined_error(failures.back().message, size_);
     }
     combined = base::combine_rank_errors(failures, size_);
+    if (fresh) {
+      base::log::warn("collective.failure", "code=\"{}\" message=\"{}\"", to_string(first_code),
+                      combined);
+    }
   }
   throw_error(first_code, broadcast(combined, primary));
 }

@@ -246,10 +246,12 @@ CheckpointManager::StepInfo CheckpointManager::read_step_info(std::int64_t step)
     // A damaged step stays listed (restoring it reports the damage) and does not stop the
     // root from opening, so that the steps before it remain restorable. Every rank saw the
     // same text, so every rank gets here.
-    base::log::warn("manager.damaged_step", "step={} error=\"{}\"", step, e.what());
+    base::log::warn_once(comm_.is_primary(), "manager.damaged_step", "step={} error=\"{}\"", step,
+                         e.what());
     return StepInfo{.step = step, .damaged = true};
   } catch (const NotFound& e) {
-    base::log::warn("manager.damaged_step", "step={} error=\"{}\"", step, e.what());
+    base::log::warn_once(comm_.is_primary(), "manager.damaged_step", "step={} error=\"{}\"", step,
+                         e.what());
     return StepInfo{.step = step, .damaged = true};
   }
   StepInfo info{.step = step, .time = parse_time(meta.commit_time)};
@@ -386,7 +388,8 @@ bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
   if (!active_) return false;
   check_writable("save");
   if (options_.read_only) {
-    base::log::warn("manager.read_only", "root=\"{}\" step={} saved=false", root_.string(), step);
+    base::log::warn_once(comm_.is_primary(), "manager.read_only", "root=\"{}\" step={} saved=false",
+                         root_.string(), step);
     return false;
   }
   // A rank that saves another step, or skipped this call, fails every rank here, with the
@@ -415,10 +418,10 @@ bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
     return false;
   }
   if (options_.best_fn && options.metrics.empty()) {
-    base::log::warn("manager.no_metrics",
-                    "root=\"{}\" step={}: best_fn is set but the save has no "
-                    "metrics; it counts as saved without metrics",
-                    root_.string(), step);
+    base::log::warn_once(comm_.is_primary(), "manager.no_metrics",
+                         "root=\"{}\" step={}: best_fn is set but the save has no "
+                         "metrics; it counts as saved without metrics",
+                         root_.string(), step);
   }
   // With prevent_write_metrics the metrics stay in memory (in_flight_ below) only.
   boost::json::object custom = {
@@ -443,11 +446,12 @@ bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
       // As Orbax: only a long wait is worth a warning; an async loop that saves faster than
       // its saves commit waits briefly at every save.
       if (waited > kSlowWaitSeconds) {
-        base::log::warn("manager.waited_for_previous_save",
-                        "root=\"{}\" step={} previous_step={} waited_s={:.3f}: waiting for the "
-                        "previous save to complete took more than {} s; if this happens often, "
-                        "consider saving less frequently",
-                        root_.string(), step, previous, waited, kSlowWaitSeconds);
+        base::log::warn_once(
+            comm_.is_primary(), "manager.waited_for_previous_save",
+            "root=\"{}\" step={} previous_step={} waited_s={:.3f}: waiting for the "
+            "previous save to complete took more than {} s; if this happens often, "
+            "consider saving less frequently",
+            root_.string(), step, previous, waited, kSlowWaitSeconds);
       } else {
         base::log::debug("manager.waited_for_previous_save",
                          "root=\"{}\" step={} previous_step={} waited_s={:.3f}", root_.string(),

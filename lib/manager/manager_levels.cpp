@@ -172,9 +172,9 @@ bool CheckpointManager::drain() {
   land();
   if (!steps_.empty() && steps_.back().step >= newest_local_->step) return false;
   if (!newest_local_->drain_args) {
-    base::log::warn("level.not_drained",
-                    "step={}: an item's handler is not cairn's; its files cannot be drained",
-                    newest_local_->step);
+    base::log::warn_once(comm_.is_primary(), "level.not_drained",
+                         "step={}: an item's handler is not cairn's; its files cannot be drained",
+                         newest_local_->step);
     return false;
   }
   start_drain(*newest_local_);
@@ -196,7 +196,8 @@ std::optional<std::any> CheckpointManager::restore_local(std::int64_t step,
   auto restored = local_->restore(step, handler_for, args, why);
   if (!restored) {
     last_restore_.why_not_local = why;
-    base::log::warn("level.local_unusable", "step={} error=\"{}\"", step, why);
+    base::log::warn_once(comm_.is_primary(), "level.local_unusable", "step={} error=\"{}\"", step,
+                         why);
     return std::nullopt;
   }
   last_restore_.level = "local";

@@ -42,7 +42,8 @@ std::any CheckpointManager::restore(std::optional<std::int64_t> step, const Chec
         if (auto result = restore_local(*it, args)) return std::move(*result);
       }
       if (in_persistent(*it)) break;
-      base::log::warn("level.step_skipped", "step={} why=\"{}\"", *it, last_restore_.why_not_local);
+      base::log::warn_once(comm_.is_primary(), "level.step_skipped", "step={} why=\"{}\"", *it,
+                           last_restore_.why_not_local);
       skipped = fmt::format("step {}: {}", *it, last_restore_.why_not_local);
     }
   } else if (in_local(*chosen)) {
@@ -114,9 +115,9 @@ std::any CheckpointManager::restore_from(const std::filesystem::path& directory,
 void CheckpointManager::quarantine(std::int64_t step, std::string_view error) {
   const std::string name = step_name(step);
   if (options_.read_only) {
-    base::log::warn("manager.damaged_step",
-                    "root=\"{}\" step={} quarantined=false (read_only) error=\"{}\"",
-                    root_.string(), step, error);
+    base::log::warn_once(comm_.is_primary(), "manager.damaged_step",
+                         "root=\"{}\" step={} quarantined=false (read_only) error=\"{}\"",
+                         root_.string(), step, error);
   } else {
     comm_.run_all(fmt::format("quarantining step {}:", step), [&] {
       if (!comm_.is_primary()) return;
@@ -173,8 +174,8 @@ std::optional<RestoredStep> CheckpointManager::restore_latest_intact(const Check
     }
     if (agreed_kind == kDamaged) {
       if (kind == 0) message = fmt::format("step {} failed to restore on another rank", step);
-      base::log::warn("manager.restore_failed", "root=\"{}\" step={} error=\"{}\"", root_.string(),
-                      step, message);
+      base::log::warn_once(comm_.is_primary(), "manager.restore_failed",
+                           "root=\"{}\" step={} error=\"{}\"", root_.string(), step, message);
       if (failed.empty()) newest_code = agreed_code;
       failed.emplace_back(step, std::move(message));
       continue;
@@ -187,8 +188,9 @@ std::optional<RestoredStep> CheckpointManager::restore_latest_intact(const Check
       restored.errors.push_back(error);
     }
     if (!failed.empty()) {
-      base::log::warn("manager.restored_older_step", "root=\"{}\" step={} quarantined={}",
-                      root_.string(), step, failed.size());
+      base::log::warn_once(comm_.is_primary(), "manager.restored_older_step",
+                           "root=\"{}\" step={} quarantined={}", root_.string(), step,
+                           failed.size());
     }
     return restored;
   }

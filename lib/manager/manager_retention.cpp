@@ -85,7 +85,8 @@ void CheckpointManager::delete_step(std::int64_t step) {
   if (!active_) return;
   check_writable("delete_step");
   if (options_.read_only) {
-    base::log::warn("manager.read_only", "root=\"{}\" step={} deleted=false", root_.string(), step);
+    base::log::warn_once(comm_.is_primary(), "manager.read_only",
+                         "root=\"{}\" step={} deleted=false", root_.string(), step);
     return;
   }
   auto it =

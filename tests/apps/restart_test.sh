@@ -6,6 +6,10 @@
 #   fallback  the newest step is damaged: the run restarts from the one before, moves the
 #             damaged one aside (shown by `cairn ls`) and ends with the field of a run that
 #             was never interrupted;
+#   log_once  every rank's shard of the newest step is damaged: each warning of the restart
+#             (the collective failure, the failed restore, the older step restored) is
+#             printed once, by the primary, with the ranks grouped; each rank's own message
+#             is in its debug log;
 #   nested    --checkpoint-dir naming a committed step, an item of it, or a directory of
 #             other files is refused naming the path, and nothing is written there;
 #   saved     a save that fails after save() returned is never reported as saved;
@@ -132,6 +136,28 @@ fallback)
   heat third 0 root 50 --quiet
   expect third "restarted from step 40"
   [ -d root/30.damaged-1 ] || fail "the quarantined step was removed"
+  ;;
+
+log_once)
+  heat first 0 root 30 --quiet
+  for shard in root/30/field/shards/p*.bin; do flip "$shard"; done
+  heat again 0 root 40 --quiet
+  # count NAME EVENT N: NAME.out holds N lines of EVENT.
+  count() {
+    local n
+    n=$(grep -c "event=$2 " "$1.out")
+    [ "$n" -eq "$3" ] || { fail "$1: $n lines of $2, expected $3"; grep -F "event=$2 " "$1.out"; }
+  }
+  count again collective.failure 1
+  count again manager.restore_failed 1
+  count again manager.restored_older_step 1
+  expect again "rank=0 level=warn event=collective.failure"
+  expect again "failed on $ranks of $ranks rank"
+  # Each rank's own message, at debug level on every rank when asked for.
+  for shard in root/40/field/shards/p*.bin; do flip "$shard"; done
+  CAIRN_LOG_LEVEL=debug CAIRN_LOG_ALL_RANKS=1 heat debug 0 root 50 --quiet
+  count debug collective.rank_failure "$ranks"
+  count debug collective.failure 1
   ;;
 
 nested)

@@ -79,7 +79,7 @@ TEST(CombinedError, TenThousandDistinctMessagesStayBounded) {
   EXPECT_NE(message.find("; rank 3: write of shard 3 failed"), std::string::npos);
   EXPECT_EQ(message.find("shard 4 failed"), std::string::npos);
   EXPECT_NE(message.find("and 9996 other messages on ranks 4-9999 (each rank's message is in its "
-                         "log)"),
+                         "debug log)"),
             std::string::npos)
       << message;
 }
@@ -97,7 +97,8 @@ TEST(CombinedError, ScatteredFailuresOfTenThousandRanksStayBounded) {
   EXPECT_LE(message.size(), kCombinedErrorMaxBytes);
   EXPECT_TRUE(message.starts_with("failed on 3334 of 10000 ranks: rank 0: aaaa")) << message;
   EXPECT_NE(message.find("...[cut]; rank 3: dddd"), std::string::npos) << message;
-  EXPECT_NE(message.find("(3331 ranks) (each rank's message is in its log)"), std::string::npos)
+  EXPECT_NE(message.find("(3331 ranks) (each rank's message is in its debug log)"),
+            std::string::npos)
       << message;
 }
 
