@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks that the documentation names only things that exist:
-#   scripts/check_docs.sh [FILE.md ...]   (default: README.md docs/architecture.md BENCHMARKS.md
-#                                          CHANGELOG.md)
+#   scripts/check_docs.sh [FILE.md ...]   (default: README.md, every docs/*.md but the API
+#                                          reference's mainpage.md, BENCHMARKS.md, CHANGELOG.md)
 # Outside fenced code blocks, each file must name
 #   - repository paths that exist: words starting with lib/ include/ scripts/ tests/ apps/
 #     docs/ spack/ .ci/, and file names ending in a source or script extension (a name
@@ -27,7 +27,7 @@ import sys
 # Names the docs mention on purpose although they are no repository file or cairn symbol.
 IGNORED_PATH_PREFIXES = ("build", "share/", "/", "$", "~", "apps/bench/__pycache__")
 IGNORED_NAMES = {
-    # Orbax, JAX and HDF5 names quoted for comparison (README, "Coming from Orbax").
+    # Orbax, JAX and HDF5 names quoted for comparison (docs/orbax.md).
     "StandardCheckpointHandler", "PyTreeCheckpointHandler", "JsonCheckpointHandler",
     "CompositeCheckpointHandler", "FixedIntervalPolicy", "AnyPreservationPolicy",
     "StepAlreadyExistsError", "NamedSharding", "StandardSave", "StandardRestore",
@@ -37,7 +37,10 @@ IGNORED_NAMES = {
     # Removed names that CHANGELOG.md records.
     "StructureHash",
 }
-DOCS = sys.argv[1:] or ["README.md", "docs/architecture.md", "BENCHMARKS.md", "CHANGELOG.md"]
+DOCS = sys.argv[1:] or (["README.md"] +
+                        sorted(os.path.join("docs", name) for name in os.listdir("docs")
+                               if name.endswith(".md") and name != "mainpage.md") +
+                        ["BENCHMARKS.md", "CHANGELOG.md"])
 ROOTS = ("lib/", "include/", "scripts/", "tests/", "apps/", "docs/", "spack/", ".ci/")
 EXTENSIONS = ("hpp", "cpp", "h", "c", "py", "sh", "f90", "F90", "inc", "cmake", "md", "txt",
               "sbatch", "in")

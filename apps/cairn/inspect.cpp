@@ -196,7 +196,7 @@ int run_inspect(const cairn::Comm& comm, const InspectOptions& given, JsonStream
   if (!comm.is_primary()) return kOk;
   boost::json::array problems;
   for (const auto& p : ckpt.problems) problems.emplace_back(p);
-  // Damage found (README's exit codes): problems of the step, an item that cannot be read,
+  // Damage found (the exit codes of docs/cairn-tool.md): problems of the step, an item that cannot be read,
   // or no commit marker (restore never uses the checkpoint).
   bool damaged = !problems.empty() || !ckpt.committed;
   for (const auto& [name, item] : items) damaged = damaged || item.get_object().contains("problem");

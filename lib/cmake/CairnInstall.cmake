@@ -3,7 +3,8 @@
 #   cairn_development  headers, cairn.mod, the CMake package, the pkg-config files, the
 #                      namelinks and static libraries
 #   cairn_tools        the programs: the cairn tool and heat2d (bin/)
-#   cairn_docs         README.md, LICENSE and the API reference (share/doc/cairn)
+#   cairn_docs         README.md and its docs pages, BENCHMARKS.md, CHANGELOG.md, LICENSE and
+#                      the API reference (share/doc/cairn)
 #   cairn_examples     the C++, C and Fortran examples and quickstarts, and the Slurm batch
 #                      script (share/cairn)
 # Included right after GNUInstallDirs, before any target is installed.

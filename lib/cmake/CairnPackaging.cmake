@@ -5,9 +5,10 @@
 # Layout under the prefix: lib/libcairn{,_c,_fortran}.so*, include/cairn/*.hpp, cairn.h and cairn/c/*.h
 # (with the generated config.hpp), include/cairn/fortran/cairn.mod,
 # lib/cmake/cairn/{cairnConfig,cairnConfigVersion,cairnTargets}.cmake,
-# lib/pkgconfig/cairn{,-c,-fortran}.pc, share/doc/cairn (README.md, LICENSE, html/),
-# share/cairn/examples, share/cairn/heat2d{,-srun}.sbatch. Install components: see
-# CairnInstall.cmake. Included after lib/ and apps/ by the top-level CMakeLists.txt.
+# lib/pkgconfig/cairn{,-c,-fortran}.pc, share/doc/cairn (README.md, docs/*.md, BENCHMARKS.md,
+# CHANGELOG.md, LICENSE, html/), share/cairn/examples, share/cairn/heat2d{,-srun}.sbatch.
+# Install components: see CairnInstall.cmake. Included after lib/ and apps/ by the top-level
+# CMakeLists.txt.
 
 include(CMakePackageConfigHelpers)
 
@@ -306,7 +307,12 @@ endforeach()
 
 # --- Documents and examples (share/doc/cairn, share/cairn/examples).
 install(FILES "${PROJECT_SOURCE_DIR}/README.md" "${PROJECT_SOURCE_DIR}/LICENSE"
+  "${PROJECT_SOURCE_DIR}/BENCHMARKS.md" "${PROJECT_SOURCE_DIR}/CHANGELOG.md"
   DESTINATION "${CMAKE_INSTALL_DOCDIR}" COMPONENT cairn_docs)
+# The pages the README links to, in docs/ beside it so that its links resolve; mainpage.md is
+# the API reference's first page, built into html/.
+install(DIRECTORY "${PROJECT_SOURCE_DIR}/docs/" DESTINATION "${CMAKE_INSTALL_DOCDIR}/docs"
+  COMPONENT cairn_docs FILES_MATCHING PATTERN "*.md" PATTERN "mainpage.md" EXCLUDE)
 install(FILES
   "${PROJECT_SOURCE_DIR}/apps/quickstart/quickstart.cpp"
   "${PROJECT_SOURCE_DIR}/apps/quickstart/quickstart_c.c"
@@ -314,7 +320,7 @@ install(FILES
   "${PROJECT_SOURCE_DIR}/apps/examples/heat_c.c"
   "${PROJECT_SOURCE_DIR}/apps/examples/heat_fortran.f90"
   DESTINATION "${CAIRN_INSTALL_DATADIR}/examples" COMPONENT cairn_examples)
-# The Slurm batch scripts of README.md ("Running under Slurm"), as templates.
+# The Slurm batch scripts of docs/slurm.md, as templates.
 install(PROGRAMS
   "${PROJECT_SOURCE_DIR}/apps/heat2d/slurm/heat2d.sbatch"
   "${PROJECT_SOURCE_DIR}/apps/heat2d/slurm/heat2d-srun.sbatch"

@@ -4,9 +4,10 @@
 #
 #   relocated   the installed programs (bin/cairn, bin/heat2d) carry a RUNPATH relative to
 #               themselves ($ORIGIN/../<libdir>) and start with `--help` with no
-#               LD_LIBRARY_PATH; README, LICENSE and the examples are under share/; an install
+#               LD_LIBRARY_PATH; README, its docs pages, LICENSE and the examples are under
+#               share/ (the README's links to docs/ resolve there); an install
 #               of one component (cairn_tools) installs the programs only.
-#   pkgconfig   the "With pkg-config" block of README.md, run as it stands (with /opt/cairn
+#   pkgconfig   the "With pkg-config" block of docs/building.md, run as it stands (with /opt/cairn
 #               replaced by the moved prefix): it compiles the installed quickstarts in C++, C
 #               and Fortran with cairn.pc, cairn-c.pc and cairn-fortran.pc and runs the C one;
 #               then each program runs on 2 ranks.
@@ -75,7 +76,7 @@ relocated)
     grep -qi "usage" <<<"$out" || fail "bin/$program --help printed no usage:"$'\n'"$out"
     step "bin/$program --help runs from the moved prefix (RUNPATH $runpath)"
   done
-  for f in share/doc/cairn/README.md share/doc/cairn/LICENSE \
+  for f in share/doc/cairn/README.md share/doc/cairn/LICENSE share/doc/cairn/docs/building.md \
            share/cairn/examples/quickstart.cpp share/cairn/examples/quickstart_c.c \
            share/cairn/examples/heat_c.c share/cairn/heat2d.sbatch \
            share/cairn/heat2d-srun.sbatch; do
@@ -97,10 +98,11 @@ pkgconfig)
   if have FORTRAN; then
     [ -f "$pcdir/cairn-fortran.pc" ] || fail "cairn-fortran.pc is not installed"
   fi
-  # The README block, as written, for this prefix. Without Fortran its mpifort line is left out.
+  # The block of docs/building.md, as written, for this prefix. Without Fortran its mpifort line
+  # is left out.
   block="$(awk '/^With pkg-config/ { found = 1 } found && /^```sh$/ { inside = 1; next }
-                inside && /^```$/ { exit } inside { print }' "$source/README.md")"
-  [ -n "$block" ] || fail "README.md has no sh block after 'With pkg-config'"
+                inside && /^```$/ { exit } inside { print }' "$source/docs/building.md")"
+  [ -n "$block" ] || fail "docs/building.md has no sh block after 'With pkg-config'"
   block="$(sed -e ':a' -e '/\\$/N; s/\\\n//; ta' <<<"$block")"  # one line per command
   block="${block//\/opt\/cairn\/lib\/pkgconfig/$pcdir}"
   block="${block//\/opt\/cairn/$prefix}"
@@ -109,20 +111,20 @@ pkgconfig)
   fi
   for pc in cairn cairn-c cairn-fortran; do
     if [ "$pc" = cairn-fortran ] && ! have FORTRAN; then continue; fi
-    grep -q -- "--libs $pc)" <<<"$block" || fail "the README block does not link with $pc"
+    grep -q -- "--libs $pc)" <<<"$block" || fail "the docs/building.md block does not link with $pc"
   done
   mkdir -p "$work/run"
-  step "running the README's pkg-config block in $work/run:"$'\n'"$block"
+  step "running docs/building.md's pkg-config block in $work/run:"$'\n'"$block"
   # mpiexec in the block gets this build's mpiexec flags (e.g. --oversubscribe as root).
   (
     cd "$work/run"
     mpiexec() { "$mpiexec" "${mpiexec_flags[@]}" "$@"; }
     eval "$block"
-  ) || fail "the README's pkg-config block failed"
+  ) || fail "docs/building.md's pkg-config block failed"
   programs=(quickstart quickstart_c)
   if have FORTRAN; then programs+=(quickstart_fortran); fi
   for program in "${programs[@]}"; do
-    [ -x "$work/run/$program" ] || fail "the README block did not build $program"
+    [ -x "$work/run/$program" ] || fail "docs/building.md's block did not build $program"
     rm -rf "$work/run/quickstart-run"
     (cd "$work/run" && env -u LD_LIBRARY_PATH "$mpiexec" -n 2 "${mpiexec_flags[@]}" "./$program") ||
       fail "$program (built with pkg-config) failed on 2 ranks"

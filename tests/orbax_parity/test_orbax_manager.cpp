@@ -1,7 +1,7 @@
 // Orbax's checkpoint_manager_test.py, re-expressed against cairn::CheckpointManager: each TEST
 // is named after the Orbax test it mirrors and uses Orbax's parameters. Time-based cases use
 // the manager's clock instead of mocking datetime. Where cairn answers otherwise on purpose,
-// the test checks cairn's answer and says why (README.md, "Coming from Orbax", lists them).
+// the test checks cairn's answer and says why (docs/orbax.md lists them).
 #include <cairn/manager.hpp>
 #include <gtest/gtest.h>
 

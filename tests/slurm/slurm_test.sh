@@ -5,7 +5,7 @@
 # started when it exits.
 #
 # The job is the batch script that cairn installs as a template (share/cairn/heat2d.sbatch,
-# share/cairn/heat2d-srun.sbatch; shown in README.md), submitted unchanged: sbatch options
+# share/cairn/heat2d-srun.sbatch; shown in docs/slurm.md), submitted unchanged: sbatch options
 # given on the command line replace its #SBATCH lines (one node, 2 tasks, a short time limit),
 # and `mpirun` and `heat2d` on the job's PATH are small wrappers that run the real ones on 2
 # ranks with a small problem. heat2d saves the step it is at and stops; the script requeues

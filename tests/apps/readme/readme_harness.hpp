@@ -1,6 +1,6 @@
-// What the harnesses of README.md's C++ blocks share: every public cairn header (a block's
-// own #include lines are removed by extract_blocks.py), and run(), which initialises MPI, runs
-// a block with the names it uses defined, reports an exception or a failed check on the
+// What the harnesses of the C++ blocks of README.md and docs/*.md share: every public cairn header
+// (a block's own #include lines are removed by extract_blocks.py), and run(), which initialises
+// MPI, runs a block with the names it uses defined, reports an exception or a failed check on the
 // failing rank and returns the exit status.
 #pragma once
 

@@ -1,4 +1,4 @@
-// README.md's C++ block 1: restore_tree into a new layout (a grown grid, a renamed leaf). The
+// docs/cpp-api.md's C++ block 1: restore_tree into a new layout (a grown grid, a renamed leaf). The
 // harness saves the "old" checkpoint (leaf "u", 6 x 8) and checks the restored 10 x 8
 // "fields/u": the saved rows, then zeros.
 #include "readme_harness.hpp"
@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
     cairn::ArrayTree target;
     target.add_array("fields/u", cairn::ArrayShard::host(v.data(), {ny, nx}, columns));
 
-#include "block_1.inc"
+#include "cpp_api_1.inc"
 
     for (std::int64_t y = 0; y < ny; ++y) {
       for (std::int64_t x = 0; x < columns.extent[1]; ++x) {

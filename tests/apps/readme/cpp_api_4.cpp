@@ -1,4 +1,4 @@
-// README.md's C++ block 4: save_tree in hdf5 and restore_tree in another decomposition. The
+// docs/cpp-api.md's C++ block 4: save_tree in hdf5 and restore_tree in another decomposition. The
 // harness saves rows and restores columns, and checks them.
 #include "readme_harness.hpp"
 
@@ -19,11 +19,11 @@ int main(int argc, char** argv) {
     std::vector<double> v(static_cast<std::size_t>(ny * other_box.extent[1]), -1.0);
     const double t = 0.5;
     if (!cairn::storage_format_available(cairn::StorageFormat::hdf5)) {
-      std::printf("README block 4 saves in hdf5, which this build lacks: skipped\n");
+      std::printf("docs/cpp-api.md block 4 saves in hdf5, which this build lacks: skipped\n");
       return;
     }
 
-#include "block_4.inc"
+#include "cpp_api_4.inc"
 
     for (std::int64_t y = 0; y < ny; ++y) {
       for (std::int64_t x = 0; x < other_box.extent[1]; ++x) {

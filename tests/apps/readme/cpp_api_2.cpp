@@ -1,4 +1,4 @@
-// README.md's C++ block 2: an AsyncCheckpointer saving a composite (an array tree and JSON)
+// docs/cpp-api.md's C++ block 2: an AsyncCheckpointer saving a composite (an array tree and JSON)
 // and restoring it. The harness checks the restored tree and removes the checkpoint, so that a
 // second run saves it again.
 #include "readme_harness.hpp"
@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
     state.add_array("u", cairn::ArrayShard::host(u.data(), {n}, mine));
     const boost::json::value info = {{"dt", 0.25}};
 
-#include "block_2.inc"
+#include "cpp_api_2.inc"
 
     const auto& saved = tree.find("u")->as_array();
     const auto* values = static_cast<const double*>(saved.data);

@@ -1,4 +1,4 @@
-// README.md's C++ block 3: the CheckpointManager loop. The test runs it twice in the same
+// docs/cpp-api.md's C++ block 3: the CheckpointManager loop. The test runs it twice in the same
 // directory (the second run restarts from the newest step and must not fail on the step it
 // repeats) and checks that the newest step restored holds the state of that step.
 #include "readme_harness.hpp"
@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
       r /= 2;
     };
 
-#include "block_3.inc"
+#include "cpp_api_3.inc"
 
     // u counts the steps simulated since step 0 (a restart resumes from the restored u).
     readme::check(mgr.latest_step() == 300, "the newest step is not 300");

@@ -1,4 +1,4 @@
-// README.md's C++ block 6: the error-handling pattern around a save. The harness saves one
+// docs/errors.md's C++ block 1: the error-handling pattern around a save. The harness saves one
 // step through it (no error: the program goes on) and checks that it was committed.
 #include "readme_harness.hpp"
 
@@ -11,11 +11,11 @@ int main(int argc, char** argv) {
     state.add_array("u",
                     cairn::ArrayShard::host(u.data(), {n}, cairn::Box{{16 * comm.rank()}, {16}}));
     if (comm.is_primary()) std::filesystem::remove_all("errors-run");
-    comm.barrier("block 6 root removed");
+    comm.barrier("errors block 1 root removed");
     cairn::CheckpointManager mgr(comm, "errors-run", {});
     const std::int64_t step = 7;
 
-#include "block_6.inc"
+#include "errors_1.inc"
 
     mgr.wait_until_finished();
     readme::check(mgr.latest_step() == 7, "step 7 was not committed");
