@@ -45,7 +45,7 @@ version)
   run version 0 "$cairn" --version
   grep -Eq '^cairn [0-9]+\.[0-9]+\.[0-9]+' version.out || fail "version: no 'cairn X.Y.Z' line"
   expect version "cairn-step.json 1"; expect version "cairn-tree.json 6"
-  expect version "cairn-root.json 1"; expect version "posix"
+  expect version "cairn-root.json 1"; expect version "posix"; expect version "compression: "
   if [ "$have_hdf5" = 1 ]; then expect version "hdf5"; else reject version "hdf5"; fi
   ;;
 
@@ -417,6 +417,34 @@ f.write(bytes([b[0] ^ 0x5a]))"
     run convert-h5 0 mpi 3 "$cairn" convert zfp-h5/20 plain-h5 --format posix
     run diff-h5 0 "$cairn" diff zfp-h5/20 plain-h5
     expect diff-h5 "no differences"
+    # zstd in hdf5: h5dump and h5py, in a fresh environment, read it through the plugin
+    # directory that `cairn --version` names.
+    mpi 2 "$heat2d" --nx 48 --ny 40 --steps 20 --save-every 10 --format hdf5 \
+      --compression zstd --checkpoint-dir zstd-h5 --quiet >zstd-h5.log 2>&1 ||
+      { cat zstd-h5.log; exit 2; }
+    run version 0 "$cairn" --version
+    plugins=$(sed -n 's/^hdf5 zstd filter plugin: \([^ ]*\) (.*/\1/p' version.out)
+    [ -f "$plugins/libH5Zcairn_zstd.so" ] || fail "--version names no plugin directory: $(cat version.out)"
+    run_json expected 0 "$cairn" dump --json zstd-h5/20 field/u --slice 5,0:4
+    if command -v h5dump >/dev/null; then
+      run h5dump 0 env -i PATH=/usr/bin:/bin HDF5_PLUGIN_PATH="$plugins" \
+        h5dump -m %.17g -d /u -s 5,0 -c 1,4 zstd-h5/20/field/data.h5
+      /usr/bin/python3 - <<'PY' || fail "h5dump: not the values cairn dump prints: $(cat h5dump.out)"
+import json, re, sys
+want = json.load(open("expected.out"))["leaves"][0]["values"][0]
+text = open("h5dump.out").read()
+got = [float(v) for v in re.findall(r"\(5,[0-3]\): ([-+0-9.eE]+)", text)]
+sys.exit(0 if got == want else 1)
+PY
+    fi
+    if /usr/bin/python3 -c "import h5py" 2>/dev/null; then
+      run h5py 0 env -i PATH=/usr/bin:/bin HDF5_PLUGIN_PATH="$plugins" /usr/bin/python3 -c "
+import h5py, json
+want = json.load(open('expected.out'))['leaves'][0]['values'][0]
+got = [float(v) for v in h5py.File('zstd-h5/20/field/data.h5', 'r')['u'][5, 0:4]]
+assert got == want, (got, want)
+print('h5py read', got)"
+    fi
   fi
   ;;
 

@@ -144,7 +144,7 @@ components)
   }
   present="C CXX"
   missing=""
-  for c in HDF5 CUDA NCCL; do
+  for c in HDF5 CUDA NCCL ZSTD ZFP; do
     if have "$c"; then present+=" $c"; else missing="${missing:-$c}"; fi
   done
   if have FORTRAN; then present+=" Fortran"; else missing="${missing:-Fortran}"; fi

@@ -26,6 +26,8 @@ class Cairn(CMakePackage, CudaPackage):
     variant("hdf5", default=True, description="Parallel HDF5 storage format")
     variant("nccl", default=False, description="NCCL broadcast of device arrays (needs +cuda)")
     variant("fortran", default=True, description="Fortran module over the C API")
+    variant("zstd", default=True, description="Lossless compression of stored arrays (zstd)")
+    variant("zfp", default=False, description="Error-bounded lossy compression (ZFP)")
     # +cuda and cuda_arch come from CudaPackage.
 
     depends_on("c", type="build")
@@ -42,6 +44,8 @@ class Cairn(CMakePackage, CudaPackage):
     depends_on("cli11@2.1:", type="build")  # argument parsing in the command-line tool
     depends_on("hdf5@1.10.5: +mpi", when="+hdf5")
     depends_on("nccl", when="+nccl")
+    depends_on("zstd", when="+zstd")
+    depends_on("zfp", when="+zfp")
     depends_on("googletest", type="test")
 
     conflicts("+nccl", when="~cuda", msg="NCCL support needs +cuda")
@@ -60,6 +64,8 @@ class Cairn(CMakePackage, CudaPackage):
             use("CUDA", "cuda"),
             use("NCCL", "nccl"),
             use("FORTRAN", "fortran"),
+            use("ZSTD", "zstd"),
+            use("ZFP", "zfp"),
             self.define("CAIRN_BUILD_TESTS", self.run_tests),
             self.define("CAIRN_BUILD_APPS", True),
             # Newer compilers warn about new things; a user's build must not fail on them.
