@@ -251,14 +251,22 @@ def _main(argv):
         print("usage: cairn_posix_reader.py CHECKPOINT [ITEM/LEAF]", file=sys.stderr)
         return 2
     flat = {}  # listed name -> (tree directory, leaf) or (None, JSON value)
-    for name, kind, value in _items(argv[1]):
-        if kind == "cairn.array_tree":
-            flat.update({(f"{name}/" if name else "") + leaf["path"]: (value, leaf)
-                         for leaf in read_index(value)})
-        else:
-            flat[name] = (None, value)
+    try:
+        for name, kind, value in _items(argv[1]):
+            if kind == "cairn.array_tree":
+                flat.update({(f"{name}/" if name else "") + leaf["path"]: (value, leaf)
+                             for leaf in read_index(value)})
+            else:
+                flat[name] = (None, value)
+    except (ValueError, OSError) as e:
+        print(f"cairn_posix_reader.py: {e}", file=sys.stderr)
+        return 2
     try:
         if len(argv) == 3:
+            if argv[2] not in flat:
+                print(f"cairn_posix_reader.py: {argv[1]} has no leaf '{argv[2]}' "
+                      f"(its leaves: {', '.join(flat) or 'none'})", file=sys.stderr)
+                return 2
             tree_dir, leaf = flat[argv[2]]
             numpy.set_printoptions(threshold=sys.maxsize)
             print(leaf if tree_dir is None else read_leaf(tree_dir, leaf))

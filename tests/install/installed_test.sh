@@ -5,8 +5,9 @@
 #   relocated   the installed programs (bin/cairn, bin/heat2d) carry a RUNPATH relative to
 #               themselves ($ORIGIN/../<libdir>) and start with `--help` with no
 #               LD_LIBRARY_PATH; README, its docs pages, LICENSE and the examples are under
-#               share/ (the README's links to docs/ resolve there); an install
-#               of one component (cairn_tools) installs the programs only.
+#               share/ (the README's links to docs/ resolve there); bin/cairn_posix_reader.py
+#               is installed, and `cairn --version` names the moved plugin directory; an
+#               install of one component (cairn_tools) installs the programs only.
 #   pkgconfig   the "With pkg-config" block of docs/building.md, run as it stands (with /opt/cairn
 #               replaced by the moved prefix): it compiles the installed quickstarts in C++, C
 #               and Fortran with cairn.pc, cairn-c.pc and cairn-fortran.pc and runs the C one;
@@ -76,6 +77,22 @@ relocated)
     grep -qi "usage" <<<"$out" || fail "bin/$program --help printed no usage:"$'\n'"$out"
     step "bin/$program --help runs from the moved prefix (RUNPATH $runpath)"
   done
+  # The numpy reader of posix checkpoints is installed as a program.
+  reader="$prefix/bin/cairn_posix_reader.py"
+  [ -x "$reader" ] || fail "bin/cairn_posix_reader.py is not installed"
+  out="$(/usr/bin/python3 "$reader" "$work/no-such-checkpoint" 2>&1)" &&
+    fail "cairn_posix_reader.py read a checkpoint that does not exist:"$'\n'"$out"
+  grep -q "no-such-checkpoint" <<<"$out" || fail "cairn_posix_reader.py: $out"
+  step "bin/cairn_posix_reader.py is installed and names what it cannot read"
+  # The zstd filter plugin: `cairn --version` finds it in the moved prefix.
+  if have ZSTD && have HDF5; then
+    out="$(env -u LD_LIBRARY_PATH "$prefix/bin/cairn" --version 2>&1)"
+    plugin_dir="$(cd "$prefix" && pwd -P)/lib/hdf5/plugin"
+    [ -f "$plugin_dir/libH5Zcairn_zstd.so" ] || plugin_dir="$(cd "$prefix" && pwd -P)/lib64/hdf5/plugin"
+    grep -qF "hdf5 zstd filter plugin: $plugin_dir " <<<"$out" ||
+      fail "cairn --version does not name the moved plugin directory $plugin_dir:"$'\n'"$out"
+    step "cairn --version names the moved prefix's plugin directory"
+  fi
   for f in share/doc/cairn/README.md share/doc/cairn/LICENSE share/doc/cairn/docs/building.md \
            share/cairn/examples/quickstart.cpp share/cairn/examples/quickstart_c.c \
            share/cairn/examples/heat_c.c share/cairn/heat2d.sbatch \
@@ -86,8 +103,8 @@ relocated)
   "$cmake" --install "$build" --prefix "$work/tools" --component cairn_tools >/dev/null ||
     fail "cmake --install --component cairn_tools"
   installed="$(cd "$work/tools" && find . -type f | sort | tr '\n' ' ')"
-  [ "$installed" = "./bin/cairn ./bin/heat2d " ] ||
-    fail "--component cairn_tools installed '$installed', not bin/cairn and bin/heat2d"
+  [ "$installed" = "./bin/cairn ./bin/cairn_posix_reader.py ./bin/heat2d " ] ||
+    fail "--component cairn_tools installed '$installed', not bin/cairn, bin/cairn_posix_reader.py and bin/heat2d"
   step "share/doc/cairn and share/cairn/examples installed; component cairn_tools = bin/"
   ;;
 
