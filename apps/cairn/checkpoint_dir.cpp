@@ -114,6 +114,23 @@ Checkpoint read_checkpoint(const fs::path& path) {
   return out;
 }
 
+std::optional<SaveCost> save_cost(const Checkpoint& ckpt) {
+  if (!ckpt.step) return std::nullopt;
+  const auto* timings = ckpt.step->json.if_contains("timings");
+  if (timings == nullptr || !timings->is_object()) return std::nullopt;
+  SaveCost cost{.bytes = ckpt.step->bytes};
+  for (const auto& [name, value] : timings->get_object()) {
+    if (value.is_number() && value.to_number<double>() >= 0)
+      cost.seconds += value.to_number<double>();
+  }
+  return cost;
+}
+
+std::string save_cost_text(const SaveCost& cost) {
+  return fmt::format("{} in {:.3f} s ({}/s)", human_bytes(cost.bytes), cost.seconds,
+                     human_bytes(static_cast<std::uint64_t>(cost.bandwidth())));
+}
+
 std::string step_summary(const Checkpoint& ckpt) {
   const auto known = [](const std::string& text) { return text.empty() ? "?" : text; };
   const cairn::StepMetadata none;
@@ -124,7 +141,12 @@ std::string step_summary(const Checkpoint& ckpt) {
                                  : "INCOMPLETE (no COMMITTED marker)",
                   ckpt.step ? fmt::format(", saved by {} ranks", step.world_size) : std::string());
   out += fmt::format("  handler:  {}\n", known(step.handler));
-  if (ckpt.step) out += fmt::format("  data:     {}\n", human_bytes(step.bytes));
+  if (const auto cost = save_cost(ckpt)) {
+    out += fmt::format("  data:     {}\n  saved:    {}\n", human_bytes(step.bytes),
+                       save_cost_text(*cost));
+  } else if (ckpt.step) {
+    out += fmt::format("  data:     {}\n", human_bytes(step.bytes));
+  }
   if (const auto metrics = ckpt.metrics(); !metrics.empty()) {
     out += fmt::format("  metrics:  {}\n", metrics_text(metrics));
   }

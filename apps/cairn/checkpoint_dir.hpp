@@ -51,6 +51,24 @@ struct Checkpoint {
   [[nodiscard]] boost::json::object metrics() const;
 };
 
+/// What a save cost, from its step metadata: the bytes of data and the seconds from the start
+/// of its writes to its commit (the sum of the recorded timings: write, stage, finish,
+/// finalize, commit).
+struct SaveCost {
+  std::uint64_t bytes = 0;
+  double seconds = 0.0;
+  /// Bytes per second; 0 when no time was recorded.
+  [[nodiscard]] double bandwidth() const { return seconds > 0 ? bytes / seconds : 0.0; }
+};
+
+/// The cost of the save of `ckpt`, or std::nullopt when its step metadata records no
+/// timings (a damaged file, or a save by a build that did not record them). Never throws
+/// beyond std::bad_alloc.
+[[nodiscard]] std::optional<SaveCost> save_cost(const Checkpoint& ckpt);
+
+/// "1.5 MiB in 0.012 s (125 MiB/s)". Never throws beyond std::bad_alloc.
+[[nodiscard]] std::string save_cost_text(const SaveCost& cost);
+
 /// Reads the metadata of the checkpoint at `path`. Not collective (every rank may call it;
 /// it reads small files only). Never throws beyond std::bad_alloc.
 [[nodiscard]] Checkpoint read_checkpoint(const std::filesystem::path& path);

@@ -38,6 +38,7 @@ class CommandError : public std::runtime_error {
 
 struct LsOptions {
   std::string root;
+  bool long_listing = false;  ///< -l: each step's data bytes, save time and bandwidth
   bool json = false;
 };
 /// Lists the steps of a root with status, time, size, items and metrics. The primary rank

@@ -196,8 +196,8 @@ int run_inspect(const cairn::Comm& comm, const InspectOptions& given, JsonStream
   if (!comm.is_primary()) return kOk;
   boost::json::array problems;
   for (const auto& p : ckpt.problems) problems.emplace_back(p);
-  // Damage found (the exit codes of docs/cairn-tool.md): problems of the step, an item that cannot be read,
-  // or no commit marker (restore never uses the checkpoint).
+  // Damage found (the exit codes of docs/cairn-tool.md): problems of the step, an item that cannot
+  // be read, or no commit marker (restore never uses the checkpoint).
   bool damaged = !problems.empty() || !ckpt.committed;
   for (const auto& [name, item] : items) damaged = damaged || item.get_object().contains("problem");
   const int code = damaged ? kFound : kOk;
@@ -208,6 +208,11 @@ int run_inspect(const cairn::Comm& comm, const InspectOptions& given, JsonStream
         {"step_metadata", ckpt.step ? boost::json::value(ckpt.step->json) : nullptr},
         {"problems", problems},
         {"items", items}};
+    if (const auto cost = save_cost(ckpt)) {
+      out["save"] = {{"data_bytes", cost->bytes},
+                     {"save_s", cost->seconds},
+                     {"bandwidth_bytes_per_s", cost->bandwidth()}};
+    }
     json.document(out);
     return code;
   }

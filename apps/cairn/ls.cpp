@@ -33,6 +33,11 @@ int run_ls(const cairn::Comm& comm, const LsOptions& options, JsonStream& json) 
     for (const auto& item : ckpt.items) items.emplace_back(item.label());
     row["items"] = std::move(items);
     row["metrics"] = ckpt.metrics();
+    if (const auto cost = save_cost(ckpt)) {
+      row["data_bytes"] = cost->bytes;
+      row["save_s"] = cost->seconds;
+      row["bandwidth_bytes_per_s"] = cost->bandwidth();
+    }
     // A committed step whose metadata cannot be read is worth saying; incomplete ones are
     // expected to lack it.
     if (dir.status == cairn::StepStatus::committed && !ckpt.problems.empty()) {
@@ -50,8 +55,20 @@ int run_ls(const cairn::Comm& comm, const LsOptions& options, JsonStream& json) 
   fmt::print("{}: {} step director{}{}\n", root.string(), steps.size(),
              steps.size() == 1 ? "y" : "ies", lock ? "; locked by " + lock->text() : std::string());
   if (rows.empty()) return kOk;
-  fmt::print("{:>10}  {:<13}  {:<20}  {:>10}  {:<16}  {}\n", "STEP", "STATUS", "TIME", "SIZE",
-             "ITEMS", "METRICS");
+  const auto cost_columns = [&](const boost::json::object* row) -> std::string {
+    if (!options.long_listing) return {};
+    if (row == nullptr) return fmt::format("{:>10}  {:>8}  {:>12}  ", "DATA", "SAVE", "BANDWIDTH");
+    const auto* seconds = row->if_contains("save_s");
+    if (seconds == nullptr) return fmt::format("{:>10}  {:>8}  {:>12}  ", "-", "-", "-");
+    return fmt::format(
+        "{:>10}  {:>8}  {:>12}  ", human_bytes(row->at("data_bytes").to_number<std::uint64_t>()),
+        fmt::format("{:.3f} s", seconds->to_number<double>()),
+        human_bytes(
+            static_cast<std::uint64_t>(row->at("bandwidth_bytes_per_s").to_number<double>())) +
+            "/s");
+  };
+  fmt::print("{:>10}  {:<13}  {:<20}  {:>10}  {}{:<16}  {}\n", "STEP", "STATUS", "TIME", "SIZE",
+             cost_columns(nullptr), "ITEMS", "METRICS");
   for (const auto& value : rows) {
     const auto& row = value.get_object();
     std::string items;
@@ -72,10 +89,10 @@ int run_ls(const cairn::Comm& comm, const LsOptions& options, JsonStream& json) 
     } else if (status != "committed") {
       note = path.filename().string();
     }
-    fmt::print("{:>10}  {:<13}  {:<20}  {:>10}  {:<16}  {}\n",
-               row.at("step").to_number<std::int64_t>(), status,
-               std::string(row.at("time").get_string()),
-               human_bytes(row.at("bytes").to_number<std::uint64_t>()), items, note);
+    fmt::print(
+        "{:>10}  {:<13}  {:<20}  {:>10}  {}{:<16}  {}\n", row.at("step").to_number<std::int64_t>(),
+        status, std::string(row.at("time").get_string()),
+        human_bytes(row.at("bytes").to_number<std::uint64_t>()), cost_columns(&row), items, note);
   }
   return kOk;
 }

@@ -18,7 +18,9 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -267,10 +269,70 @@ std::int64_t restart(cairn::CheckpointManager& mgr, const Options& o, heat2d::Gr
   return step;
 }
 
+// What checkpointing costs the run, as SCR reports it: per save the time the solver was
+// blocked and the time until the step was committed, and the totals at the end. The commit
+// callback may run on the manager's thread, hence the mutex.
+class SaveCosts {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit SaveCosts(std::uint64_t field_bytes) : field_bytes_(field_bytes) {}
+
+  void started(std::int64_t step, Clock::time_point start, bool saved) {
+    const std::scoped_lock lock(mutex_);
+    const double blocked = std::chrono::duration<double>(Clock::now() - start).count();
+    blocking_s_ += blocked;
+    if (!saved) return;
+    ++saves_;
+    pending_[step] = {start, blocked};
+  }
+  // "blocked 0.012 s, committed after 0.034 s: 7.6 MiB at 223 MiB/s" for a committed step.
+  std::string committed(std::int64_t step) {
+    const std::scoped_lock lock(mutex_);
+    const auto it = pending_.find(step);
+    if (it == pending_.end()) return {};
+    const double seconds = std::chrono::duration<double>(Clock::now() - it->second.start).count();
+    const double blocked = it->second.blocked_s;
+    pending_.erase(it);
+    return fmt_cost(blocked, seconds);
+  }
+  // "3 saves of 7.6 MiB, blocked 0.05 s in all: 1.2% of the run's 4.1 s".
+  std::string summary(Clock::time_point run_start) const {
+    const std::scoped_lock lock(mutex_);
+    const double run_s = std::chrono::duration<double>(Clock::now() - run_start).count();
+    char text[200];
+    std::snprintf(text, sizeof text,
+                  "%lld save%s of %.1f MiB, blocked %.3f s in all: %.1f%% of the run's %.2f s",
+                  static_cast<long long>(saves_), saves_ == 1 ? "" : "s", mib(field_bytes_),
+                  blocking_s_, run_s > 0 ? 100.0 * blocking_s_ / run_s : 0.0, run_s);
+    return text;
+  }
+
+ private:
+  struct Pending {
+    Clock::time_point start;
+    double blocked_s = 0.0;
+  };
+  static double mib(std::uint64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
+  std::string fmt_cost(double blocked, double seconds) const {
+    char text[160];
+    std::snprintf(text, sizeof text,
+                  "blocked %.3f s, committed after %.3f s: %.1f MiB at %.0f MiB/s", blocked,
+                  seconds, mib(field_bytes_), seconds > 0 ? mib(field_bytes_) / seconds : 0.0);
+    return text;
+  }
+
+  mutable std::mutex mutex_;
+  std::uint64_t field_bytes_;
+  std::int64_t saves_ = 0;
+  double blocking_s_ = 0.0;
+  std::map<std::int64_t, Pending> pending_;
+};
+
 // Saves `step` when the manager's policy says so (its interval, or preemption), or always with
 // `force`; returns whether a save started.
 bool save(cairn::CheckpointManager& mgr, const Options& o, heat2d::Grid& grid,
-          const cairn::Comm& comm, std::int64_t step, double change, bool force) {
+          const cairn::Comm& comm, std::int64_t step, double change, bool force, SaveCosts& costs) {
+  const auto start = SaveCosts::Clock::now();
   double residual = 0.0;
   MPI_Allreduce(&change, &residual, 1, MPI_DOUBLE, MPI_MAX, grid.comm());
   const double energy = grid.energy();
@@ -292,8 +354,10 @@ bool save(cairn::CheckpointManager& mgr, const Options& o, heat2d::Grid& grid,
                         .posix = {.aggregation = posix_files(o.posix_files, o.posix_writers)}})},
       {"run", std::make_shared<cairn::JsonSave>(run_info(o, grid, step, comm.size()))}};
   // "saved" is printed by the manager's on_commit callback, once the step is committed.
-  return mgr.save(step, args,
-                  {.metrics = {{"residual", residual}, {"energy", energy}}, .force = force});
+  const bool saved = mgr.save(
+      step, args, {.metrics = {{"residual", residual}, {"energy", energy}}, .force = force});
+  costs.started(step, start, saved);
+  return saved;
 }
 
 // Writes the field as raw row-major float64 with MPI-IO (every rank its block).
@@ -322,7 +386,10 @@ void write_output(const std::string& path, const Options& o, const heat2d::Grid&
 }
 
 int run(const Options& o) {
+  const auto run_start = SaveCosts::Clock::now();
   cairn::Comm comm(MPI_COMM_WORLD);
+  SaveCosts costs(static_cast<std::uint64_t>(o.problem.nx) *
+                  static_cast<std::uint64_t>(o.problem.ny) * sizeof(double));
   heat2d::Grid grid(MPI_COMM_WORLD, o.problem, o.py, o.px);
   if (comm.is_primary()) {
     std::printf(
@@ -347,13 +414,15 @@ int run(const Options& o) {
        .preemption = cairn::PreemptionOptions{.margin = std::chrono::seconds(o.margin_seconds)},
        .on_commit =
            [&](std::int64_t saved, const boost::json::object& metrics) {
+             const std::string cost = costs.committed(saved);
              if (!comm.is_primary() || o.quiet) return;
              const auto number = [&](const char* key) {
                const auto* v = metrics.if_contains(key);
                return v != nullptr && v->is_number() ? v->to_number<double>() : 0.0;
              };
-             std::printf("heat2d: step %lld saved (residual %.6e, energy %.6f)\n",
-                         static_cast<long long>(saved), number("residual"), number("energy"));
+             std::printf("heat2d: step %lld saved (residual %.6e, energy %.6f; %s)\n",
+                         static_cast<long long>(saved), number("residual"), number("energy"),
+                         cost.c_str());
            },
        .local_level = local_level},
       {}, {"field", "run"});
@@ -370,11 +439,11 @@ int run(const Options& o) {
     // preemption is reached, so that one notice commits exactly one step.
     bool saved = false;
     if (step == o.steps || mgr.should_save(step)) {
-      saved = save(mgr, o, grid, comm, step, change, step == o.steps);
+      saved = save(mgr, o, grid, comm, step, change, step == o.steps, costs);
     }
     if (mgr.reached_preemption(step)) {
       // A notice that arrived after this step's save decision: save this step still.
-      if (!saved) save(mgr, o, grid, comm, step, change, true);
+      if (!saved) save(mgr, o, grid, comm, step, change, true, costs);
       preempted = true;
       break;
     }
@@ -394,6 +463,7 @@ int run(const Options& o) {
   if (comm.is_primary()) {
     std::printf("heat2d: finished step %lld, energy %.6f%s%s\n", static_cast<long long>(step),
                 energy, o.output.empty() ? "" : ", field written to ", o.output.c_str());
+    std::printf("heat2d: checkpointing: %s\n", costs.summary(run_start).c_str());
     std::fflush(stdout);
   }
   return 0;

@@ -68,6 +68,15 @@ json)
   cp -r a/30 a/40.cairn-tmp
   run_json gc 0 "$cairn" gc --json --dry-run a
   json_check gc "d['dry_run'] and d['removed'] == 1 and d['directories'][0]['action'] == 'would remove' and d['lock'] is None"
+  # The cost of each save: bytes, save time and bandwidth (ls -l, inspect).
+  run ls-long 0 "$cairn" ls -l a
+  expect ls-long "BANDWIDTH"; expect ls-long "/s  field,run"
+  run_json ls-json 0 "$cairn" ls --json a
+  json_check ls-json "all(s['data_bytes'] > 48 * 40 * 8 and s['save_s'] > 0 and s['bandwidth_bytes_per_s'] > 0 for s in d['steps'])"
+  run_json inspect-cost 0 "$cairn" inspect --json a/30
+  json_check inspect-cost "d['save']['data_bytes'] == d['step_metadata']['bytes'] and d['save']['save_s'] > 0"
+  run inspect-cost-text 0 "$cairn" inspect a/30
+  expect inspect-cost-text "  saved:    "
   run_json dump 0 "$cairn" dump --json a/30 field/step
   json_check dump "d['leaves'][0]['value'] == 30"
   run_json dump-array 0 mpi 2 "$cairn" dump --json a/30 field/u --slice 0:3,0:2

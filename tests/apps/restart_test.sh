@@ -123,6 +123,11 @@ fallback)
   heat again 0 root 40 --output again.bin
   expect again "step 30 is damaged: moved aside"
   expect again "restarted from step 20"
+  # The cost of each save and of the run's checkpointing, as SCR reports it.
+  grep -Eq "step 30 saved \(.*; blocked [0-9.]+ s, committed after [0-9.]+ s: 0\.0 MiB at [0-9]+ MiB/s\)" again.out ||
+    fail "no cost of the save of step 30: $(cat again.out)"
+  grep -Eq "^heat2d: checkpointing: 2 saves of 0\.0 MiB, blocked [0-9.]+ s in all: [0-9.]+% of the run's" again.out ||
+    fail "no summary of the run's checkpointing: $(cat again.out)"
   cmp -s reference.bin again.bin || fail "the restarted run's field differs from the reference"
   [ -d root/30.damaged-1 ] || fail "step 30 was not moved aside as root/30.damaged-1"
   [ -f root/30.damaged-1/COMMITTED ] || fail "the quarantined step lost its files"
