@@ -26,6 +26,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace cairn {
 
@@ -212,28 +213,62 @@ class CheckpointHandler {
   virtual void close() {}
 };
 
-/// Maps argument types and handler type names to handler factories. Thread-safe.
+/// Maps argument types and handler type names to handler factories, optionally per item name
+/// (Orbax's handler registry). Thread-safe.
+///
+/// The process-wide registry, global(), holds cairn's handlers. A registry made by the caller
+/// starts empty and falls back to global() for what it lacks: give it to a CheckpointManager
+/// (CheckpointManagerOptions::handler_registry) so that two managers of one program map the
+/// same item name or handler type to different handlers.
 class HandlerRegistry {
  public:
   /// Makes a new handler of one type.
   using Factory = std::function<std::shared_ptr<CheckpointHandler>()>;
 
-  /// The process-wide registry, with cairn's handlers registered. Never throws.
+  /// An empty registry that falls back to global(). Never throws beyond std::bad_alloc.
+  HandlerRegistry();
+  HandlerRegistry(const HandlerRegistry&) = delete;
+  HandlerRegistry& operator=(const HandlerRegistry&) = delete;
+
+  /// The process-wide registry, with cairn's handlers registered. It falls back to nothing.
+  /// Never throws.
   [[nodiscard]] static HandlerRegistry& global() noexcept;
 
   /// Registers `factory` for the handler type `type_name`: arguments whose handler_type()
   /// is `type_name` are then saved and restored by the handlers it makes. Re-registering a
   /// name replaces it. Not collective; never throws beyond std::bad_alloc.
   void add(std::string type_name, Factory factory);
-  /// A new handler of type `type_name`. Throws NotFound naming the type when it was never
-  /// registered.
+  /// Registers `factory` for the composite item `item_name` of handler type `type_name` alone
+  /// (Orbax's `handler_registry.add(item, args_type, handler)`): such an item, given
+  /// arguments of that type or recorded with that type, gets the handlers it makes, before
+  /// any factory registered for the type alone. Re-registering replaces it. Not collective;
+  /// never throws beyond std::bad_alloc.
+  void add(std::string item_name, std::string type_name, Factory factory);
+  /// A new handler of type `type_name`: this registry's, else its fallback's. Not collective.
+  /// Throws NotFound naming the type when it was never registered.
   [[nodiscard]] std::shared_ptr<CheckpointHandler> create(std::string_view type_name) const;
-  /// Whether `type_name` is registered. Never throws.
+  /// A new handler for the composite item `item_name` of type `type_name`: a factory
+  /// registered for that item and type, else one for the type; this registry's before its
+  /// fallback's. Not collective. Throws NotFound naming the type when neither was registered.
+  [[nodiscard]] std::shared_ptr<CheckpointHandler> create(std::string_view item_name,
+                                                          std::string_view type_name) const;
+  /// Whether `type_name` is registered here or in the fallback. Never throws.
   [[nodiscard]] bool contains(std::string_view type_name) const noexcept;
+  /// Whether create(item_name, type_name) would find a factory. Never throws.
+  [[nodiscard]] bool contains(std::string_view item_name,
+                              std::string_view type_name) const noexcept;
 
  private:
+  struct GlobalTag {};
+  explicit HandlerRegistry(GlobalTag) noexcept;
+  // The factory for (item, type) or type alone (item null), here or in the fallback; empty
+  // when none.
+  [[nodiscard]] Factory find(const std::string_view* item_name, std::string_view type_name) const;
+
   mutable std::mutex mutex_;
   std::map<std::string, Factory, std::less<>> factories_;
+  std::map<std::pair<std::string, std::string>, Factory> item_factories_;
+  const HandlerRegistry* fallback_ = nullptr;
 };
 
 }  // namespace cairn

@@ -201,8 +201,10 @@ inline std::string_view BytesRestore::handler_type() const noexcept {
 /// stored in the step's cairn-step.json, returned by CompositeResult::custom_metadata() and
 /// CompositeHandler::metadata()). Names are non-empty, valid as a path component, and do not
 /// start with "__". An empty Composite given to restore means every item on disk, as null
-/// arguments do. Throws InvalidArgument naming a bad name, a null argument, or custom metadata
-/// for an item that is not among the items.
+/// arguments do. An item may be given null arguments (Orbax's `None`): a restore reads it
+/// with the handler configured or recorded for it, as saved; a save leaves it out (see
+/// CompositeHandler). Throws InvalidArgument naming a bad name, or custom metadata for an item
+/// that is not among the items.
 class Composite final : public CheckpointArgs {
  public:
   /// Item name -> the item's arguments.
@@ -210,11 +212,11 @@ class Composite final : public CheckpointArgs {
   /// Item name -> its custom metadata.
   using CustomMetadata = std::map<std::string, boost::json::object>;
   Composite() = default;
-  /// The items {name, arguments}. Throws InvalidArgument naming a bad name or a null
-  /// argument.
+  /// The items {name, arguments}; arguments may be null (see the class comment). Throws
+  /// InvalidArgument naming a bad name.
   Composite(std::initializer_list<Items::value_type> items);
   /// The items of `items`, with custom metadata for some of them. Throws InvalidArgument
-  /// naming a bad name, a null argument, or metadata for an item not among the items.
+  /// naming a bad name, or metadata for an item not among the items.
   explicit Composite(Items items, CustomMetadata custom_metadata = {});
   std::string_view handler_type() const noexcept override;
   /// A copy whose items are replaced by their with_load_and_broadcast(); null when no item
@@ -224,7 +226,7 @@ class Composite final : public CheckpointArgs {
   [[nodiscard]] std::optional<std::set<std::string>> item_names() const override;
   /// The items, sorted by name. Never throws.
   [[nodiscard]] const Items& items() const noexcept { return items_; }
-  /// The arguments of `name`, or null. Never throws.
+  /// The arguments of `name`, or null (not among the items, or given null). Never throws.
   [[nodiscard]] const CheckpointArgs* find(std::string_view name) const noexcept;
   /// The custom metadata given per item (saved with them). Never throws.
   [[nodiscard]] const CustomMetadata& custom_metadata() const noexcept { return custom_; }
@@ -273,9 +275,12 @@ class CompositeHandler final : public CheckpointHandler {
  public:
   /// Items may be named up front with their handlers (fixed), or left to be resolved from
   /// the argument types on first use. `item_names`, when not empty, fixes the set of names a
-  /// save may use. Throws InvalidArgument for bad names.
+  /// save may use. Handlers not given are made by `registry` (per item name, then per type:
+  /// HandlerRegistry::create(item_name, type_name)); null: HandlerRegistry::global(). Throws
+  /// InvalidArgument for bad names.
   explicit CompositeHandler(std::map<std::string, std::shared_ptr<CheckpointHandler>> handlers = {},
-                            std::set<std::string> item_names = {});
+                            std::set<std::string> item_names = {},
+                            std::shared_ptr<const HandlerRegistry> registry = nullptr);
 
   /// The handler type recorded in step metadata.
   static constexpr std::string_view kTypeName = "cairn.composite";
@@ -285,13 +290,19 @@ class CompositeHandler final : public CheckpointHandler {
   /// any).
   static constexpr std::string_view kItemCustomMetadataKey = "item_custom_metadata";
   std::string_view type_name() const noexcept override { return kTypeName; }
+  /// Saves the items of `args` (a Composite of save arguments), each with its handler. An
+  /// item given null arguments (Orbax's `None`) has nothing to write and is left out of the
+  /// step (logged), but must be an item this handler knows (given a handler, named in
+  /// `item_names`, or used before): else InvalidArgument naming it, on every rank.
+  /// Collective. Throws as CheckpointHandler::async_save().
   std::unique_ptr<PendingSave> async_save(const Comm& comm, const std::filesystem::path& dir,
                                           const CheckpointArgs& args,
                                           const AsyncContext& context) override;
   /// Restores the items of `args` (a Composite of restore arguments) or, with null args or
   /// an empty Composite, every item on disk. An item's handler is the one given, used before,
-  /// or recorded in the checkpoint's cairn-step.json and registered; restoring every item when
-  /// one item's handler cannot be determined throws InvalidArgument naming the item. An item
+  /// or recorded in the checkpoint's cairn-step.json and registered; restoring every item, or
+  /// an item given null arguments (Orbax's `None`, read as saved), when the item's handler
+  /// cannot be determined throws InvalidArgument naming the item on every rank. An item
   /// that `args` names but that is not on disk is left out of the result (logged), so
   /// CompositeResult::contains() tells; CompositeResult::get() of it throws NotFound.
   /// Collective.
@@ -313,8 +324,11 @@ class CompositeHandler final : public CheckpointHandler {
   std::shared_ptr<CheckpointHandler> known_or_recorded(
       const std::string& name, const std::map<std::string, std::string>& recorded);
 
+  [[nodiscard]] const HandlerRegistry& registry() const noexcept;
+
   std::map<std::string, std::shared_ptr<CheckpointHandler>, std::less<>> handlers_;
   std::set<std::string, std::less<>> names_;
+  std::shared_ptr<const HandlerRegistry> registry_;  // null: HandlerRegistry::global()
 };
 
 inline std::string_view Composite::handler_type() const noexcept {

@@ -227,6 +227,12 @@ struct CheckpointManagerOptions {
   BestMode best_mode = BestMode::max;
   /// With best_fn: keep checkpoints saved without metrics (or whose best_fn is std::nullopt).
   bool keep_checkpoints_without_metrics = true;
+  /// Also keep every committed step for which it returns true (Orbax's should_keep_fn),
+  /// besides what the fields above or preservation_policy keep (the C ABI's
+  /// cairn_manager_options.should_keep_fn). Called by retention on the primary only, which
+  /// decides what every rank deletes: an exception from it makes that save throw on every
+  /// rank although the step is committed.
+  std::function<bool(std::int64_t step)> should_keep_fn = {};
   /// Replaces max_to_keep, keep_period, keep_time_interval and
   /// keep_checkpoints_without_metrics (best_fn and best_mode still rank the steps for
   /// best_step() and for a BestN in the policy). Giving it with max_to_keep, keep_period or
@@ -317,7 +323,17 @@ struct CheckpointManagerOptions {
   /// Modes and group of new checkpoint files, deadline of a rank's local writes (sync and
   /// async saves).
   CheckpointerOptions checkpointer = {};
-  /// Install preemption detection (signals, Slurm end time) when set.
+  /// Where this manager's handlers come from (Orbax's `handler_registry` option): the
+  /// handler of a single item and of each composite item not given in the constructor's
+  /// `item_handlers` is made by this registry (for a composite item, per item name first:
+  /// HandlerRegistry::add(item_name, type_name, factory)), which falls back to
+  /// HandlerRegistry::global() for what it lacks. Two managers of one program can thus map the
+  /// same item name, or handler type, to different handlers. Null: HandlerRegistry::global().
+  /// Every rank must register the same factories (a handler that differs between ranks is
+  /// the caller's bug, as with item_handlers).
+  std::shared_ptr<const HandlerRegistry> handler_registry = {};
+  /// Install preemption detection (signals, Slurm end time, or an injected
+  /// PreemptionOptions::check) when set.
   std::optional<PreemptionOptions> preemption = {};
   /// Where "now" comes from for every time-based decision of the manager: the time of a save
   /// decision (ContinuousCheckpointing's minimum interval, custom policies), the step times
@@ -501,8 +517,14 @@ class CheckpointManager {
   /// for a writing one (which has save_root_metadata off) an empty object, as Orbax's metadata()
   /// returns. Collective. Throws FormatError for a damaged file.
   [[nodiscard]] boost::json::object metadata();
-  /// The step metadata of `step` (cairn-step.json). Collective. Throws NotFound.
+  /// The step metadata of `step`: its cairn-step.json (handler, time, "custom" with the
+  /// metrics and the caller's metadata) with the handler's description of the items added as
+  /// "item_metadata" (what item_metadata() returns; Orbax's StepMetadata.item_metadata).
+  /// Collective. Throws NotFound for a step that is not committed, and what item_metadata()
+  /// throws.
   [[nodiscard]] boost::json::object metadata(std::int64_t step);
+  /// The key of the items' metadata in what metadata(step) returns.
+  static constexpr std::string_view kItemMetadataKey = "item_metadata";
   /// The handler's description of the items of `step`. Collective. Throws NotFound.
   [[nodiscard]] boost::json::value item_metadata(std::int64_t step);
   /// Blocks until the save in flight is committed and retention ran. Collective while a save
@@ -585,6 +607,10 @@ class CheckpointManager {
   void land();
   [[nodiscard]] boost::json::object given_root_metadata() const;
   void ensure_checkpointer(std::string_view handler_type);
+  // A new handler of `handler_type` from the manager's registry (a composite one resolves its
+  // items there too).
+  [[nodiscard]] std::shared_ptr<CheckpointHandler> make_handler(
+      std::string_view handler_type) const;
   void after_commit();
   void apply_retention();
   void load_step_infos();

@@ -230,6 +230,12 @@ class PreservationPolicy {
   /// InvalidArgument when they are not sorted or a step repeats.
   [[nodiscard]] std::set<std::int64_t> should_keep(
       std::span<const CheckpointInfo> checkpoints) const;
+  /// should_keep() evaluated at time `now`: what policies that keep by age (LatestDuration)
+  /// take as the present. A CheckpointManager passes the time of its `clock` option, so that a
+  /// test's fake clock drives them; the one-argument overload passes
+  /// std::chrono::system_clock::now(). Not collective. Throws as the one-argument overload.
+  [[nodiscard]] std::set<std::int64_t> should_keep(std::span<const CheckpointInfo> checkpoints,
+                                                   std::chrono::system_clock::time_point now) const;
   /// A short description for logs and metadata, e.g. "LatestN(3)". Not collective.
   [[nodiscard]] virtual std::string describe() const = 0;
 
@@ -244,6 +250,14 @@ class PreservationPolicy {
   /// should_keep() after its check of the order. Steps not in `checkpoints` are ignored.
   [[nodiscard]] virtual std::set<std::int64_t> keep(
       std::span<const CheckpointInfo> checkpoints) const = 0;
+  /// keep() at time `now`. Default: keep(checkpoints), for policies that do not read the time;
+  /// policies that do (or that hold other policies) override it.
+  [[nodiscard]] virtual std::set<std::int64_t> keep_at(
+      std::span<const CheckpointInfo> checkpoints,
+      std::chrono::system_clock::time_point now) const {
+    (void)now;
+    return keep(checkpoints);
+  }
 };
 
 /// How preservation policies are held and shared.
@@ -321,9 +335,12 @@ class EveryNStepsClosest final : public PreservationPolicy {
   std::optional<std::int64_t> max_to_keep_;
 };
 
-/// Keeps the checkpoints saved at most `duration` before now (Orbax LatestDuration). "Now"
-/// comes from `clock` (default std::chrono::system_clock::now); a CheckpointManager evaluates
-/// its preservation policy on the primary only, so ranks never disagree about it.
+/// Keeps the checkpoints saved at most `duration` before now (Orbax LatestDuration). "Now" is
+/// the time the policy is evaluated at (PreservationPolicy::should_keep()): in a
+/// CheckpointManager, the manager's `clock` option, the clock its step times come from, so a
+/// test's fake clock drives both; standalone, std::chrono::system_clock::now. A `clock` given
+/// here replaces that time. A CheckpointManager evaluates its preservation policy on the
+/// primary only, so ranks never disagree about it.
 class LatestDuration final : public PreservationPolicy {
  public:
   /// Not collective. Throws InvalidArgument when `duration` is negative.
@@ -334,6 +351,9 @@ class LatestDuration final : public PreservationPolicy {
  private:
   [[nodiscard]] std::set<std::int64_t> keep(
       std::span<const CheckpointInfo> checkpoints) const override;
+  [[nodiscard]] std::set<std::int64_t> keep_at(
+      std::span<const CheckpointInfo> checkpoints,
+      std::chrono::system_clock::time_point now) const override;
   std::chrono::seconds duration_;
   std::function<std::chrono::system_clock::time_point()> clock_;
 };
@@ -418,6 +438,9 @@ class AnyOf final : public PreservationPolicy {
  private:
   [[nodiscard]] std::set<std::int64_t> keep(
       std::span<const CheckpointInfo> checkpoints) const override;
+  [[nodiscard]] std::set<std::int64_t> keep_at(
+      std::span<const CheckpointInfo> checkpoints,
+      std::chrono::system_clock::time_point now) const override;
   std::vector<PreservationPolicyPtr> policies_;
 };
 
@@ -428,9 +451,11 @@ class AnyOf final : public PreservationPolicy {
 /// preserved, whatever the policy (so a policy that keeps nothing, or only the best metrics,
 /// can never leave a run with nothing to resume from but an old step). `checkpoints` must be
 /// committed steps sorted by strictly ascending step. Not collective. Throws InvalidArgument
-/// when they are not sorted, and whatever the policy throws.
+/// when they are not sorted, and whatever the policy throws. The policy is evaluated at `now`
+/// (see PreservationPolicy::should_keep()); std::nullopt: std::chrono::system_clock::now().
 [[nodiscard]] std::vector<std::int64_t> steps_to_delete(
-    const PreservationPolicy& policy, std::span<const CheckpointInfo> checkpoints);
+    const PreservationPolicy& policy, std::span<const CheckpointInfo> checkpoints,
+    std::optional<std::chrono::system_clock::time_point> now = std::nullopt);
 
 // --- the plain options -----------------------------------------------------------------------
 

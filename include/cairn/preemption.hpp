@@ -41,6 +41,14 @@ struct PreemptionOptions {
   /// Where "now" comes from; empty means std::chrono::system_clock::now. Tests inject a fake
   /// clock here. It is called on every rank at each reached_preemption() call.
   std::function<std::chrono::system_clock::time_point()> clock = {};
+  /// An injected preemption check, called instead of looking at signals and the deadline:
+  /// when set, no signal handler is installed, `signals`, `deadline` and the Slurm end time
+  /// are ignored, and reached_preemption() asks `check(step)` on every rank (true on any rank
+  /// is preemption on every rank). For schedulers that announce preemption in their own way
+  /// and for tests that drive preemption without raising a signal (as Orbax's tests drive
+  /// `reached_preemption` through its multihost sync point). An exception from it on any rank
+  /// is an InvalidArgument on every rank (see PreemptionWatcher::reached_preemption()).
+  std::function<bool(std::int64_t step)> check = {};
 };
 
 /// Watches for preemption: signals (opt-in, through the handler it installs) and a deadline.
@@ -95,7 +103,8 @@ class PreemptionWatcher {
   [[nodiscard]] std::chrono::system_clock::time_point now() const;
 
   /// Whether the job should save now and stop: true on every rank when any rank received a
-  /// watched signal or sees the deadline near (so that all ranks save the same step).
+  /// watched signal or sees the deadline near, or, with PreemptionOptions::check, when it
+  /// returns true on any rank (so that all ranks save the same step).
   /// Collective over `comm` (one small allreduce); every rank must call it with the same
   /// `step`, which is not checked here (the save that follows agrees on it).
   ///
@@ -104,8 +113,8 @@ class PreemptionWatcher {
   /// rank alike, since all ranks turned at the same call.
   ///
   /// Throws TimeoutError when the ranks do not all arrive in time (Comm's barrier timeout),
-  /// and InvalidArgument on every rank when the clock of PreemptionOptions threw on some
-  /// rank.
+  /// and InvalidArgument on every rank naming the rank when the clock or the check of
+  /// PreemptionOptions threw on some rank.
   [[nodiscard]] bool reached_preemption(const Comm& comm, std::int64_t step);
   /// The step at which reached_preemption() first returned true, if it has. Local; never
   /// throws.

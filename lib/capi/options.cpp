@@ -121,26 +121,11 @@ void set_step_naming(const cairn_manager_options& c, CheckpointManagerOptions& o
   }
 }
 
-// should_keep_fn: keeps what it keeps besides what the preservation policy keeps, as Orbax's
-// should_keep_fn does besides max_to_keep. The plain fields become their policy here, so that
-// the union can be formed; a policy object given with them is still refused by the manager.
+// should_keep_fn: the C++ option of the same name, which keeps what it keeps besides what the
+// preservation options keep, as Orbax's should_keep_fn does besides max_to_keep.
 void add_should_keep(const cairn_manager_options& c, CheckpointManagerOptions& o) {
-  PreservationPolicyPtr base = o.preservation_policy;
-  if (!base) {
-    base = make_preservation_policy(
-        {.max_to_keep = o.max_to_keep,
-         .keep_period = o.keep_period,
-         .keep_time_interval = o.keep_time_interval,
-         .has_best_fn = static_cast<bool>(o.best_fn),
-         .best_mode = o.best_mode,
-         .keep_checkpoints_without_metrics = o.keep_checkpoints_without_metrics});
-    o.max_to_keep.reset();
-    o.keep_period.reset();
-    o.keep_time_interval.reset();
-  }
-  o.preservation_policy =
-      std::make_shared<preservation_policy::AnyOf>(std::vector<PreservationPolicyPtr>{
-          base, should_keep_policy(c.should_keep_fn, c.should_keep_user_data)});
+  o.should_keep_fn = [fn = c.should_keep_fn, user_data = c.should_keep_user_data](
+                         std::int64_t step) { return fn(step, user_data) != 0; };
 }
 
 // The C++ compression of `c`; `what` names it in errors. CAIRN_COMPRESSION_DEFAULT is

@@ -88,7 +88,8 @@ std::uint64_t hash_names(const std::vector<std::string>& names) {
 
 CompositeHandler::CompositeHandler(
     std::map<std::string, std::shared_ptr<CheckpointHandler>> handlers,
-    std::set<std::string> item_names) {
+    std::set<std::string> item_names, std::shared_ptr<const HandlerRegistry> registry)
+    : registry_(std::move(registry)) {
   for (auto& [name, handler] : handlers) {
     validate_item_name(name);
     if (!handler) throw InvalidArgument(fmt::format("item '{}' has a null handler", name));
@@ -108,6 +109,10 @@ CompositeHandler::CompositeHandler(
       }
     }
   }
+}
+
+const HandlerRegistry& CompositeHandler::registry() const noexcept {
+  return registry_ ? *registry_ : HandlerRegistry::global();
 }
 
 std::shared_ptr<CheckpointHandler> CompositeHandler::handler(std::string_view name) const {
@@ -133,7 +138,7 @@ std::shared_ptr<CheckpointHandler> CompositeHandler::resolve(const std::string& 
     }
     return it->second;
   }
-  auto created = HandlerRegistry::global().create(type);
+  auto created = registry().create(name, type);
   handlers_.emplace(name, created);
   return created;
 }
@@ -143,15 +148,27 @@ std::unique_ptr<PendingSave> CompositeHandler::async_save(const Comm& comm,
                                                           const CheckpointArgs& args,
                                                           const AsyncContext& context) {
   const Composite& composite = composite_args(args);
+  // Items given null arguments are left out; which ones is part of what ranks agree on.
   std::vector<std::string> names;
-  for (const auto& [name, item] : composite.items()) names.push_back(name);
-  comm.agree({.operation = "composite save", .structure = hash_names(names)});
+  std::vector<std::string> agreed;
+  for (const auto& [name, item] : composite.items()) {
+    if (item) names.push_back(name);
+    agreed.push_back(item ? name : name + "=null");
+  }
+  comm.agree({.operation = "composite save", .structure = hash_names(agreed)});
 
   // Resolving handlers and creating the item directories can fail on one rank only.
   std::vector<std::shared_ptr<CheckpointHandler>> handlers;
   comm.run_all("composite save:", [&] {
     for (const auto& [name, item] : composite.items()) {
-      handlers.push_back(resolve(name, item->handler_type()));
+      if (item) {
+        handlers.push_back(resolve(name, item->handler_type()));
+      } else if (!handler(name) && !names_.contains(name)) {
+        throw InvalidArgument(fmt::format(
+            "item '{}' is given no arguments, and no handler is configured for it: give it "
+            "save arguments, or the CompositeHandler (the manager's item handlers) its handler",
+            name));
+      }
     }
     if (comm.is_primary()) {
       for (const auto& name : names) base::create_directories(dir / name);
@@ -159,9 +176,18 @@ std::unique_ptr<PendingSave> CompositeHandler::async_save(const Comm& comm,
   });
 
   auto pending = std::make_unique<CompositePendingSave>();
-  pending->set_custom_metadata(composite.custom_metadata());
+  Composite::CustomMetadata custom;
+  for (const auto& [name, metadata] : composite.custom_metadata()) {
+    if (composite.find(name) != nullptr) custom[name] = metadata;
+  }
+  pending->set_custom_metadata(custom);
   std::size_t k = 0;
   for (const auto& [name, item] : composite.items()) {
+    if (!item) {
+      // Orbax leaves an item given None out of the save: there is nothing to write.
+      base::log::debug("composite.item_skipped", "item=\"{}\" path=\"{}\"", name, dir.string());
+      continue;
+    }
     const auto& handler = handlers[k++];
     AsyncContext item_context = context;  // an incremental save: the same item of the base
     if (!context.incremental_base.empty()) item_context.incremental_base /= name;
@@ -231,13 +257,25 @@ OnDisk look_at(const Comm& comm, const std::filesystem::path& dir) {
   return out;
 }
 
+[[noreturn]] void throw_no_handler(const std::string& name, const std::filesystem::path& dir,
+                                   const std::map<std::string, std::string>& recorded) {
+  const auto it = recorded.find(name);
+  throw InvalidArgument(fmt::format(
+      "item '{}' of the checkpoint '{}' cannot be restored without arguments: its handler "
+      "{}; pass restore arguments for it, give the CompositeHandler its handler, or "
+      "register the handler type",
+      name, dir.string(),
+      it == recorded.end() ? std::string("is not recorded in cairn-step.json")
+                           : fmt::format("'{}' is not registered", it->second)));
+}
+
 }  // namespace
 
 std::shared_ptr<CheckpointHandler> CompositeHandler::known_or_recorded(
     const std::string& name, const std::map<std::string, std::string>& recorded) {
   if (auto known = handler(name)) return known;
   auto it = recorded.find(name);
-  if (it == recorded.end() || !HandlerRegistry::global().contains(it->second)) return nullptr;
+  if (it == recorded.end() || !registry().contains(name, it->second)) return nullptr;
   return resolve(name, it->second);
 }
 
@@ -256,6 +294,13 @@ std::any CompositeHandler::restore(const Comm& comm, const std::filesystem::path
         base::log::info("composite.item_absent", "item=\"{}\" path=\"{}\"", name, dir.string());
         continue;
       }
+      if (!item) {
+        // Orbax's None: the configured or recorded handler reads the item as saved.
+        auto item_handler = known_or_recorded(name, disk.types);
+        if (!item_handler) throw_no_handler(name, dir, disk.types);
+        plan.emplace_back(name, std::move(item_handler));
+        continue;
+      }
       if (auto it = disk.types.find(name);
           it != disk.types.end() && it->second != item->handler_type()) {
         throw InvalidArgument(
@@ -267,16 +312,7 @@ std::any CompositeHandler::restore(const Comm& comm, const std::filesystem::path
   } else {
     for (const auto& name : disk.present) {
       auto item_handler = known_or_recorded(name, disk.types);
-      if (!item_handler) {
-        const auto it = disk.types.find(name);
-        throw InvalidArgument(fmt::format(
-            "item '{}' of the checkpoint '{}' cannot be restored without arguments: its handler "
-            "{}; pass restore arguments for it, give the CompositeHandler its handler, or "
-            "register the handler type",
-            name, dir.string(),
-            it == disk.types.end() ? std::string("is not recorded in cairn-step.json")
-                                   : fmt::format("'{}' is not registered", it->second)));
-      }
+      if (!item_handler) throw_no_handler(name, dir, disk.types);
       plan.emplace_back(name, std::move(item_handler));
     }
   }

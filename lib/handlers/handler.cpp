@@ -21,9 +21,14 @@ void CheckpointHandler::save(const Comm& comm, const std::filesystem::path& dir,
 
 void CheckpointHandler::finalize(const Comm&, const std::filesystem::path&) {}
 
+HandlerRegistry::HandlerRegistry() : fallback_(&global()) {}
+
+HandlerRegistry::HandlerRegistry(GlobalTag) noexcept {}
+
 HandlerRegistry& HandlerRegistry::global() noexcept {
   static HandlerRegistry* registry = [] {
-    auto* r = new HandlerRegistry;  // never destroyed: handlers may be made during exit
+    // Never destroyed: handlers may be made during exit.
+    auto* r = new HandlerRegistry(GlobalTag{});
     r->add(std::string(ArrayTreeHandler::kTypeName),
            [] { return std::make_shared<ArrayTreeHandler>(); });
     r->add(std::string(JsonHandler::kTypeName), [] { return std::make_shared<JsonHandler>(); });
@@ -40,25 +45,64 @@ void HandlerRegistry::add(std::string type_name, Factory factory) {
   factories_.insert_or_assign(std::move(type_name), std::move(factory));
 }
 
-std::shared_ptr<CheckpointHandler> HandlerRegistry::create(std::string_view type_name) const {
-  Factory factory;
+void HandlerRegistry::add(std::string item_name, std::string type_name, Factory factory) {
+  std::lock_guard lock(mutex_);
+  item_factories_.insert_or_assign({std::move(item_name), std::move(type_name)},
+                                   std::move(factory));
+}
+
+HandlerRegistry::Factory HandlerRegistry::find(const std::string_view* item_name,
+                                               std::string_view type_name) const {
   {
     std::lock_guard lock(mutex_);
-    auto it = factories_.find(type_name);
-    if (it == factories_.end()) {
-      throw NotFound(std::string(type_name),
-                     fmt::format("no checkpoint handler is registered for type '{}'; register "
-                                 "one with cairn::HandlerRegistry::global().add()",
-                                 type_name));
+    if (item_name != nullptr) {
+      auto it = item_factories_.find({std::string(*item_name), std::string(type_name)});
+      if (it != item_factories_.end()) return it->second;
     }
-    factory = it->second;
+    auto it = factories_.find(type_name);
+    if (it != factories_.end()) return it->second;
+  }
+  return fallback_ != nullptr ? fallback_->find(item_name, type_name) : Factory{};
+}
+
+std::shared_ptr<CheckpointHandler> HandlerRegistry::create(std::string_view type_name) const {
+  Factory factory = find(nullptr, type_name);
+  if (!factory) {
+    throw NotFound(std::string(type_name),
+                   fmt::format("no checkpoint handler is registered for type '{}'; register "
+                               "one with cairn::HandlerRegistry::global().add()",
+                               type_name));
+  }
+  return factory();
+}
+
+std::shared_ptr<CheckpointHandler> HandlerRegistry::create(std::string_view item_name,
+                                                           std::string_view type_name) const {
+  Factory factory = find(&item_name, type_name);
+  if (!factory) {
+    throw NotFound(std::string(type_name),
+                   fmt::format("no checkpoint handler is registered for item '{}' of type '{}'; "
+                               "register one with cairn::HandlerRegistry::add()",
+                               item_name, type_name));
   }
   return factory();
 }
 
 bool HandlerRegistry::contains(std::string_view type_name) const noexcept {
-  std::lock_guard lock(mutex_);
-  return factories_.find(type_name) != factories_.end();
+  try {
+    return static_cast<bool>(find(nullptr, type_name));
+  } catch (...) {
+    return false;
+  }
+}
+
+bool HandlerRegistry::contains(std::string_view item_name,
+                               std::string_view type_name) const noexcept {
+  try {
+    return static_cast<bool>(find(&item_name, type_name));
+  } catch (...) {
+    return false;
+  }
 }
 
 void validate_item_name(std::string_view name) {
@@ -80,8 +124,7 @@ Composite::Composite(std::initializer_list<Items::value_type> items)
 Composite::Composite(Items items, CustomMetadata custom_metadata)
     : items_(std::move(items)), custom_(std::move(custom_metadata)) {
   for (const auto& [name, args] : items_) {
-    validate_item_name(name);
-    if (!args) throw InvalidArgument(fmt::format("item '{}' has no arguments (null)", name));
+    validate_item_name(name);  // null arguments are allowed: the item's handler decides
   }
   for (const auto& [name, metadata] : custom_) {
     if (!items_.contains(name)) {

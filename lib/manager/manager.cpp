@@ -70,7 +70,8 @@ CheckpointManager::CheckpointManager(
       options_(std::move(options)) {
   manager::validate_options(options_);
   if (!item_handlers.empty() || !item_names.empty()) {
-    handler_ = std::make_shared<CompositeHandler>(std::move(item_handlers), std::move(item_names));
+    handler_ = std::make_shared<CompositeHandler>(std::move(item_handlers), std::move(item_names),
+                                                  options_.handler_registry);
   }
   save_policy_ = manager::save_policy_of(options_);
   keep_policy_ = manager::keep_policy_of(options_);
@@ -208,8 +209,20 @@ void CheckpointManager::check_writable(std::string_view what) const {
   if (closed_) throw InvalidArgument(fmt::format("{}: the manager is closed", what));
 }
 
+std::shared_ptr<CheckpointHandler> CheckpointManager::make_handler(
+    std::string_view handler_type) const {
+  if (!options_.handler_registry) return HandlerRegistry::global().create(handler_type);
+  // A composite made here looks its items up in this manager's registry, not the global one.
+  if (handler_type == CompositeHandler::kTypeName) {
+    return std::make_shared<CompositeHandler>(
+        std::map<std::string, std::shared_ptr<CheckpointHandler>>{}, std::set<std::string>{},
+        options_.handler_registry);
+  }
+  return options_.handler_registry->create(handler_type);
+}
+
 void CheckpointManager::ensure_checkpointer(std::string_view handler_type) {
-  if (!handler_) handler_ = HandlerRegistry::global().create(handler_type);
+  if (!handler_) handler_ = make_handler(handler_type);
   if (checkpointer_) return;
   // The checkpointer duplicates the communicator, a blocking MPI call without a deadline:
   // agree first, so that a rank that did not make this call is a timeout, not a hang.

@@ -95,7 +95,7 @@ void CheckpointManager::save_to_levels(std::int64_t step, const CheckpointArgs& 
                                        const SaveDecision& decision,
                                        const boost::json::object& custom,
                                        const ManagerSaveOptions& options) {
-  if (!handler_) handler_ = HandlerRegistry::global().create(args.handler_type());
+  if (!handler_) handler_ = make_handler(args.handler_type());
   const auto start = std::chrono::steady_clock::now();
   const auto resolved = levels::resolve_args(args);
   const CheckpointSaveOptions save_options{
@@ -190,7 +190,7 @@ std::optional<std::any> CheckpointManager::restore_local(std::int64_t step,
     return std::nullopt;
   }
   const auto handler_for = [this](const std::filesystem::path& dir) {
-    if (!handler_) handler_ = HandlerRegistry::global().create(StepMetadata::read(dir).handler);
+    if (!handler_) handler_ = make_handler(StepMetadata::read(dir).handler);
     return handler_;
   };
   auto restored = local_->restore(step, handler_for, args, why);

@@ -236,7 +236,10 @@ boost::json::object CheckpointManager::metadata() {
 boost::json::object CheckpointManager::metadata(std::int64_t step) {
   const std::scoped_lock lock(mutex_);
   (void)metrics(step);  // NotFound for an unknown step
-  return read_step_metadata(step).json;
+  boost::json::object out = read_step_metadata(step).json;
+  // Orbax's StepMetadata.item_metadata: what the handler describes of the saved items.
+  out[kItemMetadataKey] = item_metadata(step);
+  return out;
 }
 
 boost::json::value CheckpointManager::item_metadata(std::int64_t step) {

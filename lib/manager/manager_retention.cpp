@@ -72,7 +72,8 @@ void CheckpointManager::apply_retention() {
       if (info.damaged) continue;
       infos.push_back({.step = info.step, .time = info.time, .metric = metric_of(info)});
     }
-    doomed = steps_to_delete(*keep_policy_, infos);
+    // The manager's clock is the present of policies that keep by age (LatestDuration).
+    doomed = steps_to_delete(*keep_policy_, infos, now());
   });
   boost::json::array listed;
   for (const auto step : doomed) listed.emplace_back(step);

@@ -160,6 +160,11 @@ std::string AnyOf::describe() const { return list_text(policies_); }
 
 std::set<std::int64_t> PreservationPolicy::should_keep(
     std::span<const CheckpointInfo> checkpoints) const {
+  return should_keep(checkpoints, std::chrono::system_clock::now());
+}
+
+std::set<std::int64_t> PreservationPolicy::should_keep(
+    std::span<const CheckpointInfo> checkpoints, std::chrono::system_clock::time_point now) const {
   for (std::size_t i = 1; i < checkpoints.size(); ++i) {
     if (checkpoints[i].step <= checkpoints[i - 1].step) {
       throw InvalidArgument(fmt::format(
@@ -168,7 +173,7 @@ std::set<std::int64_t> PreservationPolicy::should_keep(
           describe(), checkpoints[i].step, checkpoints[i - 1].step));
     }
   }
-  return keep(checkpoints);
+  return keep_at(checkpoints, now);
 }
 
 namespace preservation_policy {
@@ -268,7 +273,13 @@ std::string LatestDuration::describe() const {
 }
 
 std::set<std::int64_t> LatestDuration::keep(std::span<const CheckpointInfo> checkpoints) const {
-  const auto now = clock_ ? clock_() : std::chrono::system_clock::now();
+  return keep_at(checkpoints, std::chrono::system_clock::now());
+}
+
+std::set<std::int64_t> LatestDuration::keep_at(std::span<const CheckpointInfo> checkpoints,
+                                               std::chrono::system_clock::time_point at) const {
+  // A clock of the policy's own replaces the time of the evaluation.
+  const auto now = clock_ ? clock_() : at;
   std::set<std::int64_t> kept;
   for (const auto& info : checkpoints) {
     if (info.time >= now - duration_) kept.insert(info.step);
@@ -364,16 +375,23 @@ AnyOf::AnyOf(std::vector<PreservationPolicyPtr> policies)
 std::string AnyOf::describe() const { return list_text(policies_); }
 
 std::set<std::int64_t> AnyOf::keep(std::span<const CheckpointInfo> checkpoints) const {
+  return keep_at(checkpoints, std::chrono::system_clock::now());
+}
+
+std::set<std::int64_t> AnyOf::keep_at(std::span<const CheckpointInfo> checkpoints,
+                                      std::chrono::system_clock::time_point now) const {
   std::set<std::int64_t> kept;
-  for (const auto& policy : policies_) kept.merge(policy->should_keep(checkpoints));
+  for (const auto& policy : policies_) kept.merge(policy->should_keep(checkpoints, now));
   return kept;
 }
 
 }  // namespace preservation_policy
 
-std::vector<std::int64_t> steps_to_delete(const PreservationPolicy& policy,
-                                          std::span<const CheckpointInfo> checkpoints) {
-  const std::set<std::int64_t> kept = policy.should_keep(checkpoints);
+std::vector<std::int64_t> steps_to_delete(
+    const PreservationPolicy& policy, std::span<const CheckpointInfo> checkpoints,
+    std::optional<std::chrono::system_clock::time_point> now) {
+  const std::set<std::int64_t> kept =
+      policy.should_keep(checkpoints, now.value_or(std::chrono::system_clock::now()));
   std::vector<std::int64_t> doomed;
   if (checkpoints.empty()) return doomed;
   // The newest committed checkpoint is never deleted: it is what a restart resumes from.

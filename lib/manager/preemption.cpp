@@ -225,6 +225,12 @@ PreemptionWatcher::PreemptionWatcher(PreemptionOptions options) : options_(std::
         fmt::format("PreemptionWatcher: margin {}s is negative", options_.margin.count()));
   }
   std::vector<int>& signals = options_.signals;
+  // An injected check replaces the signals and the deadline: nothing is installed.
+  if (options_.check) {
+    signals.clear();
+    options_.deadline.reset();
+    options_.use_slurm_end_time = false;
+  }
   std::sort(signals.begin(), signals.end());
   signals.erase(std::unique(signals.begin(), signals.end()), signals.end());
   for (int signo : signals) check_signal(signo);
@@ -336,9 +342,14 @@ bool PreemptionWatcher::reached_preemption(const Comm& comm, std::int64_t step) 
   std::int64_t local = 0;
   std::string clock_error;
   bool near = false;
+  bool checked = false;
   try {
-    near = deadline_near(now());
-    local = (near || local_signal_received()) ? 1 : 0;
+    if (options_.check) {
+      checked = options_.check(step);
+    } else {
+      near = deadline_near(now());
+    }
+    local = (near || checked || local_signal_received()) ? 1 : 0;
   } catch (const std::exception& e) {
     clock_error = e.what();
     local = 2 + comm.rank();
@@ -349,14 +360,16 @@ bool PreemptionWatcher::reached_preemption(const Comm& comm, std::int64_t step) 
   const std::int64_t verdict = comm.max(local);
   if (verdict >= 2) {
     throw InvalidArgument(
-        fmt::format("reached_preemption(step {}): PreemptionOptions::clock threw on rank {}{}",
-                    step, verdict - 2, clock_error.empty() ? std::string() : ": " + clock_error));
+        fmt::format("reached_preemption(step {}): PreemptionOptions::{} threw on rank {}{}", step,
+                    options_.check ? "check" : "clock", verdict - 2,
+                    clock_error.empty() ? std::string() : ": " + clock_error));
   }
   if (verdict == 0) return false;
   preemption_step_ = step;
   const std::optional<int> received = signal();
-  base::log::info("preemption.reached", "step={} local_signal={} local_deadline_near={}", step,
-                  received ? signal_name(*received) : "none", near);
+  base::log::info("preemption.reached",
+                  "step={} local_signal={} local_deadline_near={} local_check={}", step,
+                  received ? signal_name(*received) : "none", near, checked);
   return true;
 }
 

@@ -153,3 +153,153 @@ TEST(CluMultihostCheckpoint, ASaveAfterARestoreDropsEveryNewerStep) {
   ckpt.save(5, later.tree());
   EXPECT_EQ(steps_in(ckpt.directory()), (Steps{1, 2, 4, 5}));
 }
+
+// ---- CLU's Checkpoint API as CLU users write it (clu/checkpoint_test.py) ----
+
+namespace {
+
+double value_of(const ArrayTree& tree) {
+  const ArrayShard& shard = tree.at("x").as_array();
+  return static_cast<const double*>(shard.data)[0];
+}
+
+}  // namespace
+
+// CLU test_restores_flax_state: save(state) numbers the checkpoints itself (ckpt-1 first, as
+// restore_or_initialize saves it, then the next), restore(state) reads the newest, and
+// restore(state, path) a given one.
+TEST(CluCheckpoint, test_save_restore) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  MultihostCheckpoint ckpt(comm, tmp / "ckpt", {.max_to_keep = 2});
+  EXPECT_EQ(ckpt.current_checkpoint(), std::nullopt);
+  EXPECT_EQ(ckpt.latest_checkpoint(), std::nullopt);
+  Field one(comm, 1.0);
+  auto state = one.tree();
+  EXPECT_EQ(ckpt.restore_or_initialize(state, 1), 1);  // initializes ckpt-1
+  EXPECT_EQ(ckpt.current_checkpoint(), 1);
+  EXPECT_EQ(ckpt.latest_checkpoint(), 1);
+  Field zero(comm, 0.0);
+  auto back = zero.tree();
+  EXPECT_EQ(ckpt.restore_or_initialize(back), 1);
+  EXPECT_EQ(zero.values[0], 1.0);
+  Field two(comm, 2.0);
+  EXPECT_EQ(ckpt.save(two.tree()), 2);
+  EXPECT_TRUE(std::filesystem::is_directory(ckpt.step_path(2)));
+  EXPECT_EQ(ckpt.step_path(2).filename(), "ckpt-2");
+  zero.values[0] = 0.0;
+  EXPECT_EQ(ckpt.restore(back), 2);
+  EXPECT_EQ(zero.values[0], 2.0);
+  Field three(comm, 3.0);
+  EXPECT_EQ(ckpt.save(three.tree()), 3);
+  zero.values[0] = 0.0;
+  ckpt.restore(2, back);
+  EXPECT_EQ(zero.values[0], 2.0);
+  EXPECT_EQ(ckpt.restored_from(), 2);
+}
+
+// CLU test_overwrite, through save(state) without step numbers: with 1..5 saved, a new object
+// restores 1 (current 1, latest 5), and its next save writes 2 and deletes 3, 4, 5.
+TEST(CluCheckpoint, test_overwrite) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  {
+    MultihostCheckpoint ckpt(comm, tmp / "ckpt");
+    Field field(comm, 1.0);
+    auto state = field.tree();
+    EXPECT_EQ(ckpt.restore_or_initialize(state, 1), 1);
+    for (int i = 0; i < 4; ++i) {
+      field.values[0] += 1.0;
+      (void)ckpt.save(field.tree());
+    }
+    EXPECT_EQ(ckpt.current_checkpoint(), 5);
+    EXPECT_EQ(ckpt.latest_checkpoint(), 5);
+  }
+  MultihostCheckpoint ckpt(comm, tmp / "ckpt");
+  EXPECT_EQ(ckpt.current_checkpoint(), std::nullopt);
+  Field field(comm, 0.0);
+  auto state = field.tree();
+  ckpt.restore(1, state);
+  EXPECT_EQ(field.values[0], 1.0);
+  EXPECT_EQ(ckpt.current_checkpoint(), 1);
+  EXPECT_EQ(ckpt.restored_from(), 1);
+  EXPECT_EQ(ckpt.latest_checkpoint(), 5);
+  field.values[0] = 2.0;
+  EXPECT_EQ(ckpt.save(field.tree()), 2);
+  EXPECT_EQ(ckpt.current_checkpoint(), 2);
+  EXPECT_EQ(ckpt.latest_checkpoint(), 2);
+  EXPECT_EQ(steps_in(ckpt.directory()), (Steps{1, 2}));
+}
+
+// CLU test_restore_dict: restore_dict() reads the state as saved, without a template; it
+// fails when there is no checkpoint, or no such one.
+TEST(CluCheckpoint, test_restore_dict) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  MultihostCheckpoint ckpt(comm, tmp / "ckpt");
+  EXPECT_THROW((void)ckpt.restore_dict(), NotFound);
+  EXPECT_THROW((void)ckpt.restore_dict(9), NotFound);
+  Field first(comm, 1.0);
+  EXPECT_EQ(ckpt.save(first.tree()), 1);
+  EXPECT_EQ(value_of(ckpt.restore_dict()), 1.0);
+  const auto first_checkpoint = ckpt.latest_checkpoint();
+  Field second(comm, 2.0);
+  EXPECT_EQ(ckpt.save(second.tree()), 2);
+  const ArrayTree as_saved = ckpt.restore_dict(first_checkpoint);
+  EXPECT_EQ(value_of(as_saved), 1.0);
+  // Each process gets the box it saved.
+  EXPECT_EQ(as_saved.at("x").as_array().box, (Box{{comm.rank()}, {1}}));
+  EXPECT_EQ(ckpt.restored_from(), 1);
+  EXPECT_EQ(value_of(ckpt.restore_dict()), 2.0);
+  EXPECT_EQ(value_of(ckpt.restore_dict(ckpt.latest_checkpoint())), 2.0);
+}
+
+// CLU test_preemption: MultihostCheckpoint(base, host_id=...) names the directory by the
+// given host id instead of the process index.
+TEST(CluMultihostCheckpoint, AHostIdOverridesTheRankInTheDirectoryName) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  const int host = comm.size() - 1 - comm.rank();
+  MultihostCheckpoint ckpt(comm, tmp / "ckpt", {.host_id = host});
+  EXPECT_EQ(ckpt.directory(), tmp / ("ckpt-" + std::to_string(host)));
+  Field field(comm, 1.0);
+  auto state = field.tree();
+  EXPECT_EQ(ckpt.restore_or_initialize(state, 1), 1);
+  EXPECT_TRUE(std::filesystem::is_directory(tmp / ("ckpt-" + std::to_string(host)) / "ckpt-1"));
+  // A negative host id, or one two processes share, is refused on every rank.
+  EXPECT_THROW(MultihostCheckpoint(comm, tmp / "neg", {.host_id = comm.rank() == 0 ? -1 : 5}),
+               InvalidArgument);
+  if (comm.size() > 1) {
+    EXPECT_THROW(MultihostCheckpoint(comm, tmp / "dup", {.host_id = 0}), InvalidArgument);
+  }
+}
+
+// CLU test_synchronize_multiple_hosts: latest_checkpoint is per host and may be newer than
+// the checkpoint every host has, which restore_or_initialize() restores.
+TEST(CluMultihostCheckpoint, test_synchronize_multiple_hosts) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  {
+    MultihostCheckpoint ckpt(comm, tmp / "ckpt");
+    Field field(comm, 1.0);
+    auto state = field.tree();
+    (void)ckpt.restore_or_initialize(state, 1);
+    field.values[0] = 2.0;
+    EXPECT_EQ(ckpt.save(field.tree()), 2);
+  }
+  // Every process but the first lost its step 2 (at one rank: the only process keeps it).
+  if (comm.rank() != 0) {
+    std::filesystem::remove_all(tmp / ("ckpt-" + std::to_string(comm.rank())) / "ckpt-2");
+  }
+  comm.barrier("step 2 lost");
+  MultihostCheckpoint ckpt(comm, tmp / "ckpt");
+  EXPECT_EQ(ckpt.latest_checkpoint(), comm.rank() == 0 ? 2 : 1);
+  const std::int64_t common = comm.size() == 1 ? 2 : 1;
+  EXPECT_EQ(ckpt.latest_common_step(), common);
+  Field back(comm, 0.0);
+  auto state = back.tree();
+  EXPECT_EQ(ckpt.restore_or_initialize(state), common);
+  EXPECT_EQ(back.values[0], static_cast<double>(common));
+  // The next numbered save follows the step restored.
+  EXPECT_EQ(ckpt.save(back.tree()), common + 1);
+}

@@ -134,7 +134,8 @@ CAIRN_C_API cairn_status cairn_manager_metrics(cairn_manager* manager, int64_t s
 /* The custom metadata saved with `step` ("null" when none). Collective. */
 CAIRN_C_API cairn_status cairn_manager_custom_metadata(cairn_manager* manager, int64_t step,
                                                        char** json_text);
-/* The whole step metadata (cairn-step.json) of `step` as text. Collective. */
+/* The whole step metadata (cairn-step.json, with the items' metadata as "item_metadata") of
+ * `step` as text. Collective. */
 CAIRN_C_API cairn_status cairn_manager_step_metadata(cairn_manager* manager, int64_t step,
                                                      char** json_text);
 /* The root metadata (cairn-root.json) as JSON text in *json_text (free with cairn_free):
