@@ -26,40 +26,21 @@ void JsonStream::before_value() {
   level.empty = false;
 }
 
-void JsonStream::begin_object() {
+void JsonStream::open(bool object) {
   if (!enabled_) return;
   before_value();
-  write("{");
-  open_.push_back({.object = true});
+  write(object ? "{" : "[");
+  open_.push_back({.object = object});
 }
 
-void JsonStream::begin_array() {
+void JsonStream::close(bool object) {
   if (!enabled_) return;
-  before_value();
-  write("[");
-  open_.push_back({.object = false});
-}
-
-void JsonStream::end_object() {
-  if (!enabled_) return;
-  if (open_.empty() || !open_.back().object || open_.back().key_pending) {
-    throw std::logic_error("JsonStream: end_object() without an open object");
+  if (open_.empty() || open_.back().object != object || open_.back().key_pending) {
+    throw std::logic_error(object ? "JsonStream: end_object() without an open object"
+                                  : "JsonStream: end_array() without an open array");
   }
   open_.pop_back();
-  write("}");
-  if (open_.empty()) {
-    write("\n");
-    complete_ = true;
-  }
-}
-
-void JsonStream::end_array() {
-  if (!enabled_) return;
-  if (open_.empty() || open_.back().object) {
-    throw std::logic_error("JsonStream: end_array() without an open array");
-  }
-  open_.pop_back();
-  write("]");
+  write(object ? "}" : "]");
   if (open_.empty()) {
     write("\n");
     complete_ = true;

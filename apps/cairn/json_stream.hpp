@@ -20,12 +20,12 @@ class JsonStream {
   void enable(bool on) { enabled_ = on; }
   [[nodiscard]] bool enabled() const { return enabled_; }
 
-  void begin_object();
-  void begin_array();
+  void begin_object() { open(true); }
+  void begin_array() { open(false); }
   /// Closes the innermost open object or array. Throws std::logic_error when it is not of
   /// that kind (a bug in the command).
-  void end_object();
-  void end_array();
+  void end_object() { close(true); }
+  void end_array() { close(false); }
   /// The name of the next member of the innermost object.
   void key(std::string_view name);
   /// A whole value: an array element, the value of the last key, or the whole document.
@@ -48,7 +48,9 @@ class JsonStream {
     bool empty = true;         ///< nothing written in it yet
     bool key_pending = false;  ///< a key was written, its value not yet
   };
-  void before_value();  // the comma before an element or member, if one is due
+  void open(bool object);   // an object or an array, as a value
+  void close(bool object);  // the innermost, which must be of that kind
+  void before_value();      // the comma before an element or member, if one is due
   void write(std::string_view text);
 
   bool enabled_ = false;
