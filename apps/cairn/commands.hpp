@@ -47,11 +47,13 @@ int run_ls(const cairn::Comm& comm, const LsOptions& options, JsonStream& json);
 
 struct InspectOptions {
   std::string checkpoint;
-  std::string item;  ///< empty: every item
+  /// An item, or leaves as `cairn dump` chooses them (a path or a glob pattern); empty: all
+  std::string item;
+  bool decomposition = false;  ///< -D: each array leaf's blocks, one per writer
   bool json = false;
 };
-/// Describes a checkpoint: its step metadata and each item's leaves (or JSON value).
-/// Collective.
+/// Describes a checkpoint: its step metadata and each item's leaves (or JSON value), with -D
+/// each array leaf's blocks as the index records them. Collective.
 int run_inspect(const cairn::Comm& comm, const InspectOptions& options, JsonStream& json);
 
 struct VerifyOptions {
@@ -97,14 +99,19 @@ int run_gc(const cairn::Comm& comm, const GcOptions& options, JsonStream& json);
 
 struct DumpOptions {
   std::string checkpoint;
-  std::vector<std::string> leaves;  ///< leaf paths ("item/leaf"), items or groups; empty: all
-  std::string slice;                ///< "0:10,5" (Python-like, per dimension); empty: all
-  bool stats = false;               ///< min/max/mean instead of the values
-  bool quiet = false;               ///< no progress bar
+  /// Leaf paths ("item/leaf"), items, groups or glob patterns ("field/*"); empty: all
+  std::vector<std::string> leaves;
+  std::string slice;   ///< "0:10,5" (Python-like, per dimension); empty: all
+  bool stats = false;  ///< min/max/mean instead of the values
+  std::string npy;     ///< write the one chosen array (or its slice) to this .npy file
+  std::string raw;     ///< ... or as raw little-endian C-order bytes to this file
+  bool force = false;  ///< replace an existing --npy/--raw file
+  bool quiet = false;  ///< no progress bar
   bool json = false;
 };
 /// Prints the values (or statistics) of leaves of a checkpoint, an array read through the
-/// library's restore with this rank's part of the slice as target box. Collective; the
+/// library's restore with this rank's part of the slice as target box; or writes one array
+/// to a .npy or raw file, which the primary rank alone writes, in pieces. Collective; the
 /// primary rank prints.
 int run_dump(const cairn::Comm& comm, const DumpOptions& options, JsonStream& json);
 

@@ -1,4 +1,5 @@
-// cairn dump CHECKPOINT [LEAF...] [--slice S] [--stats]: the values of leaves.
+// cairn dump CHECKPOINT [LEAF...] [--slice S] [--stats | --npy FILE | --raw FILE]: the values
+// of leaves.
 #include <boost/json.hpp>
 #include <cairn/storage.hpp>
 #include <fmt/format.h>
@@ -8,8 +9,10 @@
 
 #include "checkpoint_dir.hpp"
 #include "commands.hpp"
+#include "export.hpp"
 #include "progress.hpp"
 #include "read.hpp"
+#include "select.hpp"
 #include "values.hpp"
 
 namespace cairn_tool {
@@ -21,16 +24,6 @@ struct Target {
   const Item* item = nullptr;
   cairn::SavedLeafInfo leaf;  ///< tree leaves
 };
-
-// Whether `name` is `wanted` or lies under it ("item", "item/group").
-bool selected(const std::string& name, const std::vector<std::string>& wanted) {
-  if (wanted.empty()) return true;
-  for (const auto& w : wanted) {
-    if (name == w || (name.starts_with(w) && name.size() > w.size() && name[w.size()] == '/'))
-      return true;
-  }
-  return false;
-}
 
 // Prints the elements of a box in row-major order, as text lines, or as nested JSON arrays
 // into `json` when it is given.
@@ -107,28 +100,14 @@ std::string stats_text(const Stats& s, cairn::DType dtype) {
                      s.count == 1 ? "" : "s", s.nan > 0 ? fmt::format(", {} NaN", s.nan) : "");
 }
 
-// The values of `region` of an array leaf, read in rounds whose rows are split among the
-// ranks and gathered on the primary, which prints them. Collective.
-void dump_values(const cairn::Comm& comm, const Target& t, const cairn::Box& region,
-                 JsonStream* json, const Progress& progress) {
+// Reads `region` of an array leaf (at least 1-d, with elements) in rounds whose rows are split
+// among the ranks and gathered on the primary, which gives `take` each rank's part in turn:
+// the region's elements in row-major order. Collective.
+void read_in_rounds(const cairn::Comm& comm, const Target& t, const cairn::Box& region,
+                    const Progress& progress,
+                    const std::function<void(std::span<const std::byte>)>& take) {
   const std::size_t size = cairn::dtype_size(t.leaf.dtype);
-  ElementPrinter printer(t.leaf.dtype, region, json);
   std::vector<std::byte> buffer;
-  if (region.rank() == 0) {
-    buffer.resize(size);
-    read_box(comm, t.item->dir, t.leaf, region, buffer.data());
-    if (comm.is_primary()) printer.print(buffer.data(), 1);
-    return;
-  }
-  if (cairn::volume(region) == 0) {  // an array with a dimension of extent 0
-    if (json != nullptr) {
-      json->begin_array();
-      json->end_array();
-    } else if (comm.is_primary()) {
-      fmt::print("  (no element)");
-    }
-    return;
-  }
   const std::int64_t row =
       cairn::volume(region) / region.extent[0] * static_cast<std::int64_t>(size);
   const std::int64_t per_round =
@@ -146,10 +125,50 @@ void dump_values(const cairn::Comm& comm, const Target& t, const cairn::Box& reg
     progress.update(t.name, done, total, "bytes");
     if (!comm.is_primary()) continue;
     progress.clear();
-    for (const auto& part : parts) {
-      printer.print(part.data(), static_cast<std::int64_t>(part.size() / size));
-    }
+    for (const auto& part : parts) take(part);
   }
+}
+
+// The values of `region` of an array leaf, which the primary prints. Collective.
+void dump_values(const cairn::Comm& comm, const Target& t, const cairn::Box& region,
+                 JsonStream* json, const Progress& progress) {
+  const std::size_t size = cairn::dtype_size(t.leaf.dtype);
+  ElementPrinter printer(t.leaf.dtype, region, json);
+  if (region.rank() == 0) {
+    std::vector<std::byte> buffer(size);
+    read_box(comm, t.item->dir, t.leaf, region, buffer.data());
+    if (comm.is_primary()) printer.print(buffer.data(), 1);
+    return;
+  }
+  if (cairn::volume(region) == 0) {  // an array with a dimension of extent 0
+    if (json != nullptr) {
+      json->begin_array();
+      json->end_array();
+    } else if (comm.is_primary()) {
+      fmt::print("  (no element)");
+    }
+    return;
+  }
+  read_in_rounds(comm, t, region, progress, [&](std::span<const std::byte> part) {
+    printer.print(part.data(), static_cast<std::int64_t>(part.size() / size));
+  });
+}
+
+// Writes `region` of an array leaf to `file`; returns the file's bytes (on the primary).
+// Collective.
+std::uint64_t export_values(const cairn::Comm& comm, const Target& t, const cairn::Box& region,
+                            ExportFile& file, const Progress& progress) {
+  if (comm.is_primary()) file.begin(t.leaf.dtype, region.extent);
+  if (region.rank() == 0) {
+    std::vector<std::byte> buffer(cairn::dtype_size(t.leaf.dtype));
+    read_box(comm, t.item->dir, t.leaf, region, buffer.data());
+    if (comm.is_primary()) file.write(buffer);
+  } else if (cairn::volume(region) > 0) {
+    read_in_rounds(comm, t, region, progress,
+                   [&](std::span<const std::byte> part) { file.write(part); });
+  }
+  progress.clear();
+  return file.commit();
 }
 
 // Min/max/mean of `region`, each rank reading its slab of it in pieces. Collective.
@@ -295,6 +314,63 @@ std::vector<Target> find_targets(const cairn::Comm& comm, const Checkpoint& ckpt
   return out;
 }
 
+// Writes the one array leaf `chosen` names (its --slice) to the --npy or --raw file, and says
+// what it wrote. Collective.
+int export_target(const cairn::Comm& comm, const std::vector<const Target*>& chosen,
+                  const DumpOptions& options, JsonStream& json) {
+  const bool npy = !options.npy.empty();
+  const std::string flag = npy ? "--npy" : "--raw";
+  if (chosen.size() != 1) {
+    std::string names;
+    for (const auto* t : chosen) names += (names.empty() ? "" : ", ") + t->name;
+    throw CommandError(
+        options.leaves.empty()
+            ? fmt::format("{} writes one array: name its leaf (the leaves of '{}': {})", flag,
+                          options.checkpoint, names.empty() ? "none" : names)
+            : fmt::format("{} writes one array, but {} leaves were chosen ({}): name one", flag,
+                          chosen.size(), names));
+  }
+  const Target& t = *chosen.front();
+  if (t.item->type != kArrayTree || t.leaf.kind != cairn::LeafKind::array) {
+    const std::string kind = t.item->type == kJson
+                                 ? "a JSON item"
+                                 : fmt::format("a {} leaf", cairn::leaf_kind_name(t.leaf.kind));
+    throw CommandError(fmt::format(
+        "'{}' is {}, not an array: {} writes array leaves (`cairn dump {} {}` prints it)", t.name,
+        kind, flag, options.checkpoint, t.name));
+  }
+  if (npy && !npy_descr(t.leaf.dtype)) {
+    throw CommandError(fmt::format("'{}' is {}, which NumPy has no dtype for: write it with --raw",
+                                   t.name, cairn::dtype_name(t.leaf.dtype)));
+  }
+  const cairn::Box region = parse_slice(options.slice, t.leaf.shape, t.name);
+  ExportFile file(comm, npy ? options.npy : options.raw,
+                  npy ? ExportFormat::npy : ExportFormat::raw, options.force);
+  const Progress progress(!options.quiet && !options.json, comm.is_primary());
+  const std::uint64_t bytes = export_values(comm, t, region, file, progress);
+  if (!comm.is_primary()) return kOk;
+  if (options.json) {
+    json.document(boost::json::object{{"checkpoint", options.checkpoint},
+                                      {"leaf", t.name},
+                                      {"dtype", cairn::dtype_name(t.leaf.dtype)},
+                                      {"shape", boost::json::value_from(t.leaf.shape)},
+                                      {"order", t.leaf.fortran_order ? "F" : "C"},
+                                      {"slice",
+                                       {{"offset", boost::json::value_from(region.offset)},
+                                        {"extent", boost::json::value_from(region.extent)}}},
+                                      {"file", file.path().string()},
+                                      {"file_format", npy ? "npy" : "raw"},
+                                      {"file_bytes", bytes}});
+  } else {
+    fmt::print("wrote {} {} {}, slice offset {} extent {}, to {} ({}, {} bytes, C order{})\n",
+               t.name, cairn::dtype_name(t.leaf.dtype), cairn::shape_to_string(t.leaf.shape),
+               cairn::shape_to_string(region.offset), cairn::shape_to_string(region.extent),
+               file.path().string(), npy ? "npy" : "raw little-endian", bytes,
+               t.leaf.fortran_order ? "; a Fortran writer saw the dimensions reversed" : "");
+  }
+  return kOk;
+}
+
 }  // namespace
 
 int run_dump(const cairn::Comm& comm, const DumpOptions& options, JsonStream& json) {
@@ -310,15 +386,17 @@ int run_dump(const cairn::Comm& comm, const DumpOptions& options, JsonStream& js
     if (selected(t.name, options.leaves)) chosen.push_back(&t);
   }
   for (const auto& wanted : options.leaves) {
-    if (selected(wanted, {}) && std::none_of(all.begin(), all.end(), [&](const Target& t) {
-          return selected(t.name, {wanted});
-        })) {
+    if (std::none_of(all.begin(), all.end(),
+                     [&](const Target& t) { return selected(t.name, {wanted}); })) {
       std::string names;
       for (const auto& t : all) names += (names.empty() ? "" : ", ") + t.name;
-      throw CommandError(fmt::format("'{}' has no leaf '{}' (its leaves: {})", options.checkpoint,
+      throw CommandError(fmt::format("'{}' has {} '{}' (its leaves: {})", options.checkpoint,
+                                     is_glob_pattern(wanted) ? "no leaf matching" : "no leaf",
                                      wanted, names.empty() ? "none" : names));
     }
   }
+  if (!options.npy.empty() || !options.raw.empty())
+    return export_target(comm, chosen, options, json);
   // Every slice is checked before anything is printed.
   for (const auto* t : chosen) {
     if (t->item->type == kArrayTree && t->leaf.kind == cairn::LeafKind::array) {

@@ -1,4 +1,4 @@
-// cairn inspect CHECKPOINT [ITEM]: what a checkpoint holds.
+// cairn inspect CHECKPOINT [ITEM|LEAF-PATTERN] [-D]: what a checkpoint holds.
 #include <boost/json.hpp>
 #include <cairn/handlers.hpp>
 #include <cairn/storage.hpp>
@@ -6,6 +6,8 @@
 
 #include "checkpoint_dir.hpp"
 #include "commands.hpp"
+#include "decomposition.hpp"
+#include "select.hpp"
 
 namespace cairn_tool {
 namespace {
@@ -167,6 +169,42 @@ void print_item(const std::string& name, const boost::json::object& item) {
   }
 }
 
+// Keeps, of the described `item`, the leaves that `wanted` chooses as `cairn dump` names them
+// ("item/leaf", or "leaf" in a single-item checkpoint); whether anything of the item is left
+// (an item without leaves counts when `wanted` chooses the item itself).
+bool keep_chosen_leaves(boost::json::object& item, const Item& of, const std::string& wanted) {
+  const std::string prefix = of.name.empty() ? "" : of.name + "/";
+  auto* leaves = item.if_contains("leaves");
+  if (leaves == nullptr) return selected(of.label(), {wanted});
+  boost::json::array kept;
+  for (auto& leaf : leaves->as_array()) {
+    if (selected(prefix + std::string(leaf.at("path").as_string()), {wanted})) {
+      kept.push_back(std::move(leaf));
+    }
+  }
+  *leaves = std::move(kept);
+  return !leaves->as_array().empty();
+}
+
+// Adds the "decomposition" of the described array tree `item` (its kept leaves), read from
+// the index in `dir`; a damaged index is the item's "problem". Primary rank only.
+void add_decomposition(boost::json::object& item, const std::filesystem::path& dir) {
+  try {
+    const boost::json::object all = tree_decomposition(dir);
+    boost::json::object chosen;
+    if (const auto* leaves = item.if_contains("leaves")) {
+      for (const auto& leaf : leaves->as_array()) {
+        if (const auto* blocks = all.if_contains(leaf.at("path").as_string())) {
+          chosen[leaf.at("path").as_string()] = *blocks;
+        }
+      }
+    }
+    item["decomposition"] = std::move(chosen);
+  } catch (const cairn::Error& e) {
+    item["problem"] = e.what();
+  }
+}
+
 }  // namespace
 
 int run_inspect(const cairn::Comm& comm, const InspectOptions& given, JsonStream& json) {
@@ -183,15 +221,28 @@ int run_inspect(const cairn::Comm& comm, const InspectOptions& given, JsonStream
     options.item = named.filename().string();
   }
   const Checkpoint ckpt = read_checkpoint(options.checkpoint);
+  // ITEM names an item, or else chooses leaves (a path or a glob pattern).
+  const bool whole_item =
+      options.item.empty() || std::any_of(ckpt.items.begin(), ckpt.items.end(),
+                                          [&](const Item& i) { return i.name == options.item; });
   boost::json::object items;
   bool found = options.item.empty();
   for (const auto& item : ckpt.items) {
-    if (!options.item.empty() && item.name != options.item) continue;
+    if (whole_item && !options.item.empty() && item.name != options.item) continue;
+    auto described = describe_item(comm, item, options.json);
+    if (!whole_item && !keep_chosen_leaves(described, item, options.item)) continue;
     found = true;
-    items[item.label()] = describe_item(comm, item, options.json);
+    if (options.decomposition && comm.is_primary() && item.type == kArrayTree) {
+      add_decomposition(described, item.dir);
+    }
+    items[item.label()] = std::move(described);
   }
   if (!found) {
-    throw CommandError(fmt::format("'{}' has no item '{}'", options.checkpoint, options.item));
+    throw CommandError(is_glob_pattern(options.item)
+                           ? fmt::format("'{}' has no item or leaf matching '{}'",
+                                         options.checkpoint, options.item)
+                           : fmt::format("'{}' has no item '{}' (nor a leaf of that path)",
+                                         options.checkpoint, options.item));
   }
   if (!comm.is_primary()) return kOk;
   boost::json::array problems;
@@ -217,7 +268,13 @@ int run_inspect(const cairn::Comm& comm, const InspectOptions& given, JsonStream
     return code;
   }
   fmt::print("checkpoint {}\n{}", options.checkpoint, step_summary(ckpt));
-  for (const auto& [name, item] : items) print_item(std::string(name), item.get_object());
+  for (const auto& [name, item] : items) {
+    print_item(std::string(name), item.get_object());
+    if (const auto* blocks = item.get_object().if_contains("decomposition")) {
+      fmt::print("  decomposition (blocks of each array leaf, one per writing rank):\n{}",
+                 decomposition_text(blocks->get_object()));
+    }
+  }
   return code;
 }
 

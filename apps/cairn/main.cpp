@@ -112,7 +112,12 @@ void add_reading_commands(CLI::App& app, Options& o, Command& command) {
       "Describe a checkpoint: leaf paths, dtypes, global shapes, shard counts, bytes, "
       "formats; JSON items in full");
   inspect_cmd->add_option("CHECKPOINT", o.inspect.checkpoint, "Checkpoint directory")->required();
-  inspect_cmd->add_option("ITEM", o.inspect.item, "Only this item");
+  inspect_cmd->add_option("ITEM", o.inspect.item,
+                          "Only this item, or only the leaves this path or glob pattern "
+                          "chooses (as `cairn dump` does: field/u, 'field/*', '*/u')");
+  inspect_cmd->add_flag("-D,--decomposition", o.inspect.decomposition,
+                        "Also each array leaf's blocks: the rank that wrote each, its offset, "
+                        "shape and file (from the index; no data is read)");
   inspect_cmd->add_flag("--json", o.inspect.json, "Print JSON instead of text");
   inspect_cmd->callback([&] {
     command = [&](const cairn::Comm& c, JsonStream& json) {
@@ -126,7 +131,9 @@ void add_reading_commands(CLI::App& app, Options& o, Command& command) {
       "--stats; any format, any number of ranks");
   dump_cmd->add_option("CHECKPOINT", o.dump.checkpoint, "Checkpoint directory")->required();
   dump_cmd->add_option("LEAF", o.dump.leaves,
-                       "Leaf path as `cairn diff` names it (item/leaf), an item or a group");
+                       "Leaf path as `cairn diff` names it (item/leaf), an item, a group, or a "
+                       "glob pattern of them: * and ? within a name, ** across /, [abc] "
+                       "(quote it: 'field/*')");
   dump_cmd
       ->add_option("--slice", o.dump.slice,
                    "Part of the array per dimension: start:stop or an index, e.g. 0:10,5 "
@@ -140,7 +147,19 @@ void add_reading_commands(CLI::App& app, Options& o, Command& command) {
                        : std::string();
           },
           "SLICE");
-  dump_cmd->add_flag("--stats", o.dump.stats, "Print min, max and mean instead of the values");
+  auto* stats =
+      dump_cmd->add_flag("--stats", o.dump.stats, "Print min, max and mean instead of the values");
+  auto* npy = dump_cmd->add_option(
+      "--npy", o.dump.npy,
+      "Write the one chosen array leaf (or its --slice) to this NumPy .npy file (np.load "
+      "reads it: C order, the slice's shape, the leaf's dtype)");
+  auto* raw = dump_cmd->add_option(
+      "--raw", o.dump.raw,
+      "Write the one chosen array leaf (or its --slice) to this file as raw little-endian "
+      "bytes in C order (np.fromfile, MATLAB fread, ParaView's raw reader)");
+  npy->excludes(raw)->excludes(stats);
+  raw->excludes(stats);
+  dump_cmd->add_flag("--force", o.dump.force, "Replace an existing --npy or --raw file");
   dump_cmd->add_flag("-q,--quiet", o.dump.quiet, "No progress bar");
   dump_cmd->add_flag("--json", o.dump.json, "Print JSON instead of text");
   dump_cmd->callback([&] {
