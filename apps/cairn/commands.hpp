@@ -79,12 +79,16 @@ struct ConvertOptions {
   std::string source;
   std::string destination;
   std::string format;
+  /// Compression of the array leaves ("none", "zstd", "zstd=<level>", "zfp=<absolute
+  /// error>"; zfp applies to float32 and float64 leaves, the others are stored as they are);
+  /// empty: none
+  std::string compression;
   bool force = false;  ///< replace an existing destination
   bool quiet = false;  ///< no progress bar
   bool json = false;
 };
-/// Rewrites a checkpoint with its array leaves in another format, keeping its items and
-/// step metadata. Collective; each rank handles a slab of every array.
+/// Rewrites a checkpoint with its array leaves in another format and compression, keeping
+/// its items and step metadata. Collective; each rank handles a slab of every array.
 int run_convert(const cairn::Comm& comm, const ConvertOptions& options, JsonStream& json);
 
 struct GcOptions {

@@ -1,4 +1,5 @@
-// cairn convert SRC DST --format F: rewrite a checkpoint with its arrays in another format.
+// cairn convert SRC DST --format F [--compression C]: rewrite a checkpoint with its arrays in
+// another format and compression.
 #include <boost/json.hpp>
 #include <cairn/checkpointer.hpp>
 #include <cairn/handlers.hpp>
@@ -10,6 +11,7 @@
 
 #include "checkpoint_dir.hpp"
 #include "commands.hpp"
+#include "compression_option.hpp"
 #include "progress.hpp"
 #include "read.hpp"
 
@@ -87,10 +89,27 @@ std::shared_ptr<const cairn::CheckpointArgs> read_bytes(const cairn::Comm& comm,
   return std::make_shared<cairn::BytesSave>(std::move(bytes), shared);
 }
 
-// Every item of `src` as save arguments, array leaves in `format`; `leaves` counts the tree
-// leaves. Collective.
+// How the array leaves of `tree` are saved: in `format`, compressed with `compression`, except
+// that zfp, which compresses floating-point numbers alone, leaves the other dtypes as they are.
+cairn::TreeSaveOptions save_options(const cairn::ArrayTree& tree, cairn::StorageFormat format,
+                                    const cairn::Compression& compression) {
+  cairn::TreeSaveOptions options{.format = format, .compression = compression};
+  if (compression.kind != cairn::Compression::Kind::zfp) return options;
+  for (const auto& leaf : tree) {
+    if (leaf.kind() != cairn::LeafKind::array) continue;
+    const cairn::DType dtype = leaf.as_array().dtype;
+    if (dtype != cairn::DType::float32 && dtype != cairn::DType::float64) {
+      options.save_args[leaf.path()] = {.compression = cairn::Compression::none()};
+    }
+  }
+  return options;
+}
+
+// Every item of `src` as save arguments, array leaves in `format` and `compression`; `leaves`
+// counts the tree leaves. Collective.
 cairn::Composite::Items read_items(const cairn::Comm& comm, const Checkpoint& src,
-                                   cairn::StorageFormat format, const Progress& progress,
+                                   cairn::StorageFormat format,
+                                   const cairn::Compression& compression, const Progress& progress,
                                    std::size_t& leaves) {
   cairn::Composite::Items items;
   for (const auto& item : src.items) {
@@ -98,8 +117,8 @@ cairn::Composite::Items read_items(const cairn::Comm& comm, const Checkpoint& sr
     if (item.type == kArrayTree) {
       auto tree = read_tree(comm, item, progress);
       leaves += tree.size();
-      args = std::make_shared<cairn::ArrayTreeSave>(std::move(tree),
-                                                    cairn::TreeSaveOptions{.format = format});
+      auto options = save_options(tree, format, compression);
+      args = std::make_shared<cairn::ArrayTreeSave>(std::move(tree), std::move(options));
     } else if (item.type == kJson) {
       const auto file = read_json_file(item.dir / "value.json");
       if (!file.value)
@@ -165,9 +184,14 @@ int run_convert(const cairn::Comm& comm, const ConvertOptions& options, JsonStre
   if (const std::string why = cairn::storage_format_unavailable(format); !why.empty()) {
     throw cairn::Unsupported(why);
   }
+  const std::string compression_name = options.compression.empty() ? "none" : options.compression;
+  const auto compression = cairn_app::compression_from_text(compression_name);
+  if (!compression) {
+    throw CommandError(fmt::format("'{}' is not a compression", options.compression));
+  }
   const Progress progress(!options.quiet && !options.json, comm.is_primary());
   std::size_t leaves = 0;
-  auto items = read_items(comm, src, format, progress, leaves);
+  auto items = read_items(comm, src, format, *compression, progress, leaves);
   // A manager's step keeps its metrics in the files that record them (hdf5's cairn_metrics).
   const boost::json::value& custom = src.step->custom;
   cairn::SaveProvenance provenance;
@@ -191,15 +215,17 @@ int run_convert(const cairn::Comm& comm, const ConvertOptions& options, JsonStre
   progress.clear();
   if (comm.is_primary() && options.json) {
     const boost::json::object out = {
-        {"source", options.source}, {"destination", options.destination},
-        {"format", options.format}, {"items", src.items.size()},
-        {"tree_leaves", leaves},    {"ranks", comm.size()}};
+        {"source", options.source},  {"destination", options.destination},
+        {"format", options.format},  {"compression", compression_name},
+        {"items", src.items.size()}, {"tree_leaves", leaves},
+        {"ranks", comm.size()}};
     json.document(out);
   } else if (comm.is_primary()) {
     fmt::print(
-        "converted {} -> {}: {} item{}, {} tree lea{}, arrays now in {} format, on {} rank{}\n",
+        "converted {} -> {}: {} item{}, {} tree lea{}, arrays now in {} format, compression "
+        "{}, on {} rank{}\n",
         options.source, options.destination, src.items.size(), src.items.size() == 1 ? "" : "s",
-        leaves, leaves == 1 ? "f" : "ves", options.format, comm.size(),
+        leaves, leaves == 1 ? "f" : "ves", options.format, compression_name, comm.size(),
         comm.size() == 1 ? "" : "s");
   }
   return kOk;

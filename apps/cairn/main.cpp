@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "compression_option.hpp"
 #include "format_option.hpp"
 #include "mpi_session.hpp"
 
@@ -199,13 +200,21 @@ void add_checking_commands(CLI::App& app, Options& o, Command& command) {
 // The subcommands convert and gc: write or remove.
 void add_writing_commands(CLI::App& app, Options& o, Command& command) {
   auto* convert_cmd = app.add_subcommand(
-      "convert", "Rewrite a checkpoint with its arrays in another format (parallel under mpirun)");
+      "convert",
+      "Rewrite a checkpoint with its arrays in another format or compression (parallel under "
+      "mpirun)");
   convert_cmd->add_option("SRC", o.convert.source, "Checkpoint to read")->required();
   convert_cmd->add_option("DST", o.convert.destination, "New checkpoint directory")->required();
   convert_cmd->add_option("--format", o.convert.format, "Format of the array leaves")
       ->required()
       ->check(CLI::IsMember(cairn_app::storage_format_names()))
       ->check(cairn_app::available_format());
+  convert_cmd
+      ->add_option("--compression", o.convert.compression,
+                   "Compression of the array leaves: none (the default), zstd or zstd=<level> "
+                   "(lossless), zfp=<absolute error> (lossy, float32 and float64 leaves; the "
+                   "others are stored as they are)")
+      ->check(cairn_app::compression_option());
   convert_cmd->add_flag("--force", o.convert.force, "Replace DST when it exists");
   convert_cmd->add_flag("-q,--quiet", o.convert.quiet, "No progress bar");
   convert_cmd->add_flag("--json", o.convert.json, "Print JSON instead of text");

@@ -27,6 +27,7 @@
 #include <string_view>
 #include <thread>
 
+#include "compression_option.hpp"
 #include "format_option.hpp"
 #include "grid.hpp"
 #include "mpi_session.hpp"
@@ -67,23 +68,6 @@ cairn::PosixAggregation posix_files(const std::string& files, const std::string&
   if (files == "per-rank") return {.kind = Kind::per_rank, .writers = who};
   if (files == "per-node") return {.kind = Kind::per_node, .writers = who};
   return {.kind = Kind::count, .count = std::stoi(files), .writers = who};
-}
-
-// The compression named by --compression: "none", "zstd" or "zfp=<absolute error>" (a
-// positive number); std::nullopt for anything else.
-std::optional<cairn::Compression> compression_from_text(const std::string& text) {
-  if (text == "none") return cairn::Compression::none();
-  if (text == "zstd") return cairn::Compression::zstd();
-  constexpr std::string_view zfp = "zfp=";
-  if (!text.starts_with(zfp)) return std::nullopt;
-  double bound = 0;
-  const char* first = text.data() + zfp.size();
-  const char* last = text.data() + text.size();
-  const auto [end, ec] = std::from_chars(first, last, bound);
-  if (ec != std::errc() || end != last || !(bound > 0) || !std::isfinite(bound)) {
-    return std::nullopt;
-  }
-  return cairn::Compression::zfp_absolute(bound);
 }
 
 // Accepts a whole number of cells from 1 to heat2d::kMaxSide along one side of the field.
@@ -144,15 +128,9 @@ void add_options(CLI::App& app, Options& o) {
       ->check(CLI::IsMember({"every-rank", "aggregator"}))
       ->capture_default_str();
   app.add_option("--compression", o.compression,
-                 "Compression of the saved field: none, zstd (lossless) or zfp=<absolute error> "
-                 "(lossy, every value restored within that error)")
-      ->check(CLI::Validator(
-          [](std::string& text) -> std::string {
-            return compression_from_text(text)
-                       ? std::string()
-                       : "'" + text + "' is not none, zstd or zfp=<positive absolute error>";
-          },
-          ""))
+                 "Compression of the saved field: none, zstd or zstd=<level> (lossless), or "
+                 "zfp=<absolute error> (lossy, every value restored within that error)")
+      ->check(cairn_app::compression_option())
       ->capture_default_str();
   app.add_option("--output", o.output,
                  "Write the final field here: raw float64, row-major, ny x nx (for comparisons)");
@@ -350,7 +328,7 @@ bool save(cairn::CheckpointManager& mgr, const Options& o, heat2d::Grid& grid,
                     std::move(tree),
                     cairn::TreeSaveOptions{
                         .format = format,
-                        .compression = *compression_from_text(o.compression),
+                        .compression = *cairn_app::compression_from_text(o.compression),
                         .posix = {.aggregation = posix_files(o.posix_files, o.posix_writers)}})},
       {"run", std::make_shared<cairn::JsonSave>(run_info(o, grid, step, comm.size()))}};
   // "saved" is printed by the manager's on_commit callback, once the step is committed.
