@@ -35,6 +35,23 @@ cairn_items::Item& item_at(cairn_items& items, const char* name) {
   return const_cast<cairn_items::Item&>(item_at(std::as_const(items), name));
 }
 
+// "a tree", "JSON" or "bytes": what an item holds, for messages.
+const char* kind_name(cairn_items::Kind kind) {
+  switch (kind) {
+    case cairn_items::Kind::tree: return "a tree";
+    case cairn_items::Kind::json: return "JSON";
+    case cairn_items::Kind::bytes: return "bytes";
+  }
+  return "an item";
+}
+
+// Throws InvalidArgument "item '<name>' is <kind>, not <want>" unless `item` is of kind `want`.
+void expect_kind(const cairn_items::Item& item, const char* name, cairn_items::Kind want) {
+  if (item.kind == want) return;
+  throw InvalidArgument("item '" + std::string(name) + "' is " + kind_name(item.kind) + ", not " +
+                        kind_name(want));
+}
+
 cairn_items::Item& add_item(cairn_items& items, const char* name) {
   const std::string key(text(name, "name"));
   validate_item_name(key);
@@ -153,9 +170,7 @@ cairn_status cairn_items_get_json(const cairn_items* items, const char* name, ch
   return guarded(__func__, [&] {
     out_param(json_text, "json_text");
     const auto& item = cairn::capi::item_at(deref(items, "items"), name);
-    if (item.kind != cairn_items::Kind::json) {
-      throw cairn::InvalidArgument("item '" + std::string(name) + "' is not JSON");
-    }
+    cairn::capi::expect_kind(item, name, cairn_items::Kind::json);
     if (!item.json) {
       throw cairn::NotFound(name, "JSON item '" + std::string(name) + "' holds no value yet");
     }
@@ -167,9 +182,7 @@ cairn_status cairn_items_get_tree(const cairn_items* items, const char* name, ca
   return guarded(__func__, [&] {
     out_param(tree, "tree");
     const auto& item = cairn::capi::item_at(deref(items, "items"), name);
-    if (item.kind != cairn_items::Kind::tree) {
-      throw cairn::InvalidArgument("item '" + std::string(name) + "' is not a tree");
-    }
+    cairn::capi::expect_kind(item, name, cairn_items::Kind::tree);
     auto copy = std::make_unique<cairn_tree>();
     if (item.tree != nullptr) {
       copy->tree = item.tree->tree;
@@ -220,9 +233,7 @@ cairn_status cairn_items_get_bytes(const cairn_items* items, const char* name, v
     *data = nullptr;
     *size = 0;
     const auto& item = cairn::capi::item_at(deref(items, "items"), name);
-    if (item.kind != cairn_items::Kind::bytes) {
-      throw cairn::InvalidArgument("item '" + std::string(name) + "' is not bytes");
-    }
+    cairn::capi::expect_kind(item, name, cairn_items::Kind::bytes);
     if (!item.bytes) {
       throw cairn::NotFound(name, "bytes item '" + std::string(name) + "' holds no bytes yet");
     }

@@ -93,6 +93,8 @@ static void item_metadata(const cairn_comm* comm, int rank, int size) {
   cairn_items* items = NULL;
   cairn_tree* field = capi_test_field(&x, rank, size, 2.5);
   char* text = NULL;
+  void* data = NULL;
+  size_t count = 0;
   snprintf(meta, sizeof meta, "{\"units\":\"m\",\"ranks\":%d}", size);
   CHECK_OK(cairn_manager_options_init(&o, sizeof o));
   CHECK_OK(cairn_manager_create(comm, capi_test_path("item_metadata"), &o, &m));
@@ -124,6 +126,8 @@ static void item_metadata(const cairn_comm* comm, int rank, int size) {
   check_metadata(items, "field", meta);
   check_metadata(items, "blob", "{\"codec\":\"mine-v2\"}");
   check_metadata(items, "config", "{}");
+  CHECK_STATUS(cairn_items_get_bytes(items, "field", &data, &count), CAIRN_ERR_INVALID_ARGUMENT,
+               "item 'field' is a tree, not bytes");
   cairn_items_free(items);
   cairn_tree_free(field);
   CHECK_OK(cairn_manager_free(m));
