@@ -13,6 +13,7 @@
 #include <cairn/policies.hpp>
 #include <cairn/tree.hpp>
 
+#include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 #include <cstddef>
 #include <cstdint>
@@ -70,11 +71,17 @@ struct cairn_preservation_policy {
 
 /// cairn_items: named items of a composite step.
 struct cairn_items {
+  /// What an item holds.
+  enum class Kind { tree, json, bytes };
   struct Item {
-    bool is_json = false;
-    cairn_tree* tree = nullptr;                     ///< the caller's tree (not owned)
-    std::optional<cairn::ArrayTree> restored = {};  ///< a tree restored as saved
-    std::optional<boost::json::value> json = {};    ///< a JSON item's value
+    Kind kind = Kind::tree;
+    cairn_tree* tree = nullptr;                        ///< the caller's tree (not owned)
+    std::optional<cairn::ArrayTree> restored = {};     ///< a tree restored as saved
+    std::optional<boost::json::value> json = {};       ///< a JSON item's value
+    std::optional<std::vector<std::byte>> bytes = {};  ///< a bytes item's value
+    bool replicated = false;                           ///< bytes saved once for all ranks
+    std::optional<int> from_rank = {};                 ///< bytes to restore: whose
+    boost::json::object metadata = {};                 ///< custom metadata (set or restored)
   };
   std::map<std::string, Item, std::less<>> items;
 };

@@ -1,6 +1,14 @@
-// cairn C ABI — named items of composite checkpoints.
+// cairn C ABI — named items of composite checkpoints: trees, JSON values and bytes, with custom
+// metadata per item.
 #include <boost/json/serialize.hpp>
 #include <cairn/handlers.hpp>
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "capi/handles.hpp"
 #include "capi/items.hpp"
@@ -23,6 +31,27 @@ const cairn_items::Item& item_at(const cairn_items& items, const char* name) {
   return it->second;
 }
 
+cairn_items::Item& item_at(cairn_items& items, const char* name) {
+  return const_cast<cairn_items::Item&>(item_at(std::as_const(items), name));
+}
+
+// "a tree", "JSON" or "bytes": what an item holds, for messages.
+const char* kind_name(cairn_items::Kind kind) {
+  switch (kind) {
+    case cairn_items::Kind::tree: return "a tree";
+    case cairn_items::Kind::json: return "JSON";
+    case cairn_items::Kind::bytes: return "bytes";
+  }
+  return "an item";
+}
+
+// Throws InvalidArgument "item '<name>' is <kind>, not <want>" unless `item` is of kind `want`.
+void expect_kind(const cairn_items::Item& item, const char* name, cairn_items::Kind want) {
+  if (item.kind == want) return;
+  throw InvalidArgument("item '" + std::string(name) + "' is " + kind_name(item.kind) + ", not " +
+                        kind_name(want));
+}
+
 cairn_items::Item& add_item(cairn_items& items, const char* name) {
   const std::string key(text(name, "name"));
   validate_item_name(key);
@@ -35,32 +64,54 @@ cairn_items::Item& add_item(cairn_items& items, const char* name) {
 
 Composite save_args(const cairn_items& items, const TreeSaveOptions& tree_options) {
   Composite::Items args;
+  Composite::CustomMetadata custom;
   for (const auto& [name, item] : items.items) {
-    if (item.is_json) {
-      if (!item.json) throw InvalidArgument("JSON item '" + name + "' has no value to save");
-      args.emplace(name, std::make_shared<JsonSave>(*item.json));
-    } else {
-      if (item.tree == nullptr) throw InvalidArgument("item '" + name + "' has no tree to save");
-      // Logical leaves are converted only when a save starts, not at every call.
-      const cairn_tree* tree = item.tree;
-      args.emplace(name, std::make_shared<ArrayTreeSave>(ArrayTreeSave::deferred(
-                             [tree] { return tree->to_save(); }, tree_options)));
+    if (!item.metadata.empty()) custom.emplace(name, item.metadata);
+    switch (item.kind) {
+      case cairn_items::Kind::json:
+        if (!item.json) throw InvalidArgument("JSON item '" + name + "' has no value to save");
+        args.emplace(name, std::make_shared<JsonSave>(*item.json));
+        break;
+      case cairn_items::Kind::bytes:
+        if (!item.bytes) {
+          throw InvalidArgument("bytes item '" + name +
+                                "' was added for a restore and has no bytes to save");
+        }
+        args.emplace(name, std::make_shared<BytesSave>(*item.bytes, item.replicated));
+        break;
+      case cairn_items::Kind::tree: {
+        if (item.tree == nullptr) {
+          throw InvalidArgument("item '" + name + "' has no tree to save");
+        }
+        // Logical leaves are converted only when a save starts, not at every call.
+        const cairn_tree* tree = item.tree;
+        args.emplace(name, std::make_shared<ArrayTreeSave>(ArrayTreeSave::deferred(
+                               [tree] { return tree->to_save(); }, tree_options)));
+        break;
+      }
     }
   }
-  return Composite(std::move(args));
+  return Composite(std::move(args), std::move(custom));
 }
 
 Composite restore_args(const cairn_items& items, const TreeRestoreOptions& target_options,
                        const AsSavedOptions& as_saved) {
   Composite::Items args;
   for (const auto& [name, item] : items.items) {
-    if (item.is_json) {
-      args.emplace(name, std::make_shared<JsonRestore>());
-    } else if (item.tree != nullptr) {
-      item.tree->before_restore();
-      args.emplace(name, std::make_shared<ArrayTreeRestore>(item.tree->tree, target_options));
-    } else {
-      args.emplace(name, std::make_shared<ArrayTreeRestore>(as_saved));
+    switch (item.kind) {
+      case cairn_items::Kind::json: args.emplace(name, std::make_shared<JsonRestore>()); break;
+      case cairn_items::Kind::bytes:
+        args.emplace(name, item.from_rank ? std::make_shared<BytesRestore>(*item.from_rank)
+                                          : std::make_shared<BytesRestore>());
+        break;
+      case cairn_items::Kind::tree:
+        if (item.tree != nullptr) {
+          item.tree->before_restore();
+          args.emplace(name, std::make_shared<ArrayTreeRestore>(item.tree->tree, target_options));
+        } else {
+          args.emplace(name, std::make_shared<ArrayTreeRestore>(as_saved));
+        }
+        break;
     }
   }
   return Composite(std::move(args));
@@ -68,14 +119,19 @@ Composite restore_args(const cairn_items& items, const TreeRestoreOptions& targe
 
 void take_results(cairn_items& items, const CompositeResult& result) {
   for (auto& [name, item] : items.items) {
-    if (item.is_json) {
-      item.json = result.get<boost::json::value>(name);
-    } else if (item.tree != nullptr) {
-      item.tree->tree = result.get<ArrayTree>(name);
-      item.tree->after_restore();
-    } else {
-      item.restored = result.get<ArrayTree>(name);
+    switch (item.kind) {
+      case cairn_items::Kind::json: item.json = result.get<boost::json::value>(name); break;
+      case cairn_items::Kind::bytes: item.bytes = result.get<std::vector<std::byte>>(name); break;
+      case cairn_items::Kind::tree:
+        if (item.tree != nullptr) {
+          item.tree->tree = result.get<ArrayTree>(name);
+          item.tree->after_restore();
+        } else {
+          item.restored = result.get<ArrayTree>(name);
+        }
+        break;
     }
+    item.metadata = result.custom_metadata(name);
   }
 }
 
@@ -105,7 +161,7 @@ cairn_status cairn_items_add_json(cairn_items* items, const char* name, const ch
     std::optional<boost::json::value> value;
     if (json_text != nullptr) value = cairn::capi::parse_json(json_text, "json_text");
     auto& item = cairn::capi::add_item(set, name);
-    item.is_json = true;
+    item.kind = cairn_items::Kind::json;
     item.json = std::move(value);
   });
 }
@@ -114,7 +170,7 @@ cairn_status cairn_items_get_json(const cairn_items* items, const char* name, ch
   return guarded(__func__, [&] {
     out_param(json_text, "json_text");
     const auto& item = cairn::capi::item_at(deref(items, "items"), name);
-    if (!item.is_json) throw cairn::InvalidArgument("item '" + std::string(name) + "' is a tree");
+    cairn::capi::expect_kind(item, name, cairn_items::Kind::json);
     if (!item.json) {
       throw cairn::NotFound(name, "JSON item '" + std::string(name) + "' holds no value yet");
     }
@@ -126,7 +182,7 @@ cairn_status cairn_items_get_tree(const cairn_items* items, const char* name, ca
   return guarded(__func__, [&] {
     out_param(tree, "tree");
     const auto& item = cairn::capi::item_at(deref(items, "items"), name);
-    if (item.is_json) throw cairn::InvalidArgument("item '" + std::string(name) + "' is JSON");
+    cairn::capi::expect_kind(item, name, cairn_items::Kind::tree);
     auto copy = std::make_unique<cairn_tree>();
     if (item.tree != nullptr) {
       copy->tree = item.tree->tree;
@@ -137,6 +193,79 @@ cairn_status cairn_items_get_tree(const cairn_items* items, const char* name, ca
       throw cairn::NotFound(name, "tree item '" + std::string(name) + "' holds no tree yet");
     }
     *tree = copy.release();
+  });
+}
+
+cairn_status cairn_items_add_bytes(cairn_items* items, const char* name, const void* data,
+                                   size_t size, int replicated) {
+  return guarded(__func__, [&] {
+    auto& set = deref(items, "items");
+    if (data == nullptr && size != 0) {
+      throw cairn::InvalidArgument("data is NULL but size is " + std::to_string(size));
+    }
+    const auto* first = static_cast<const std::byte*>(data);
+    std::vector<std::byte> bytes(first, first == nullptr ? first : first + size);
+    auto& item = cairn::capi::add_item(set, name);
+    item.kind = cairn_items::Kind::bytes;
+    item.bytes = std::move(bytes);
+    item.replicated = replicated != 0;
+  });
+}
+
+cairn_status cairn_items_add_bytes_target(cairn_items* items, const char* name, int from_rank) {
+  return guarded(__func__, [&] {
+    auto& set = deref(items, "items");
+    if (from_rank < CAIRN_BYTES_OWN_RANK) {
+      throw cairn::InvalidArgument("from_rank " + std::to_string(from_rank) +
+                                   " is not a rank (or CAIRN_BYTES_OWN_RANK)");
+    }
+    auto& item = cairn::capi::add_item(set, name);
+    item.kind = cairn_items::Kind::bytes;
+    if (from_rank != CAIRN_BYTES_OWN_RANK) item.from_rank = from_rank;
+  });
+}
+
+cairn_status cairn_items_get_bytes(const cairn_items* items, const char* name, void** data,
+                                   size_t* size) {
+  return guarded(__func__, [&] {
+    out_param(data, "data");
+    out_param(size, "size");
+    *data = nullptr;
+    *size = 0;
+    const auto& item = cairn::capi::item_at(deref(items, "items"), name);
+    cairn::capi::expect_kind(item, name, cairn_items::Kind::bytes);
+    if (!item.bytes) {
+      throw cairn::NotFound(name, "bytes item '" + std::string(name) + "' holds no bytes yet");
+    }
+    if (item.bytes->empty()) return;
+    void* copy = std::malloc(item.bytes->size());
+    if (copy == nullptr) throw std::bad_alloc();
+    std::memcpy(copy, item.bytes->data(), item.bytes->size());
+    *data = copy;
+    *size = item.bytes->size();
+  });
+}
+
+cairn_status cairn_items_set_metadata(cairn_items* items, const char* name,
+                                      const char* json_object) {
+  return guarded(__func__, [&] {
+    auto& set = deref(items, "items");
+    auto value = cairn::capi::parse_json(json_object, "json_object");
+    if (!value.is_object()) {
+      throw cairn::InvalidArgument("the custom metadata of item '" +
+                                   std::string(text(name, "name")) + "' is not a JSON object");
+    }
+    cairn::capi::item_at(set, name).metadata = std::move(value.as_object());
+  });
+}
+
+cairn_status cairn_items_get_metadata(const cairn_items* items, const char* name,
+                                      char** json_text) {
+  return guarded(__func__, [&] {
+    out_param(json_text, "json_text");
+    *json_text = nullptr;
+    const auto& item = cairn::capi::item_at(deref(items, "items"), name);
+    *json_text = cairn::capi::copy_out(boost::json::serialize(item.metadata));
   });
 }
 

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "capi/handles.hpp"
@@ -318,6 +320,44 @@ cairn_status cairn_tree_get_json(const cairn_tree* tree, const char* path, char*
   return guarded(__func__, [&] {
     out_param(json_text, "json_text");
     *json_text = cairn::capi::copy_out(boost::json::serialize(leaf_at(tree, path).as_json()));
+  });
+}
+
+cairn_status cairn_tree_add_empty(cairn_tree* tree, const char* path, int kind) {
+  return guarded(__func__, [&] {
+    auto& t = deref(tree, "tree");
+    const auto p = text(path, "path");
+    if (kind != CAIRN_EMPTY_GROUP && kind != CAIRN_EMPTY_LIST) {
+      throw cairn::InvalidArgument("empty node '" + std::string(p) + "': kind " +
+                                   std::to_string(kind) +
+                                   " is neither CAIRN_EMPTY_GROUP nor CAIRN_EMPTY_LIST");
+    }
+    t.tree.add_empty(p,
+                     kind == CAIRN_EMPTY_LIST ? cairn::EmptyNode::list : cairn::EmptyNode::group);
+  });
+}
+
+cairn_status cairn_tree_empty_count(const cairn_tree* tree, size_t* count) {
+  return guarded(__func__, [&] {
+    *out_param(count, "count") = deref(tree, "tree").tree.empty_nodes().size();
+  });
+}
+
+cairn_status cairn_tree_empty_node(const cairn_tree* tree, size_t index, char** path, int* kind) {
+  return guarded(__func__, [&] {
+    out_param(path, "path");
+    *path = nullptr;
+    const auto& nodes = deref(tree, "tree").tree.empty_nodes();
+    if (index >= nodes.size()) {
+      throw cairn::NotFound(std::to_string(index), "empty node index " + std::to_string(index) +
+                                                       " is past the last of " +
+                                                       std::to_string(nodes.size()) + " nodes");
+    }
+    const auto it = std::next(nodes.begin(), static_cast<std::ptrdiff_t>(index));
+    if (kind != nullptr) {
+      *kind = it->second == cairn::EmptyNode::list ? CAIRN_EMPTY_LIST : CAIRN_EMPTY_GROUP;
+    }
+    *path = cairn::capi::copy_out(it->first);
   });
 }
 

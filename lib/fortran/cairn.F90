@@ -75,6 +75,7 @@ module cairn
   integer, parameter, public :: CAIRN_STEP_NAME_STANDARD = 0, CAIRN_STEP_NAME_JOINED = 1, &
                                 CAIRN_STEP_NAME_CLU = 2, CAIRN_STEP_NAME_CUSTOM = 3
   integer, parameter, public :: CAIRN_MAX_DIMS = 32
+  integer, parameter, public :: CAIRN_EMPTY_GROUP = 0, CAIRN_EMPTY_LIST = 1
   integer, parameter, public :: CAIRN_MEMORY_HOST = 0, CAIRN_MEMORY_CUDA_DEVICE = 1
   integer(c_int), parameter, public :: CAIRN_COMPRESSION_DEFAULT = -1, &
                                        CAIRN_COMPRESSION_NONE = 0, CAIRN_COMPRESSION_ZSTD = 1, &
@@ -152,6 +153,11 @@ module cairn
   public :: cairn_no_compression, cairn_zstd, cairn_zfp_absolute
   public :: cairn_zfp_relative, cairn_leaf_save, cairn_rename, cairn_resize
   public :: cairn_compression, cairn_derive, cairn_derive_function
+  public :: cairn_items_add_bytes, cairn_items_add_bytes_target, cairn_items_get_bytes
+  public :: cairn_items_set_metadata, cairn_items_get_metadata
+  public :: cairn_tree_add_empty, cairn_tree_empty_count, cairn_tree_empty_node
+  public :: cairn_checkpointer_create_composite, cairn_checkpointer_save_items
+  public :: cairn_checkpointer_restore_items
 
   ! The message of the last failure found by this module itself (not by a C call), if that
   ! was the last failure.
@@ -168,6 +174,8 @@ module cairn
 #include "cairn_multihost_interfaces.inc"
 
 #include "cairn_checkpointer_interfaces.inc"
+
+#include "cairn_items_interfaces.inc"
 
 contains
 
@@ -190,6 +198,8 @@ contains
 #include "cairn_tree.inc"
 
 #include "cairn_items.inc"
+
+#include "cairn_items_more.inc"
 
 #include "cairn_arrays_procedures.inc"
 

@@ -1,12 +1,13 @@
-/* cairn C ABI — plain checkpointers: one array tree saved to, and restored from, one checkpoint
- * directory with the commit protocol, without a manager (cairn::Checkpointer and
- * cairn::AsyncCheckpointer with the array-tree handler; Orbax's Checkpointer and
- * AsyncCheckpointer). Part of <cairn/cairn.h>, which includes every part and states the
- * conventions of the ABI. */
+/* cairn C ABI — plain checkpointers: one array tree (or a composite of named items) saved to, and
+ * restored from, one checkpoint directory with the commit protocol, without a manager
+ * (cairn::Checkpointer and cairn::AsyncCheckpointer with the array-tree handler; Orbax's
+ * Checkpointer and AsyncCheckpointer). Part of <cairn/cairn.h>, which includes every part and
+ * states the conventions of the ABI. */
 #ifndef CAIRN_C_CHECKPOINTER_H
 #define CAIRN_C_CHECKPOINTER_H
 
 #include <cairn/c/comm.h>
+#include <cairn/c/items.h>
 #include <cairn/c/options.h>
 #include <cairn/c/tree.h>
 
@@ -53,6 +54,27 @@ CAIRN_C_API cairn_status cairn_checkpointer_wait_until_finished(cairn_checkpoint
 /* Whether a save is in flight on this rank (*result 0 or 1). Not collective. */
 CAIRN_C_API cairn_status
 cairn_checkpointer_is_saving_in_progress(const cairn_checkpointer* checkpointer, int* result);
+
+/* A checkpointer of composites in *out: each checkpoint holds named items (trees, JSON values,
+ * bytes; cairn::CompositeHandler, handler "cairn.composite"), saved with
+ * cairn_checkpointer_save_items and restored with cairn_checkpointer_restore_items; `async` as
+ * for cairn_checkpointer_create. cairn_checkpointer_save and _restore of one tree fail on it
+ * with CAIRN_ERR_INVALID_ARGUMENT. Collective. */
+CAIRN_C_API cairn_status cairn_checkpointer_create_composite(const cairn_comm* comm, int async,
+                                                             cairn_checkpointer** out);
+/* Saves the items of `items` as the checkpoint directory `dir`, with their custom metadata,
+ * as cairn_checkpointer_save does for a tree (options: force, custom_metadata_json, and for
+ * tree items format, allow_sparse and fsync). Collective. CAIRN_ERR_INVALID_ARGUMENT on a
+ * checkpointer of trees, and for an item without a value to save. */
+CAIRN_C_API cairn_status cairn_checkpointer_save_items(cairn_checkpointer* checkpointer,
+                                                       const char* dir, const cairn_items* items,
+                                                       const cairn_save_options* options);
+/* Restores the items of `items` (only those) from the checkpoint `dir`, as
+ * cairn_manager_restore_items does, after the save in flight. Collective. CAIRN_ERR_NOT_FOUND
+ * for a missing checkpoint; CAIRN_ERR_INVALID_ARGUMENT on a checkpointer of trees. */
+CAIRN_C_API cairn_status cairn_checkpointer_restore_items(cairn_checkpointer* checkpointer,
+                                                          const char* dir, cairn_items* items,
+                                                          const cairn_restore_options* options);
 
 #ifdef __cplusplus
 }

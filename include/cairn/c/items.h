@@ -1,4 +1,5 @@
-/* cairn C ABI — composite items: named trees and JSON values of one step. Part of <cairn/cairn.h>,
+/* cairn C ABI — composite items: named trees, JSON values and bytes of one step, with custom
+ * metadata per item. Part of <cairn/cairn.h>,
  * which includes every part and states the conventions of the ABI (status codes, option structs,
  * collective calls). */
 #ifndef CAIRN_C_ITEMS_H
@@ -12,8 +13,8 @@ extern "C" {
 
 /* ---------------------------------------------------------------- composite items */
 
-/* Named items of a composite checkpoint: array trees and JSON values, each stored in its own
- * sub-directory of the step. Names are path components that do not start with "__". */
+/* Named items of a composite checkpoint: array trees, JSON values and opaque bytes, each stored
+ * in its own sub-directory of the step. Names are path components that do not start with "__". */
 typedef struct cairn_items cairn_items;
 
 /* A new empty item set in *out. */
@@ -38,6 +39,42 @@ CAIRN_C_API cairn_status cairn_items_get_json(const cairn_items* items, const ch
  * the item's buffers, which live as long as either handle. */
 CAIRN_C_API cairn_status cairn_items_get_tree(const cairn_items* items, const char* name,
                                               cairn_tree** tree);
+
+/* Adds a bytes item for a save: `size` bytes at `data` (copied; NULL only when size is 0) that
+ * this rank serialized itself, stored as p<rank>.bin with a checksum (cairn::BytesHandler).
+ * `replicated` nonzero: every rank passes the same bytes and the primary writes them once.
+ * Not collective (the save checks that the ranks agree on the items).
+ * CAIRN_ERR_INVALID_ARGUMENT for a bad or duplicate name or NULL data with a nonzero size. */
+CAIRN_C_API cairn_status cairn_items_add_bytes(cairn_items* items, const char* name,
+                                               const void* data, size_t size, int replicated);
+/* `from_rank` of cairn_items_add_bytes_target: each rank reads the bytes it saved itself. */
+#define CAIRN_BYTES_OWN_RANK (-1)
+/* Adds a bytes item for a restore: per-rank bytes come back as rank `from_rank` saved them
+ * (CAIRN_BYTES_OWN_RANK: the calling rank's), replicated bytes as saved; read them with
+ * cairn_items_get_bytes. Not collective. CAIRN_ERR_INVALID_ARGUMENT for a bad or duplicate
+ * name or a from_rank below -1. The restore returns CAIRN_ERR_NOT_FOUND, naming the rank, for
+ * a rank the save did not have. */
+CAIRN_C_API cairn_status cairn_items_add_bytes_target(cairn_items* items, const char* name,
+                                                      int from_rank);
+/* A copy of the bytes of item `name` in *data (free with cairn_free; NULL when *size is 0) and
+ * their count in *size. Not collective. CAIRN_ERR_NOT_FOUND when there is no such item or it
+ * holds no bytes yet; CAIRN_ERR_INVALID_ARGUMENT for an item that is not bytes. */
+CAIRN_C_API cairn_status cairn_items_get_bytes(const cairn_items* items, const char* name,
+                                               void** data, size_t* size);
+
+/* Sets the custom metadata of item `name`, a JSON object given as text (copied), saved with the
+ * item in the step's cairn-step.json (C++ Composite custom metadata) and given back by
+ * cairn_items_get_metadata after a restore of the item. Replaces what was set before. Not
+ * collective. CAIRN_ERR_NOT_FOUND for an item not added yet; CAIRN_ERR_INVALID_ARGUMENT for
+ * text that is not a JSON object. */
+CAIRN_C_API cairn_status cairn_items_set_metadata(cairn_items* items, const char* name,
+                                                  const char* json_object);
+/* The custom metadata of item `name` as JSON object text in *json_text (free with cairn_free):
+ * after a restore, what the save stored with the item ("{}" when it stored none); before, what
+ * cairn_items_set_metadata set ("{}" when nothing). Not collective. CAIRN_ERR_NOT_FOUND when
+ * there is no such item. */
+CAIRN_C_API cairn_status cairn_items_get_metadata(const cairn_items* items, const char* name,
+                                                  char** json_text);
 
 #ifdef __cplusplus
 }

@@ -139,6 +139,24 @@ CAIRN_C_API cairn_status cairn_tree_get_string(const cairn_tree* tree, const cha
 CAIRN_C_API cairn_status cairn_tree_get_json(const cairn_tree* tree, const char* path,
                                              char** json_text);
 
+/* Kinds of an empty node (cairn::EmptyNode): a nested structure with nothing in it. */
+enum {
+  CAIRN_EMPTY_GROUP = 0, /* a group without leaves (an empty dict) */
+  CAIRN_EMPTY_LIST = 1   /* an empty list */
+};
+/* Adds an empty node of `kind` at `path`: a save keeps it (in cairn-tree.json) and a restore
+ * as saved gives it back (cairn_tree_empty_count, cairn_tree_empty_node). Not collective.
+ * CAIRN_ERR_INVALID_ARGUMENT for a bad path or kind, a path that is a leaf or holds leaves, or
+ * a duplicate. */
+CAIRN_C_API cairn_status cairn_tree_add_empty(cairn_tree* tree, const char* path, int kind);
+/* Number of empty nodes in *count. Not collective. */
+CAIRN_C_API cairn_status cairn_tree_empty_count(const cairn_tree* tree, size_t* count);
+/* The path (in *path, free with cairn_free) and kind (*kind, CAIRN_EMPTY_*; may be NULL) of
+ * empty node `index`, in sorted path order. Not collective. CAIRN_ERR_NOT_FOUND when index >=
+ * the count. */
+CAIRN_C_API cairn_status cairn_tree_empty_node(const cairn_tree* tree, size_t index, char** path,
+                                               int* kind);
+
 #ifdef __cplusplus
 }
 #endif
