@@ -1,6 +1,8 @@
-// cairn C ABI — C callbacks as the manager's clocks, predicates and step name formats, and as
-// the fill functions of derived restore leaves.
+// cairn C ABI — C callbacks as the manager's clocks, predicates, best metrics, commit notices
+// and step name formats, and as the fill functions of derived restore leaves.
 #include "capi/callbacks.hpp"
+
+#include <boost/json/serialize.hpp>
 
 #include <array>
 #include <memory>
@@ -91,6 +93,27 @@ std::function<std::chrono::system_clock::time_point()> clock_from_c(cairn_clock_
 ShouldSaveFunction should_save_from_c(cairn_should_save_latest_fn fn, void* user_data) {
   return [fn, user_data](std::int64_t step, std::optional<std::int64_t> latest) {
     return fn(step, latest.value_or(0), latest ? 1 : 0, user_data) != 0;
+  };
+}
+
+std::function<std::optional<double>(const boost::json::object& metrics)> best_fn_from_c(
+    cairn_best_fn fn, void* user_data) {
+  return [fn, user_data](const boost::json::object& metrics) -> std::optional<double> {
+    const std::string text = boost::json::serialize(metrics);
+    double value = 0.0;
+    if (fn(text.c_str(), &value, user_data) == 0) return std::nullopt;
+    return value;
+  };
+}
+
+std::function<void(std::int64_t step, const boost::json::object& metrics)> on_commit_from_c(
+    cairn_on_commit_fn fn, void* user_data) {
+  return [fn, user_data](std::int64_t step, const boost::json::object& metrics) {
+    const std::string text = boost::json::serialize(metrics);
+    if (const int status = fn(step, text.c_str(), user_data); status != 0) {
+      throw InvalidArgument("on_commit returned " + std::to_string(status) + " for step " +
+                            std::to_string(step) + " (the step is committed)");
+    }
   };
 }
 

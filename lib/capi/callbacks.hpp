@@ -1,5 +1,6 @@
 // cairn C ABI — C callbacks (function pointer and user data) as the C++ callables and
-// objects of the manager: clocks, save predicates, keep predicates and step name formats.
+// objects of the manager: clocks, save predicates, keep predicates, best metrics, commit
+// notices and step name formats.
 #pragma once
 
 #include <cairn/cairn.h>
@@ -7,8 +8,12 @@
 #include <cairn/policies.hpp>
 #include <cairn/storage.hpp>
 
+#include <boost/json/object.hpp>
+
 #include <chrono>
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -28,6 +33,16 @@ std::function<std::chrono::system_clock::time_point()> clock_from_c(cairn_clock_
 /// The should_save_fn(step, latest_step) of a C predicate (not NULL). Never throws beyond
 /// std::bad_alloc.
 ShouldSaveFunction should_save_from_c(cairn_should_save_latest_fn fn, void* user_data);
+
+/// The best_fn of a C function (not NULL): the metrics are passed as JSON text. Never throws
+/// beyond std::bad_alloc.
+std::function<std::optional<double>(const boost::json::object& metrics)> best_fn_from_c(
+    cairn_best_fn fn, void* user_data);
+
+/// The on_commit of a C function (not NULL): the metrics are passed as JSON text; a nonzero
+/// return throws InvalidArgument naming the step.
+std::function<void(std::int64_t step, const boost::json::object& metrics)> on_commit_from_c(
+    cairn_on_commit_fn fn, void* user_data);
 
 /// A preservation policy keeping the steps for which `fn` returns nonzero. Throws
 /// InvalidArgument when `fn` is NULL.

@@ -326,7 +326,11 @@ CheckpointManagerOptions manager_options(const cairn_manager_options* options) {
   if (c.keep_period > 0) o.keep_period = c.keep_period;
   if (c.keep_time_interval_s > 0)
     o.keep_time_interval = std::chrono::seconds(c.keep_time_interval_s);
+  if (c.best_metric != nullptr && c.best_fn != nullptr) {
+    throw InvalidArgument("give best_metric or best_fn, not both");
+  }
   if (c.best_metric != nullptr) o.best_fn = metric_reader(c.best_metric);
+  if (c.best_fn != nullptr) o.best_fn = best_fn_from_c(c.best_fn, c.best_user_data);
   switch (c.best_mode) {
     case CAIRN_BEST_MAX: o.best_mode = BestMode::max; break;
     case CAIRN_BEST_MIN: o.best_mode = BestMode::min; break;
@@ -380,6 +384,8 @@ CheckpointManagerOptions manager_options(const cairn_manager_options* options) {
   o.enable_async = c.enable_async != 0;
   o.async.staging_bytes = c.async_staging_bytes;
   o.async.zero_copy = c.async_zero_copy != 0;
+  o.async.device_staging = c.async_device_staging != 0;
+  if (c.on_commit != nullptr) o.on_commit = on_commit_from_c(c.on_commit, c.on_commit_user_data);
   o.checkpointer = checkpointer_options(c);
   if (c.should_keep_fn != nullptr) add_should_keep(c, o);
   if (c.enable_preemption != 0) o.preemption = preemption_options(c);

@@ -2,7 +2,8 @@
  * cairn_array_desc. Without a usable CUDA device, saving it fails on every rank with
  * CAIRN_ERR_UNSUPPORTED naming the leaf and why there is no device, and nothing is committed.
  * With a device (builds that link the CUDA runtime, CAIRN_TEST_CUDART), a cudaMalloc buffer
- * is saved, cleared and restored. Exits non-zero on any failure. */
+ * is saved, cleared and restored, and an async save with async_device_staging snapshots it on
+ * the device. Exits non-zero on any failure. */
 #include <cairn/cairn.h>
 
 #include <stdio.h>
@@ -113,6 +114,43 @@ static void with_device(const cairn_comm* comm, int rank, int size) {
   CHECK(cudaFree(device) == cudaSuccess);
   CHECK_OK(cairn_manager_free(m));
 }
+
+/* async_device_staging: an async zero-copy save snapshots the device leaf into device memory
+ * before save() returns, so clearing the buffer at once does not reach the checkpoint. Without
+ * the device snapshot a zero-copy save writes from the caller's buffer later, and the clear
+ * would be written. */
+static void with_device_staging(const cairn_comm* comm, int rank, int size) {
+  double host[N];
+  double back[N];
+  const int64_t global = (int64_t)N * size;
+  const int64_t offset = (int64_t)N * rank;
+  cairn_manager_options o;
+  cairn_manager* m = NULL;
+  cairn_tree* tree;
+  void* device = NULL;
+  int saved = 0;
+  int i;
+  CHECK_OK(cairn_manager_options_init(&o, sizeof o));
+  o.barrier_timeout_s = 120;
+  o.async_zero_copy = 1;
+  o.async_device_staging = 1;
+  CHECK_OK(cairn_manager_create(comm, capi_test_path("device_staging"), &o, &m));
+  for (i = 0; i < N; ++i) host[i] = 2000.0 * rank + i;
+  CHECK(cudaMalloc(&device, sizeof host) == cudaSuccess);
+  CHECK(cudaMemcpy(device, host, sizeof host, cudaMemcpyHostToDevice) == cudaSuccess);
+  tree = device_tree(device, &global, &offset);
+  CHECK_OK(cairn_manager_save(m, 1, tree, NULL, &saved));
+  CHECK(saved == 1);
+  CHECK(cudaMemset(device, 0, sizeof host) == cudaSuccess);
+  CHECK(cudaDeviceSynchronize() == cudaSuccess);
+  CHECK_OK(cairn_manager_wait_until_finished(m));
+  CHECK_OK(cairn_manager_restore(m, 1, tree, NULL));
+  CHECK(cudaMemcpy(back, device, sizeof back, cudaMemcpyDeviceToHost) == cudaSuccess);
+  CHECK(memcmp(back, host, sizeof host) == 0);
+  cairn_tree_free(tree);
+  CHECK(cudaFree(device) == cudaSuccess);
+  CHECK_OK(cairn_manager_free(m));
+}
 #endif
 
 int main(int argc, char** argv) {
@@ -125,9 +163,12 @@ int main(int argc, char** argv) {
   } else {
 #if CAIRN_TEST_CUDART
     with_device(w.comm, w.rank, w.size);
+    with_device_staging(w.comm, w.rank, w.size);
 #endif
   }
   return capi_test_end(
       &w, "test_capi_device",
-      devices == 0 ? "(no CUDA device: the device leaf is an error)" : "(device round trip)");
+      devices == 0 ? "(no CUDA device: the device leaf is an error; the device round trip and "
+                     "async_device_staging were skipped)"
+                   : "(device round trip, async_device_staging)");
 }

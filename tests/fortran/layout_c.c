@@ -72,6 +72,11 @@ static const size_t manager_options_c_offsets[] = {
     FIELD(cairn_manager_options, drain_at_close),
     FIELD(cairn_manager_options, drain_bytes_per_second),
     FIELD(cairn_manager_options, ranks_per_node),
+    FIELD(cairn_manager_options, best_fn),
+    FIELD(cairn_manager_options, best_user_data),
+    FIELD(cairn_manager_options, on_commit),
+    FIELD(cairn_manager_options, on_commit_user_data),
+    FIELD(cairn_manager_options, async_device_staging),
 };
 static const size_t save_options_c_offsets[] = {
     FIELD(cairn_save_options, struct_size),

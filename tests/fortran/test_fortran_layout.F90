@@ -161,7 +161,17 @@ program test_fortran_layout
       field(c_loc(v_manager_options%drain_bytes_per_second), c_loc(v_manager_options)), &
       c_sizeof(v_manager_options%drain_bytes_per_second), &
       field(c_loc(v_manager_options%ranks_per_node), c_loc(v_manager_options)), &
-      c_sizeof(v_manager_options%ranks_per_node)])
+      c_sizeof(v_manager_options%ranks_per_node), &
+      field(c_loc(v_manager_options%best_fn), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%best_fn), &
+      field(c_loc(v_manager_options%best_user_data), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%best_user_data), &
+      field(c_loc(v_manager_options%on_commit), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%on_commit), &
+      field(c_loc(v_manager_options%on_commit_user_data), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%on_commit_user_data), &
+      field(c_loc(v_manager_options%async_device_staging), c_loc(v_manager_options)), &
+      c_sizeof(v_manager_options%async_device_staging)])
   call compare(1, 'save_options_c', c_sizeof(v_save_options), [ &
       field(c_loc(v_save_options%struct_size), c_loc(v_save_options)), &
       c_sizeof(v_save_options%struct_size), &

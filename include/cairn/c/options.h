@@ -37,6 +37,24 @@ typedef int (*cairn_step_name_build_fn)(int64_t step, char* name, size_t capacit
  * function gives for that step. */
 typedef int (*cairn_step_name_parse_fn)(const char* name, int64_t* step, void* user_data);
 
+/* The number a step is ranked by (cairn_manager_options.best_fn; C++ best_fn), from the JSON
+ * object of the metrics saved with it (`metrics_json`, NUL-terminated, valid during the call):
+ * returns nonzero with *value set, or 0 when the step has no such number (it then counts as
+ * saved without metrics, see keep_checkpoints_without_metrics). Called by retention after each
+ * commit on the primary rank only, and by cairn_manager_best_step on every rank; it must give
+ * every rank the same answer. */
+typedef int (*cairn_best_fn)(const char* metrics_json, double* value, void* user_data);
+/* Told that `step` is committed (cairn_manager_options.on_commit; C++ on_commit), with the JSON
+ * object of its metrics (`metrics_json`, NUL-terminated, valid during the call; "{}" without
+ * metrics), before retention runs: the place to report a step as saved. Called on every active
+ * rank, on the thread that called the manager function that found the commit:
+ * cairn_manager_save for a synchronous save; for an async one the first should_save, save,
+ * check_for_errors, wait_until_finished, restore or close after every rank finished it.
+ * Returns 0; a nonzero return on any rank makes that function fail on every rank with
+ * CAIRN_ERR_INVALID_ARGUMENT naming the step, which stays committed. It runs while the manager
+ * holds its lock: it may call the manager's non-collective functions only. */
+typedef int (*cairn_on_commit_fn)(int64_t step, const char* metrics_json, void* user_data);
+
 /* Options of a manager (cairn::CheckpointManagerOptions). Defaults in brackets. */
 typedef struct cairn_manager_options {
   size_t struct_size; /* sizeof(cairn_manager_options) as the caller knows it */
@@ -146,6 +164,18 @@ typedef struct cairn_manager_options {
   double drain_bytes_per_second; /* [0] pace of the drain on each rank; 0: unpaced */
   int ranks_per_node;            /* [0] group this many consecutive ranks into one simulated
                                     node; 0: the nodes MPI reports (or CAIRN_RANKS_PER_NODE) */
+  /* fields appended in 0.3: the rest of CheckpointManagerOptions' callbacks and AsyncOptions */
+  cairn_best_fn best_fn;        /* [NULL] rank steps by what it returns, in place of best_metric
+                                   (giving both is CAIRN_ERR_INVALID_ARGUMENT); best_mode,
+                                   max_to_keep and keep_checkpoints_without_metrics as with
+                                   best_metric */
+  void* best_user_data;         /* [NULL] passed to best_fn */
+  cairn_on_commit_fn on_commit; /* [NULL] told each committed step (see cairn_on_commit_fn) */
+  void* on_commit_user_data;    /* [NULL] passed to on_commit */
+  int async_device_staging;     /* [0] async saves snapshot CUDA device leaves into new device
+                                   memory (device-to-device) when the device has room, instead of
+                                   into the host staging area; the background thread copies them
+                                   to the host (AsyncOptions::device_staging, docs/gpu.md) */
 } cairn_manager_options;
 
 /* Fills *options with the defaults for a caller that knows `struct_size` bytes of it. */
