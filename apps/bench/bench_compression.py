@@ -2,7 +2,8 @@
 the save time and the restore time, each over the same measurement with no compression.
 
 cairn_bench's compress cases record "cairn.<format>.compress.<compression>.<data>.save" and
-".restore" (seconds, and the bytes on disk of the step) for the compressions none, zstd and zfp
+".restore" (seconds, and the bytes on disk of the step) for the compressions none, zstd (the
+bytes shuffled first, the default), zstd_plain (zstd alone) and zfp
 and the data sets "field" (smooth) and "random", or "cairn.<format>.compress.<compression>
 .unavailable" where the build or the format cannot store that compression. A ratio is computed
 per repetition, repetition i of the compressed case over repetition i of `none` on the same
@@ -14,7 +15,7 @@ import statistics
 from bench_markdown import fmt_number as _fmt, paired_ratios, replace_section, spread_text
 
 FORMATS = ("posix", "hdf5")
-COMPRESSIONS = ("zstd", "zfp")
+COMPRESSIONS = ("zstd", "zstd_plain", "zfp")
 DATA = ("field", "random")
 # (key of the row, what is compared, the record's operation, the per-repetition value)
 MEASURES = (("bytes", "bytes on disk", "save", "disk_bytes_reps"),

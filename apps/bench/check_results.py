@@ -61,7 +61,7 @@ for fmt in ("posix", "hdf5"):
     RESULTS += [f"cairn.{fmt}.compress.none.{d}.{op}" for d in ("field", "random")
                 for op in ("save", "restore")]
 COMPRESSION_ROWS = [f"compress_{fmt}_{c}_{d}" for fmt in ("posix", "hdf5")
-                    for c in ("zstd", "zfp") for d in ("field", "random")]
+                    for c in ("zstd", "zstd_plain", "zfp") for d in ("field", "random")]
 # The incremental case (bench_incremental.py): every step of every repetition, off and on.
 RESULTS += [f"cairn.posix.incremental.{mode}.{op}" for mode in ("off", "on")
             for op in ("save", "restore")]
