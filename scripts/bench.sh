@@ -18,7 +18,10 @@
 #                               section of the report; fails when memory, descriptors or files
 #                               grow. The full run ends with it too (--quick: 300 saves).
 #
-# Options: --bytes N (total bytes, suffixes K M G), --reps N, --meta-leaves N, --soak-saves N,
+# Every repetition runs each contender once, interleaved (the order rotated between
+# repetitions), after a warm-up repetition that is not counted (--warmup N, default 1).
+# Options: --bytes N (total bytes, suffixes K M G), --reps N, --warmup N, --meta-leaves N,
+#   --soak-saves N,
 #   --build-dir DIR (default build-bench), --driver PATH (an already built cairn_bench: no
 #   build), --results-dir DIR, --report FILE, --scratch DIR (default <build-dir>/bench-scratch:
 #   the file system measured), --no-drop-caches, --no-orbax, --mpiexec-flags "FLAGS".
@@ -44,6 +47,7 @@ soak=0
 soak_saves=""
 bytes=""
 reps=""
+warmup=1
 meta_leaves=""
 build="build-bench"
 driver=""
@@ -62,6 +66,7 @@ while [ $# -gt 0 ]; do
     --soak-saves) soak_saves="$2"; shift ;;
     --bytes) bytes="$(numfmt --from=iec "$2")"; shift ;;
     --reps) reps="$2"; shift ;;
+    --warmup) warmup="$2"; shift ;;
     --meta-leaves) meta_leaves="$2"; shift ;;
     --build-dir) build="$2"; shift ;;
     --driver) driver="$2"; shift ;;
@@ -71,7 +76,7 @@ while [ $# -gt 0 ]; do
     --no-drop-caches) drop=0 ;;
     --no-orbax) orbax=0 ;;
     --mpiexec-flags) mpiexec_flags="$2"; shift ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -184,7 +189,8 @@ name="$(date -u +%Y-%m-%d-%H%M)"
 version="$(sed -n 's/^project(cairn VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)"
 version="$version ($(git -C "$root" describe --always --dirty 2>/dev/null || echo 'no git'))"
 args=(--driver "$driver" --scratch "$work" --results-dir "$results" --report "$report"
-      --total-bytes "$bytes" --meta-leaves "$meta_leaves" --reps "$reps" --name "$name"
+      --total-bytes "$bytes" --meta-leaves "$meta_leaves" --reps "$reps" --warmup "$warmup"
+      --name "$name"
       --mpiexec-flags "$mpiexec_flags" --cairn-version "$version" --command "$command_line"
       --soak-saves "$soak_saves")
 [ "$quick" -eq 1 ] && args+=(--quick)

@@ -174,13 +174,14 @@ def _value(leaf):
 
 
 def read_index(tree_dir):
-    """The leaves of cairn-tree.json in `tree_dir` (a list of dicts), any version 1 to 6; for
-    versions 4 to 6 (5 and 6: sections may give chunk places, for an incremental save) each
+    """The leaves of cairn-tree.json in `tree_dir` (a list of dicts), any version 1 to 7; for
+    versions 4 to 7 (5 to 7: sections may give chunk places, for an incremental save; 7: a
+    leaf's zstd chunks are shuffled, which this reader refuses as any compressed leaf) each
     array leaf's "shards" are read from cairn-tree.bin."""
     with open(os.path.join(tree_dir, "cairn-tree.json")) as f:
         index = json.load(f)
-    if index.get("format") != "cairn-tree" or index.get("version") not in (1, 2, 3, 4, 5, 6):
-        raise ValueError(f"{tree_dir}/cairn-tree.json: not a cairn tree of version 1 to 6")
+    if index.get("format") != "cairn-tree" or index.get("version") not in (1, 2, 3, 4, 5, 6, 7):
+        raise ValueError(f"{tree_dir}/cairn-tree.json: not a cairn tree of version 1 to 7")
     if index["version"] >= 4:
         with open(os.path.join(tree_dir, "cairn-tree.bin"), "rb") as f:
             binary = f.read()

@@ -2,19 +2,20 @@
 the save time and the restore time, each over the same measurement with no compression.
 
 cairn_bench's compress cases record "cairn.<format>.compress.<compression>.<data>.save" and
-".restore" (seconds, and the bytes on disk of the step) for the compressions none, zstd and zfp
+".restore" (seconds, and the bytes on disk of the step) for the compressions none, zstd (the
+bytes shuffled first, the default), zstd_plain (zstd alone) and zfp
 and the data sets "field" (smooth) and "random", or "cairn.<format>.compress.<compression>
 .unavailable" where the build or the format cannot store that compression. A ratio is computed
 per repetition, repetition i of the compressed case over repetition i of `none` on the same
-data (the two run in separate loops, so the pairing is by position only), and kept with its
-min, median and max. No bound: the ratios are reported, not judged.
+data (both run in the same repetition of scripts/bench.sh's interleaved run), and kept with
+its min, median and max. No bound: the ratios are reported, not judged.
 """
 import statistics
 
 from bench_markdown import fmt_number as _fmt, paired_ratios, replace_section, spread_text
 
 FORMATS = ("posix", "hdf5")
-COMPRESSIONS = ("zstd", "zfp")
+COMPRESSIONS = ("zstd", "zstd_plain", "zfp")
 DATA = ("field", "random")
 # (key of the row, what is compared, the record's operation, the per-repetition value)
 MEASURES = (("bytes", "bytes on disk", "save", "disk_bytes_reps"),
@@ -97,7 +98,7 @@ def _section(doc):
              f"{doc['config']['ranks']} ranks; \"field\" is a smooth 2-D field (a heated plate "
              "after some diffusion), \"random\" is uniform random in [0, 1). Each ratio is the "
              "compressed case over the same case with no compression, computed per repetition "
-             "(paired by position) and given as min / median / max over the "
+             "(both from the same repetition) and given as min / median / max over the "
              f"{reps} repetitions. Saves are synchronous with fsync; restores follow a drop of "
              f"the page cache ({doc['config']['page_cache']}). Reported, not judged.", "",
              "| format | compression | data | bytes on disk ÷ none | save time ÷ none | "

@@ -8,8 +8,8 @@ shard files, of every step: "step_seconds", "step_written_bytes", "step_allocate
 ".restore" (the last step, after dropping the page cache, its values checked exactly). Step 0
 writes the whole field either way; the later steps are those an incremental save can refer to
 an earlier step for, and each repetition is summed up by the median over them. A ratio is
-computed per repetition, repetition i with incremental saves over repetition i without (the
-two run in separate loops, so the pairing is by position only), and kept with its min, median
+computed per repetition, repetition i with incremental saves over repetition i without (in
+scripts/bench.sh both run in the same interleaved repetition), and kept with its min, median
 and max. No bound: the ratios are reported, not judged.
 
     python3 bench_incremental.py RESULTS.jsonl --report BENCHMARKS.md --ranks 4 --command CMD
@@ -126,7 +126,8 @@ def _section(doc):
                      f"{_fmt(m['first_seconds'])} s | {_fmt(m['later_seconds'])} s | "
                      f"{_fmt(m['seconds'])} s |")
     lines += ["", "Each ratio is the case with incremental saves over the case without, "
-              "computed per repetition (paired by position) and given as min / median / max.",
+              "computed per repetition (both from the same repetition) and given as min / median / "
+              "max.",
               "", "| on ÷ off | min / median / max |", "|---|---|"]
     for key, label, _, _ in MEASURES:
         lines.append(f"| {label} | {spread_text(inc[key])} |")

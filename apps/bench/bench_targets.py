@@ -1,9 +1,9 @@
 """The targets of the benchmark: ratios from one run, with their spread over the repetitions.
 
 A ratio is computed per repetition: repetition i of the numerator's case over repetition i of
-the denominator's case (the two cases' repetitions are paired by index; only the restores of
-one cairn format run in the same loop, the other pairs come from separate loops, so their
-pairing is by position only). Each target keeps every per-repetition ratio, their min, median
+the denominator's case. run_bench.py runs the contenders interleaved (every contender once per
+repetition, the order rotated), so both sides of a ratio of repetition i ran under the same
+conditions of the machine. Each target keeps every per-repetition ratio, their min, median
 and max, and is judged on the median, except the memory targets, judged on the worst
 repetition (a memory bound holds in every repetition or not at all).
 
@@ -93,6 +93,13 @@ def reshard_cases(ranks):
     return rows
 
 
+def _min_per_rep(lists):
+    """Element-wise minimum of per-repetition lists (None when one is missing)."""
+    if not lists or any(v is None for v in lists):
+        return None
+    return [min(vs) for vs in zip(*lists)]
+
+
 def _max_per_rep(lists):
     """Element-wise maximum of per-repetition lists (None when one is missing)."""
     if not lists or any(v is None for v in lists):
@@ -120,23 +127,25 @@ def evaluate(doc):
     orbax = doc["contenders"]["orbax"]["status"]
     no_orbax = orbax if orbax != "ok" else None
     out = []
-    for fmt, bound in (("posix", 0.90), ("hdf5", 0.80)):
+    # The limit of each format: fio on one file per job for posix (a file per rank), fio on
+    # one shared file, every job at its own offset, for hdf5 (one data.h5).
+    for fmt, bound, fio, files in (("posix", 0.90, "fio.write_fsync", "a file per job"),
+                                   ("hdf5", 0.80, "fio.write_fsync_shared", "one shared file")):
         n = f"cairn.{fmt}.save_sync"
-        out.append(_target(f"durable_write_{fmt}", f"cairn {fmt} save GB/s / fio durable write GB/s",
-                           n, _per_rep(res, n, "gbps"), "fio.write_fsync",
-                           _per_rep(res, "fio.write_fsync", "gbps"), ">=", bound))
+        out.append(_target(f"durable_write_{fmt}",
+                           f"cairn {fmt} save GB/s / fio durable write GB/s ({files})",
+                           n, _per_rep(res, n, "gbps"), fio, _per_rep(res, fio, "gbps"), ">=",
+                           bound))
     out.append(_target("hdf5_save_vs_h5py", "cairn hdf5 save time / h5py collective save time",
                        "cairn.hdf5.save_sync", _per_rep(res, "cairn.hdf5.save_sync"),
                        "h5py.write", _per_rep(res, "h5py.write"), "<=", 0.8))
     out.append(_target("hdf5_restore_vs_h5py",
-                       "cairn hdf5 restore time / h5py collective read time",
+                       "cairn hdf5 restore time / the faster of h5py's collective and "
+                       "independent reads",
                        "cairn.hdf5.restore", _per_rep(res, "cairn.hdf5.restore"),
-                       "h5py.read", _per_rep(res, "h5py.read"), "<=", 0.8))
-    out.append(_target("hdf5_restore_vs_h5py_independent",
-                       "cairn hdf5 restore time / h5py independent read time",
-                       "cairn.hdf5.restore", _per_rep(res, "cairn.hdf5.restore"),
-                       "h5py.read_independent", _per_rep(res, "h5py.read_independent"),
-                       "<=", 0.8))
+                       "min(h5py.read, h5py.read_independent)",
+                       _min_per_rep([_per_rep(res, "h5py.read"),
+                                     _per_rep(res, "h5py.read_independent")]), "<=", 0.8))
     for fmt in FORMATS:
         for what, bound in (("save", 0.5), ("restore", 0.5), ("meta_save", 0.2),
                             ("meta_restore", 0.2)):
@@ -153,11 +162,19 @@ def evaluate(doc):
             out.append(_target(f"async_{mode}_{fmt}",
                                f"cairn {fmt} async ({mode}) blocking time / sync save time",
                                n, _per_rep(res, n), s, _per_rep(res, s), "<=", bound))
-    for fmt in FORMATS:
+        # The physical limit of a blocking copy: memcpy of the same bytes, every rank at once.
+        n = f"cairn.{fmt}.save_async_copy"
+        out.append(_target(f"async_copy_vs_memcpy_{fmt}",
+                           f"cairn {fmt} async (copy) blocking time / memcpy of the same bytes",
+                           n, _per_rep(res, n), "memcpy.copy", _per_rep(res, "memcpy.copy"),
+                           "<=", 1.3))
+    for fmt, fio, files in (("posix", "fio.read", "a file per job"),
+                            ("hdf5", "fio.read_shared", "one shared file")):
         n = f"cairn.{fmt}.restore"
-        out.append(_target(f"restore_vs_fio_{fmt}", f"cairn {fmt} restore GB/s / fio read GB/s",
-                           n, _per_rep(res, n, "gbps"), "fio.read",
-                           _per_rep(res, "fio.read", "gbps"), ">=", 0.85))
+        out.append(_target(f"restore_vs_fio_{fmt}",
+                           f"cairn {fmt} restore GB/s / fio read GB/s ({files})",
+                           n, _per_rep(res, n, "gbps"), fio, _per_rep(res, fio, "gbps"), ">=",
+                           0.85))
         n1 = f"cairn.{fmt}.restore_to1"
         if n1 in res:
             out.append(_target(f"restore_to1_vs_fio_one_job_{fmt}",

@@ -25,11 +25,12 @@ MACHINE = ["cpu", "cores", "memory_gib", "kernel", "file_system", "os"]
 VERSIONS = ["cairn", "fio", "mpi", "python", "h5py", "hdf5", "numpy", "mpi4py"]
 ORBAX_VERSIONS = ["orbax_checkpoint", "jax", "tensorstore"]
 CONFIG = ["ranks", "cores", "oversubscribed", "total_bytes", "leaves", "shape", "dtype",
-          "decomposition", "meta_leaves", "meta_leaf_bytes", "repetitions", "page_cache",
+          "decomposition", "meta_leaves", "meta_leaf_bytes", "repetitions", "warmup_repetitions",
+          "interleaved", "page_cache",
           "scratch"]
 CONTENDERS = ["fio", "memcpy", "baselines", "h5py", "cairn", "orbax"]
 RESULTS = ["fio.write_fsync", "fio.write_direct", "fio.read", "fio.read_direct",
-           "fio.read_one_job", "memcpy.copy",
+           "fio.read_one_job", "fio.write_fsync_shared", "fio.read_shared", "memcpy.copy",
            "baseline.posix.write", "baseline.posix.read", "baseline.mpiio.write",
            "baseline.mpiio.read", "h5py.write", "h5py.read", "h5py.read_independent"]
 RESTORES = ["restore", "restore_to3", "restore_to2", "restore_to1", "restore_transposed",
@@ -46,10 +47,11 @@ TARGET_FIELDS = ["id", "description", "numerator", "denominator", "numerator_val
                  "denominator_value", "op", "target", "ratio", "ratio_min", "ratio_median",
                  "ratio_max", "ratios", "judged_on", "met", "met_reps", "factor", "status"]
 TARGETS = ["durable_write_posix", "durable_write_hdf5", "hdf5_save_vs_h5py",
-           "hdf5_restore_vs_h5py", "hdf5_restore_vs_h5py_independent"]
+           "hdf5_restore_vs_h5py"]
 for fmt in ("posix", "hdf5"):
     TARGETS += [f"{w}_vs_orbax_{fmt}" for w in ("save", "restore", "meta_save", "meta_restore")]
-    TARGETS += [f"async_copy_{fmt}", f"async_zerocopy_{fmt}", f"restore_vs_fio_{fmt}",
+    TARGETS += [f"async_copy_{fmt}", f"async_zerocopy_{fmt}", f"async_copy_vs_memcpy_{fmt}",
+                f"restore_vs_fio_{fmt}",
                 f"restore_to1_vs_fio_one_job_{fmt}",
                 f"peak_memory_{fmt}", f"restore_peak_memory_{fmt}", f"reshard_peak_memory_{fmt}"]
     TARGETS += [f"reshard_{r}_{fmt}" for r in ("4to3", "4to2", "4to1", "3to4", "transposed")]
@@ -59,7 +61,7 @@ for fmt in ("posix", "hdf5"):
     RESULTS += [f"cairn.{fmt}.compress.none.{d}.{op}" for d in ("field", "random")
                 for op in ("save", "restore")]
 COMPRESSION_ROWS = [f"compress_{fmt}_{c}_{d}" for fmt in ("posix", "hdf5")
-                    for c in ("zstd", "zfp") for d in ("field", "random")]
+                    for c in ("zstd", "zstd_plain", "zfp") for d in ("field", "random")]
 # The incremental case (bench_incremental.py): every step of every repetition, off and on.
 RESULTS += [f"cairn.posix.incremental.{mode}.{op}" for mode in ("off", "on")
             for op in ("save", "restore")]

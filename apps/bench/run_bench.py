@@ -2,8 +2,12 @@
 plots and the report (scripts/bench.sh calls it with Debian's /usr/bin/python3).
 
 The physical limit (fio, memcpy), the hand-written baselines and cairn (cairn_bench), h5py
-(h5py_bench.py) and Orbax (orbax_bench.py, in its virtual environment) each run --reps times;
-the JSON keeps every repetition and the median, the ratios of bench_targets.py, those of
+(h5py_bench.py) and Orbax (orbax_bench.py, in its virtual environment) run interleaved: each
+repetition runs every contender once, in an order rotated from one repetition to the next, so
+that the two sides of a ratio of repetition i ran under the same conditions of the machine.
+A first, warm-up repetition (--warmup) runs everything once and is not counted: it pays the
+one-time costs (the page cache of the programs and libraries, staging pages, the first
+creation of the scratch directories). The JSON keeps every counted repetition and the median, the ratios of bench_targets.py, those of
 compression to no compression (bench_compression.py), those of incremental saves to whole
 ones (bench_incremental.py) and those of the node-local level (bench_levels.py), each with its
 min, median and max over the repetitions.
@@ -48,46 +52,81 @@ def output(cmd):
         return f"unknown ({e})"
 
 
-def fio_case(a, scratch, name, rw, direct, reps, rec, drop, jobs=None, files="seq"):
+def fio_case(a, scratch, name, rw, direct, rep, rec, drop, jobs=None, files="seq",
+             shared=False):
     """fio on `jobs` jobs (processes; default `ranks`), each 1/jobs of the bytes, 1 MiB
-    sequential I/O, in files named after `files`."""
+    sequential I/O, in files named after `files`; `shared`: every job in one file, at its own
+    offset (the pattern of one shared file such as data.h5)."""
     jobs = jobs or a.ranks
     per_job = a.total_bytes // jobs
-    for rep in range(reps):
-        if rw == "write":
-            shutil.rmtree(scratch, ignore_errors=True)
-            os.makedirs(scratch)
-        status = bd.drop_caches(drop)
-        cmd = ["fio", f"--name={files}", f"--directory={scratch}", f"--rw={rw}", "--bs=1M",
-               f"--size={per_job}", f"--numjobs={jobs}", "--group_reporting",
-               "--ioengine=psync", f"--direct={1 if direct else 0}", "--output-format=json"]
-        if rw == "write":
-            # Create and allocate the files during the timed job, as every other contender
-            # does (by default fio lays them out, preallocated, before the clock starts).
-            cmd += ["--create_on_open=1", "--fallocate=none"]
-        if rw == "write":
-            cmd.append("--end_fsync=1")
-        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-        job = json.loads(out[out.index("{"):])["jobs"][0][rw]
-        # fio's runtime of the group (ms) includes end_fsync.
-        seconds = job["runtime"] / 1000.0
-        rec.add(name, rep, seconds, job["io_bytes"], page_cache=status)
+    if rw == "write":
+        shutil.rmtree(scratch, ignore_errors=True)
+        os.makedirs(scratch)
+    status = bd.drop_caches(drop)
+    cmd = ["fio", f"--name={files}", f"--directory={scratch}", f"--rw={rw}", "--bs=1M",
+           f"--size={per_job}", f"--numjobs={jobs}", "--group_reporting",
+           "--ioengine=psync", f"--direct={1 if direct else 0}", "--output-format=json"]
+    if shared:
+        cmd += [f"--filename={files}.dat", f"--offset_increment={per_job}"]
+    if rw == "write":
+        # Create and allocate the files during the timed job, as every other contender
+        # does (by default fio lays them out, preallocated, before the clock starts).
+        cmd += ["--create_on_open=1", "--fallocate=none", "--end_fsync=1"]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    job = json.loads(out[out.index("{"):])["jobs"][0][rw]
+    # fio's runtime of the group (ms) includes end_fsync.
+    seconds = job["runtime"] / 1000.0
+    rec.add(name, rep, seconds, job["io_bytes"], page_cache=status)
 
 
-def run_fio(a, rec, drop):
+def run_fio(a, rec, drop, rep):
+    """One repetition of every fio case."""
     scratch = os.path.join(a.scratch, "fio")
-    fio_case(a, scratch, "fio.write_direct", "write", True, a.reps, rec, drop)
-    fio_case(a, scratch, "fio.write_fsync", "write", False, a.reps, rec, drop)
-    fio_case(a, scratch, "fio.read", "read", False, a.reps, rec, drop)
-    fio_case(a, scratch, "fio.read_direct", "read", True, a.reps, rec, drop)
+    fio_case(a, scratch, "fio.write_direct", "write", True, rep, rec, drop)
+    fio_case(a, scratch, "fio.write_fsync", "write", False, rep, rec, drop)
+    fio_case(a, scratch, "fio.read", "read", False, rep, rec, drop)
+    fio_case(a, scratch, "fio.read_direct", "read", True, rep, rec, drop)
+    # One file written and read by every job at its own offset: the limit of a shared-file
+    # format (cairn's hdf5, h5py, MPI-IO), whose writes all go to one inode.
+    fio_case(a, scratch, "fio.write_fsync_shared", "write", False, rep, rec, drop,
+             files="shared", shared=True)
+    fio_case(a, scratch, "fio.read_shared", "read", False, rep, rec, drop, files="shared",
+             shared=True)
     # One process reading all the bytes from one file: the limit of a restore on one rank
     # (4->1), whose reads are one stream. Its file is written (untimed) first.
     subprocess.run(["fio", "--name=one", f"--directory={scratch}", "--rw=write", "--bs=1M",
                     f"--size={a.total_bytes}", "--numjobs=1", "--end_fsync=1"],
                    check=True, capture_output=True)
-    fio_case(a, scratch, "fio.read_one_job", "read", False, a.reps, rec, drop, jobs=1,
+    fio_case(a, scratch, "fio.read_one_job", "read", False, rep, rec, drop, jobs=1,
              files="one")
     shutil.rmtree(scratch, ignore_errors=True)
+
+
+def run_interleaved(a, raw, contenders):
+    """Runs `contenders` ([(name, run(part_path))], each running one repetition of its cases
+    and recording them in part_path) --warmup + --reps times, the order rotated by one at
+    each repetition; appends the records of the counted repetitions to `raw`, numbered by
+    repetition."""
+    part = raw + ".part"
+    for rep in range(-a.warmup, a.reps):
+        k = rep % len(contenders)
+        order = contenders[k:] + contenders[:k]
+        label = "warm-up" if rep < 0 else f"repetition {rep + 1} of {a.reps}"
+        log(f"{label}: " + ", ".join(name for name, _ in order))
+        for _, body in order:
+            if os.path.exists(part):
+                os.remove(part)
+            body(part)
+            if rep < 0 or not os.path.exists(part):
+                continue
+            with open(part) as f, open(raw, "a") as out:
+                for line in f:
+                    if line.strip():
+                        record = json.loads(line)
+                        record["rep"] = rep
+                        out.write(json.dumps(record) + "\n")
+    if os.path.exists(part):
+        os.remove(part)
 
 
 def aggregate(records):
@@ -214,6 +253,8 @@ def main():
     p.add_argument("--meta-leaves", type=int, default=10000)
     p.add_argument("--meta-elems", type=int, default=512)
     p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--warmup", type=int, default=1,
+                   help="repetitions run first and not counted (one-time costs)")
     p.add_argument("--ranks", type=int, default=4)
     p.add_argument("--quick", action="store_true")
     p.add_argument("--no-drop-caches", action="store_true")
@@ -244,7 +285,6 @@ def main():
     if a.soak:
         run_soak(a, stamp, name)
         return
-    rec = bd.Recorder(raw)
     drop = not a.no_drop_caches
     drop_status = bd.drop_caches(drop)
     nodrop = ["--no-drop-caches"] if not drop else []
@@ -252,21 +292,28 @@ def main():
     shape = ["--rows", rows, "--cols", a.cols, "--leaves", a.leaves]
 
     log(f"{a.total_bytes / 2**30:.2f} GiB in {a.leaves} arrays of {rows} x {a.cols} float64, "
-        f"{a.meta_leaves} x {a.meta_elems * 8} B metadata-heavy tree, {a.reps} repetitions, "
+        f"{a.meta_leaves} x {a.meta_elems * 8} B metadata-heavy tree, {a.reps} repetitions "
+        f"(interleaved, after {a.warmup} warm-up), "
         f"{a.ranks} ranks on {os.cpu_count()} cores, page cache: {drop_status}")
-    run_fio(a, rec, drop)
-    run(mpiexec + [a.driver, "--dir", a.scratch, "--out", raw, "--reps", a.reps,
-                   "--meta-leaves", a.meta_leaves, "--meta-elems", a.meta_elems] + shape + nodrop)
-    run(mpiexec + ["/usr/bin/python3", os.path.join(HERE, "h5py_bench.py"), "--dir", a.scratch,
-                   "--out", raw, "--reps", a.reps] + shape + nodrop)
+    contenders = [
+        ("fio", lambda part: run_fio(a, bd.Recorder(part), drop, 0)),
+        ("cairn_bench", lambda part: run(mpiexec + [
+            a.driver, "--dir", a.scratch, "--out", part, "--reps", 1, "--meta-leaves",
+            a.meta_leaves, "--meta-elems", a.meta_elems] + shape + nodrop)),
+        ("h5py", lambda part: run(mpiexec + [
+            "/usr/bin/python3", os.path.join(HERE, "h5py_bench.py"), "--dir", a.scratch,
+            "--out", part, "--reps", 1] + shape + nodrop)),
+    ]
     orbax = {"status": "ok"}
     if a.orbax_python:
         # A failure here is a bug of the benchmark, not a missing environment: it stops the run.
-        run([a.orbax_python, os.path.join(HERE, "orbax_bench.py"), "--dir", a.scratch,
-             "--out", raw, "--reps", a.reps, "--meta-leaves", a.meta_leaves,
-             "--meta-elems", a.meta_elems] + shape + nodrop)
+        contenders.append(("orbax", lambda part: run([
+            a.orbax_python, os.path.join(HERE, "orbax_bench.py"), "--dir", a.scratch, "--out",
+            part, "--reps", 1, "--meta-leaves", a.meta_leaves, "--meta-elems",
+            a.meta_elems] + shape + nodrop)))
     else:
         orbax = {"status": f"unavailable: {a.orbax_unavailable or 'no Orbax environment'}"}
+    run_interleaved(a, raw, contenders)
 
     with open(raw) as f:
         records = [json.loads(line) for line in f if line.strip()]
@@ -283,7 +330,8 @@ def main():
                    "total_bytes": a.total_bytes, "leaves": a.leaves, "shape": [rows, a.cols],
                    "dtype": "float64", "decomposition": "2-D blocks on a near-square grid",
                    "meta_leaves": a.meta_leaves, "meta_leaf_bytes": a.meta_elems * 8,
-                   "repetitions": a.reps, "page_cache": drop_status,
+                   "repetitions": a.reps, "warmup_repetitions": a.warmup,
+                   "interleaved": True, "page_cache": drop_status,
                    "scratch": os.path.abspath(a.scratch)},
         "contenders": {"fio": {"status": "ok"}, "memcpy": {"status": "ok"},
                        "baselines": {"status": "ok"}, "h5py": {"status": "ok"},

@@ -12,13 +12,14 @@
 namespace cairn_tool {
 namespace {
 
-// A leaf's compression as JSON: {"kind": "none" | "zstd" | "zfp"} with the zstd level or the
-// zfp bound.
+// A leaf's compression as JSON: {"kind": "none" | "zstd" | "zfp"} with the zstd level and
+// shuffle or the zfp bound.
 boost::json::object compression_json(const cairn::Compression& c) {
   using Kind = cairn::Compression::Kind;
   switch (c.kind) {
     case Kind::none: return {{"kind", "none"}};
-    case Kind::zstd: return {{"kind", "zstd"}, {"level", c.level == 0 ? 3 : c.level}};
+    case Kind::zstd:
+      return {{"kind", "zstd"}, {"level", c.level == 0 ? 3 : c.level}, {"shuffle", c.shuffle}};
     case Kind::zfp:
       if (c.absolute_error > 0) return {{"kind", "zfp"}, {"absolute_error", c.absolute_error}};
       return {{"kind", "zfp"}, {"relative_error", c.relative_error}};

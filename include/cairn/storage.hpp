@@ -59,8 +59,9 @@ struct StorageFormatInfo {
 /// message for a tool's option check or an Unsupported error. Never throws beyond
 /// std::bad_alloc.
 [[nodiscard]] std::string storage_format_unavailable(StorageFormat format);
-/// The version of cairn-tree.json (the on-disk format of array trees) this build writes, the
-/// newest it reads. Not collective; never throws.
+/// The newest version of cairn-tree.json (the on-disk format of array trees) this build
+/// reads and writes (it writes the oldest version that holds what a save stores: 7 only for
+/// shuffled zstd chunks in posix, else 6). Not collective; never throws.
 [[nodiscard]] std::int64_t tree_format_version() noexcept;
 /// Whether `file_name` (a name without directories) is a file of a saved tree's index:
 /// cairn-tree.json, or cairn-tree.bin (index version 4 and later), which holds the shard
@@ -95,6 +96,12 @@ struct Compression {
   Kind kind = Kind::none;
   /// zstd: the compression level, 1 (fastest) to 19; 0: zstd's default (3).
   int level = 0;
+  /// zstd: regroup the bytes of the elements before compressing, byte k of every element
+  /// together (HDF5's shuffle filter, in data.h5; the same transform per checksum chunk in
+  /// posix), so that zstd finds the runs of alike high-order bytes of smooth numeric data. On
+  /// by default: on a smooth float64 field it keeps fewer bytes and compresses faster than
+  /// zstd alone (BENCHMARKS.md, "Compression"). Ignored by none and zfp.
+  bool shuffle = true;
   /// zfp: every restored element differs from the saved one by at most this much. Used when
   /// positive.
   double absolute_error = 0;
@@ -107,9 +114,10 @@ struct Compression {
 
   /// Stored as they are. Never throws.
   [[nodiscard]] static Compression none() { return {}; }
-  /// Lossless zstd at `level` (0: zstd's default). Never throws; a bad level fails the save.
-  [[nodiscard]] static Compression zstd(int level = 0) {
-    return {.kind = Kind::zstd, .level = level};
+  /// Lossless zstd at `level` (0: zstd's default), the bytes shuffled first unless `shuffle`
+  /// is false. Never throws; a bad level fails the save.
+  [[nodiscard]] static Compression zstd(int level = 0, bool shuffle = true) {
+    return {.kind = Kind::zstd, .level = level, .shuffle = shuffle};
   }
   /// ZFP with an absolute error bound. Never throws; a bound <= 0 fails the save.
   [[nodiscard]] static Compression zfp_absolute(double bound) {

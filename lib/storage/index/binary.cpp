@@ -350,7 +350,7 @@ std::string index_header(const TreeIndex& index) {
 }
 
 std::uint64_t write_index(const std::filesystem::path& dir, TreeIndex index) {
-  index.version = kTreeFormatVersionSections;
+  index.version = index_version_of(index);
   std::set<std::string> names;
   for (const LeafRecord& leaf : index.leaves) {
     for (const ShardRecord& s : leaf.shards) {

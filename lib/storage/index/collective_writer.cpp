@@ -207,7 +207,7 @@ class IndexWrite {
       if (!comm_.is_primary()) return;
       take_summaries(summaries);
       if (link) link(referenced_);
-      index_.version = kTreeFormatVersionSections;
+      index_.version = index_version_of(index_);
       index_.binary_checksum = sections_checksum(index_);
       const std::string header = index_header(index_);
       base::PosixFile bin(bin_path_, base::PosixFile::Mode::write_existing);

@@ -90,12 +90,25 @@ SavedLeafInfo leaf_info(const LeafRecord& leaf) {
   return out;
 }
 
+std::int64_t index_version_of(const TreeIndex& index) noexcept {
+  for (const LeafRecord& leaf : index.leaves) {
+    if (leaf.format == StorageFormat::posix && leaf.compression.kind == Compression::Kind::zstd &&
+        leaf.compression.shuffle) {
+      return kTreeFormatVersionShuffled;
+    }
+  }
+  return kTreeFormatVersionSections;
+}
+
 json::value compression_to_json(const Compression& c) {
   json::object o;
   o["kind"] = compression_kind_name(c.kind);
   switch (c.kind) {
     case Compression::Kind::none: break;
-    case Compression::Kind::zstd: o["level"] = c.level; break;
+    case Compression::Kind::zstd:
+      o["level"] = c.level;
+      if (c.shuffle) o["shuffle"] = true;
+      break;
     case Compression::Kind::zfp:
       if (c.absolute_error > 0) {
         o["absolute_error"] = c.absolute_error;
@@ -277,6 +290,18 @@ Compression read_compression(const Reader& r, const json::object& o, const TreeI
   if (kind == "zstd") {
     c.kind = Compression::Kind::zstd;
     c.level = static_cast<int>(cr.integer(co, "level", 0, 22));
+    // Absent before index version 7: the bytes were compressed as they are.
+    const json::value* shuffle = co.if_contains("shuffle");
+    c.shuffle = false;
+    if (shuffle != nullptr) {
+      if (!shuffle->is_bool()) cr.fail("shuffle", "is not true or false");
+      c.shuffle = shuffle->get_bool();
+    }
+    if (c.shuffle && leaf.format == StorageFormat::posix &&
+        index.version < kTreeFormatVersionShuffled) {
+      cr.fail("shuffle",
+              fmt::format("is true on a posix leaf in an index of version {}", index.version));
+    }
   } else if (kind == "zfp") {
     c.kind = Compression::Kind::zfp;
     if (leaf.dtype != DType::float32 && leaf.dtype != DType::float64) {
@@ -505,10 +530,10 @@ TreeIndex index_from_json(const json::value& value, const std::filesystem::path&
   if (top.string(root, "format") != "cairn-tree") top.fail("format", "is not \"cairn-tree\"");
   TreeIndex index;
   index.version = top.integer(root, "version", 1, std::numeric_limits<std::int64_t>::max());
-  if (index.version > kTreeFormatVersionSections) {
+  if (index.version > kTreeFormatVersionShuffled) {
     top.fail("version", fmt::format("is {}, newer than the version {} this cairn reads; "
                                     "upgrade cairn",
-                                    index.version, kTreeFormatVersionSections));
+                                    index.version, kTreeFormatVersionShuffled));
   }
   index.world_size = static_cast<int>(top.integer(root, "world_size", 1, 1 << 24));
   if (index.version >= kTreeFormatVersionBinary) read_files(top, root, index);

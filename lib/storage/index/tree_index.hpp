@@ -35,6 +35,11 @@ inline constexpr std::int64_t kTreeFormatVersionIncremental = 5;
 /// of the sections' checksums (sections_checksum()), not of their bytes, and the sections
 /// lie end to end from the header to the end of the file. Sections may give chunk places.
 inline constexpr std::int64_t kTreeFormatVersionSections = 6;
+/// Version of a two-file index with a posix leaf whose zstd chunks are shuffled
+/// (Compression::shuffle, "shuffle": true in its "compression"): 7, so that a cairn that would
+/// not unshuffle them refuses it. Otherwise as version 6; this build writes 6 when no leaf
+/// needs 7 (index_version_of()), and reads both.
+inline constexpr std::int64_t kTreeFormatVersionShuffled = 7;
 /// Name of the index file inside an item directory.
 inline constexpr const char* kTreeIndexFile = "cairn-tree.json";
 /// Name of the binary part of a two-file index (version 4 and later) inside an item directory.
@@ -212,8 +217,13 @@ struct TreeIndex {
 /// The public description of `leaf` (read_tree_info()). Never throws beyond std::bad_alloc.
 [[nodiscard]] SavedLeafInfo leaf_info(const LeafRecord& leaf);
 
-/// JSON form of a leaf's compression: {"kind": "zstd", "level": n} or {"kind": "zfp",
-/// "absolute_error" or "relative_error": x}. Never throws beyond std::bad_alloc.
+/// The version a two-file index of `index`'s leaves is written with: 7 when a posix leaf's
+/// zstd chunks are shuffled, else 6. Never throws.
+[[nodiscard]] std::int64_t index_version_of(const TreeIndex& index) noexcept;
+
+/// JSON form of a leaf's compression: {"kind": "zstd", "level": n, "shuffle": true (when on)}
+/// or {"kind": "zfp", "absolute_error" or "relative_error": x}. Never throws beyond
+/// std::bad_alloc.
 [[nodiscard]] boost::json::value compression_to_json(const Compression& compression);
 
 /// JSON form of a shard's chunk_refs: per chunk null (its own bytes) or [file, byte offset].

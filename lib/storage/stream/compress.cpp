@@ -90,8 +90,9 @@ std::uint64_t zfp_bound(DType dtype, std::uint64_t raw) {
   return zfp_stream_maximum_size(s.zfp, s.field);
 }
 
-void zfp_decompress_chunk(DType dtype, std::span<const std::byte> stored, std::span<std::byte> raw,
-                          const std::string& file, const std::string& what) {
+void zfp_decompress_chunk(const Compression& /*c*/, DType dtype, std::span<const std::byte> stored,
+                          std::span<std::byte> raw, const std::string& file,
+                          const std::string& what) {
   const std::size_t count = raw.size() / dtype_size(dtype);
   const auto damaged = [&](std::string_view why) {
     return FormatError(
@@ -119,9 +120,47 @@ void zfp_decompress_chunk(DType dtype, std::span<const std::byte> stored, std::s
 }
 #endif
 
+// The shuffle of `raw` (whole elements of `width` bytes) into `out`: byte k of element i at
+// k * count + i, as HDF5's shuffle filter lays out a chunk.
+void shuffle_bytes(std::span<const std::byte> raw, std::size_t width, std::byte* out) {
+  const std::size_t count = raw.size() / width;
+  const std::byte* in = raw.data();
+  for (std::size_t i = 0; i < count; ++i) {
+    for (std::size_t k = 0; k < width; ++k) out[k * count + i] = in[i * width + k];
+  }
+}
+
+// The inverse of shuffle_bytes: `shuffled` back into element order in `raw`.
+void unshuffle_bytes(const std::byte* shuffled, std::size_t width, std::span<std::byte> raw) {
+  const std::size_t count = raw.size() / width;
+  std::byte* out = raw.data();
+  for (std::size_t i = 0; i < count; ++i) {
+    for (std::size_t k = 0; k < width; ++k) out[i * width + k] = shuffled[k * count + i];
+  }
+}
+
+// A buffer of this thread for the shuffled bytes of one chunk (chunks are compressed on the
+// saving thread and the writer threads alike).
+std::vector<std::byte>& shuffle_buffer(std::size_t bytes) {
+  thread_local std::vector<std::byte> buffer;
+  if (buffer.size() < bytes) buffer.resize(bytes);
+  return buffer;
+}
+
+// Whether chunks of `dtype` compressed with `c` are shuffled: zstd with shuffle on, on
+// elements wider than a byte.
+bool shuffled(const Compression& c, DType dtype) {
+  return c.kind == Compression::Kind::zstd && c.shuffle && dtype_size(dtype) > 1;
+}
+
 #if CAIRN_HAVE_ZSTD
-void zstd_compress_chunk(const Compression& c, DType /*dtype*/, std::span<const std::byte> raw,
+void zstd_compress_chunk(const Compression& c, DType dtype, std::span<const std::byte> raw,
                          std::vector<std::byte>& out, std::string_view what) {
+  if (shuffled(c, dtype)) {
+    std::vector<std::byte>& buffer = shuffle_buffer(raw.size());
+    shuffle_bytes(raw, dtype_size(dtype), buffer.data());
+    raw = std::span<const std::byte>(buffer.data(), raw.size());
+  }
   out.resize(ZSTD_compressBound(raw.size()));
   const std::size_t size = ZSTD_compress(out.data(), out.size(), raw.data(), raw.size(),
                                          c.level == 0 ? ZSTD_CLEVEL_DEFAULT : c.level);
@@ -135,10 +174,12 @@ std::uint64_t zstd_bound(DType /*dtype*/, std::uint64_t raw) {
   return ZSTD_compressBound(static_cast<std::size_t>(raw));
 }
 
-void zstd_decompress_chunk(DType /*dtype*/, std::span<const std::byte> stored,
+void zstd_decompress_chunk(const Compression& c, DType dtype, std::span<const std::byte> stored,
                            std::span<std::byte> raw, const std::string& file,
                            const std::string& what) {
-  const std::size_t size = ZSTD_decompress(raw.data(), raw.size(), stored.data(), stored.size());
+  const bool shuffle = shuffled(c, dtype);
+  std::byte* target = shuffle ? shuffle_buffer(raw.size()).data() : raw.data();
+  const std::size_t size = ZSTD_decompress(target, raw.size(), stored.data(), stored.size());
   if (ZSTD_isError(size) != 0 || size != raw.size()) {
     throw FormatError(file, what,
                       fmt::format("'{}': leaf '{}': a zstd chunk does not decompress to {} bytes "
@@ -146,6 +187,7 @@ void zstd_decompress_chunk(DType /*dtype*/, std::span<const std::byte> stored,
                                   file, what, raw.size(),
                                   ZSTD_isError(size) != 0 ? ZSTD_getErrorName(size) : "short"));
   }
+  if (shuffle) unshuffle_bytes(target, dtype_size(dtype), raw);
 }
 #endif
 
@@ -155,8 +197,8 @@ struct Codec {
   std::uint64_t (*bound)(DType dtype, std::uint64_t raw);
   void (*compress)(const Compression&, DType, std::span<const std::byte>, std::vector<std::byte>&,
                    std::string_view);
-  void (*decompress)(DType, std::span<const std::byte>, std::span<std::byte>, const std::string&,
-                     const std::string&);
+  void (*decompress)(const Compression&, DType, std::span<const std::byte>, std::span<std::byte>,
+                     const std::string&, const std::string&);
 };
 
 // The codec of `kind`, or nullptr when this build lacks it (or for none).
@@ -187,7 +229,9 @@ std::string_view compression_kind_name(Compression::Kind kind) noexcept {
 std::string describe_compression(const Compression& c) {
   switch (c.kind) {
     case Compression::Kind::none: return "none";
-    case Compression::Kind::zstd: return fmt::format("zstd level {}", c.level == 0 ? 3 : c.level);
+    case Compression::Kind::zstd:
+      return fmt::format("{}zstd level {}", c.shuffle ? "shuffle + " : "",
+                         c.level == 0 ? 3 : c.level);
     case Compression::Kind::zfp:
       return c.absolute_error > 0 ? fmt::format("zfp absolute error {}", c.absolute_error)
                                   : fmt::format("zfp relative error {}", c.relative_error);
@@ -232,7 +276,7 @@ void decompress_chunk(const Compression& c, DType dtype, std::span<const std::by
     throw Unsupported(fmt::format("leaf '{}' in '{}': this build of cairn cannot decompress {}",
                                   what, file, compression_kind_name(c.kind)));
   }
-  codec->decompress(dtype, stored, raw, file, what);
+  codec->decompress(c, dtype, stored, raw, file, what);
 }
 
 ChunkCompressor::ChunkCompressor(Compression compression, DType dtype, std::uint64_t chunk_bytes,

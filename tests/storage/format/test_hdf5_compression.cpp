@@ -135,7 +135,8 @@ TEST(Hdf5Compression, ZstdRoundTripsExactly) {
   expect_fields(comm, dir / "item", slab_box);
   const Stored u = stored(dir / "item", "u");
   EXPECT_EQ(u.layout, H5D_CHUNKED);
-  EXPECT_EQ(u.filters, std::vector<H5Z_filter_t>{storage::h5::kZstdFilterId});
+  // HDF5's shuffle filter first (Compression::shuffle is on by default), then zstd.
+  EXPECT_EQ(u.filters, (std::vector<H5Z_filter_t>{H5Z_FILTER_SHUFFLE, storage::h5::kZstdFilterId}));
   if (const char* sample = std::getenv("CAIRN_SAMPLE_DIR"); sample != nullptr) {
     if (comm.is_primary()) {
       std::filesystem::copy_file(dir / "item" / "data.h5",
@@ -144,6 +145,18 @@ TEST(Hdf5Compression, ZstdRoundTripsExactly) {
     }
     comm.barrier("sample copied");
   }
+}
+
+TEST(Hdf5Compression, ZstdWithoutShuffleHasTheZstdFilterAlone) {
+  SKIP_WITHOUT_ZSTD();
+  const SharedTempDir dir;
+  const Comm comm(MPI_COMM_WORLD);
+  save_fields(comm, dir / "item", {.compression = Compression::zstd(3, /*shuffle=*/false)});
+  expect_fields(comm, dir / "item", block_box);
+  EXPECT_EQ(stored(dir / "item", "u").filters,
+            std::vector<H5Z_filter_t>{storage::h5::kZstdFilterId});
+  EXPECT_EQ(stored(dir / "item", "w").filters,
+            (std::vector<H5Z_filter_t>{H5Z_FILTER_SHUFFLE, storage::h5::kZstdFilterId}));
 }
 
 TEST(Hdf5Compression, RestoresNToMInAnotherDecomposition) {
@@ -176,7 +189,7 @@ TEST(Hdf5Compression, ChunkShapeIsHonouredAndUncompressedLeavesStayContiguous) {
   expect_fields(comm, dir / "zstd", block_box);
   const Stored z = stored(dir / "zstd", "u");
   EXPECT_EQ(z.chunk, (std::vector<std::int64_t>{5, 8}));
-  EXPECT_EQ(z.filters, std::vector<H5Z_filter_t>{storage::h5::kZstdFilterId});
+  EXPECT_EQ(z.filters, (std::vector<H5Z_filter_t>{H5Z_FILTER_SHUFFLE, storage::h5::kZstdFilterId}));
 }
 
 TEST(Hdf5Compression, ReplicatedLeafWrittenByOneRank) {
@@ -198,7 +211,7 @@ TEST(Hdf5Compression, ReplicatedLeafWrittenByOneRank) {
   restore_tree(comm, dir / "item", target);
   EXPECT_EQ(got, data);
   EXPECT_EQ(stored(dir / "item", "r").filters,
-            std::vector<H5Z_filter_t>{storage::h5::kZstdFilterId});
+            (std::vector<H5Z_filter_t>{H5Z_FILTER_SHUFFLE, storage::h5::kZstdFilterId}));
 }
 
 // The async checkpointer's background thread stages the shards and writes the compressed
@@ -219,7 +232,7 @@ TEST(Hdf5Compression, AsyncSaveCompressesInTheBackground) {
   ck.wait_until_finished();
   expect_fields(comm, dir / "item", block_box);
   EXPECT_EQ(stored(dir / "item", "v").filters,
-            std::vector<H5Z_filter_t>{storage::h5::kZstdFilterId});
+            (std::vector<H5Z_filter_t>{H5Z_FILTER_SHUFFLE, storage::h5::kZstdFilterId}));
 }
 
 TEST(Hdf5Compression, BadChunkShapeFailsOnEveryRank) {

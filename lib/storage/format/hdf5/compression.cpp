@@ -131,6 +131,10 @@ PropertyList filtered_creation(const Where& where, std::span<const std::int64_t>
         "setting the chunk shape");
   if (compression.kind == Compression::Kind::zstd) {
     register_filters(where);
+    // HDF5's own shuffle filter, before zstd: every HDF5 reader has it.
+    if (compression.shuffle && dtype_size(dtype) > 1) {
+      check(H5Pset_shuffle(dcpl.get()), where, "adding the shuffle filter");
+    }
     const unsigned level = static_cast<unsigned>(std::max(compression.level, 0));
     check(H5Pset_filter(dcpl.get(), kZstdFilterId, H5Z_FLAG_MANDATORY, 1, &level), where,
           "adding the zstd filter");
@@ -162,8 +166,11 @@ PropertyList filtered_creation(const Where& where, std::span<const std::int64_t>
 std::string compression_text(const Compression& compression, double zfp_tolerance) {
   switch (compression.kind) {
     case Compression::Kind::none: return "none";
-    case Compression::Kind::zstd:
-      return compression.level > 0 ? fmt::format("zstd level {}", compression.level) : "zstd";
+    case Compression::Kind::zstd: {
+      const std::string zstd =
+          compression.level > 0 ? fmt::format("zstd level {}", compression.level) : "zstd";
+      return compression.shuffle ? "shuffle + " + zstd : zstd;
+    }
     case Compression::Kind::zfp:
       return compression.absolute_error > 0
                  ? fmt::format("zfp absolute error {}", compression.absolute_error)

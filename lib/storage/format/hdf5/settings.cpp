@@ -223,10 +223,11 @@ std::optional<std::string> dataset_problem(hid_t dataset, DType dtype,
     std::size_t count = 0;
     const H5Z_filter_t id = H5Pget_filter2(dcpl.get(), static_cast<unsigned>(k), &flags, &count,
                                            nullptr, 0, nullptr, nullptr);
-    if (id != kZstdFilterId && id != kZfpFilterId) {
+    if (id != kZstdFilterId && id != kZfpFilterId && id != H5Z_FILTER_SHUFFLE) {
       return fmt::format(
           "its chunks are compressed or filtered with HDF5 filter {} (cairn reads "
-          "unfiltered datasets, zstd ones (filter {}) and zfp ones ({}))",
+          "unfiltered datasets, zstd ones (filter {}, after HDF5's shuffle or alone) and zfp "
+          "ones ({}))",
           static_cast<int>(id), static_cast<int>(kZstdFilterId), static_cast<int>(kZfpFilterId));
     }
     if (H5Zfilter_avail(id) <= 0) {
