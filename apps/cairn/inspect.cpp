@@ -6,6 +6,7 @@
 
 #include "checkpoint_dir.hpp"
 #include "commands.hpp"
+#include "leaf_stats.hpp"
 
 namespace cairn_tool {
 namespace {
@@ -77,6 +78,7 @@ boost::json::object describe_tree(const cairn::Comm& comm, const Item& item) {
       o["stored_bytes"] = leaf.stored_bytes;
       o["referenced_chunks"] = leaf.referenced_chunks;
       o["referenced_bytes"] = leaf.referenced_bytes;
+      if (leaf.stats) o["stats"] = stats_json(*leaf.stats);
     } else if (const auto* saved = values.find(leaf.path)) {
       switch (leaf.kind) {
         case cairn::LeafKind::scalar:
@@ -154,6 +156,9 @@ void print_item(const std::string& name, const boost::json::object& item) {
                    leaf.at("replicated").get_bool() ? ", replicated" : "",
                    fortran ? ", order F (Fortran: dims reversed)" : "", compression_text(leaf),
                    referenced_text(leaf));
+        if (const auto* stats = leaf.if_contains("stats")) {
+          fmt::print("  {:<24} values: {}\n", "", stats_text(stats->get_object()));
+        }
       } else {
         const auto* value = leaf.if_contains("value");
         fmt::print("  {:<24} {:<7} {:<9} = {}\n", path, kind, dtype_text,

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "base/durable_file.hpp"
+#include "storage/index/leaf_stats.hpp"
 #include "storage/stream/checksum.hpp"
 
 namespace cairn::storage {
@@ -366,6 +367,7 @@ std::uint64_t write_index(const std::filesystem::path& dir, TreeIndex index) {
     const std::uint64_t at = kTreeIndexBinaryHeaderBytes + sections.size();
     sections += encode_section(leaf, numbers);
     leaf.section->offset = at;
+    leaf.stats = leaf_stats_of(leaf.shards);
     leaf.shards.clear();
   }
   index.binary_checksum = sections_checksum(index);

@@ -1,0 +1,155 @@
+#include "storage/stream/value_stats.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+namespace cairn::storage {
+
+namespace {
+
+// What one scan of whole elements found: the range of the finite values (lo > hi when there
+// was none) and the non-finite counts.
+template <class V>
+struct Found {
+  V lo;
+  V hi;
+  std::uint64_t nan = 0;
+  std::uint64_t inf = 0;
+};
+
+// One pass without branches on the values, so that the compiler may vectorize it: a value is
+// finite when x - x == 0 (NaN and infinities give NaN), NaN when x != x.
+template <class T>
+Found<double> scan_floating(const std::byte* data, std::size_t count) noexcept {
+  T lo = std::numeric_limits<T>::infinity();
+  T hi = -std::numeric_limits<T>::infinity();
+  std::uint64_t nonfinite = 0;
+  std::uint64_t nan = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    T x;
+    std::memcpy(&x, data + i * sizeof(T), sizeof(T));
+    const bool finite = x - x == T(0);
+    nonfinite += finite ? 0 : 1;
+    nan += x != x ? 1 : 0;
+    lo = finite && x < lo ? x : lo;
+    hi = finite && x > hi ? x : hi;
+  }
+  return {static_cast<double>(lo), static_cast<double>(hi), nan, nonfinite - nan};
+}
+
+// float16 and bfloat16: the exponent's bits say NaN or infinite, the rest is converted.
+Found<double> scan_half(const std::byte* data, std::size_t count, bool bfloat) noexcept {
+  const unsigned shift = bfloat ? 7 : 10;
+  const std::uint16_t exponent = bfloat ? 0xff : 0x1f;
+  const std::uint16_t mantissa = bfloat ? 0x7f : 0x3ff;
+  Found<double> out{std::numeric_limits<double>::infinity(),
+                    -std::numeric_limits<double>::infinity()};
+  for (std::size_t i = 0; i < count; ++i) {
+    std::uint16_t bits = 0;
+    std::memcpy(&bits, data + i * 2, 2);
+    if (((bits >> shift) & exponent) == exponent) {
+      ++((bits & mantissa) != 0 ? out.nan : out.inf);
+      continue;
+    }
+    const double x = bfloat ? bfloat16_to_double(bits) : float16_to_double(bits);
+    out.lo = std::min(out.lo, x);
+    out.hi = std::max(out.hi, x);
+  }
+  return out;
+}
+
+template <class T, class V>
+Found<V> scan_integer(const std::byte* data, std::size_t count) noexcept {
+  T lo = std::numeric_limits<T>::max();
+  T hi = std::numeric_limits<T>::lowest();
+  for (std::size_t i = 0; i < count; ++i) {
+    T x;
+    std::memcpy(&x, data + i * sizeof(T), sizeof(T));
+    lo = std::min(lo, x);
+    hi = std::max(hi, x);
+  }
+  return {static_cast<V>(lo), static_cast<V>(hi)};
+}
+
+}  // namespace
+
+bool ValueStats::kept_for(DType dtype) noexcept {
+  return is_floating(dtype) || is_signed_integer(dtype) || is_unsigned_integer(dtype);
+}
+
+ValueStats::ValueStats(DType dtype) noexcept : dtype_(dtype), size_(dtype_size(dtype)) {}
+
+void ValueStats::update(std::span<const std::byte> bytes) noexcept {
+  if (carried_ > 0) {
+    const std::size_t take = std::min(size_ - carried_, bytes.size());
+    std::memcpy(carry_.data() + carried_, bytes.data(), take);
+    carried_ += take;
+    bytes = bytes.subspan(take);
+    if (carried_ < size_) return;
+    scan(carry_.data(), 1);
+    carried_ = 0;
+  }
+  const std::size_t whole = bytes.size() / size_;
+  if (whole > 0) scan(bytes.data(), whole);
+  carried_ = bytes.size() - whole * size_;
+  if (carried_ > 0) std::memcpy(carry_.data(), bytes.data() + whole * size_, carried_);
+}
+
+void ValueStats::scan(const std::byte* data, std::size_t count) noexcept {
+  const auto take = [&]<class V>(const Found<V>& found) {
+    nan_ += found.nan;
+    inf_ += found.inf;
+    if (!(found.lo <= found.hi)) return;  // no finite value
+    if (!any_) {
+      min_ = found.lo;
+      max_ = found.hi;
+      any_ = true;
+      return;
+    }
+    min_ = std::min(std::get<V>(min_), found.lo);
+    max_ = std::max(std::get<V>(max_), found.hi);
+  };
+  switch (dtype_) {
+    case DType::float64: take(scan_floating<double>(data, count)); break;
+    case DType::float32: take(scan_floating<float>(data, count)); break;
+    case DType::float16: take(scan_half(data, count, false)); break;
+    case DType::bfloat16: take(scan_half(data, count, true)); break;
+    case DType::int8: take(scan_integer<std::int8_t, std::int64_t>(data, count)); break;
+    case DType::int16: take(scan_integer<std::int16_t, std::int64_t>(data, count)); break;
+    case DType::int32: take(scan_integer<std::int32_t, std::int64_t>(data, count)); break;
+    case DType::int64: take(scan_integer<std::int64_t, std::int64_t>(data, count)); break;
+    case DType::uint8: take(scan_integer<std::uint8_t, std::uint64_t>(data, count)); break;
+    case DType::uint16: take(scan_integer<std::uint16_t, std::uint64_t>(data, count)); break;
+    case DType::uint32: take(scan_integer<std::uint32_t, std::uint64_t>(data, count)); break;
+    case DType::uint64: take(scan_integer<std::uint64_t, std::uint64_t>(data, count)); break;
+    default: break;  // not kept_for()
+  }
+}
+
+LeafStats ValueStats::result() const noexcept {
+  LeafStats out{.nan_count = nan_, .inf_count = inf_};
+  if (any_) {
+    out.min = min_;
+    out.max = max_;
+  }
+  return out;
+}
+
+LeafStats merge_stats(const LeafStats& a, const LeafStats& b) noexcept {
+  LeafStats out{.min = a.min,
+                .max = a.max,
+                .nan_count = a.nan_count + b.nan_count,
+                .inf_count = a.inf_count + b.inf_count};
+  // Both parts are of one dtype, so their values hold the same alternative.
+  if (!a.min) {
+    out.min = b.min;
+    out.max = b.max;
+  } else if (b.min) {
+    out.min = std::min(*a.min, *b.min);
+    out.max = std::max(*a.max, *b.max);
+  }
+  return out;
+}
+
+}  // namespace cairn::storage
