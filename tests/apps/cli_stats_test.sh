@@ -37,10 +37,12 @@ expected_json='{"f64": {"min": -10, "max": 37, "nan": 1, "inf": 2},
   "u8": {"min": 0, "max": 220, "nan": 0, "inf": 0},
   "h": {"min": -2, "max": 3, "nan": 0, "inf": 1},
   "z": {"min": 100, "max": 105.75, "nan": 1, "inf": 0},
+  "digits": {"min": -0.6666666666666666, "max": 0.30000000000000004, "nan": 0, "inf": 0},
   "nan": {"nan": 4, "inf": 0}}'
 expected_text=("f64: min -10, max 37, 1 NaN, 2 inf" "f32: min -1, max 3.5"
   "i32: min -64, max 5" "u8: min 0, max 220" "h: min -2, max 3, 1 inf"
-  "z: min 100, max 105.75, 1 NaN" "nan: no finite value, 4 NaN")
+  "z: min 100, max 105.75, 1 NaN" "digits: min -0.6666666666666666, max 0.30000000000000004"
+  "nan: no finite value, 4 NaN")
 
 case "$case_name" in
 leaf_stats)

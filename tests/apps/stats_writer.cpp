@@ -10,6 +10,8 @@
 //   h      float64 (5,) saved as float16: -2, 0.5, 1, +inf, 3: min -2, max 3, 1 inf
 //   z      float64 (6, 4), zstd when built: 100 + k/4, but NaN at k = 7: min 100, max 105.75,
 //          1 NaN
+//   digits float64 (4,): 0.1 + 0.2, -1/3, -2/3, 3.7e-300: min -0.6666666666666666, max
+//          0.30000000000000004 (every digit kept)
 //   nan    float64 (4,): every value NaN: no min or max, 4 NaN
 //   flags  bool (4,): no statistics
 #include <cairn/cairn.hpp>
@@ -69,6 +71,10 @@ int main(int argc, char** argv) {
     });
     add<double>(tree, comm, "z", {6, 4},
                 [&](std::int64_t k) { return k == 7 ? kNaN : 100.0 + k / 4.0; });
+    add<double>(tree, comm, "digits", {4}, [](std::int64_t k) {
+      const double values[] = {0.1 + 0.2, -1.0 / 3, -2.0 / 3, 3.7e-300};
+      return values[k];
+    });
     add<double>(tree, comm, "nan", {4}, [&](std::int64_t) { return kNaN; });
     add<bool>(tree, comm, "flags", {4}, [](std::int64_t k) { return k % 2 == 0; });
 

@@ -1,8 +1,10 @@
 #include "storage/index/leaf_stats.hpp"
 
 #include <cairn/error.hpp>
+#include <fmt/format.h>
 
 #include <bit>
+#include <charconv>
 #include <cmath>
 #include <limits>
 
@@ -30,7 +32,11 @@ LeafStatValue take_value(base::Unpacked& in) {
   }
 }
 
+// A floating value as the text of its shortest decimal that reads back as it (fmt), since
+// Boost.JSON before 1.83 may read a JSON number one unit in the last place off; integers as
+// JSON numbers, which it reads exactly.
 json::value value_to_json(const LeafStatValue& value) {
+  if (const double* d = std::get_if<double>(&value)) return json::string(fmt::format("{}", *d));
   return std::visit([](auto v) { return json::value(v); }, value);
 }
 
@@ -39,10 +45,14 @@ LeafStatValue value_from_json(const FieldReader& r, const json::object& o, std::
                               DType dtype) {
   const json::value& v = r.member(o, name);
   if (is_floating(dtype)) {
-    if (!v.is_number() || !std::isfinite(v.to_number<double>())) {
-      r.fail(name, "is not a finite number");
+    double d = 0;
+    const std::string_view text = v.is_string() ? std::string_view(v.get_string()) : "";
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), d);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size() ||
+        !std::isfinite(d)) {
+      r.fail(name, "is not the text of a finite number");
     }
-    return v.to_number<double>();
+    return d;
   }
   if (is_signed_integer(dtype)) {
     if (v.is_int64()) return v.get_int64();

@@ -26,11 +26,11 @@ void put_stats(base::Packed& out, const std::optional<LeafStats>& stats);
 /// Reads what put_stats() appended. Throws Error(internal) on other bytes.
 [[nodiscard]] std::optional<LeafStats> take_stats(base::Unpacked& in);
 
-/// The "stats" of a leaf of `dtype`: "min" and "max" when there are finite values (numbers,
-/// exact for integers), and for a floating dtype "nan" and "inf". Never throws beyond
-/// std::bad_alloc.
+/// The "stats" of a leaf of `dtype`: "min" and "max" when there are finite values (integers:
+/// JSON numbers; floating values: the text of their shortest decimal that reads back exactly),
+/// and for a floating dtype "nan" and "inf". Never throws beyond std::bad_alloc.
 [[nodiscard]] boost::json::value stats_to_json(const LeafStats& stats, DType dtype);
-/// Reads the "stats" of a leaf of `dtype` with `r`: numbers of its kind, "min" and "max" both
+/// Reads the "stats" of a leaf of `dtype` with `r`: values of its kind, "min" and "max" both
 /// or neither and in order, counts >= 0. Throws FormatError as FieldReader::fail().
 [[nodiscard]] LeafStats stats_from_json(const FieldReader& r, const boost::json::object& o,
                                         DType dtype);

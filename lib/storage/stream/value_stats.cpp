@@ -18,24 +18,63 @@ struct Found {
   std::uint64_t inf = 0;
 };
 
-// One pass without branches on the values, so that the compiler may vectorize it: a value is
-// finite when x - x == 0 (NaN and infinities give NaN), NaN when x != x.
+// The bits of a floating type: an unsigned integer of its size, its exponent and mantissa.
+template <class T>
+struct FloatBits;
+template <>
+struct FloatBits<double> {
+  using U = std::uint64_t;
+  static constexpr U kExponent = 0x7ff0000000000000ULL;
+  static constexpr U kMantissa = 0x000fffffffffffffULL;
+};
+template <>
+struct FloatBits<float> {
+  using U = std::uint32_t;
+  static constexpr U kExponent = 0x7f800000U;
+  static constexpr U kMantissa = 0x007fffffU;
+};
+
+// One pass without branches on the values, in kLanes independent lanes so that the processor
+// overlaps them: a value is NaN or infinite when its exponent bits are all set (NaN with a
+// mantissa), and such a value leaves the range as it is.
 template <class T>
 Found<double> scan_floating(const std::byte* data, std::size_t count) noexcept {
-  T lo = std::numeric_limits<T>::infinity();
-  T hi = -std::numeric_limits<T>::infinity();
-  std::uint64_t nonfinite = 0;
-  std::uint64_t nan = 0;
-  for (std::size_t i = 0; i < count; ++i) {
-    T x;
-    std::memcpy(&x, data + i * sizeof(T), sizeof(T));
-    const bool finite = x - x == T(0);
-    nonfinite += finite ? 0 : 1;
-    nan += x != x ? 1 : 0;
-    lo = finite && x < lo ? x : lo;
-    hi = finite && x > hi ? x : hi;
+  using Bits = FloatBits<T>;
+  using U = typename Bits::U;
+  constexpr std::size_t kLanes = 4;
+  T lo[kLanes];
+  T hi[kLanes];
+  std::uint64_t nonfinite[kLanes] = {};
+  std::uint64_t nan[kLanes] = {};
+  for (std::size_t l = 0; l < kLanes; ++l) {
+    lo[l] = std::numeric_limits<T>::infinity();
+    hi[l] = -std::numeric_limits<T>::infinity();
   }
-  return {static_cast<double>(lo), static_cast<double>(hi), nan, nonfinite - nan};
+  const auto add = [&](std::size_t l, std::size_t i) {
+    U bits;
+    std::memcpy(&bits, data + i * sizeof(T), sizeof(T));
+    T x;
+    std::memcpy(&x, &bits, sizeof(T));
+    const bool special = (bits & Bits::kExponent) == Bits::kExponent;
+    nonfinite[l] += special ? 1 : 0;
+    nan[l] += special && (bits & Bits::kMantissa) != 0 ? 1 : 0;
+    lo[l] = std::min(lo[l], special ? lo[l] : x);
+    hi[l] = std::max(hi[l], special ? hi[l] : x);
+  };
+  std::size_t i = 0;
+  for (; i + kLanes <= count; i += kLanes) {
+    for (std::size_t l = 0; l < kLanes; ++l) add(l, i + l);
+  }
+  for (; i < count; ++i) add(0, i);
+  Found<double> out{std::numeric_limits<double>::infinity(),
+                    -std::numeric_limits<double>::infinity()};
+  for (std::size_t l = 0; l < kLanes; ++l) {
+    out.lo = std::min(out.lo, static_cast<double>(lo[l]));
+    out.hi = std::max(out.hi, static_cast<double>(hi[l]));
+    out.nan += nan[l];
+    out.inf += nonfinite[l] - nan[l];
+  }
+  return out;
 }
 
 // float16 and bfloat16: the exponent's bits say NaN or infinite, the rest is converted.
