@@ -4,6 +4,10 @@
 #include <cstring>
 #include <limits>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace cairn::storage {
 
 namespace {
@@ -76,6 +80,51 @@ Found<double> scan_floating(const std::byte* data, std::size_t count) noexcept {
   }
   return out;
 }
+
+#if defined(__SSE2__)
+// The same pass on SSE2 registers (every x86-64 processor has them), two registers per step:
+// a value is finite when x - x == 0, NaN when it is unordered with itself; the lanes of a value
+// that is not finite keep their range. About twice the scalar pass's speed.
+Found<double> scan_float64_sse2(const std::byte* data, std::size_t count) noexcept {
+  const double* x = reinterpret_cast<const double*>(data);
+  const __m128d zero = _mm_setzero_pd();
+  __m128d lo[2] = {_mm_set1_pd(std::numeric_limits<double>::infinity()),
+                   _mm_set1_pd(std::numeric_limits<double>::infinity())};
+  __m128d hi[2] = {_mm_set1_pd(-std::numeric_limits<double>::infinity()),
+                   _mm_set1_pd(-std::numeric_limits<double>::infinity())};
+  __m128i finite = _mm_setzero_si128();  // per lane, counted by subtracting its all-ones mask
+  __m128i nan = _mm_setzero_si128();
+  std::size_t i = 0;
+  for (; i + 4 <= count; i += 4) {
+    for (int r = 0; r < 2; ++r) {
+      const __m128d v = _mm_loadu_pd(x + i + 2 * r);
+      const __m128d ok = _mm_cmpeq_pd(_mm_sub_pd(v, v), zero);
+      finite = _mm_sub_epi64(finite, _mm_castpd_si128(ok));
+      nan = _mm_sub_epi64(nan, _mm_castpd_si128(_mm_cmpunord_pd(v, v)));
+      lo[r] = _mm_min_pd(lo[r], _mm_or_pd(_mm_and_pd(ok, v), _mm_andnot_pd(ok, lo[r])));
+      hi[r] = _mm_max_pd(hi[r], _mm_or_pd(_mm_and_pd(ok, v), _mm_andnot_pd(ok, hi[r])));
+    }
+  }
+  alignas(16) double los[4];
+  alignas(16) double his[4];
+  alignas(16) std::uint64_t counts[4];
+  _mm_store_pd(los, lo[0]);
+  _mm_store_pd(los + 2, lo[1]);
+  _mm_store_pd(his, hi[0]);
+  _mm_store_pd(his + 2, hi[1]);
+  _mm_store_si128(reinterpret_cast<__m128i*>(counts), finite);
+  _mm_store_si128(reinterpret_cast<__m128i*>(counts + 2), nan);
+  Found<double> out = scan_floating<double>(data + i * sizeof(double), count - i);
+  for (int l = 0; l < 4; ++l) {
+    out.lo = std::min(out.lo, los[l]);
+    out.hi = std::max(out.hi, his[l]);
+  }
+  const std::uint64_t nans = counts[2] + counts[3];
+  out.nan += nans;
+  out.inf += i - (counts[0] + counts[1]) - nans;
+  return out;
+}
+#endif
 
 // float16 and bfloat16: the exponent's bits say NaN or infinite, the rest is converted.
 Found<double> scan_half(const std::byte* data, std::size_t count, bool bfloat) noexcept {
@@ -150,7 +199,11 @@ void ValueStats::scan(const std::byte* data, std::size_t count) noexcept {
     max_ = std::max(std::get<V>(max_), found.hi);
   };
   switch (dtype_) {
+#if defined(__SSE2__)
+    case DType::float64: take(scan_float64_sse2(data, count)); break;
+#else
     case DType::float64: take(scan_floating<double>(data, count)); break;
+#endif
     case DType::float32: take(scan_floating<float>(data, count)); break;
     case DType::float16: take(scan_half(data, count, false)); break;
     case DType::bfloat16: take(scan_half(data, count, true)); break;
