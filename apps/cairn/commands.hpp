@@ -38,7 +38,9 @@ class CommandError : public std::runtime_error {
 
 struct LsOptions {
   std::string root;
-  bool long_listing = false;  ///< -l: each step's data bytes, save time and bandwidth
+  /// -l: each step's data bytes, save time and bandwidth, and its array leaves' recorded
+  /// statistics
+  bool long_listing = false;
   bool json = false;
 };
 /// Lists the steps of a root with status, time, size, items and metrics. The primary rank

@@ -7,6 +7,7 @@
 #include "checkpoint_dir.hpp"
 #include "commands.hpp"
 #include "decomposition.hpp"
+#include "leaf_stats.hpp"
 #include "select.hpp"
 
 namespace cairn_tool {
@@ -80,6 +81,7 @@ boost::json::object describe_tree(const cairn::Comm& comm, const Item& item) {
       o["stored_bytes"] = leaf.stored_bytes;
       o["referenced_chunks"] = leaf.referenced_chunks;
       o["referenced_bytes"] = leaf.referenced_bytes;
+      if (leaf.stats) o["stats"] = stats_json(*leaf.stats);
     } else if (const auto* saved = values.find(leaf.path)) {
       switch (leaf.kind) {
         case cairn::LeafKind::scalar:
@@ -157,6 +159,9 @@ void print_item(const std::string& name, const boost::json::object& item) {
                    leaf.at("replicated").get_bool() ? ", replicated" : "",
                    fortran ? ", order F (Fortran: dims reversed)" : "", compression_text(leaf),
                    referenced_text(leaf));
+        if (const auto* stats = leaf.if_contains("stats")) {
+          fmt::print("  {:<24} values: {}\n", "", stats_text(stats->get_object()));
+        }
       } else {
         const auto* value = leaf.if_contains("value");
         fmt::print("  {:<24} {:<7} {:<9} = {}\n", path, kind, dtype_text,

@@ -5,6 +5,7 @@
 
 #include "checkpoint_dir.hpp"
 #include "commands.hpp"
+#include "leaf_stats.hpp"
 #include "lock.hpp"
 
 namespace cairn_tool {
@@ -42,6 +43,10 @@ int run_ls(const cairn::Comm& comm, const LsOptions& options, JsonStream& json) 
     // expected to lack it.
     if (dir.status == cairn::StepStatus::committed && !ckpt.problems.empty()) {
       row["problem"] = ckpt.problems.front();
+    }
+    // The values' statistics that the save recorded, from the index alone.
+    if (options.long_listing && dir.status == cairn::StepStatus::committed) {
+      row["stats"] = checkpoint_stats(ckpt);
     }
     rows.push_back(std::move(row));
   }
@@ -93,6 +98,11 @@ int run_ls(const cairn::Comm& comm, const LsOptions& options, JsonStream& json) 
         "{:>10}  {:<13}  {:<20}  {:>10}  {}{:<16}  {}\n", row.at("step").to_number<std::int64_t>(),
         status, std::string(row.at("time").get_string()),
         human_bytes(row.at("bytes").to_number<std::uint64_t>()), cost_columns(&row), items, note);
+    if (const auto* stats = row.if_contains("stats")) {
+      for (const auto& [leaf, values] : stats->get_object()) {
+        fmt::print("{:>10}  {}: {}\n", "", std::string(leaf), stats_text(values.get_object()));
+      }
+    }
   }
   return kOk;
 }

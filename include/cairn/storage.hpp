@@ -26,6 +26,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 namespace cairn {
@@ -375,6 +376,24 @@ struct AsSavedOptions {
 };
 
 /// A description of one saved leaf (from cairn-tree.json).
+/// A value of LeafStats: exact for integer dtypes (std::int64_t for signed ones, std::uint64_t
+/// for unsigned ones), a double for floating ones.
+using LeafStatValue = std::variant<std::int64_t, std::uint64_t, double>;
+
+/// Statistics of an array leaf's values, recorded by save_tree() from the bytes it stores while
+/// it checksums them, so that a listing shows them without reading the data ("stats" of the
+/// leaf in cairn-tree.json). Kept for integer and floating dtypes, of the values as stored:
+/// after a save-time cast (LeafSaveArgs::dtype), before a lossy compression (zfp).
+struct LeafStats {
+  /// The smallest value that is neither NaN nor infinite; absent when there is none (no
+  /// elements, or every one NaN or infinite).
+  std::optional<LeafStatValue> min = {};
+  /// The largest value that is neither NaN nor infinite; absent exactly when `min` is.
+  std::optional<LeafStatValue> max = {};
+  std::uint64_t nan_count = 0;  ///< floating dtypes: the values that are NaN
+  std::uint64_t inf_count = 0;  ///< floating dtypes: the values that are infinite (either sign)
+};
+
 struct SavedLeafInfo {
   std::string path;                             ///< the leaf's path in the tree, e.g. "fluid/u"
   LeafKind kind = LeafKind::array;              ///< array, scalar, string or group
@@ -397,6 +416,9 @@ struct SavedLeafInfo {
   std::uint64_t referenced_chunks = 0;
   /// Array leaves: the stored bytes of those chunks (0 for a leaf written whole).
   std::uint64_t referenced_bytes = 0;
+  /// Array leaves of an integer or floating dtype: their values' statistics as saved; absent
+  /// for other dtypes and for leaves saved before cairn recorded them.
+  std::optional<LeafStats> stats = {};
 };
 
 /// A description of one saved tree.

@@ -125,7 +125,8 @@ void TreeWriter::write_stream(std::size_t index,
                        .byte_offset = placement.byte_offset,
                        .bytes = job.stored_bytes,
                        .checksums = sink->checksums(),
-                       .chunk_sizes = sink->chunk_sizes()};
+                       .chunk_sizes = sink->chunk_sizes(),
+                       .stats = sink->stats()};
     if (matcher) matcher->fill(record, record.checksums.size());
     std::lock_guard lock(mutex_);
     records_.emplace_back(index, std::move(record));

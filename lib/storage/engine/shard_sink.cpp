@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "storage/stream/checksum.hpp"
 #include "storage/stream/compress.hpp"
 
@@ -9,13 +11,24 @@ namespace cairn::storage {
 
 namespace {
 
+// Bytes checksummed before the statistics read them: well inside a core's L2 cache.
+constexpr std::size_t kStatsBlock = std::size_t{64} << 10;
+
 class PlainSink final : public ShardSink {
  public:
   PlainSink(ShardWriter& writer, const ArrayJob& job)
-      : writer_(writer), index_(job.format_index), checksum_(job.chunk_bytes) {}
+      : ShardSink(job.dtype),
+        writer_(writer),
+        index_(job.format_index),
+        checksum_(job.chunk_bytes) {}
   void update(std::span<const std::byte> stored) override {
     writer_.write(index_, checksum_.bytes(), stored);
-    checksum_.update(stored);
+    // The statistics read each block right after the checksum, while it is in the cache.
+    for (std::size_t at = 0; at < stored.size(); at += kStatsBlock) {
+      const auto block = stored.subspan(at, std::min(kStatsBlock, stored.size() - at));
+      checksum_.update(block);
+      count(block);
+    }
   }
   void finish() override {}
   [[nodiscard]] std::vector<std::uint64_t> checksums() const override {
@@ -32,7 +45,8 @@ class PlainSink final : public ShardSink {
 class CompressedSink final : public ShardSink {
  public:
   CompressedSink(ShardWriter& writer, const ArrayJob& job, ChunkMatcher* matcher)
-      : compressor_(
+      : ShardSink(job.dtype),
+        compressor_(
             job.compression, job.dtype, job.chunk_bytes, fmt::format("leaf '{}'", job.leaf->path()),
             [&writer, index = job.format_index, this](std::span<const std::byte> stored) {
               writer.write(index, compressor_.stored_bytes(), stored);
@@ -42,7 +56,10 @@ class CompressedSink final : public ShardSink {
                 : [matcher](std::size_t c, std::uint64_t sum,
                             std::uint64_t size) { return matcher->refer(c, sum, size); }),
         matcher_(matcher) {}
-  void update(std::span<const std::byte> stored) override { compressor_.update(stored); }
+  void update(std::span<const std::byte> stored) override {
+    count(stored);
+    compressor_.update(stored);
+  }
   void finish() override { compressor_.finish(); }
   [[nodiscard]] std::vector<std::uint64_t> checksums() const override {
     return compressor_.checksums();
@@ -62,11 +79,13 @@ class CompressedSink final : public ShardSink {
 class ReferringSink final : public ShardSink {
  public:
   ReferringSink(ShardWriter& writer, const ArrayJob& job, ChunkMatcher& matcher)
-      : matcher_(matcher),
+      : ShardSink(job.dtype),
+        matcher_(matcher),
         cutter_(job.chunk_bytes,
                 [&writer, &matcher, index = job.format_index, this](
                     std::size_t c, std::uint64_t first, std::span<const std::byte> chunk) {
                   sums_.push_back(checksum_of(chunk));
+                  count(chunk);
                   cut_ += chunk.size();
                   if (!matcher.refer(c, sums_.back(), chunk.size())) {
                     writer.write(index, first, chunk);

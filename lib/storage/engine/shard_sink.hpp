@@ -5,11 +5,14 @@
 //                checksummed, and skipped when an incremental save's base has it;
 //   referring:   an incremental save of an uncompressed shard: cut into whole chunks, each
 //                checksummed, and written only when the base does not hold it.
+// Each path also gathers the statistics of the stored values (ValueStats) from the bytes it
+// checksums, block by block while they are in the cache.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -17,12 +20,17 @@
 #include "storage/engine/array_job.hpp"
 #include "storage/engine/incremental.hpp"
 #include "storage/format/shard_writer.hpp"
+#include "storage/stream/value_stats.hpp"
 
 namespace cairn::storage {
 
 /// Takes the stored bytes of one shard, in order, and hands them to its format's writer.
 class ShardSink {
  public:
+  /// A sink of values stored as `stored`. Never throws.
+  explicit ShardSink(DType stored) noexcept {
+    if (ValueStats::kept_for(stored)) stats_.emplace(stored);
+  }
   virtual ~ShardSink() = default;
   /// Takes the next stored bytes of the shard. Local. Throws what the writer or a codec
   /// throws.
@@ -38,6 +46,21 @@ class ShardSink {
   /// Bytes handed to the writer so far (not those an incremental save referred to). Never
   /// throws.
   [[nodiscard]] virtual std::uint64_t written_bytes() const noexcept = 0;
+  /// After finish(): the statistics of the stored values, or none for a dtype without
+  /// (ValueStats::kept_for()). Never throws.
+  [[nodiscard]] std::optional<LeafStats> stats() const noexcept {
+    if (!stats_) return std::nullopt;
+    return stats_->result();
+  }
+
+ protected:
+  /// Adds stored bytes to the statistics. Never throws.
+  void count(std::span<const std::byte> stored) noexcept {
+    if (stats_) stats_->update(stored);
+  }
+
+ private:
+  std::optional<ValueStats> stats_;
 };
 
 /// The sink of this rank's shard of `job` (`index` in its format's writer is

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "base/durable_file.hpp"
+#include "storage/index/leaf_stats.hpp"
 #include "storage/stream/checksum.hpp"
 
 namespace cairn::storage {
@@ -366,6 +367,8 @@ std::uint64_t write_index(const std::filesystem::path& dir, TreeIndex index) {
     const std::uint64_t at = kTreeIndexBinaryHeaderBytes + sections.size();
     sections += encode_section(leaf, numbers);
     leaf.section->offset = at;
+    // Shards read back from an index have no statistics: the leaf keeps the index's.
+    if (auto stats = leaf_stats_of(leaf.shards)) leaf.stats = stats;
     leaf.shards.clear();
   }
   index.binary_checksum = sections_checksum(index);

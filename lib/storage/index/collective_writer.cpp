@@ -10,6 +10,7 @@
 #include "base/packed.hpp"
 #include "base/posix_file.hpp"
 #include "storage/index/binary.hpp"
+#include "storage/index/leaf_stats.hpp"
 #include "storage/index/record_packing.hpp"
 
 namespace cairn::storage {
@@ -152,6 +153,7 @@ class IndexWrite {
           referenced_.insert(s.ref_files.begin(), s.ref_files.end());
         }
         sections_.emplace_back(a, encode_section(leaf, numbers));
+        leaf.stats = leaf_stats_of(leaf.shards);
         leaf.shards = {};
       }
       if (comm_.is_primary()) {
@@ -197,6 +199,7 @@ class IndexWrite {
     summary.put(static_cast<std::uint64_t>(sections_.size()));
     for (const auto& [array, bytes] : sections_) {
       put_section(summary, array, *index_.leaves[slots_[array]].section);
+      put_stats(summary, index_.leaves[slots_[array]].stats);
     }
     summary.put(static_cast<std::uint64_t>(referenced_.size()));
     for (const std::string& name : referenced_) summary.put(name);
@@ -233,6 +236,7 @@ class IndexWrite {
         BinarySection section = take_section(in);
         section.offset = offsets_[a];
         index_.leaves[slots_[a]].section = std::move(section);
+        index_.leaves[slots_[a]].stats = take_stats(in);
       }
       for (std::uint64_t count = in.take(); count > 0; --count) referenced_.insert(in.take_text());
       if (!in.done()) throw Error(ErrorCode::internal, "a section summary ends with stray bytes");

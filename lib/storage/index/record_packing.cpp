@@ -7,6 +7,7 @@
 #include <string>
 
 #include "base/packed.hpp"
+#include "storage/index/leaf_stats.hpp"
 
 namespace cairn::storage {
 
@@ -57,6 +58,7 @@ std::vector<std::byte> pack_records(
       body.put(static_cast<std::uint64_t>(ref.file));
       body.put(ref.byte_offset);
     }
+    put_stats(body, s.stats);
   }
   base::Packed out;
   out.put(static_cast<std::uint64_t>(names.size()));
@@ -100,6 +102,7 @@ void unpack_records(std::span<const std::byte> bytes,
       const auto file = static_cast<std::uint32_t>(in.take());
       s.chunk_refs.push_back({.file = file, .byte_offset = in.take()});
     }
+    s.stats = take_stats(in);
     add(array, std::move(s));
   }
   if (!in.done()) throw Error(ErrorCode::internal, "shard records end with stray bytes");

@@ -10,6 +10,7 @@
 
 #include "base/json_read.hpp"
 #include "storage/index/field_reader.hpp"
+#include "storage/index/leaf_stats.hpp"
 #include "storage/stream/checksum.hpp"
 #include "storage/stream/compress.hpp"
 
@@ -75,6 +76,7 @@ SavedLeafInfo leaf_info(const LeafRecord& leaf) {
   out.fortran_order = leaf.fortran_order;
   out.shard_count = leaf.shards.size();
   out.compression = leaf.compression;
+  out.stats = leaf.stats;
   if (leaf.section) {
     out.shard_count = leaf.section->shard_count;
     out.bytes = leaf.section->bytes;
@@ -215,6 +217,7 @@ json::value to_json(const TreeIndex& index) {
         if (leaf.compression.kind != Compression::Kind::none) {
           o["compression"] = compression_to_json(leaf.compression);
         }
+        if (leaf.stats) o["stats"] = stats_to_json(*leaf.stats, leaf.dtype);
         if (leaf.section) o["section"] = section_to_json(*leaf.section);
         if (leaf.section && leaf.shards.empty()) break;
         json::array shards;
@@ -492,6 +495,10 @@ void read_array_leaf(const Reader& r, const json::object& o, const TreeIndex& in
     }
   }
   leaf.compression = read_compression(r, o, index, leaf);
+  // Indexes written before the statistics were recorded have none.
+  if (o.contains("stats")) {
+    leaf.stats = stats_from_json(r.at("stats"), r.object(r.member(o, "stats")), leaf.dtype);
+  }
   if (index.version >= kTreeFormatVersionBinary) {
     leaf.section = read_section(r.at("section"), r.object(r.member(o, "section")), leaf);
     return;

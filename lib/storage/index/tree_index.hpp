@@ -81,6 +81,9 @@ struct ShardRecord {
   std::vector<ChunkRef> chunk_refs = {};
   /// The data files (relative to the item directory, "shards/r<k>.bin") that chunk_refs name.
   std::vector<std::string> ref_files = {};
+  /// A save: the statistics of the shard's stored values (ValueStats), for its leaf's "stats";
+  /// not in cairn-tree.bin. None for a dtype without, and for a shard read back.
+  std::optional<LeafStats> stats = {};
 
   /// Whether the shard is stored as compressed chunks. Never throws.
   [[nodiscard]] bool compressed() const noexcept { return !chunk_sizes.empty(); }
@@ -184,6 +187,9 @@ struct LeafRecord : StoredArray {
   /// Arrays of a version-4 index: where their shards are in cairn-tree.bin. `shards` holds
   /// only those read from it (all of them in a full read, see read_full_index()).
   std::optional<BinarySection> section;
+  /// Arrays: the statistics of their values as saved ("stats", leaf_stats.hpp); none for a
+  /// dtype without and in an index written before they were recorded.
+  std::optional<LeafStats> stats;
 
   /// Bytes of the checksum chunks of `shard`: chunk_bytes, or for version 1 the shard's
   /// bytes (at least 1). Never throws.
