@@ -72,16 +72,20 @@ struct cairn_preservation_policy {
 /// cairn_items: named items of a composite step.
 struct cairn_items {
   /// What an item holds.
-  enum class Kind { tree, json, bytes };
+  enum class Kind { tree, json, bytes, user };
   struct Item {
     Kind kind = Kind::tree;
-    cairn_tree* tree = nullptr;                        ///< the caller's tree (not owned)
-    std::optional<cairn::ArrayTree> restored = {};     ///< a tree restored as saved
-    std::optional<boost::json::value> json = {};       ///< a JSON item's value
-    std::optional<std::vector<std::byte>> bytes = {};  ///< a bytes item's value
-    bool replicated = false;                           ///< bytes saved once for all ranks
-    std::optional<int> from_rank = {};                 ///< bytes to restore: whose
-    boost::json::object metadata = {};                 ///< custom metadata (set or restored)
+    cairn_tree* tree = nullptr;                         ///< the caller's tree (not owned)
+    std::optional<cairn::ArrayTree> restored = {};      ///< a tree restored as saved
+    std::optional<boost::json::value> json = {};        ///< a JSON item's value
+    std::optional<std::vector<std::byte>> bytes = {};   ///< a bytes item's value
+    bool replicated = false;                            ///< bytes saved once for all ranks
+    std::optional<int> from_rank = {};                  ///< bytes to restore: whose
+    boost::json::object metadata = {};                  ///< custom metadata (set or restored)
+    std::string user_type = {};                         ///< a user item's handler type
+    cairn_user_item_save_fn user_save = nullptr;        ///< a user item's save callback
+    cairn_user_item_restore_fn user_restore = nullptr;  ///< a user item's restore callback
+    void* user_data = nullptr;                          ///< passed to the user callbacks
   };
   std::map<std::string, Item, std::less<>> items;
 };

@@ -1,5 +1,5 @@
-// cairn C ABI — named items of composite checkpoints: trees, JSON values and bytes, with custom
-// metadata per item.
+// cairn C ABI — named items of composite checkpoints: trees, JSON values, bytes and user items,
+// with custom metadata per item.
 #include <boost/json/serialize.hpp>
 #include <cairn/handlers.hpp>
 
@@ -13,6 +13,7 @@
 #include "capi/handles.hpp"
 #include "capi/items.hpp"
 #include "capi/status.hpp"
+#include "capi/user_items.hpp"
 
 using cairn::capi::deref;
 using cairn::capi::guarded;
@@ -35,12 +36,13 @@ cairn_items::Item& item_at(cairn_items& items, const char* name) {
   return const_cast<cairn_items::Item&>(item_at(std::as_const(items), name));
 }
 
-// "a tree", "JSON" or "bytes": what an item holds, for messages.
+// "a tree", "JSON", "bytes" or "a user item": what an item holds, for messages.
 const char* kind_name(cairn_items::Kind kind) {
   switch (kind) {
     case cairn_items::Kind::tree: return "a tree";
     case cairn_items::Kind::json: return "JSON";
     case cairn_items::Kind::bytes: return "bytes";
+    case cairn_items::Kind::user: return "a user item";
   }
   return "an item";
 }
@@ -58,6 +60,12 @@ cairn_items::Item& add_item(cairn_items& items, const char* name) {
   auto [it, inserted] = items.items.try_emplace(key);
   if (!inserted) throw InvalidArgument("item '" + key + "' was already added");
   return it->second;
+}
+
+std::shared_ptr<const CheckpointArgs> user_args(const std::string& name,
+                                                const cairn_items::Item& item) {
+  return std::make_shared<UserItemArgs>(name, item.user_type, item.user_save, item.user_restore,
+                                        item.user_data);
 }
 
 }  // namespace
@@ -79,6 +87,7 @@ Composite save_args(const cairn_items& items, const TreeSaveOptions& tree_option
         }
         args.emplace(name, std::make_shared<BytesSave>(*item.bytes, item.replicated));
         break;
+      case cairn_items::Kind::user: args.emplace(name, user_args(name, item)); break;
       case cairn_items::Kind::tree: {
         if (item.tree == nullptr) {
           throw InvalidArgument("item '" + name + "' has no tree to save");
@@ -104,6 +113,7 @@ Composite restore_args(const cairn_items& items, const TreeRestoreOptions& targe
         args.emplace(name, item.from_rank ? std::make_shared<BytesRestore>(*item.from_rank)
                                           : std::make_shared<BytesRestore>());
         break;
+      case cairn_items::Kind::user: args.emplace(name, user_args(name, item)); break;
       case cairn_items::Kind::tree:
         if (item.tree != nullptr) {
           item.tree->before_restore();
@@ -122,6 +132,9 @@ void take_results(cairn_items& items, const CompositeResult& result) {
     switch (item.kind) {
       case cairn_items::Kind::json: item.json = result.get<boost::json::value>(name); break;
       case cairn_items::Kind::bytes: item.bytes = result.get<std::vector<std::byte>>(name); break;
+      case cairn_items::Kind::user:
+        (void)result.get<UserItemRestored>(name);  // NotFound naming an item not restored
+        break;
       case cairn_items::Kind::tree:
         if (item.tree != nullptr) {
           item.tree->tree = result.get<ArrayTree>(name);
@@ -243,6 +256,26 @@ cairn_status cairn_items_get_bytes(const cairn_items* items, const char* name, v
     std::memcpy(copy, item.bytes->data(), item.bytes->size());
     *data = copy;
     *size = item.bytes->size();
+  });
+}
+
+cairn_status cairn_items_add_user(cairn_items* items, const char* name, const char* type_name,
+                                  cairn_user_item_save_fn save_fn,
+                                  cairn_user_item_restore_fn restore_fn, void* user_data) {
+  return guarded(__func__, [&] {
+    auto& set = deref(items, "items");
+    const std::string type(text(type_name, "type_name"));
+    if (save_fn == nullptr && restore_fn == nullptr) {
+      throw cairn::InvalidArgument("user item '" + std::string(text(name, "name")) +
+                                   "' has neither a save_fn nor a restore_fn");
+    }
+    cairn::capi::register_user_item_type(type);
+    auto& item = cairn::capi::add_item(set, name);
+    item.kind = cairn_items::Kind::user;
+    item.user_type = type;
+    item.user_save = save_fn;
+    item.user_restore = restore_fn;
+    item.user_data = user_data;
   });
 }
 

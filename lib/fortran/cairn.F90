@@ -158,6 +158,7 @@ module cairn
   public :: cairn_tree_add_empty, cairn_tree_empty_count, cairn_tree_empty_node
   public :: cairn_checkpointer_create_composite, cairn_checkpointer_save_items
   public :: cairn_checkpointer_restore_items
+  public :: cairn_items_add_user, cairn_user_item_function, cairn_string_from_c
 
   ! The message of the last failure found by this module itself (not by a C call), if that
   ! was the last failure.

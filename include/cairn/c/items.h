@@ -1,5 +1,5 @@
-/* cairn C ABI — composite items: named trees, JSON values and bytes of one step, with custom
- * metadata per item. Part of <cairn/cairn.h>,
+/* cairn C ABI — composite items: named trees, JSON values, bytes and user items (saved and
+ * restored by C callbacks) of one step, with custom metadata per item. Part of <cairn/cairn.h>,
  * which includes every part and states the conventions of the ABI (status codes, option structs,
  * collective calls). */
 #ifndef CAIRN_C_ITEMS_H
@@ -13,8 +13,8 @@ extern "C" {
 
 /* ---------------------------------------------------------------- composite items */
 
-/* Named items of a composite checkpoint: array trees, JSON values and opaque bytes, each stored
- * in its own sub-directory of the step. Names are path components that do not start with "__". */
+/* Named items of a composite checkpoint: array trees, JSON values, opaque bytes and user items,
+ * each stored in its own sub-directory of the step. Names are path components that do not start with "__". */
 typedef struct cairn_items cairn_items;
 
 /* A new empty item set in *out. */
@@ -61,6 +61,38 @@ CAIRN_C_API cairn_status cairn_items_add_bytes_target(cairn_items* items, const 
  * holds no bytes yet; CAIRN_ERR_INVALID_ARGUMENT for an item that is not bytes. */
 CAIRN_C_API cairn_status cairn_items_get_bytes(const cairn_items* items, const char* name,
                                                void** data, size_t* size);
+
+/* The save callback of a user item: writes the calling rank's files of the item into
+ * `directory`, the item's directory inside the step's temporary directory (it exists, shared by
+ * every rank of the save, and is committed with the step). `rank` is the calling rank in the
+ * communicator of the manager or checkpointer. Every rank calls it, on the thread that called
+ * the save, before the save returns (also for an async save) and before the step is committed.
+ * It must make what it writes durable itself (fsync, as cairn's own handlers do); ranks must
+ * not write the same file. Returns 0 on success; nonzero fails the save on every rank. */
+typedef int (*cairn_user_item_save_fn)(const char* directory, int rank, void* user_data);
+/* The restore callback of a user item: reads the item from `directory`, the item's directory
+ * of the committed step (what the save callbacks of every rank wrote there). Every rank calls
+ * it, on the thread that called the restore. Returns 0 on success; nonzero fails the restore
+ * on every rank. */
+typedef int (*cairn_user_item_restore_fn)(const char* directory, int rank, void* user_data);
+
+/* Adds a user item: an item the caller writes and reads itself through C callbacks (a handler
+ * of its own, cairn::CheckpointHandler in C++). `type_name` (copied) is recorded as the item's
+ * handler type in the step's cairn-step.json; a restore of the item needs the same type_name
+ * (CAIRN_ERR_INVALID_ARGUMENT naming both otherwise). It must not start with "cairn." and must
+ * not be a handler type a C++ part of the program registered. `save_fn` may be NULL in a set
+ * used only for restores, `restore_fn` NULL in a set used only for saves (not both); a save or
+ * restore that needs the missing one returns CAIRN_ERR_INVALID_ARGUMENT naming the item.
+ * `user_data` is passed to both callbacks; it must stay valid while the set is used. A nonzero
+ * return of a callback on any rank makes the save or restore return CAIRN_ERR_IO on every rank,
+ * with a message naming the item, the type, the callback's value and the ranks; a failed save
+ * commits nothing. The item's metadata (cairn_manager_item_metadata) counts its files and bytes.
+ * Not collective. CAIRN_ERR_INVALID_ARGUMENT for a bad or duplicate name or a bad type_name. */
+CAIRN_C_API cairn_status cairn_items_add_user(cairn_items* items, const char* name,
+                                              const char* type_name,
+                                              cairn_user_item_save_fn save_fn,
+                                              cairn_user_item_restore_fn restore_fn,
+                                              void* user_data);
 
 /* Sets the custom metadata of item `name`, a JSON object given as text (copied), saved with the
  * item in the step's cairn-step.json (C++ Composite custom metadata) and given back by
