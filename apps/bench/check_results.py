@@ -16,6 +16,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_breakdown  # noqa: E402
 import bench_levels  # noqa: E402
 import bench_soak  # noqa: E402
 
@@ -188,6 +189,26 @@ def check_levels(doc, reps):
             raise Bad(f"{where}.met is {t['met']!r}, met_reps {t['met_reps']!r}")
 
 
+def check_breakdown(doc):
+    """The time breakdown: for each format, the save and the restore with every phase of
+    bench_breakdown.py on the slowest rank and on average."""
+    if "breakdown" not in doc:
+        raise Bad("results file.breakdown is missing")
+    for fmt in bench_breakdown.FORMATS:
+        for op, phases in (("save", bench_breakdown.SAVE_PHASES),
+                           ("restore", bench_breakdown.RESTORE_PHASES)):
+            where = f"breakdown.{fmt}.{op}"
+            s = doc["breakdown"].get(fmt, {}).get(op)
+            if s is None:
+                raise Bad(f"{where} is missing")
+            if s.get("status") != "ok":
+                raise Bad(f"{where}.status is {s.get('status')!r}")
+            for phase in phases + ("total",):
+                p = s["phases"].get(phase)
+                if p is None or not all(isinstance(p.get(k), numbers.Real) for k in ("max", "mean")):
+                    raise Bad(f"{where}.phases.{phase} lacks max or mean")
+
+
 def check_compression(doc, reps):
     """Every compression row, each ratio with one value per repetition (or the row unavailable,
     saying why)."""
@@ -298,6 +319,7 @@ def check(doc, json_path, report):
         if main_case and name.split(".")[-1] in RESTORES:
             need(r, ["ranks", "saved_ranks", "layout"], f"results.{name}")
     check_compression(doc, reps)
+    check_breakdown(doc)
     check_incremental(doc, reps)
     if doc["config"]["ranks"] >= 2:
         for name in LEVELS_RESULTS:

@@ -7,10 +7,11 @@ repetition runs every contender once, in an order rotated from one repetition to
 that the two sides of a ratio of repetition i ran under the same conditions of the machine.
 A first, warm-up repetition (--warmup) runs everything once and is not counted: it pays the
 one-time costs (the page cache of the programs and libraries, staging pages, the first
-creation of the scratch directories). The JSON keeps every counted repetition and the median, the ratios of bench_targets.py, those of
-compression to no compression (bench_compression.py), those of incremental saves to whole
-ones (bench_incremental.py) and those of the node-local level (bench_levels.py), each with its
-min, median and max over the repetitions.
+creation of the scratch directories). The JSON keeps every counted repetition and the median,
+the ratios of bench_targets.py, those of compression to no compression (bench_compression.py),
+those of incremental saves to whole ones (bench_incremental.py) and those of the node-local
+level (bench_levels.py), each with its min, median and max over the repetitions, and the time
+breakdown of one more, instrumented repetition of the cairn cases (bench_breakdown.py).
 """
 import argparse
 import datetime
@@ -25,6 +26,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import bench_breakdown  # noqa: E402
 import bench_compression  # noqa: E402
 import bench_data as bd  # noqa: E402
 import bench_incremental  # noqa: E402
@@ -314,6 +316,10 @@ def main():
     else:
         orbax = {"status": f"unavailable: {a.orbax_unavailable or 'no Orbax environment'}"}
     run_interleaved(a, raw, contenders)
+    log("breakdown: one instrumented repetition of the cairn cases (not counted)")
+    breakdown = bench_breakdown.run(mpiexec, a.driver, a.scratch, raw + ".breakdown",
+                                    ["--meta-leaves", a.meta_leaves, "--meta-elems",
+                                     a.meta_elems] + shape + nodrop)
 
     with open(raw) as f:
         records = [json.loads(line) for line in f if line.strip()]
@@ -337,6 +343,7 @@ def main():
                        "baselines": {"status": "ok"}, "h5py": {"status": "ok"},
                        "cairn": {"status": "ok"}, "orbax": orbax},
         "results": results,
+        "breakdown": breakdown,
     }
     doc["targets"] = bench_targets.evaluate(doc)
     doc["compression"] = bench_compression.evaluate(doc)
@@ -353,11 +360,12 @@ def main():
     bench_compression.update_markdown(doc, a.report)
     bench_incremental.update_markdown(doc, a.report)
     bench_levels.update_markdown(doc, a.report)
+    bench_breakdown.update_markdown(doc, a.report)
     log(f"report: {a.report}")
     for t in doc["targets"]:
         log(bench_report.target_line(t))
     for line in (bench_compression.summary_lines(doc) + bench_incremental.summary_lines(doc) +
-                 bench_levels.summary_lines(doc)):
+                 bench_levels.summary_lines(doc) + bench_breakdown.summary_lines(doc)):
         log(line)
     if not a.no_soak:
         run_soak(a, stamp, name)

@@ -14,13 +14,16 @@
 
 #include "base/durable_file.hpp"
 #include "base/first_error.hpp"
+#include "base/log.hpp"
 #include "base/posix_file.hpp"
 #include "cuda/device_leaf.hpp"
 #include "cuda/device_memory.hpp"
 #include "cuda/staged_copy.hpp"
 #include "storage/engine/broadcast_leaves.hpp"
+#include "storage/engine/phase_times.hpp"
 #include "storage/engine/restore_transforms.hpp"
 #include "storage/engine/restore_tree.hpp"
+#include "storage/engine/restore_values.hpp"
 #include "storage/engine/shard_source.hpp"
 #include "storage/index/binary.hpp"
 #include "storage/index/tree_index.hpp"
@@ -358,7 +361,6 @@ void check_compatible(const LeafRecord& saved, const Leaf& target,
 }
 
 using LeafPairs = std::vector<std::pair<const Leaf*, const LeafRecord*>>;
-using SavedOf = std::map<std::string, const LeafRecord*, std::less<>>;  // target path -> saved
 
 // Pairs target leaves with saved leaves (the same on every rank); NotFound for a missing one.
 LeafPairs pair_with_saved(const std::filesystem::path& dir, const storage::TreeIndex& index,
@@ -436,36 +438,14 @@ void read_array_leaves(const Comm& comm, const std::filesystem::path& dir, const
   failure.report(comm, fmt::format("restore_tree '{}': ", dir.string()));
 }
 
-// Rebuilds target with the saved scalars, strings and JSON values in place of its own.
-void restore_values(const std::filesystem::path& dir, const SavedOf& saved_of, ArrayTree& target) {
-  ArrayTree updated;
-  for (const Leaf& leaf : target) {
-    const auto found = saved_of.find(leaf.path());
-    const LeafRecord* saved = found == saved_of.end() ? nullptr : found->second;
-    const bool restored = saved != nullptr && saved->kind == leaf.kind();
-    switch (leaf.kind()) {
-      case LeafKind::array: updated.add_array(leaf.path(), leaf.as_array(), leaf.owner()); break;
-      case LeafKind::scalar:
-        updated.add_scalar(leaf.path(),
-                           restored ? Scalar::from_json(saved->value, dir.string(), leaf.path())
-                                    : leaf.as_scalar());
-        break;
-      case LeafKind::string:
-        updated.add_string(leaf.path(),
-                           restored ? json::value_to<std::string>(saved->value) : leaf.as_string());
-        break;
-      case LeafKind::json:
-        updated.add_json(leaf.path(), restored ? saved->value : leaf.as_json());
-        break;
-    }
-  }
-  for (const auto& [path, kind] : target.empty_nodes()) updated.add_empty(path, kind);
-  target = std::move(updated);
-}
-
+// With `phases`, ends its phases "plan" (agreement, pairing, the index's sections), "read"
+// (the arrays) and "values" (broadcasts, scalars, strings and JSON).
 void restore_from_index(const Comm& comm, const std::filesystem::path& dir,
                         const storage::TreeIndex& index, ArrayTree& target,
-                        const TreeRestoreOptions& options) {
+                        const TreeRestoreOptions& options, storage::PhaseTimes* phases = nullptr) {
+  const auto lap = [&](std::string_view phase) {
+    if (phases != nullptr) phases->lap(phase);
+  };
   comm.agree({.operation = "restore_tree " + dir.filename().string(),
               .structure = target.structure_hash()});
 
@@ -516,10 +496,13 @@ void restore_from_index(const Comm& comm, const std::filesystem::path& dir,
       local[i].second = &sections.part_of(*local[i].second, local[i].first->as_array().box);
     }
   });
+  lap("plan");
   read_array_leaves(comm, dir, local, memory, read_here, options);
+  lap("read");
   storage::broadcast_leaves(comm, broadcasts);
   const auto is_value = [](const auto& pair) { return pair.second->kind != LeafKind::array; };
   if (std::ranges::any_of(pairs, is_value)) restore_values(dir, saved_of, target);
+  lap("values");
 }
 
 bool selected(const std::vector<std::string>& select, const std::string& path) {
@@ -545,9 +528,12 @@ SavedTreeInfo read_tree_info(const Comm& comm, const std::filesystem::path& dir)
 
 void restore_tree(const Comm& comm, const std::filesystem::path& dir, ArrayTree& target,
                   const TreeRestoreOptions& options) {
+  storage::PhaseTimes phases;
   const storage::TreeIndex index = load_index(comm, dir);
   storage::check_derived(dir, index, target, options);
-  restore_from_index(comm, dir, index, target, options);
+  phases.lap("index");
+  restore_from_index(comm, dir, index, target, options, &phases);
+  base::log::info("storage.restore_phases", "dir=\"{}\" {}", dir.string(), phases.text());
   if (options.derived_leaves.empty()) return;
   storage::restore_derived(comm, dir, index, target, options,
                            [&](ArrayTree& sources, const TreeRestoreOptions& plain) {

@@ -18,6 +18,7 @@ namespace json = boost::json;
 void TreeWriter::fail(const std::exception& error) noexcept { error_.record(error); }
 
 void TreeWriter::flush() {
+  phases_.lap("write");
   for (auto& [format, writer] : writers_) {
     try {
       writer->flush(options_.fsync);
@@ -25,6 +26,7 @@ void TreeWriter::flush() {
       fail(e);
     }
   }
+  phases_.lap("sync");
 }
 
 bool TreeWriter::failed() const { return error_.failed(); }
@@ -38,6 +40,7 @@ void TreeWriter::finish(const Comm& comm) {
       fail(e);
     }
   }
+  phases_.lap("close");
   std::sort(records_.begin(), records_.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   // A lossy format gives back other values than those written: the index holds the checksums
@@ -78,6 +81,8 @@ void TreeWriter::finish(const Comm& comm) {
   const std::uint64_t bytes = write_index_collectively(comm, dir_, std::move(index),
                                                        std::move(records_), options_.fsync, link);
   records_.clear();
+  phases_.lap("index");
+  base::log::info("storage.save_phases", "dir=\"{}\" {}", dir_.string(), phases_.text());
   if (comm.is_primary()) {
     base::log::info("storage.save", "dir=\"{}\" leaves={} index_bytes={}", dir_.string(),
                     leaf_count, bytes);

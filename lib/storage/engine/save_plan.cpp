@@ -275,6 +275,7 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
                                                                   .provenance = options_.provenance,
                                                                   .options = options_}));
   }
+  phases_.lap("plan");
 }
 
 TreeWriter::~TreeWriter() = default;

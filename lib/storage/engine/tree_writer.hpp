@@ -24,6 +24,7 @@
 #include "base/first_error.hpp"
 #include "storage/engine/array_job.hpp"
 #include "storage/engine/incremental.hpp"
+#include "storage/engine/phase_times.hpp"
 #include "storage/format/shard_writer.hpp"
 #include "storage/index/tree_index.hpp"
 
@@ -85,7 +86,9 @@ class TreeWriter {
   /// index from every rank (write_index_collectively(): the sections' owners write
   /// cairn-tree.bin, the primary its header and cairn-tree.json). Collective over `comm`, which has
   /// the ranks of the planning Comm (it may be another Comm over them, e.g. a background thread's).
-  /// Throws on every rank when any rank failed anywhere in the save.
+  /// Throws on every rank when any rank failed anywhere in the save. Logs where this rank's
+  /// time went ("storage.save_phases", info): plan (the constructor), write (from the plan to
+  /// flush(): staging and writes), sync (flush()), close, index; and the hashing among them.
   void finish(const Comm& comm);
   /// Bytes of shard data this rank wrote (not those an incremental save referred to). Never
   /// throws.
@@ -117,6 +120,7 @@ class TreeWriter {
   [[nodiscard]] ArrayJob plan_job(const Leaf* leaf, MemoryKind memory) const;
   // Throws InvalidArgument for save_args naming no array leaf or asking for a forbidden cast.
 
+  PhaseTimes phases_;  // first: its clock starts with the plan
   std::filesystem::path dir_;
   const ArrayTree& tree_;
   TreeSaveOptions options_;

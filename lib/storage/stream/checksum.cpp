@@ -3,11 +3,42 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cairn/error.hpp>
+#include <chrono>
 #include <fmt/format.h>
 #include <new>
 
 namespace cairn::storage {
+
+namespace {
+
+// Nanoseconds spent hashing by every thread of this process.
+std::atomic<std::uint64_t> g_checksum_nanoseconds{0};
+
+// Adds the time from its construction to its destruction to g_checksum_nanoseconds.
+class HashTimer {
+ public:
+  HashTimer() noexcept : start_(std::chrono::steady_clock::now()) {}
+  HashTimer(const HashTimer&) = delete;
+  HashTimer& operator=(const HashTimer&) = delete;
+  ~HashTimer() {
+    const auto spent = std::chrono::steady_clock::now() - start_;
+    g_checksum_nanoseconds.fetch_add(
+        static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(spent).count()),
+        std::memory_order_relaxed);
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace
+
+std::uint64_t checksum_nanoseconds() noexcept {
+  return g_checksum_nanoseconds.load(std::memory_order_relaxed);
+}
 
 Checksum::Checksum() : state_(XXH3_createState()) {
   if (state_ == nullptr) throw std::bad_alloc();
@@ -17,6 +48,7 @@ Checksum::Checksum() : state_(XXH3_createState()) {
 Checksum::~Checksum() { XXH3_freeState(static_cast<XXH3_state_t*>(state_)); }
 
 void Checksum::update(std::span<const std::byte> data) {
+  const HashTimer timer;
   XXH3_64bits_update(static_cast<XXH3_state_t*>(state_), data.data(), data.size());
 }
 
@@ -90,6 +122,7 @@ std::vector<std::uint64_t> ChunkedChecksum::digests() const {
 std::vector<std::uint64_t> chunk_checksums_of(std::span<const std::byte> data,
                                               std::uint64_t chunk_bytes) {
   if (chunk_bytes == 0) throw InvalidArgument("checksum chunks of 0 bytes");
+  const HashTimer timer;
   std::vector<std::uint64_t> out;
   out.reserve(static_cast<std::size_t>((data.size() + chunk_bytes - 1) / chunk_bytes));
   for (std::uint64_t at = 0; at < data.size(); at += chunk_bytes) {
@@ -100,6 +133,7 @@ std::vector<std::uint64_t> chunk_checksums_of(std::span<const std::byte> data,
 }
 
 std::uint64_t checksum_of(std::span<const std::byte> data) {
+  const HashTimer timer;
   return XXH3_64bits(data.data(), data.size());
 }
 

@@ -83,6 +83,11 @@ class ChunkCutter {
 [[nodiscard]] std::vector<std::uint64_t> chunk_checksums_of(std::span<const std::byte> data,
                                                             std::uint64_t chunk_bytes);
 
+/// Nanoseconds every thread of this process has spent hashing with the functions and classes
+/// above, so far (for the time breakdown of a save or restore: the difference over it).
+/// Never throws.
+[[nodiscard]] std::uint64_t checksum_nanoseconds() noexcept;
+
 /// XXH3-64 of one buffer.
 [[nodiscard]] std::uint64_t checksum_of(std::span<const std::byte> data);
 /// "0123456789abcdef".
