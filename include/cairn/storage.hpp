@@ -60,9 +60,10 @@ struct StorageFormatInfo {
 /// message for a tool's option check or an Unsupported error. Never throws beyond
 /// std::bad_alloc.
 [[nodiscard]] std::string storage_format_unavailable(StorageFormat format);
-/// The newest version of cairn-tree.json (the on-disk format of array trees) this build
-/// reads and writes (it writes the oldest version that holds what a save stores: 7 only for
-/// shuffled zstd chunks in posix, else 6). Not collective; never throws.
+/// The version of cairn-tree.json (the on-disk format of array trees) this build writes: 6. A
+/// tree with a posix leaf whose zstd chunks are shuffled (Compression::shuffle) is written as
+/// version 7, the newest this build reads, so that an older cairn refuses it. Not collective;
+/// never throws.
 [[nodiscard]] std::int64_t tree_format_version() noexcept;
 /// Whether `file_name` (a name without directories) is a file of a saved tree's index:
 /// cairn-tree.json, or cairn-tree.bin (index version 4 and later), which holds the shard

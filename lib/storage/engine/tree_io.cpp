@@ -8,7 +8,7 @@
 
 namespace cairn {
 
-std::int64_t tree_format_version() noexcept { return storage::kTreeFormatVersionShuffled; }
+std::int64_t tree_format_version() noexcept { return storage::kTreeFormatVersionSections; }
 
 bool is_tree_index_file(std::string_view file_name) noexcept {
   return file_name == storage::kTreeIndexFile || file_name == storage::kTreeIndexBinaryFile;
