@@ -369,6 +369,22 @@ std::set<std::int64_t> CustomSteps::keep(std::span<const CheckpointInfo> checkpo
   return kept;
 }
 
+ShouldKeepFn::ShouldKeepFn(std::function<bool(std::int64_t step)> fn) : fn_(std::move(fn)) {
+  if (!fn_) {
+    throw InvalidArgument("cairn::preservation_policy::ShouldKeepFn: the function is empty");
+  }
+}
+
+std::string ShouldKeepFn::describe() const { return "ShouldKeepFn"; }
+
+std::set<std::int64_t> ShouldKeepFn::keep(std::span<const CheckpointInfo> checkpoints) const {
+  std::set<std::int64_t> kept;
+  for (const auto& info : checkpoints) {
+    if (fn_(info.step)) kept.insert(info.step);
+  }
+  return kept;
+}
+
 AnyOf::AnyOf(std::vector<PreservationPolicyPtr> policies)
     : policies_(checked_policies(std::move(policies), "cairn::preservation_policy::AnyOf")) {}
 
