@@ -272,6 +272,9 @@ std::string LatestDuration::describe() const {
   return fmt::format("LatestDuration({} s)", duration_.count());
 }
 
+// keep() is pure in PreservationPolicy, so a policy that reads the time (this one, AnyOf)
+// defines it too; should_keep() goes through keep_at() and never calls it. It answers as
+// should_keep() without a time would.
 std::set<std::int64_t> LatestDuration::keep(std::span<const CheckpointInfo> checkpoints) const {
   return keep_at(checkpoints, std::chrono::system_clock::now());
 }
