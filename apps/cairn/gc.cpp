@@ -1,6 +1,7 @@
 // cairn gc ROOT: remove what unfinished saves and deletes left behind.
 #include <boost/json.hpp>
-#include <cairn/manager.hpp>
+#include <cairn/checkpoint_root.hpp>
+#include <cairn/comm.hpp>
 #include <fmt/format.h>
 
 #include "checkpoint_dir.hpp"

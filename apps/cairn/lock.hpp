@@ -2,7 +2,7 @@
 #pragma once
 
 #include <boost/json/object.hpp>
-#include <cairn/manager.hpp>
+#include <cairn/checkpoint_root.hpp>
 #include <filesystem>
 #include <optional>
 #include <string>

@@ -1,6 +1,7 @@
 // cairn ls ROOT: the steps of a checkpoint root, whatever their state.
 #include <boost/json.hpp>
-#include <cairn/manager.hpp>
+#include <cairn/checkpoint_root.hpp>
+#include <cairn/comm.hpp>
 #include <fmt/format.h>
 
 #include "checkpoint_dir.hpp"

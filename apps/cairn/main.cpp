@@ -4,10 +4,11 @@
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
+#include <cairn/checkpoint_root.hpp>
+#include <cairn/comm.hpp>
 #include <cairn/config.hpp>
 #include <cairn/error.hpp>
 #include <cairn/log.hpp>
-#include <cairn/manager.hpp>
 #include <cairn/storage.hpp>
 
 #include <cstdio>

@@ -27,7 +27,8 @@
 #include <cairn/handlers.hpp>
 #include <cairn/standard_checkpointer.hpp>
 
-// manager: a series of steps
+// manager: a series of steps, and the checkpoint root it keeps them in
+#include <cairn/checkpoint_root.hpp>
 #include <cairn/levels.hpp>
 #include <cairn/manager.hpp>
 #include <cairn/multihost.hpp>

@@ -423,6 +423,23 @@ class CustomSteps final : public PreservationPolicy {
   std::set<std::int64_t> steps_;
 };
 
+/// Keeps the checkpoints for which a user predicate of the step returns true (Orbax
+/// should_keep_fn; what CheckpointManagerOptions::should_keep_fn and the C ABI's
+/// cairn_manager_options.should_keep_fn become). In a CheckpointManager the predicate runs on
+/// the primary rank only.
+class ShouldKeepFn final : public PreservationPolicy {
+ public:
+  /// Not collective. Throws InvalidArgument when `fn` is empty.
+  explicit ShouldKeepFn(std::function<bool(std::int64_t step)> fn);
+  [[nodiscard]] std::string describe() const override;
+
+ private:
+  /// Calls fn once per checkpoint, in ascending step order; throws whatever fn throws.
+  [[nodiscard]] std::set<std::int64_t> keep(
+      std::span<const CheckpointInfo> checkpoints) const override;
+  std::function<bool(std::int64_t step)> fn_;
+};
+
 /// Keeps what any of its policies keeps: the union (Orbax AnyPreservationPolicy). An empty
 /// list keeps nothing.
 class AnyOf final : public PreservationPolicy {

@@ -7,7 +7,6 @@
 #include <array>
 #include <memory>
 #include <optional>
-#include <set>
 #include <span>
 #include <string_view>
 #include <utility>
@@ -17,26 +16,6 @@
 
 namespace cairn::capi {
 namespace {
-
-// Keeps the checkpoints a C predicate keeps (Orbax's should_keep_fn).
-class ShouldKeepFn final : public PreservationPolicy {
- public:
-  ShouldKeepFn(cairn_should_keep_fn fn, void* user_data) : fn_(fn), user_data_(user_data) {}
-  [[nodiscard]] std::string describe() const override { return "ShouldKeepFn"; }
-
- private:
-  [[nodiscard]] std::set<std::int64_t> keep(
-      std::span<const CheckpointInfo> checkpoints) const override {
-    std::set<std::int64_t> kept;
-    for (const auto& info : checkpoints) {
-      if (fn_(info.step, user_data_) != 0) kept.insert(info.step);
-    }
-    return kept;
-  }
-
-  cairn_should_keep_fn fn_;
-  void* user_data_;
-};
 
 // Step names from a C build function and parse function.
 class CStepNameFormat final : public StepNameFormat {
@@ -119,7 +98,8 @@ std::function<void(std::int64_t step, const boost::json::object& metrics)> on_co
 
 PreservationPolicyPtr should_keep_policy(cairn_should_keep_fn fn, void* user_data) {
   if (fn == nullptr) throw InvalidArgument("should_keep_fn is NULL");
-  return std::make_shared<ShouldKeepFn>(fn, user_data);
+  return std::make_shared<preservation_policy::ShouldKeepFn>(
+      [fn, user_data](std::int64_t step) { return fn(step, user_data) != 0; });
 }
 
 StepNameFormatPtr step_name_format_from_c(cairn_step_name_build_fn build,

@@ -66,24 +66,6 @@ SaveDecisionPolicyPtr save_policy_of(const CheckpointManagerOptions& options) {
 
 namespace {
 
-// Keeps the steps a predicate keeps (CheckpointManagerOptions::should_keep_fn).
-class ShouldKeepFn final : public PreservationPolicy {
- public:
-  explicit ShouldKeepFn(std::function<bool(std::int64_t)> fn) : fn_(std::move(fn)) {}
-  [[nodiscard]] std::string describe() const override { return "ShouldKeepFn"; }
-
- private:
-  [[nodiscard]] std::set<std::int64_t> keep(
-      std::span<const CheckpointInfo> checkpoints) const override {
-    std::set<std::int64_t> kept;
-    for (const auto& info : checkpoints) {
-      if (fn_(info.step)) kept.insert(info.step);
-    }
-    return kept;
-  }
-  std::function<bool(std::int64_t)> fn_;
-};
-
 PreservationPolicyPtr base_keep_policy(const CheckpointManagerOptions& options) {
   if (options.preservation_policy) return options.preservation_policy;
   return make_preservation_policy(
@@ -102,7 +84,8 @@ PreservationPolicyPtr keep_policy_of(const CheckpointManagerOptions& options) {
   if (!options.should_keep_fn) return base;
   // As Orbax's should_keep_fn: kept besides what the other options keep.
   return std::make_shared<preservation_policy::AnyOf>(std::vector<PreservationPolicyPtr>{
-      std::move(base), std::make_shared<ShouldKeepFn>(options.should_keep_fn)});
+      std::move(base),
+      std::make_shared<preservation_policy::ShouldKeepFn>(options.should_keep_fn)});
 }
 
 StepNameFormatPtr naming_of(const CheckpointManagerOptions& options, bool joined) {

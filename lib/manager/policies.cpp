@@ -272,6 +272,9 @@ std::string LatestDuration::describe() const {
   return fmt::format("LatestDuration({} s)", duration_.count());
 }
 
+// keep() is pure in PreservationPolicy, so a policy that reads the time (this one, AnyOf)
+// defines it too; should_keep() goes through keep_at() and never calls it. It answers as
+// should_keep() without a time would.
 std::set<std::int64_t> LatestDuration::keep(std::span<const CheckpointInfo> checkpoints) const {
   return keep_at(checkpoints, std::chrono::system_clock::now());
 }
@@ -365,6 +368,22 @@ std::set<std::int64_t> CustomSteps::keep(std::span<const CheckpointInfo> checkpo
   std::set<std::int64_t> kept;
   for (const auto& info : checkpoints) {
     if (steps_.contains(info.step)) kept.insert(info.step);
+  }
+  return kept;
+}
+
+ShouldKeepFn::ShouldKeepFn(std::function<bool(std::int64_t step)> fn) : fn_(std::move(fn)) {
+  if (!fn_) {
+    throw InvalidArgument("cairn::preservation_policy::ShouldKeepFn: the function is empty");
+  }
+}
+
+std::string ShouldKeepFn::describe() const { return "ShouldKeepFn"; }
+
+std::set<std::int64_t> ShouldKeepFn::keep(std::span<const CheckpointInfo> checkpoints) const {
+  std::set<std::int64_t> kept;
+  for (const auto& info : checkpoints) {
+    if (fn_(info.step)) kept.insert(info.step);
   }
   return kept;
 }

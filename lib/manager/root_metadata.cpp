@@ -1,8 +1,8 @@
 #include "manager/root_metadata.hpp"
 
 #include <boost/json.hpp>
+#include <cairn/checkpoint_root.hpp>
 #include <cairn/error.hpp>
-#include <cairn/manager.hpp>
 #include <fmt/format.h>
 
 #include "base/durable_file.hpp"

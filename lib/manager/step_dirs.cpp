@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <cairn/checkpoint_root.hpp>
 #include <cairn/checkpointer.hpp>
 #include <cairn/error.hpp>
-#include <cairn/manager.hpp>
 #include <cairn/storage.hpp>
 #include <cerrno>
 #include <charconv>

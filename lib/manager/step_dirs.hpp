@@ -3,7 +3,7 @@
 #pragma once
 
 #include <boost/json/object.hpp>
-#include <cairn/manager.hpp>
+#include <cairn/checkpoint_root.hpp>
 #include <cstdint>
 #include <filesystem>
 #include <optional>

@@ -1,4 +1,5 @@
 // Step name formats (Orbax's NameFormat): how step numbers become directory names and back.
+#include <cairn/checkpoint_root.hpp>
 #include <cairn/manager.hpp>
 #include <fmt/format.h>
 

@@ -4,7 +4,7 @@
 // job has a damaged lock, so a manager and `cairn gc` take it over).
 #include <unistd.h>
 
-#include <cairn/manager.hpp>
+#include <cairn/checkpoint_root.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

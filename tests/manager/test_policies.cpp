@@ -157,6 +157,10 @@ TEST(PreservationPolicy, KeepsAsDocumented) {
       {"every 4 steps", make<pp::EveryNSteps>(4), infos({0, 1, 2, 3, 4, 5, 6, 7, 8, 9}), {0, 4, 8}},
       {"every 4 steps, none on it", make<pp::EveryNSteps>(4), infos({1, 2, 3}), {}},
       {"custom", make<pp::CustomSteps>(Steps{2, 5, 100}), infos({0, 1, 2, 3, 4, 5, 6}), {2, 5}},
+      {"should keep fn: odd steps",
+       make<pp::ShouldKeepFn>([](std::int64_t step) { return step % 2 == 1; }),
+       infos({0, 1, 2, 3, 4, 5, 6}),
+       {1, 3, 5}},
       {"best 2 max", make<pp::BestN>(2, BestMode::max), metrics, {1, 3}},
       {"best 2 min", make<pp::BestN>(2, BestMode::min), metrics, {2, 4}},
       {"best 1 max, tie keeps the later", make<pp::BestN>(1, BestMode::max), ties, {3}},
@@ -205,6 +209,20 @@ TEST(PreservationPolicy, KeepsAsDocumented) {
     SCOPED_TRACE(c.name);
     EXPECT_EQ(c.policy->should_keep(c.checkpoints), c.expected) << c.policy->describe();
   }
+}
+
+TEST(PreservationPolicy, ShouldKeepFnAsksEachStepOnceAndPassesErrorsOn) {
+  std::vector<std::int64_t> asked;
+  const preservation_policy::ShouldKeepFn policy([&](std::int64_t step) {
+    asked.push_back(step);
+    return step == 4;
+  });
+  EXPECT_EQ(policy.should_keep(infos({2, 4, 9})), Steps{4});
+  EXPECT_EQ(asked, (std::vector<std::int64_t>{2, 4, 9}));
+  EXPECT_EQ(policy.describe(), "ShouldKeepFn");
+  const preservation_policy::ShouldKeepFn failing(
+      [](std::int64_t) -> bool { throw std::runtime_error("no"); });
+  EXPECT_THROW((void)failing.should_keep(infos({1})), std::runtime_error);
 }
 
 TEST(PreservationPolicy, EveryNSecondsKeepsTheFirstOfEachWindow) {
@@ -337,6 +355,7 @@ TEST(Policies, RejectInvalidArguments) {
       {"EveryNSeconds(0 s)", [] { (void)pp::EveryNSeconds(0s); }},
       {"EveryNSeconds(-60 s)", [] { (void)pp::EveryNSeconds(-60s); }},
       {"BestN(-1)", [] { (void)pp::BestN(-1, BestMode::min); }},
+      {"ShouldKeepFn(empty)", [] { (void)pp::ShouldKeepFn(std::function<bool(std::int64_t)>{}); }},
       {"preservation AnyOf(null)", [] { (void)pp::AnyOf({PreservationPolicyPtr{}}); }},
       {"save_interval_steps -1", [] { (void)make_save_policy({.save_interval_steps = -1}); }},
       {"max_to_keep -1", [] { (void)make_preservation_policy({.max_to_keep = -1}); }},
