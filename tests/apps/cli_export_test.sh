@@ -196,7 +196,7 @@ convert_compression)
   run zstd 0 mpi 2 "$cairn" convert h/30 z --format posix --compression zstd
   expect zstd "compression zstd"
   "$cairn" inspect --json z >z.out 2>&1
-  json_check z "(lambda u: u['compression'] == {'kind': 'zstd', 'level': 3} and u['stored_bytes'] < u['bytes'])([l for l in d['items']['field']['leaves'] if l['path'] == 'u'][0])"
+  json_check z "(lambda u: u['compression'] == {'kind': 'zstd', 'level': 3, 'shuffle': True} and u['stored_bytes'] < u['bytes'])([l for l in d['items']['field']['leaves'] if l['path'] == 'u'][0])"
   run diff-zstd 0 "$cairn" diff h/30 z
   expect diff-zstd "no differences"
   run zfp 0 mpi 3 "$cairn" convert h/30 f --format posix --compression zfp=1e-3

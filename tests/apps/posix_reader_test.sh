@@ -92,7 +92,8 @@ def check(what, ok):
 
 u = reader.read_checkpoint("root/10")["field"]["u"]
 index = json.load(open("zroot/10/field/cairn-tree.json"))
-check("heat2d --compression zstd writes version 6", index["version"] == 6)
+# zstd shuffles the bytes of the elements first by default, which needs index version 7.
+check("heat2d --compression zstd writes version 7", index["version"] == 7)
 try:
     reader.read_checkpoint("zroot/10")
     check("read_checkpoint refuses the compressed leaf", False)
