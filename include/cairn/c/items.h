@@ -14,7 +14,8 @@ extern "C" {
 /* ---------------------------------------------------------------- composite items */
 
 /* Named items of a composite checkpoint: array trees, JSON values, opaque bytes and user items,
- * each stored in its own sub-directory of the step. Names are path components that do not start with "__". */
+ * each stored in its own sub-directory of the step. Names are path components that do not start
+ * with "__". */
 typedef struct cairn_items cairn_items;
 
 /* A new empty item set in *out. */

@@ -2,8 +2,9 @@
 // checksum chunks (LeafRecord::chunk_bytes of raw row-major bytes), each compressed on its own
 // and stored back to back; the index holds each chunk's stored size and the XXH3 of its stored
 // bytes. zstd is lossless, its chunk's bytes shuffled first when Compression::shuffle (byte k
-// of every element together, as HDF5's shuffle filter); zfp is a 1-D fixed-accuracy stream of the chunk's elements with a
-// zfp header, so that a chunk decompresses without the tolerance it was written with.
+// of every element together, as HDF5's shuffle filter); zfp is a 1-D fixed-accuracy stream of the
+// chunk's elements with a zfp header, so that a chunk decompresses without the tolerance it was
+// written with.
 #pragma once
 
 #include <cairn/dtype.hpp>
