@@ -1,15 +1,17 @@
 ! Helpers of cairn's Fortran tests: a check that aborts the whole MPI job with a message (so
-! that a failure on one rank fails the test at once), a scratch directory per rank count, and
-! a should_save_fn callback, and the storage format named on the command line.
+! that a failure on one rank fails the test at once), a scratch directory per rank count, the
+! start and end of a program that runs the scenario named on its command line, a
+! should_save_fn callback, and the storage format named on the command line.
 module fortran_test
   use, intrinsic :: iso_fortran_env, only: error_unit
   use, intrinsic :: iso_c_binding, only: c_int, c_int64_t, c_ptr
   use mpi
-  use cairn, only: cairn_last_error, CAIRN_FORMAT_HDF5, CAIRN_FORMAT_POSIX
+  use cairn, only: cairn_last_error, CAIRN_FORMAT_HDF5, CAIRN_FORMAT_POSIX, cairn_comm, &
+                   cairn_comm_create, cairn_comm_rank, cairn_comm_size, cairn_comm_free
   implicit none
   private
   public :: expect, expect_status, scratch_dir, remove_scratch_dir, every_third_step, &
-            format_argument
+            format_argument, begin_scenario, end_scenario
 
 contains
 
@@ -54,6 +56,38 @@ contains
     end if
     call MPI_Barrier(MPI_COMM_WORLD, ierr)
   end function scratch_dir
+
+  !> Starts a scenario program: MPI, a cairn communicator over MPI_COMM_WORLD with this rank
+  !> and the size, the scenario named by the first argument and its scratch directory
+  !> ("<prefix><scenario>-np<N>"). Collective over MPI_COMM_WORLD.
+  subroutine begin_scenario(prefix, comm, rank, size, scenario, dir)
+    character(len=*), intent(in) :: prefix
+    type(cairn_comm), intent(out) :: comm
+    integer, intent(out) :: rank, size
+    character(len=*), intent(out) :: scenario
+    character(len=:), allocatable, intent(out) :: dir
+    integer :: ierr
+    call MPI_Init(ierr)
+    call cairn_comm_create(comm, MPI_COMM_WORLD)
+    call cairn_comm_rank(comm, rank)
+    call cairn_comm_size(comm, size)
+    call get_command_argument(1, scenario)
+    dir = scratch_dir(prefix//trim(scenario))
+  end subroutine begin_scenario
+
+  !> Ends a scenario program begun by begin_scenario: frees `comm`, removes `dir`, says on rank
+  !> 0 that program `name` passed `scenario` on `size` ranks and finalizes MPI. Collective.
+  subroutine end_scenario(name, comm, rank, size, scenario, dir)
+    character(len=*), intent(in) :: name, scenario, dir
+    type(cairn_comm), intent(inout) :: comm
+    integer, intent(in) :: rank, size
+    integer :: ierr
+    call cairn_comm_free(comm)
+    call remove_scratch_dir(dir)
+    if (rank == 0) print '(a,a,a,a,i0,a)', name, ' ', trim(scenario), ': passed on ', size, &
+      ' ranks'
+    call MPI_Finalize(ierr)
+  end subroutine end_scenario
 
   !> Removes a scratch directory (rank 0, after a barrier). Collective.
   subroutine remove_scratch_dir(dir)

@@ -103,17 +103,12 @@ program test_fortran_manager_callbacks
     end function fortran_test_file_mode
   end interface
 
-  integer :: rank, size, ierr
+  integer :: rank, size
   type(cairn_comm) :: comm
   character(len=:), allocatable :: dir
   character(len=64) :: scenario
 
-  call MPI_Init(ierr)
-  call cairn_comm_create(comm, MPI_COMM_WORLD)
-  call cairn_comm_rank(comm, rank)
-  call cairn_comm_size(comm, size)
-  call get_command_argument(1, scenario)
-  dir = scratch_dir('cairn-fortran-callbacks-'//trim(scenario))
+  call begin_scenario('cairn-fortran-callbacks-', comm, rank, size, scenario, dir)
 
   select case (trim(scenario))
   case ('best_fn')
@@ -128,11 +123,7 @@ program test_fortran_manager_callbacks
     call expect(.false., 'unknown scenario "'//trim(scenario)//'"')
   end select
 
-  call cairn_comm_free(comm)
-  call remove_scratch_dir(dir)
-  if (rank == 0) print '(a,a,a,i0,a)', 'test_fortran_manager_callbacks ', trim(scenario), &
-    ': passed on ', size, ' ranks'
-  call MPI_Finalize(ierr)
+  call end_scenario('test_fortran_manager_callbacks', comm, rank, size, scenario, dir)
 
 contains
 
