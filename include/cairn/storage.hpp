@@ -376,7 +376,6 @@ struct AsSavedOptions {
   bool verify_checksums = true;
 };
 
-/// A description of one saved leaf (from cairn-tree.json).
 /// A value of LeafStats: exact for integer dtypes (std::int64_t for signed ones, std::uint64_t
 /// for unsigned ones), a double for floating ones.
 using LeafStatValue = std::variant<std::int64_t, std::uint64_t, double>;
@@ -395,6 +394,7 @@ struct LeafStats {
   std::uint64_t inf_count = 0;  ///< floating dtypes: the values that are infinite (either sign)
 };
 
+/// A description of one saved leaf (from cairn-tree.json).
 struct SavedLeafInfo {
   std::string path;                             ///< the leaf's path in the tree, e.g. "fluid/u"
   LeafKind kind = LeafKind::array;              ///< array, scalar, string or group
