@@ -268,7 +268,7 @@ elif [ "${CAIRN_TEST_NOHDF5:-1}" != "0" ]; then
   nohdf5_regex="^(${nohdf5_gtests// /|})\\.|^capi\\.test_capi_manager\\."
   nohdf5_regex+="|^xlang\\.c_(save|restores_c)\\.|^apps\\.cli\\."
   configure_build_test "no-hdf5" "$NOHDF5_BUILD_DIR" "-R $nohdf5_regex -LE np4|np1_twin" \
-    "cairn cairn_tool heat2d $nohdf5_gtests test_capi_manager xlang_c" \
+    "cairn cairn_tool cairn_stats_writer heat2d $nohdf5_gtests test_capi_manager xlang_c" \
     -DCAIRN_USE_HDF5=OFF -DCAIRN_USE_CUDA=OFF -DCMAKE_BUILD_TYPE=Release \
     -DCAIRN_FAULT_INJECTION=ON
 else
