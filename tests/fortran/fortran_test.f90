@@ -1,17 +1,18 @@
 ! Helpers of cairn's Fortran tests: a check that aborts the whole MPI job with a message (so
 ! that a failure on one rank fails the test at once), a scratch directory per rank count, the
-! start and end of a program that runs the scenario named on its command line, a
-! should_save_fn callback, and the storage format named on the command line.
+! start and end of a program that runs the scenario named on its command line, a field of one
+! value per rank, a should_save_fn callback, and the storage format named on the command line.
 module fortran_test
   use, intrinsic :: iso_fortran_env, only: error_unit
-  use, intrinsic :: iso_c_binding, only: c_int, c_int64_t, c_ptr
+  use, intrinsic :: iso_c_binding, only: c_double, c_int, c_int64_t, c_ptr
   use mpi
   use cairn, only: cairn_last_error, CAIRN_FORMAT_HDF5, CAIRN_FORMAT_POSIX, cairn_comm, &
-                   cairn_comm_create, cairn_comm_rank, cairn_comm_size, cairn_comm_free
+                   cairn_comm_create, cairn_comm_rank, cairn_comm_size, cairn_comm_free, &
+                   cairn_tree, cairn_tree_create, cairn_tree_add_array
   implicit none
   private
   public :: expect, expect_status, scratch_dir, remove_scratch_dir, every_third_step, &
-            format_argument, begin_scenario, end_scenario
+            format_argument, begin_scenario, end_scenario, make_field
 
 contains
 
@@ -88,6 +89,20 @@ contains
       ' ranks'
     call MPI_Finalize(ierr)
   end subroutine end_scenario
+
+  !> A tree of one leaf "x": a field of one value per rank of MPI_COMM_WORLD, rank r owning
+  !> element r, set to `value`. Not collective.
+  subroutine make_field(tree, x, value)
+    type(cairn_tree), intent(out) :: tree
+    real(c_double), target, intent(inout) :: x(1)
+    real(c_double), intent(in) :: value
+    integer :: rank, size, ierr
+    call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+    call MPI_Comm_size(MPI_COMM_WORLD, size, ierr)
+    x = value
+    call cairn_tree_create(tree)
+    call cairn_tree_add_array(tree, 'x', x, global_shape=[size], offset=[rank])
+  end subroutine make_field
 
   !> Removes a scratch directory (rank 0, after a barrier). Collective.
   subroutine remove_scratch_dir(dir)

@@ -42,16 +42,6 @@ contains
     data = [transfer(r, [0_c_int8_t]), transfer(values, [0_c_int8_t])]
   end function payload
 
-  ! Rank r owns element r of a field of `size` values.
-  subroutine make_field(tree, x, value)
-    type(cairn_tree), intent(out) :: tree
-    real(c_double), target, intent(inout) :: x(1)
-    real(c_double), intent(in) :: value
-    x = value
-    call cairn_tree_create(tree)
-    call cairn_tree_add_array(tree, 'x', x, global_shape=[size], offset=[rank])
-  end subroutine make_field
-
   subroutine expect_bytes(items, name, want)
     type(cairn_items), intent(in) :: items
     character(len=*), intent(in) :: name

@@ -31,16 +31,6 @@ program test_fortran_manager_options
 
 contains
 
-  ! Rank r owns element r of a field of `size` values.
-  subroutine make_field(tree, x, value)
-    type(cairn_tree), intent(out) :: tree
-    real(c_double), target, intent(inout) :: x(1)
-    real(c_double), intent(in) :: value
-    x = value
-    call cairn_tree_create(tree)
-    call cairn_tree_add_array(tree, 'x', x, global_shape=[size], offset=[rank])
-  end subroutine make_field
-
   ! Saves steps 0..3 under `root` and returns how many are kept.
   integer function kept_of(manager) result(kept)
     type(cairn_manager), intent(inout) :: manager

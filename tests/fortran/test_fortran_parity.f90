@@ -146,16 +146,6 @@ program test_fortran_parity
 
 contains
 
-  ! Rank r owns element r of a field of `size` values.
-  subroutine make_field(tree, x, value)
-    type(cairn_tree), intent(out) :: tree
-    real(c_double), target, intent(inout) :: x(1)
-    real(c_double), intent(in) :: value
-    x = value
-    call cairn_tree_create(tree)
-    call cairn_tree_add_array(tree, 'x', x, global_shape=[size], offset=[rank])
-  end subroutine make_field
-
   ! Saves `step` with value `step` (and `metrics`); returns whether it saved.
   logical function save_step(manager, step, metrics) result(saved)
     type(cairn_manager), intent(inout) :: manager
