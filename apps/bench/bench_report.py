@@ -109,6 +109,9 @@ def result_text(t):
         return t["status"]
     reps = f"{t['met_reps']}/{len(t['ratios'])} reps meet it"
     worst = ", worst rep" if t["judged_on"] != "median" else ""
+    if t["met"] and t.get("met_through"):
+        return (f"met through {t['met_through']} (one reader stream is the bound; "
+                f"{reps} of this ratio)")
     if t["met"]:
         margin = f" (margin x{1 / t['factor']:.3g}{worst})" if t["factor"] else ""
         return f"met{margin}; {reps}"
