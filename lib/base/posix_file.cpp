@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cairn/error.hpp>
 #include <cerrno>
 #include <climits>
@@ -22,6 +23,8 @@ namespace cairn::base {
 using base::throw_errno;
 
 namespace {
+
+std::atomic<std::uint64_t> written_behind{0};
 
 int open_flags(PosixFile::Mode mode) noexcept {
   switch (mode) {
@@ -44,19 +47,55 @@ PosixFile::~PosixFile() {
 }
 
 PosixFile::PosixFile(PosixFile&& other) noexcept
-    : path_(std::move(other.path_)), fd_(std::exchange(other.fd_, -1)) {}
+    : path_(std::move(other.path_)),
+      fd_(std::exchange(other.fd_, -1)),
+      write_behind_bytes_(other.write_behind_bytes_),
+      pending_begin_(other.pending_begin_),
+      pending_end_(other.pending_end_),
+      pending_bytes_(std::exchange(other.pending_bytes_, 0)) {}
 
 PosixFile& PosixFile::operator=(PosixFile&& other) noexcept {
   if (this != &other) {
     if (fd_ >= 0) ::close(fd_);
     path_ = std::move(other.path_);
     fd_ = std::exchange(other.fd_, -1);
+    write_behind_bytes_ = other.write_behind_bytes_;
+    pending_begin_ = other.pending_begin_;
+    pending_end_ = other.pending_end_;
+    pending_bytes_ = std::exchange(other.pending_bytes_, 0);
   }
   return *this;
 }
 
 void PosixFile::write_at(std::uint64_t offset, std::span<const std::byte> data) {
   base::write_all_at(fd_, path_, offset, data);
+  if (write_behind_bytes_ == 0 || data.empty()) return;
+  // The range handed over covers every write since the last one, gaps included (writeback
+  // skips pages that are not dirty), so that scattered small writes make one call per range.
+  const std::uint64_t end = offset + data.size();
+  pending_begin_ = pending_bytes_ == 0 ? offset : std::min(pending_begin_, offset);
+  pending_end_ = pending_bytes_ == 0 ? end : std::max(pending_end_, end);
+  pending_bytes_ += data.size();
+  if (pending_bytes_ >= write_behind_bytes_) start_writeback();
+}
+
+void PosixFile::write_behind(std::uint64_t bytes) noexcept {
+  start_writeback();
+  write_behind_bytes_ = bytes;
+}
+
+void PosixFile::start_writeback() noexcept {
+  if (fd_ >= 0 && pending_bytes_ > 0 &&
+      ::sync_file_range(fd_, static_cast<off_t>(pending_begin_),
+                        static_cast<off_t>(pending_end_ - pending_begin_),
+                        SYNC_FILE_RANGE_WRITE) == 0) {
+    written_behind.fetch_add(pending_bytes_, std::memory_order_relaxed);
+  }
+  pending_bytes_ = 0;
+}
+
+std::uint64_t written_behind_bytes() noexcept {
+  return written_behind.load(std::memory_order_relaxed);
 }
 
 void PosixFile::read_at(std::uint64_t offset, std::span<std::byte> data) const {

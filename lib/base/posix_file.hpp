@@ -14,6 +14,11 @@
 
 namespace cairn::base {
 
+/// The range the formats' writers give write_behind() in a save that fsyncs. Measured on a
+/// 2 GiB save of 4 ranks (interleaved with no write-behind): the hdf5 save, whose ranks share
+/// one file, took 0.75 of the time, the posix save 0.9–1.0; 32 MiB gained nothing.
+inline constexpr std::uint64_t kWriteBehindBytes = std::uint64_t{8} << 20;
+
 /// An open file descriptor (RAII, move-only). The destructor closes without throwing.
 class PosixFile {
  public:
@@ -41,6 +46,13 @@ class PosixFile {
   /// the background (posix_fadvise WILLNEED), so that reads of them soon after do not wait for
   /// storage. A hint: never throws, and a file system that ignores it reads as before.
   void advise_will_need(std::uint64_t offset, std::uint64_t bytes) const noexcept;
+  /// Starts writing back to storage, in the background, what write_at() writes from now on:
+  /// each time `bytes` more have been written, the range they span (sync_file_range,
+  /// SYNC_FILE_RANGE_WRITE), so that the disk works while the caller still writes and the
+  /// final sync() has less left to do. Writes not yet handed over are handed over first; 0
+  /// turns it off. A hint: it never throws, and a file system without it writes back as
+  /// before. The data is durable only after sync().
+  void write_behind(std::uint64_t bytes) noexcept;
   /// Size of the file in bytes. Throws IoError.
   [[nodiscard]] std::uint64_t size() const;
   /// Flushes data and metadata to stable storage. Throws IoError.
@@ -51,9 +63,20 @@ class PosixFile {
   [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
 
  private:
+  // Hands the pending range to writeback.
+  void start_writeback() noexcept;
+
   std::filesystem::path path_;
   int fd_ = -1;
+  std::uint64_t write_behind_bytes_ = 0;  // 0: off
+  std::uint64_t pending_begin_ = 0;       // the range of the writes not yet handed over
+  std::uint64_t pending_end_ = 0;
+  std::uint64_t pending_bytes_ = 0;  // bytes of those writes
 };
+
+/// Bytes this process has handed to writeback through PosixFile::write_behind() so far (all
+/// files, all threads). Never throws.
+[[nodiscard]] std::uint64_t written_behind_bytes() noexcept;
 
 /// Checks that `path`, a file or directory under `root`, resolves to a place inside `root`:
 /// neither it nor a directory between `root` and it is a symbolic link that leads out of

@@ -25,13 +25,13 @@ inline constexpr const char* kHdf5File = "data.h5";
 
 /// Opens the hdf5 writer of the item directory `dir`: data.h5 created with a dataset per
 /// array of `arrays`, the leaves of `values` stored for external readers, `provenance` as root
-/// attributes, `hints` for MPI-IO. Collective over `comm`; throws as ShardWriter's opening does.
-[[nodiscard]] std::unique_ptr<ShardWriter> open_hdf5_writer(const Comm& comm,
-                                                            const std::filesystem::path& dir,
-                                                            std::span<const ArrayToWrite> arrays,
-                                                            std::span<const ValueToWrite> values,
-                                                            const SaveProvenance& provenance,
-                                                            const MpiInfoHints& hints);
+/// attributes, `hints` for MPI-IO; each rank's writes start their writeback every
+/// `write_behind_bytes` (0: only at the fsync). Collective over `comm`; throws as ShardWriter's
+/// opening does.
+[[nodiscard]] std::unique_ptr<ShardWriter> open_hdf5_writer(
+    const Comm& comm, const std::filesystem::path& dir, std::span<const ArrayToWrite> arrays,
+    std::span<const ValueToWrite> values, const SaveProvenance& provenance,
+    const MpiInfoHints& hints, std::uint64_t write_behind_bytes);
 
 /// Opens the hdf5 reader of the item directory `dir` (its data.h5). Collective over `comm`.
 /// Throws NotFound, FormatError or IoError naming the file, Unsupported without HDF5.

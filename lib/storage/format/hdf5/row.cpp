@@ -5,6 +5,7 @@
 #include <cairn/error.hpp>
 #include <fmt/format.h>
 
+#include "base/posix_file.hpp"
 #include "storage/format/format_table.hpp"
 #include "storage/format/hdf5/open.hpp"
 
@@ -30,7 +31,8 @@ void hash_options(const TreeSaveOptions& options, base::Fnv1a& hash) noexcept {
 
 std::unique_ptr<ShardWriter> open_writer(const WriterArgs& args) {
   return open_hdf5_writer(args.comm, args.dir, args.arrays, args.values, args.provenance,
-                          args.options.hdf5.mpi_info_hints);
+                          args.options.hdf5.mpi_info_hints,
+                          args.options.fsync ? base::kWriteBehindBytes : 0);
 }
 
 }  // namespace

@@ -16,7 +16,7 @@ std::unique_ptr<ShardReader> open_hdf5_reader(const Comm&, const std::filesystem
 std::unique_ptr<ShardWriter> open_hdf5_writer(const Comm&, const std::filesystem::path& dir,
                                               std::span<const ArrayToWrite>,
                                               std::span<const ValueToWrite>, const SaveProvenance&,
-                                              const MpiInfoHints&) {
+                                              const MpiInfoHints&, std::uint64_t) {
   throw Unsupported(
       fmt::format("cannot save '{}' in HDF5: this build of cairn has no HDF5 (configure with "
                   "CAIRN_USE_HDF5=ON)",

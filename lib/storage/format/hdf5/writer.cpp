@@ -166,8 +166,9 @@ struct Hdf5Writer::Impl {
   std::string file_name;  // file.string(), for messages
   h5::File handle;        // the primary's, from the constructor to close()
   std::vector<Array> arrays;
-  std::optional<base::PosixFile> raw;  // this rank's descriptor for its writes, opened by place()
-  bool closed = false;                 // close() got past its agreement
+  std::optional<base::PosixFile> raw;    // this rank's descriptor for its writes, opened by place()
+  std::uint64_t write_behind_bytes = 0;  // given to raw
+  bool closed = false;                   // close() got past its agreement
 
   Impl() = default;
   Impl(const Impl&) = delete;
@@ -369,10 +370,12 @@ void Hdf5Writer::Impl::find_shards(const Comm& comm, const std::vector<std::byte
 
 Hdf5Writer::Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
                        std::span<const ArrayToWrite> arrays, std::span<const ValueToWrite> values,
-                       const SaveProvenance& provenance, MpiInfoHints hints)
+                       const SaveProvenance& provenance, MpiInfoHints hints,
+                       std::uint64_t write_behind_bytes)
     : impl_(std::make_unique<Impl>()) {
   Impl& w = *impl_;
   w.hints = std::move(hints);
+  w.write_behind_bytes = write_behind_bytes;
   w.file = file;
   w.file_name = file.string();
   comm.agree({.operation = "Hdf5Writer " + file.filename().string(),
@@ -474,7 +477,10 @@ void Hdf5Writer::write(std::size_t index, std::uint64_t first, std::span<const s
     std::memcpy(a.staged.data() + first, data.data(), data.size());
     return;
   }
-  if (!w.raw) w.raw.emplace(w.file, base::PosixFile::Mode::write_existing);
+  if (!w.raw) {
+    w.raw.emplace(w.file, base::PosixFile::Mode::write_existing);
+    w.raw->write_behind(w.write_behind_bytes);
+  }
   const auto first_elem = static_cast<std::int64_t>(first / elem);
   const h5::RawRegion& region = *a.where;  // a shard with data has one
   for_each_global_piece(
@@ -570,8 +576,10 @@ std::unique_ptr<ShardWriter> open_hdf5_writer(const Comm& comm, const std::files
                                               std::span<const ArrayToWrite> arrays,
                                               std::span<const ValueToWrite> values,
                                               const SaveProvenance& provenance,
-                                              const MpiInfoHints& hints) {
-  return std::make_unique<Hdf5Writer>(comm, dir / kHdf5File, arrays, values, provenance, hints);
+                                              const MpiInfoHints& hints,
+                                              std::uint64_t write_behind_bytes) {
+  return std::make_unique<Hdf5Writer>(comm, dir / kHdf5File, arrays, values, provenance, hints,
+                                      write_behind_bytes);
 }
 
 }  // namespace cairn::storage

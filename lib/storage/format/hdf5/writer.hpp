@@ -64,10 +64,12 @@ class Hdf5Writer final : public ShardWriter {
   /// InvalidArgument for a bad path, a box outside its shape or a chunk shape of 4 GiB or more,
   /// IoError naming the file and the leaf with the HDF5 error stack's message for a failed
   /// HDF5 call, or when the file system has too little free space for the datasets. `hints`
-  /// go to the MPI-IO file access of the compressed datasets' collective writes.
+  /// go to the MPI-IO file access of the compressed datasets' collective writes; each rank's
+  /// raw writes start their writeback every `write_behind_bytes` (0: only at the fsync).
   Hdf5Writer(const Comm& comm, const std::filesystem::path& file,
              std::span<const ArrayToWrite> arrays, std::span<const ValueToWrite> values,
-             const SaveProvenance& provenance = {}, MpiInfoHints hints = {});
+             const SaveProvenance& provenance = {}, MpiInfoHints hints = {},
+             std::uint64_t write_behind_bytes = 0);
   /// When close() was not called (or threw before closing), closes the primary's handle of
   /// the file without throwing and logs that the file is incomplete. Local. Never throws.
   ~Hdf5Writer() override;

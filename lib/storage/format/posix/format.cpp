@@ -13,13 +13,15 @@ namespace cairn::storage {
 
 PosixShardWriter::PosixShardWriter(std::filesystem::path item_dir, int rank, PosixTarget target,
                                    std::span<const ArrayToWrite> arrays,
-                                   std::unique_ptr<ShippingRing> ring)
+                                   std::unique_ptr<ShippingRing> ring,
+                                   std::uint64_t write_behind_bytes)
     : dir_(std::move(item_dir)),
       rank_(rank),
       target_(std::move(target)),
       name_(target_.file),
       placed_(arrays.size()),
-      ring_(std::move(ring)) {
+      ring_(std::move(ring)),
+      write_behind_bytes_(write_behind_bytes) {
   for (const ArrayToWrite& a : arrays) {
     box_bytes_.push_back(a.box ? static_cast<std::uint64_t>(volume(*a.box)) * dtype_size(a.dtype)
                                : 0);
@@ -32,6 +34,7 @@ base::PosixFile& PosixShardWriter::file() {
   if (!file_) {
     file_.emplace(dir_ / name_, target_.shared ? base::PosixFile::Mode::write_existing
                                                : base::PosixFile::Mode::write_new);
+    file_->write_behind(write_behind_bytes_);
   }
   return *file_;
 }
@@ -190,7 +193,8 @@ void create_group_file(int rank, const std::filesystem::path& file) {
 std::unique_ptr<ShardWriter> open_posix_writer(const Comm& comm, const std::filesystem::path& dir,
                                                std::span<const ArrayToWrite> arrays,
                                                const PosixAggregation& aggregation,
-                                               std::size_t ring_bytes) {
+                                               std::size_t ring_bytes,
+                                               std::uint64_t write_behind_bytes) {
   // The primary creates shards/; the verdict doubles as the barrier before any rank's file.
   // With aggregation each rank also sizes its region.
   std::uint64_t region = 0;
@@ -242,7 +246,7 @@ std::unique_ptr<ShardWriter> open_posix_writer(const Comm& comm, const std::file
     if (ring && target.member < 0) ring->unlink();
   }
   return std::make_unique<PosixShardWriter>(dir, comm.rank(), std::move(target), arrays,
-                                            std::move(ring));
+                                            std::move(ring), write_behind_bytes);
 }
 
 const base::PosixFile& PosixShardReader::file_of(const LeafRecord& leaf, const ShardRecord& shard,

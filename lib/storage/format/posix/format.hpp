@@ -30,10 +30,12 @@ namespace cairn::storage {
 class PosixShardWriter final : public ShardWriter {
  public:
   /// `arrays` as the format row's open_writer takes them; `ring` the group's shared memory when
-  /// target.shipping (the aggregator's or this member's view). Never throws beyond
+  /// target.shipping (the aggregator's or this member's view); `write_behind_bytes` (0: none)
+  /// what PosixFile::write_behind() is given for the file. Never throws beyond
   /// std::bad_alloc.
   PosixShardWriter(std::filesystem::path item_dir, int rank, PosixTarget target,
-                   std::span<const ArrayToWrite> arrays, std::unique_ptr<ShippingRing> ring);
+                   std::span<const ArrayToWrite> arrays, std::unique_ptr<ShippingRing> ring,
+                   std::uint64_t write_behind_bytes = 0);
 
   /// The next aligned offset of this rank's file. Throws as ShardWriter::place().
   ShardPlacement place(std::size_t index, std::uint64_t bytes) override;
@@ -84,9 +86,10 @@ class PosixShardWriter final : public ShardWriter {
   std::vector<bool> compressed_;               // by array index: stored compressed
   std::optional<base::PosixFile> file_;
   std::unique_ptr<ShippingRing> ring_;  // the group ships its shards (target_.shipping)
-  bool serving_failed_ = false;         // the aggregator stopped writing its members' bytes
-  std::uint64_t end_ = 0;               // aligned end of the shards placed so far
-  std::uint64_t end_gap_ = 0;           // bytes from the end of the last compressed shard to end_
+  std::uint64_t write_behind_bytes_ = 0;
+  bool serving_failed_ = false;  // the aggregator stopped writing its members' bytes
+  std::uint64_t end_ = 0;        // aligned end of the shards placed so far
+  std::uint64_t end_gap_ = 0;    // bytes from the end of the last compressed shard to end_
 };
 
 /// Reads shards of posix leaves, keeping each file open once. Nothing here is collective.
@@ -138,13 +141,15 @@ class PosixShardReader final : public ShardReader {
 
 /// Opens the posix writer of the item directory `dir` for `arrays`, grouping files by
 /// `aggregation` (validated) with a shared-memory ring of `ring_bytes` per group when shards
-/// are shipped to an aggregator. Collective over `comm` (the primary creates shards/). Throws
-/// as a format row's open_writer documents.
+/// are shipped to an aggregator; the files start their writeback every `write_behind_bytes`
+/// (0: only at the fsync). Collective over `comm` (the primary creates shards/). Throws as a
+/// format row's open_writer documents.
 [[nodiscard]] std::unique_ptr<ShardWriter> open_posix_writer(const Comm& comm,
                                                              const std::filesystem::path& dir,
                                                              std::span<const ArrayToWrite> arrays,
                                                              const PosixAggregation& aggregation,
-                                                             std::size_t ring_bytes);
+                                                             std::size_t ring_bytes,
+                                                             std::uint64_t write_behind_bytes = 0);
 /// Opens the posix reader of the item directory `dir`; files are opened by the first read of
 /// each. Not collective; never throws beyond std::bad_alloc.
 [[nodiscard]] std::unique_ptr<ShardReader> open_posix_reader(const std::filesystem::path& dir);
