@@ -59,6 +59,8 @@ module cairn
                                 CAIRN_ERR_TIMEOUT = 5, CAIRN_ERR_NOT_FOUND = 6, &
                                 CAIRN_ERR_UNSUPPORTED = 7, CAIRN_ERR_INTERNAL = 8, &
                                 CAIRN_ERR_NO_MEMORY = 9
+  ! What a failing call does (cairn_set_error_mode).
+  integer, parameter, public :: CAIRN_ERRORS_RETURN = 0, CAIRN_ERRORS_FATAL = 1
   ! Element types (cairn.h).
   integer, parameter, public :: CAIRN_BOOL = 0, CAIRN_INT8 = 1, CAIRN_INT16 = 2, &
                                 CAIRN_INT32 = 3, CAIRN_INT64 = 4, CAIRN_UINT8 = 5, &
@@ -115,6 +117,7 @@ module cairn
 #endif
   end interface cairn_comm_create
 
+  public :: cairn_set_error_mode
   public :: cairn_last_error, cairn_version, cairn_comm_create, cairn_comm_free, cairn_comm_rank
   public :: cairn_comm_size, cairn_tree_create, cairn_tree_free, cairn_tree_add_string
   public :: cairn_tree_add_json, cairn_tree_get_string, cairn_tree_get_json
