@@ -53,6 +53,8 @@ module cairn
   implicit none
   private
 
+  ! `!> @{` ... `!> @}` gives one doc comment to every constant of a declaration (the API
+  ! reference, docs/Doxyfile-fortran.in).
   !> Status codes (cairn.h): CAIRN_OK, or what failed.
   !> @{
   integer, parameter, public :: CAIRN_OK = 0, CAIRN_ERR_INVALID_ARGUMENT = 1, CAIRN_ERR_IO = 2, &
@@ -78,7 +80,7 @@ module cairn
   integer, parameter, public :: CAIRN_LEAF_ARRAY = 0, CAIRN_LEAF_SCALAR = 1, &
                                 CAIRN_LEAF_STRING = 2, CAIRN_LEAF_JSON = 3
   !> @}
-  !> Storage formats: one file per process (posix) or one parallel HDF5 file.
+  !> Storage formats: cairn's own files (posix) or one parallel HDF5 file.
   !> @{
   integer, parameter, public :: CAIRN_FORMAT_POSIX = 0, CAIRN_FORMAT_HDF5 = 1
   !> @}
@@ -87,9 +89,7 @@ module cairn
   integer, parameter, public :: CAIRN_BEST_MAX = 0, CAIRN_BEST_MIN = 1
   !> @}
   !> cairn_manager_create(max_to_keep=CAIRN_KEEP_ALL) keeps every step (as an absent keyword).
-  !> @{
   integer, parameter, public :: CAIRN_KEEP_ALL = -1
-  !> @}
   !> step_name_format: Orbax's `<prefix>_<step>`, `<prefix><step>`, CLU's `ckpt-<n>`, or the
   !> program's own names.
   !> @{
@@ -97,9 +97,7 @@ module cairn
                                 CAIRN_STEP_NAME_CLU = 2, CAIRN_STEP_NAME_CUSTOM = 3
   !> @}
   !> The largest number of dimensions of an array.
-  !> @{
   integer, parameter, public :: CAIRN_MAX_DIMS = 32
-  !> @}
   !> Kinds of empty tree nodes (cairn_tree_add_empty).
   !> @{
   integer, parameter, public :: CAIRN_EMPTY_GROUP = 0, CAIRN_EMPTY_LIST = 1
