@@ -51,8 +51,11 @@ static_assert(static_cast<int>(ErrorCode::internal) == CAIRN_ERR_INTERNAL);
 
 cairn_status record(const char* function, cairn_status status, const char* message) noexcept {
   try {
-    last_error.assign(function);
-    last_error.append(": ");
+    last_error.clear();
+    if (function != nullptr) {
+      last_error.assign(function);
+      last_error.append(": ");
+    }
     last_error.append(message);
   } catch (...) {
     last_error.clear();  // no memory for the message: the status still says what happened
@@ -97,6 +100,11 @@ cairn_status cairn_set_error_mode(int mode) {
     }
     cairn::capi::error_mode.store(mode, std::memory_order_relaxed);
   });
+}
+
+cairn_status cairn_report_error(cairn_status status, const char* message) {
+  if (status == CAIRN_OK) return CAIRN_OK;
+  return cairn::capi::record(nullptr, status, message != nullptr ? message : "");
 }
 
 const char* cairn_last_error(void) { return cairn::capi::last_error.c_str(); }

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# capi.test_capi_error_mode.fatal, fortran.test_fortran_error_mode.fatal: in CAIRN_ERRORS_FATAL,
-# a failing call on the last rank ends the whole job: mpiexec exits non-zero, stderr holds
-# "cairn (rank <last>): <MESSAGE>", and no rank gets past the call ("not aborted").
-#   error_mode_test.sh RANKS PROGRAM MESSAGE MPIEXEC [MPIEXEC FLAGS...]
+# capi.test_capi_error_mode.fatal, fortran.test_fortran_error_mode.fatal*: in
+# CAIRN_ERRORS_FATAL, a failing call on the last rank (PROGRAM SCENARIO) ends the whole job:
+# mpiexec exits non-zero, stderr holds "cairn (rank <last>): <MESSAGE>", and no rank gets past
+# the call ("not aborted").
+#   error_mode_test.sh RANKS PROGRAM SCENARIO MESSAGE MPIEXEC [MPIEXEC FLAGS...]
 set -uo pipefail
-ranks="$1" program="$2" message="$3" mpiexec="$4"
-shift 4
-out="$("$mpiexec" -n "$ranks" "$@" "$program" fatal 2>&1)"
+ranks="$1" program="$2" scenario="$3" message="$4" mpiexec="$5"
+shift 5
+out="$("$mpiexec" -n "$ranks" "$@" "$program" "$scenario" 2>&1)"
 status=$?
 fail() {
   printf 'error_mode_test: FAILED: %s\n--- output ---\n%s\n' "$1" "$out" >&2

@@ -8,6 +8,7 @@
 #include <cairn/cairn.h>
 
 #include <stdio.h>
+#include <string.h>
 
 #include "capi_test.h"
 
@@ -22,6 +23,11 @@ static void failures_return(const cairn_comm* comm, int rank, int size) {
   CHECK_OK(cairn_set_error_mode(CAIRN_ERRORS_FATAL));
   CHECK_OK(cairn_set_error_mode(CAIRN_ERRORS_RETURN));
   CHECK_STATUS(cairn_tree_create(NULL), CAIRN_ERR_INVALID_ARGUMENT, "out (output) is NULL");
+  /* A failure found by a wrapper: recorded as it was given. */
+  CHECK(cairn_report_error(CAIRN_ERR_IO, "my_wrapper: disk full") == CAIRN_ERR_IO);
+  CHECK(strcmp(cairn_last_error(), "my_wrapper: disk full") == 0);
+  CHECK(cairn_report_error(CAIRN_OK, "nothing") == CAIRN_OK);
+  CHECK(strcmp(cairn_last_error(), "my_wrapper: disk full") == 0);
 }
 
 static void failure_aborts(const cairn_comm* comm, int rank, int size) {

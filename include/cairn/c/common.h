@@ -72,6 +72,13 @@ enum {
  * for another value, which leaves the mode as it was. */
 CAIRN_C_API cairn_status cairn_set_error_mode(int mode);
 
+/* Reports a failure found outside this ABI, by a binding or wrapper built on it, as a failing
+ * cairn call does (as MPI_Comm_call_errhandler does for MPI): `message` becomes the calling
+ * thread's cairn_last_error() and, in CAIRN_ERRORS_FATAL, the job is aborted; otherwise
+ * returns `status`. CAIRN_OK (or a NULL message with it) records nothing. Not collective.
+ * The Fortran module reports its own argument checks through it. */
+CAIRN_C_API cairn_status cairn_report_error(cairn_status status, const char* message);
+
 /* Stable lower-case name of a status ("ok", "invalid argument", "I/O error", ...; "unknown
  * status" for other values). Never fails. */
 CAIRN_C_API const char* cairn_status_name(cairn_status status);
