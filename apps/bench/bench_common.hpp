@@ -156,6 +156,8 @@ void run_mpiio_baseline(const Run& run);
 /// on the same decomposition and resharded (to fewer ranks, to column slabs, and from a save
 /// on fewer ranks to more), async saves (copy and zero-copy), and the metadata-heavy tree.
 void run_cairn(const Run& run, const std::string& format);
+/// The async saves of run_cairn() alone (copy and zero-copy), on the same tree.
+void run_cairn_async_only(const Run& run, const std::string& format);
 void run_cairn_meta(const Run& run, const std::string& format);
 /// cairn in `format` with each compression (none, zstd, zfp within 1e-6) on a smooth field and
 /// on random data: sync save time, bytes on disk, restore time after dropping the page cache,

@@ -40,6 +40,8 @@ void run_case(const bench::Run& run, const bench::Soak& soak, const std::string&
     bench::run_mpiio_baseline(run);
   } else if (name == "cairn-posix" || name == "cairn-hdf5") {
     bench::run_cairn(run, name.substr(6));
+  } else if (name == "cairn-async-posix" || name == "cairn-async-hdf5") {
+    bench::run_cairn_async_only(run, name.substr(12));
   } else if (name == "cairn-meta-posix" || name == "cairn-meta-hdf5") {
     bench::run_cairn_meta(run, name.substr(11));
   } else if (name == "cairn-compress-posix" || name == "cairn-compress-hdf5") {

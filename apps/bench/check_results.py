@@ -38,7 +38,8 @@ RESTORES = ["restore", "restore_to3", "restore_to2", "restore_to1", "restore_tra
             "restore_3to3", "restore_3to4"]
 for fmt in ("posix", "hdf5"):
     RESULTS += [f"cairn.{fmt}.{case}" for case in (
-        ["save_sync", "save_async_copy", "save_async_zerocopy", "meta_save", "meta_restore"] +
+        ["save_sync", "save_async_copy", "save_async_copy_first", "save_async_zerocopy",
+         "meta_save", "meta_restore"] +
         RESTORES)]
 ORBAX_RESULTS = ["orbax.save_sync", "orbax.restore", "orbax.save_async", "orbax.meta_save",
                  "orbax.meta_restore"]

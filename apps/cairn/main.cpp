@@ -6,72 +6,24 @@
 #include <CLI/CLI.hpp>
 #include <cairn/checkpoint_root.hpp>
 #include <cairn/comm.hpp>
-#include <cairn/config.hpp>
 #include <cairn/error.hpp>
 #include <cairn/log.hpp>
 #include <cairn/storage.hpp>
 
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
-#include <fmt/format.h>
 #include <functional>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "commands.hpp"
 #include "compression_option.hpp"
 #include "format_option.hpp"
 #include "mpi_session.hpp"
+#include "version.hpp"
 
 namespace {
 using namespace cairn_tool;
-
-// The directory that holds this cairn's HDF5 zstd filter plugin: the install's, found from
-// this program's own directory, else the build tree's; empty when neither holds it.
-std::string zstd_plugin_dir() {
-  namespace fs = std::filesystem;
-  constexpr const char* kPlugin = "libH5Zcairn_zstd.so";
-  std::error_code ec;
-  std::vector<fs::path> candidates;
-  if (const fs::path self = fs::canonical("/proc/self/exe", ec); !ec) {
-    candidates.push_back(self.parent_path() / CAIRN_TOOL_INSTALLED_PLUGIN_DIR);
-  }
-  candidates.emplace_back(CAIRN_TOOL_BUILD_PLUGIN_DIR);
-  for (const fs::path& dir : candidates) {
-    if (fs::is_regular_file(dir / kPlugin, ec)) return fs::weakly_canonical(dir, ec).string();
-  }
-  return {};
-}
-
-// `cairn --version`: the library's version, the versions of what it writes, and what this
-// build can store (formats, compression), with the plugin other HDF5 readers need.
-std::string version_text() {
-  const auto versions = cairn::format_versions();
-  std::string formats;
-  for (const cairn::StorageFormatInfo& format : cairn::storage_formats()) {
-    if (!format.available) continue;
-    formats += (formats.empty() ? "" : ", ") + std::string(format.name);
-  }
-  std::string compression;
-  if (CAIRN_HAVE_ZSTD) compression = "zstd";
-  if (CAIRN_HAVE_ZFP) compression += compression.empty() ? "zfp" : ", zfp";
-  std::string text = fmt::format(
-      "cairn {}\non-disk format versions: cairn-step.json {}, cairn-tree.json {}, "
-      "cairn-root.json {}\nstorage formats: {}\ncompression: {}",
-      CAIRN_VERSION_STRING, versions.step, versions.tree, versions.root, formats,
-      compression.empty() ? "none (built without zstd and zfp)" : compression);
-  if (CAIRN_HAVE_ZSTD && CAIRN_HAVE_HDF5) {
-    const std::string dir = zstd_plugin_dir();
-    text += dir.empty() ? "\nhdf5 zstd filter plugin: not found next to this program"
-                        : fmt::format(
-                              "\nhdf5 zstd filter plugin: {} (h5py and h5dump read zstd data.h5 "
-                              "files with HDF5_PLUGIN_PATH={})",
-                              dir, dir);
-  }
-  return text;
-}
 
 // What the subcommands were given on the command line.
 struct Options {

@@ -85,6 +85,8 @@ CheckpointManager::CheckpointManager(
   open_root();
   reload();
   if (options_.local_level) open_local_level();
+  base::log::info("manager.opened", "root=\"{}\" ranks={} steps={} {}", root_.string(),
+                  comm_.size(), steps_.size(), manager::describe_options(options_));
 }
 
 void CheckpointManager::open_root() {

@@ -102,4 +102,16 @@ bool uses_joined_names(const boost::json::object& root_metadata,
   return prefix != nullptr && prefix->is_string() && prefix->get_string() == options.step_prefix;
 }
 
+std::string describe_options(const CheckpointManagerOptions& options) {
+  const AsyncOptions& async = options.async;
+  return fmt::format(
+      "read_only={} async={} zero_copy={} device_staging={} staging_bytes={} max_to_keep={} "
+      "save_interval_steps={} incremental={} local_dir=\"{}\"",
+      options.read_only, options.enable_async, async.zero_copy, async.device_staging,
+      async.staging_bytes,
+      options.max_to_keep ? fmt::format("{}", *options.max_to_keep) : std::string("all"),
+      options.save_interval_steps, options.incremental,
+      options.local_level ? options.local_level->directory.string() : std::string());
+}
+
 }  // namespace cairn::manager

@@ -4,6 +4,8 @@
 
 #include <cairn/manager.hpp>
 
+#include <string>
+
 namespace cairn::manager {
 
 /// Checks `options` as a CheckpointManager does before it touches anything. Not collective
@@ -31,5 +33,11 @@ void validate_options(const CheckpointManagerOptions& options);
 /// empty) and no step_name_format. Not collective; never throws beyond std::bad_alloc.
 [[nodiscard]] bool uses_joined_names(const boost::json::object& root_metadata,
                                      const CheckpointManagerOptions& options);
+
+/// The settings of `options` that decide where and how saves go, as the `key=value` fields of
+/// the manager's `manager.opened` log line (read_only, async, zero_copy,
+/// device_staging, staging_bytes, max_to_keep, save_interval_steps, incremental, local_dir).
+/// Not collective; never throws beyond std::bad_alloc.
+[[nodiscard]] std::string describe_options(const CheckpointManagerOptions& options);
 
 }  // namespace cairn::manager

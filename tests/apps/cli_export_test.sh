@@ -225,7 +225,7 @@ print('ok')"
     run diff-h5 0 "$cairn" diff h/30 zh
     expect diff-h5 "no differences"
     run version 0 "$cairn" --version
-    plugins=$(sed -n 's/^hdf5 zstd filter plugin: \([^ ]*\) (.*/\1/p' version.out)
+    plugins=$(sed -n 's/^hdf5 zstd filter plugin: \(\/.*\)$/\1/p' version.out)
     if [ -f "$plugins/libH5Zcairn_zstd.so" ] && /usr/bin/python3 -c "import h5py" 2>/dev/null; then
       run h5py 0 env -i PATH=/usr/bin:/bin HDF5_PLUGIN_PATH="$plugins" /usr/bin/python3 -c "
 import h5py, numpy as np

@@ -47,6 +47,17 @@ version)
   expect version "cairn-step.json 1"; expect version "cairn-tree.json 6"
   expect version "cairn-root.json 1"; expect version "posix"; expect version "compression: "
   if [ "$have_hdf5" = 1 ]; then expect version "hdf5"; else reject version "hdf5"; fi
+  if [ "$have_hdf5" = 1 ] && grep -q "^compression: zstd" version.out; then
+    # The zstd plugin: HDF5_PLUGIN_PATH, when set, is what HDF5 searches instead of its
+    # default directories (install.hdf5_plugin checks those); the hint only when none holds it.
+    plugins=$(sed -n 's/^hdf5 zstd filter plugin: \(\/.*\)$/\1/p' version.out)
+    [ -f "$plugins/libH5Zcairn_zstd.so" ] || fail "--version names no plugin directory"
+    run version-found 0 env HDF5_PLUGIN_PATH="$PWD:$plugins" "$cairn" --version
+    expect version-found "hdf5 plugin directories searched (HDF5_PLUGIN_PATH): $PWD (does not hold it), $plugins (holds it)"
+    reject version-found "h5py and h5dump read"
+    run version-missing 0 env HDF5_PLUGIN_PATH="$PWD" "$cairn" --version
+    expect version-missing "h5py and h5dump read zstd data.h5 files with HDF5_PLUGIN_PATH=$plugins"
+  fi
   ;;
 
 json)
@@ -432,7 +443,7 @@ f.write(bytes([b[0] ^ 0x5a]))"
       --compression zstd --checkpoint-dir zstd-h5 --quiet >zstd-h5.log 2>&1 ||
       { cat zstd-h5.log; exit 2; }
     run version 0 "$cairn" --version
-    plugins=$(sed -n 's/^hdf5 zstd filter plugin: \([^ ]*\) (.*/\1/p' version.out)
+    plugins=$(sed -n 's/^hdf5 zstd filter plugin: \(\/.*\)$/\1/p' version.out)
     [ -f "$plugins/libH5Zcairn_zstd.so" ] || fail "--version names no plugin directory: $(cat version.out)"
     run_json expected 0 "$cairn" dump --json zstd-h5/20 field/u --slice 5,0:4
     if command -v h5dump >/dev/null; then

@@ -1,8 +1,8 @@
 /* The manager's callbacks and async staging through the C ABI, one scenario per ctest case
  * (argv[1]): best_fn ranks steps by a function of their metrics (a choice the metric name alone
  * would not make), on_commit is told every committed step on every rank, and
- * async_device_staging leaves host leaves as they are (its device path: test_capi_device). C99,
- * cairn.h and MPI only. */
+ * async_device_staging reaches the manager and leaves host leaves as they are (its device path:
+ * test_capi_device). C99, cairn.h and MPI (and stderr_capture.h). */
 #include <cairn/cairn.h>
 
 #include <stdio.h>
@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "capi_test.h"
+#include "stderr_capture.h"
 
 /* Saves `step` with value `step` and metrics {"loss": <loss>}; returns whether it saved. */
 static int save_step(cairn_manager* m, int64_t step, double loss, int rank, int size) {
@@ -129,8 +130,10 @@ static void on_commit(const cairn_comm* comm, int rank, int size) {
   CHECK_OK(cairn_manager_free(m));
 }
 
-/* Host leaves are staged in host memory whatever async_device_staging says: the snapshot taken
- * by save() is what is restored, although the buffer changed before the save finished. */
+/* async_device_staging reaches the manager, which logs the settings it opened with (rank 0, at
+ * the info level this test runs at); host leaves are staged in host memory whatever it says:
+ * the snapshot taken by save() is what is restored, although the buffer changed before the save
+ * finished. */
 static void device_staging(const cairn_comm* comm, int rank, int size) {
   cairn_manager_options o;
   cairn_manager* m = NULL;
@@ -141,7 +144,9 @@ static void device_staging(const cairn_comm* comm, int rank, int size) {
   CHECK(o.async_device_staging == 0);
   o.async_device_staging = 1;
   o.barrier_timeout_s = 120;
+  if (rank == 0) CHECK(test_stderr_capture_begin(capi_test_path("stderr-0.txt")) == 0);
   CHECK_OK(cairn_manager_create(comm, capi_test_path("device_staging"), &o, &m));
+  if (rank == 0) CHECK(test_stderr_capture_end("device_staging=true") == 1);
   tree = capi_test_field(&x, rank, size, 4.0);
   CHECK_OK(cairn_manager_save(m, 1, tree, NULL, &saved));
   CHECK(saved == 1);

@@ -86,7 +86,8 @@ end module manager_callbacks
 
 ! The manager's callbacks and file options from Fortran, one scenario per ctest case (argv(1)):
 ! best_fn ranks steps by a function of their metrics, on_commit records the committed steps on
-! every rank, async_device_staging leaves host arrays as they are, and file_mode / file_group
+! every rank, async_device_staging reaches the manager and leaves host arrays as they are, and
+! file_mode / file_group
 ! reach the files of a step. Exits non-zero on failure.
 program test_fortran_manager_callbacks
   use, intrinsic :: iso_c_binding
@@ -101,6 +102,14 @@ program test_fortran_manager_callbacks
       import :: c_char, c_int
       character(kind=c_char), intent(in) :: path(*)
     end function fortran_test_file_mode
+    integer(c_int) function test_stderr_capture_begin(path) bind(C)
+      import :: c_char, c_int
+      character(kind=c_char), intent(in) :: path(*)
+    end function test_stderr_capture_begin
+    integer(c_int) function test_stderr_capture_end(text) bind(C)
+      import :: c_char, c_int
+      character(kind=c_char), intent(in) :: text(*)
+    end function test_stderr_capture_end
   end interface
 
   integer :: rank, size
@@ -209,8 +218,18 @@ contains
     type(cairn_tree) :: tree
     real(c_double), target :: x(1)
     logical :: saved
+    ! The manager logs the settings it opened with (rank 0, at the info level this test runs
+    ! at): device staging reached it.
+    if (rank == 0) then
+      call expect(test_stderr_capture_begin(dir//'/stderr-0.txt'//c_null_char) == 0, &
+                  'stderr captured')
+    end if
     call cairn_manager_create(manager, comm, dir//'/staging', async_device_staging=.true., &
                               barrier_timeout=120.0_c_double)
+    if (rank == 0) then
+      call expect(test_stderr_capture_end('device_staging=true'//c_null_char) == 1, &
+                  'the manager logs device_staging=true')
+    end if
     call make_field(tree, x, 4.0_c_double)
     call cairn_manager_save(manager, 1_c_int64_t, tree, saved)
     call expect(saved, 'saved')

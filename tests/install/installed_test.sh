@@ -93,7 +93,7 @@ relocated)
     out="$(env -u LD_LIBRARY_PATH "$prefix/bin/cairn" --version 2>&1)"
     plugin_dir="$(cd "$prefix" && pwd -P)/lib/hdf5/plugin"
     [ -f "$plugin_dir/libH5Zcairn_zstd.so" ] || plugin_dir="$(cd "$prefix" && pwd -P)/lib64/hdf5/plugin"
-    grep -qF "hdf5 zstd filter plugin: $plugin_dir " <<<"$out" ||
+    grep -qxF "hdf5 zstd filter plugin: $plugin_dir" <<<"$out" ||
       fail "cairn --version does not name the moved plugin directory $plugin_dir:"$'\n'"$out"
     step "cairn --version names the moved prefix's plugin directory"
   fi

@@ -7,7 +7,9 @@ runs cmake_args() and checks that
   - +nccl without +cuda is declared a conflict (CMake would fail on it);
   - CAIRN_FAULT_INJECTION and CAIRN_WERROR are OFF (an installed library), and +fortran
     passes the MPI's Fortran compiler (MPI_Fortran_COMPILER);
-  - every dependency the CMake build requires is declared.
+  - every dependency the CMake build requires is declared;
+  - with +hdf5 +zstd the zstd filter plugin is installed only in the prefix, and the run
+    environment puts its directory on HDF5_PLUGIN_PATH.
 
   spack_recipe_check.py SOURCE_DIR
 Exits 0 when the recipe agrees with the build, 1 (with the reasons) when it does not.
@@ -157,6 +159,20 @@ for bits in itertools.product([False, True], repeat=len(variant_names)):
         if "fortran" in on and not args.get("MPI_Fortran_COMPILER"):
             problems.append(f"{sorted(on)}: +fortran without MPI_Fortran_COMPILER (the MPI's "
                             "Fortran compiler wrapper)")
+        # The zstd plugin stays in the prefix, and loading the package puts it on
+        # HDF5_PLUGIN_PATH, where h5py and h5dump find it.
+        paths = []
+        pkg.prefix = "/p/cairn"
+        pkg.setup_run_environment(types.SimpleNamespace(
+            prepend_path=lambda name, value: paths.append((name, value))))
+        if "hdf5" in on and "zstd" in on:
+            want = [("HDF5_PLUGIN_PATH", os.path.join("/p/cairn", args.get("CAIRN_HDF5_PLUGIN_DIR", "?")))]
+            if args.get("CAIRN_HDF5_PLUGIN_IN_DEFAULT_DIRS") != "OFF" or paths != want:
+                problems.append(f"{sorted(on)}: the zstd plugin: CAIRN_HDF5_PLUGIN_DIR "
+                                f"{args.get('CAIRN_HDF5_PLUGIN_DIR')!r}, run environment {paths}, "
+                                "not OFF outside the prefix and HDF5_PLUGIN_PATH to it")
+        elif paths:
+            problems.append(f"{sorted(on)}: sets {paths} without the zstd plugin")
         if args.get("CAIRN_BUILD_TESTS") != ("ON" if run_tests else "OFF"):
             problems.append(f"run_tests={run_tests}: CAIRN_BUILD_TESTS is "
                             f"{args.get('CAIRN_BUILD_TESTS')!r}")

@@ -22,6 +22,9 @@ class Cairn(CMakePackage, CudaPackage):
 
     version("main", branch="main")
 
+    # Where the install puts the HDF5 zstd filter plugin, under the prefix.
+    PLUGIN_DIR = join_path("lib", "hdf5", "plugin")
+
     variant("shared", default=True, description="Build a shared library")
     variant("hdf5", default=True, description="Parallel HDF5 storage format")
     variant("nccl", default=False, description="NCCL broadcast of device arrays (needs +cuda)")
@@ -89,6 +92,10 @@ class Cairn(CMakePackage, CudaPackage):
         if spec.satisfies("+hdf5"):
             args.append(self.define("HDF5_ROOT", spec["hdf5"].prefix))
             args.append(self.define("HDF5_PREFER_PARALLEL", True))
+            # The zstd filter plugin stays inside the prefix, in PLUGIN_DIR, which loading the
+            # package puts on HDF5_PLUGIN_PATH (setup_run_environment).
+            args.append(self.define("CAIRN_HDF5_PLUGIN_DIR", self.PLUGIN_DIR))
+            args.append(self.define("CAIRN_HDF5_PLUGIN_IN_DEFAULT_DIRS", "OFF"))
         if spec.satisfies("+cuda"):
             args.append(self.define("CMAKE_CUDA_COMPILER", spec["cuda"].prefix.bin.nvcc))
             cuda_arch = spec.variants["cuda_arch"].value
@@ -102,6 +109,11 @@ class Cairn(CMakePackage, CudaPackage):
             # refuses that without --oversubscribe (MPICH oversubscribes by default).
             args.append(self.define("CAIRN_MPIEXEC_FLAGS", "--oversubscribe"))
         return args
+
+    def setup_run_environment(self, env):
+        """`spack load cairn` (and its module) lets h5py and h5dump read zstd data.h5 files."""
+        if self.spec.satisfies("+hdf5") and self.spec.satisfies("+zstd"):
+            env.prepend_path("HDF5_PLUGIN_PATH", join_path(self.prefix, self.PLUGIN_DIR))
 
     def check(self):
         """Runs cairn's test suite (MPI tests at 1, 2 and 4 ranks, the CLI and the demo)."""
