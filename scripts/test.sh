@@ -14,8 +14,10 @@
 #   3. configure, build and ctest in $BUILD_DIR (every step configures with
 #      -DCAIRN_WERROR=ON, and the steps that build tests with -DCAIRN_FAULT_INJECTION=ON: both
 #      are off by default, for people who install);
-#   3a. the API reference (target cairn_docs, Doxygen) in $BUILD_DIR: any warning, such as a
-#      public declaration without a doc comment, fails it;
+#   3a. the API reference (target cairn_docs, Doxygen: C++, C and the Fortran module) in
+#      $BUILD_DIR, which step 3's `all` already built unless CAIRN_BUILD_DOCS is off there: any
+#      warning, such as a public declaration without a doc comment, fails it; the other steps
+#      build the programs they test only, and the fuzz step turns the reference off;
 #   3b. "no-hdf5": a Release build without HDF5 (and CUDA) in $NOHDF5_BUILD_DIR, of the
 #      library, the cairn tool, heat2d and the tests whose behaviour depends on the storage
 #      format (storage, conformance, checkpoint, the C API's manager and cross-language tests,
@@ -237,8 +239,9 @@ else
     "" -DCAIRN_FAULT_INJECTION=ON
 fi
 
-# --- 3a. The API reference: Doxygen over include/cairn; with CAIRN_WERROR every warning
-# (an undocumented public declaration, a broken doc command) fails the target.
+# --- 3a. The API reference: Doxygen over include/cairn and the Fortran module; with
+# CAIRN_WERROR every warning (an undocumented public declaration, a broken doc command) fails
+# the target.
 say "docs: cairn_docs (Doxygen) in $BUILD_DIR"
 start=$(date +%s)
 if ! command -v doxygen >/dev/null; then
@@ -324,7 +327,7 @@ else
     -DCAIRN_BUILD_FUZZERS=ON \
     -DCAIRN_BUILD_TESTS=OFF -DCAIRN_BUILD_APPS=OFF -DBUILD_SHARED_LIBS=OFF \
     -DCAIRN_FAULT_INJECTION=OFF \
-    -DCAIRN_USE_CUDA=OFF -DCAIRN_USE_NCCL=OFF -DCAIRN_USE_FORTRAN=OFF \
+    -DCAIRN_USE_CUDA=OFF -DCAIRN_USE_NCCL=OFF -DCAIRN_USE_FORTRAN=OFF -DCAIRN_BUILD_DOCS=OFF \
     "-DCAIRN_SANITIZE=address,undefined" "-DCAIRN_FUZZ_SECONDS=${CAIRN_FUZZ_SECONDS:-10}"
 fi
 

@@ -12,13 +12,11 @@ int main(int argc, char** argv) {
     std::vector<double> u(static_cast<std::size_t>(mine.extent[0]), 0.0);
     cairn::ArrayTree state;  // views of this rank's part of each global array
     state.add_array("u", cairn::ArrayShard::host(u.data(), {n}, mine));
-
     cairn::CheckpointManager mgr(comm, "quickstart-run",
                                  {.save_interval_steps = 10, .max_to_keep = 2});
     std::int64_t step = 0;
     const cairn::ArrayTreeRestore into(state);
-    // A restart, on any number of ranks, from the newest step that restores (a damaged newer
-    // one is moved aside)
+    // A restart, on any number of ranks, from the newest step that restores intact
     if (const auto restored = mgr.restore_latest_intact(&into)) step = restored->step;
     for (++step; step <= 100; ++step) {
       for (double& x : u) x += 1.0;  // the simulation

@@ -10,31 +10,25 @@ program quickstart
   type(cairn_manager) :: mgr
   integer(c_int64_t) :: step
   integer :: rank, size, first, ierr
-  logical :: found, ok
 
   call MPI_Init(ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
   call MPI_Comm_size(MPI_COMM_WORLD, size, ierr)
   first = n * rank / size  ! offsets count from 0
-  allocate (u(n * (rank + 1) / size - first))
-  u = 0
-  ! Calls without ierr= stop the program with cairn's message when they fail.
-  call cairn_comm_create(comm, MPI_COMM_WORLD)
+  allocate (u(n * (rank + 1) / size - first), source=0.0_c_double)
+  call cairn_comm_create(comm, MPI_COMM_WORLD)  ! without ierr=, a failure stops the program
   call cairn_tree_create(state)  ! refers to u: saving reads it, restoring writes into it
   call cairn_tree_add_array(state, 'u', u, global_shape=[n], offset=[first])
   call cairn_manager_create(mgr, comm, 'quickstart-run', save_interval_steps=10_c_int64_t, &
                             max_to_keep=2)
-  ! A restart, on any number of ranks, from the newest step that restores (step 0: none)
-  call cairn_manager_restore_latest_intact(mgr, state, step, found)
+  call cairn_manager_restore_latest_intact(mgr, state, step)  ! on any rank count; 0: none
   do step = step + 1, 100
     u = u + 1  ! the simulation
     call cairn_manager_save(mgr, step, state)
   end do
-  call cairn_manager_wait_until_finished(mgr)
-  ok = all(u == 100)
-  call cairn_manager_free(mgr)
+  call cairn_manager_free(mgr)  ! waits for the last save
   call cairn_tree_free(state)
   call cairn_comm_free(comm)
   call MPI_Finalize(ierr)
-  if (.not. ok) error stop 1
+  if (any(u /= 100)) error stop 1
 end program quickstart

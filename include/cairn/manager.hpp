@@ -399,8 +399,9 @@ class CheckpointManager {
   /// (on_commit, retention). Collective; should_save() and save() call it while a save is in
   /// flight.
   void check_for_errors();
-  /// Finishes the save in flight and background deletes, releases the lock, then closes the
-  /// checkpointer (Checkpointer::close()), which closes the handlers (as Orbax's close()).
+  /// Finishes the save in flight (its commit applies retention, as every commit does) and the
+  /// background deletes, releases the lock, then closes the checkpointer
+  /// (Checkpointer::close()), which closes the handlers (as Orbax's close()).
   /// Collective. Idempotent. Throws what the save in flight threw (the rest is done first),
   /// else what closing the handlers threw.
   void close();

@@ -309,10 +309,10 @@ endforeach()
 install(FILES "${PROJECT_SOURCE_DIR}/README.md" "${PROJECT_SOURCE_DIR}/LICENSE"
   "${PROJECT_SOURCE_DIR}/BENCHMARKS.md" "${PROJECT_SOURCE_DIR}/CHANGELOG.md"
   DESTINATION "${CMAKE_INSTALL_DOCDIR}" COMPONENT cairn_docs)
-# The pages the README links to, in docs/ beside it so that its links resolve; mainpage.md is
-# the API reference's first page, built into html/.
+# The pages the README links to, in docs/ beside it so that its links resolve; mainpage*.md are
+# the API reference's first pages, built into html/.
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/docs/" DESTINATION "${CMAKE_INSTALL_DOCDIR}/docs"
-  COMPONENT cairn_docs FILES_MATCHING PATTERN "*.md" PATTERN "mainpage.md" EXCLUDE)
+  COMPONENT cairn_docs FILES_MATCHING PATTERN "*.md" PATTERN "mainpage*.md" EXCLUDE)
 install(FILES
   "${PROJECT_SOURCE_DIR}/apps/quickstart/quickstart.cpp"
   "${PROJECT_SOURCE_DIR}/apps/quickstart/quickstart_c.c"

@@ -155,6 +155,24 @@ ${steps}    end if
   end subroutine ${sget}
 ")
   endforeach()
+  # The doc comments of the generic interfaces (the API reference reads them).
+  string(CONCAT types "real(4), real(8), integer(4), integer(8), logical(c_bool), default logical,\n"
+                      "  !> complex(4) or complex(8)")
+  string(CONCAT doc_add
+    "  !> Adds this rank's part `array` of the array leaf `path`: an array or section of\n"
+    "  !> ${types}, of rank 1 to 7, with the `target` attribute and alive while the\n"
+    "  !> tree is used. `global_shape` (default: the array's shape) and `offset` (0-based,\n"
+    "  !> default 0) are in Fortran order; `replicated`: every rank holds the whole array.\n"
+    "  !> Not collective.\n")
+  string(CONCAT doc_read
+    "  !> Copies this rank's box of the array leaf `path` into `array`, an array or section of\n"
+    "  !> a type that cairn_tree_add_array takes and of the box's shape (a value-checked cast\n"
+    "  !> from the stored type). Not collective.\n")
+  string(CONCAT doc_scalar_add
+    "  !> Adds the scalar leaf `path` with a copy of `value`:\n"
+    "  !> ${types}. Not collective.\n")
+  string(CONCAT doc_scalar_get
+    "  !> Reads the scalar leaf `path` into `value` (a value-checked cast). Not collective.\n")
   foreach(generic IN ITEMS add read scalar_add scalar_get)
     if(generic STREQUAL "add")
       set(name cairn_tree_add_array)
@@ -165,7 +183,7 @@ ${steps}    end if
     else()
       set(name cairn_tree_get_scalar)
     endif()
-    string(APPEND interfaces "\n  interface ${name}\n")
+    string(APPEND interfaces "\n${doc_${generic}}  interface ${name}\n")
     foreach(specific IN LISTS ${generic}_names)
       string(APPEND interfaces "    module procedure ${specific}\n")
     endforeach()

@@ -558,8 +558,9 @@ void CheckpointManager::check_for_errors() {
 void CheckpointManager::close() {
   const std::scoped_lock lock(mutex_);
   if (closed_) return;
-  closed_ = true;
   std::exception_ptr failure;
+  // The manager is closed only after the save in flight landed: its commit applies retention,
+  // which deletes steps like delete_step does.
   try {
     // SCR's flush at the end of an allocation: the newest local step reaches the root.
     if (local_ && local_->options().drain_at_close && newest_local_ && newest_local_->drain_args &&
@@ -571,6 +572,7 @@ void CheckpointManager::close() {
   } catch (...) {
     failure = std::current_exception();
   }
+  closed_ = true;
   for (auto& deleter : deleters_) deleter.join();
   deleters_.clear();
   if (locked_) manager::release_lock(root_);

@@ -7,7 +7,10 @@
 #               LD_LIBRARY_PATH; README, its docs pages, LICENSE and the examples are under
 #               share/ (the README's links to docs/ resolve there); bin/cairn_posix_reader.py
 #               is installed, and `cairn --version` names the moved plugin directory; an
-#               install of one component (cairn_tools) installs the programs only.
+#               install of one component (cairn_tools) installs the programs only. With
+#               --docs 1 (the build has the API reference): share/doc/cairn/html holds the
+#               C and C++ reference (cairn::CheckpointManager, cairn_manager_save) and, with
+#               Fortran, html/fortran the module's (cairn_manager_create, cairn_tree_add_array).
 #   pkgconfig   the "With pkg-config" block of docs/building.md, run as it stands (with /opt/cairn
 #               replaced by the moved prefix): it compiles the installed quickstarts in C++, C
 #               and Fortran with cairn.pc, cairn-c.pc and cairn-fortran.pc and runs the C one;
@@ -17,13 +20,13 @@
 #               make the package not found, with a message that names them.
 #
 #   installed_test.sh MODE --build DIR --work DIR --source DIR --cmake PATH [--generator G]
-#                     [--mpiexec PATH] [-- extra mpiexec flags...]
+#                     [--mpiexec PATH] [--docs 0|1] [-- extra mpiexec flags...]
 # Exit status 0: passed; 1: failed (with the reason).
 set -euo pipefail
 
 mode="$1"
 shift
-build="" work="" source="" cmake="cmake" generator="" mpiexec="mpiexec"
+build="" work="" source="" cmake="cmake" generator="" mpiexec="mpiexec" docs=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build="$2"; shift 2 ;;
@@ -32,6 +35,7 @@ while [ $# -gt 0 ]; do
     --cmake) cmake="$2"; shift 2 ;;
     --generator) generator="$2"; shift 2 ;;
     --mpiexec) mpiexec="$2"; shift 2 ;;
+    --docs) docs="$2"; shift 2 ;;
     --) shift; break ;;
     *) echo "installed_test: unknown argument '$1'" >&2; exit 2 ;;
   esac
@@ -99,6 +103,24 @@ relocated)
            share/cairn/heat2d-srun.sbatch; do
     [ -f "$prefix/$f" ] || fail "$f is not installed"
   done
+  # The API reference: an index page and the pages of what a user looks up first, in C++, C
+  # and (with Fortran) the Fortran module.
+  if [ "$docs" = 1 ]; then
+    html="$prefix/share/doc/cairn/html"
+    [ -f "$html/index.html" ] || fail "share/doc/cairn/html/index.html is not installed"
+    grep -rlq "CheckpointManager" "$html" || fail "the installed reference has no CheckpointManager"
+    grep -rlq "cairn_manager_save" "$html" || fail "the installed reference has no cairn_manager_save"
+    step "share/doc/cairn/html holds the C and C++ reference"
+    if have FORTRAN; then
+      [ -f "$html/fortran/index.html" ] || fail "share/doc/cairn/html/fortran/index.html is not installed"
+      module="$(grep -l "cairn Module Reference" "$html"/fortran/*.html | head -n 1)"
+      [ -n "$module" ] || fail "share/doc/cairn/html/fortran has no page of the module cairn"
+      for name in cairn_manager_create cairn_tree_add_array cairn_set_error_mode cairn_tree; do
+        grep -q "$name" "$module" || fail "the Fortran module's page $(basename "$module") lacks $name"
+      done
+      step "share/doc/cairn/html/fortran holds the Fortran module's reference ($(basename "$module"))"
+    fi
+  fi
   # One component: the programs, and nothing else.
   "$cmake" --install "$build" --prefix "$work/tools" --component cairn_tools >/dev/null ||
     fail "cmake --install --component cairn_tools"

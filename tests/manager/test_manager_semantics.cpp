@@ -1,6 +1,6 @@
 // CheckpointManager answers as Orbax's does: a read-only manager, saves of existing steps,
 // step name formats (and roots named before them), options that exclude each other, and the
-// best step without a metric.
+// best step without a metric, and close() with a save in flight.
 #include <cairn/manager.hpp>
 #include <gtest/gtest.h>
 
@@ -280,4 +280,19 @@ TEST(ManagerSemantics, BestStepWithoutBestFnIsTheLatest) {
   ranked.wait_until_finished();
   EXPECT_EQ(ranked.best_step(), std::nullopt);
   EXPECT_EQ(ranked.all_steps(), (Steps{0, 1, 2}));
+}
+
+// close() lands the save in flight, and that commit's retention still deletes the steps it
+// drops (the C and Fortran quickstarts free their manager right after the last save).
+TEST(ManagerSemantics, CloseWithASaveInFlightAppliesRetention) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  Field field(comm, 1.0);
+  CheckpointManager manager(comm, tmp / "root", {.max_to_keep = 1});
+  for (std::int64_t step = 0; step < 3; ++step) {
+    ASSERT_TRUE(manager.save(step, ArrayTreeSave(field.tree())));
+  }
+  EXPECT_NO_THROW(manager.close());
+  CheckpointManager reader(comm, tmp / "root", {.read_only = true});
+  EXPECT_EQ(reader.all_steps(), (Steps{2}));
 }

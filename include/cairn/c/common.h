@@ -57,6 +57,28 @@ enum {
  * the thread's next failing call. A success does not clear it. Never fails. */
 CAIRN_C_API const char* cairn_last_error(void);
 
+/* What a failing call does (cairn_set_error_mode). */
+enum {
+  CAIRN_ERRORS_RETURN = 0, /* return the status; cairn_last_error() says why (the default) */
+  CAIRN_ERRORS_FATAL = 1   /* print the message on stderr and abort the MPI job */
+};
+
+/* Sets what every later failing call of this process does, in every thread, as
+ * MPI_ERRORS_ARE_FATAL does for MPI: with CAIRN_ERRORS_FATAL, a call that fails prints
+ * "cairn (rank R): <cairn_last_error()>" on stderr (R: the rank in MPI_COMM_WORLD) and calls
+ * MPI_Abort(MPI_COMM_WORLD, status), or abort() when MPI is not initialized or already
+ * finalized; with CAIRN_ERRORS_RETURN (the default) it returns its status. Not collective:
+ * each process sets its own mode (set the same one everywhere). CAIRN_ERR_INVALID_ARGUMENT
+ * for another value, which leaves the mode as it was. */
+CAIRN_C_API cairn_status cairn_set_error_mode(int mode);
+
+/* Reports a failure found outside this ABI, by a binding or wrapper built on it, as a failing
+ * cairn call does (as MPI_Comm_call_errhandler does for MPI): `message` becomes the calling
+ * thread's cairn_last_error() and, in CAIRN_ERRORS_FATAL, the job is aborted; otherwise
+ * returns `status`. CAIRN_OK (or a NULL message with it) records nothing. Not collective.
+ * The Fortran module reports its own argument checks through it. */
+CAIRN_C_API cairn_status cairn_report_error(cairn_status status, const char* message);
+
 /* Stable lower-case name of a status ("ok", "invalid argument", "I/O error", ...; "unknown
  * status" for other values). Never fails. */
 CAIRN_C_API const char* cairn_status_name(cairn_status status);

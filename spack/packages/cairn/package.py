@@ -31,6 +31,7 @@ class Cairn(CMakePackage, CudaPackage):
     variant("fortran", default=True, description="Fortran module over the C API")
     variant("zstd", default=True, description="Lossless compression of stored arrays (zstd)")
     variant("zfp", default=False, description="Error-bounded lossy compression (ZFP)")
+    variant("docs", default=False, description="API reference (Doxygen) in share/doc/cairn/html")
     # +cuda and cuda_arch come from CudaPackage.
 
     depends_on("c", type="build")
@@ -49,6 +50,8 @@ class Cairn(CMakePackage, CudaPackage):
     depends_on("nccl", when="+nccl")
     depends_on("zstd", when="+zstd")
     depends_on("zfp", when="+zfp")
+    depends_on("doxygen", type="build", when="+docs")
+    depends_on("python@3:", type="build", when="+docs")  # Doxygen's input filters
     depends_on("googletest", type="test")
 
     conflicts("+nccl", when="~cuda", msg="NCCL support needs +cuda")
@@ -69,6 +72,8 @@ class Cairn(CMakePackage, CudaPackage):
             use("FORTRAN", "fortran"),
             use("ZSTD", "zstd"),
             use("ZFP", "zfp"),
+            # Off unless asked: otherwise a Doxygen found on the build machine decides.
+            self.define_from_variant("CAIRN_BUILD_DOCS", "docs"),
             self.define("CAIRN_BUILD_TESTS", self.run_tests),
             self.define("CAIRN_BUILD_APPS", True),
             # Newer compilers warn about new things; a user's build must not fail on them.
