@@ -15,8 +15,9 @@
 namespace cairn::base {
 
 /// The range the formats' writers give write_behind() in a save that fsyncs. Measured on a
-/// 2 GiB save of 4 ranks (interleaved with no write-behind): the hdf5 save, whose ranks share
-/// one file, took 0.75 of the time, the posix save 0.9–1.0; 32 MiB gained nothing.
+/// 2 GiB save of 4 ranks, interleaved with saves without write-behind: the hdf5 save, whose
+/// ranks share one file, took 0.70 of the time, the posix save 0.75 (medians); 32 MiB ranges
+/// gained nothing over 8 MiB.
 inline constexpr std::uint64_t kWriteBehindBytes = std::uint64_t{8} << 20;
 
 /// An open file descriptor (RAII, move-only). The destructor closes without throwing.
