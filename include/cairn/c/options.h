@@ -196,7 +196,7 @@ enum {
  * with CAIRN_ERR_INVALID_ARGUMENT naming the leaf. */
 typedef struct cairn_compression {
   int kind;              /* CAIRN_COMPRESSION_* */
-  int level;             /* zstd: 1 (fastest) to 19; 0: zstd's default (3) */
+  int level;             /* zstd: 1 (fastest) to 19; 0: cairn's default, 1 */
   double absolute_error; /* zfp: every restored element is within this of the saved one
                             (used when positive) */
   double relative_error; /* zfp: ... within this fraction of the largest magnitude of its

@@ -163,7 +163,7 @@ void zstd_compress_chunk(const Compression& c, DType dtype, std::span<const std:
   }
   out.resize(ZSTD_compressBound(raw.size()));
   const std::size_t size = ZSTD_compress(out.data(), out.size(), raw.data(), raw.size(),
-                                         c.level == 0 ? ZSTD_CLEVEL_DEFAULT : c.level);
+                                         c.level == 0 ? Compression::kDefaultZstdLevel : c.level);
   if (ZSTD_isError(size) != 0) {
     throw IoError("", fmt::format("{}: zstd: {}", what, ZSTD_getErrorName(size)));
   }

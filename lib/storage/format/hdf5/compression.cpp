@@ -135,7 +135,8 @@ PropertyList filtered_creation(const Where& where, std::span<const std::int64_t>
     if (compression.shuffle && dtype_size(dtype) > 1) {
       check(H5Pset_shuffle(dcpl.get()), where, "adding the shuffle filter");
     }
-    const unsigned level = static_cast<unsigned>(std::max(compression.level, 0));
+    const unsigned level = static_cast<unsigned>(
+        compression.level > 0 ? compression.level : Compression::kDefaultZstdLevel);
     check(H5Pset_filter(dcpl.get(), kZstdFilterId, H5Z_FLAG_MANDATORY, 1, &level), where,
           "adding the zstd filter");
   }
