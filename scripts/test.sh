@@ -229,9 +229,9 @@ configure_build_test() {
 
 # --- 3. Default configuration. Its tests mostly wait rather than compute (MPI's start-up, the
 # deadlines the fault tests provoke, the Slurm test's scheduler signals): on 2 cores the whole
-# suite used 2.4 minutes of CPU in 9.6 minutes at -j5, against 11.8 minutes at -j3. So this step
-# and the no-hdf5 one start WAITING_SLOTS processors' worth of tests at once, three more than
-# JOBS; a 4-rank test then runs next to a 1-rank one instead of alone.
+# suite took 9.6 minutes at -j5 (2.4 minutes of user CPU, 3.6 of system), against 11.8 minutes
+# at -j3. So this step and the no-hdf5 one start WAITING_SLOTS processors' worth of tests at
+# once, three more than JOBS; a 4-rank test then runs next to a 1-rank one instead of alone.
 WAITING_SLOTS=$((JOBS + 3))
 if [ "$quick" = 1 ]; then
   CTEST_SLOTS=$WAITING_SLOTS configure_build_test "default" "$BUILD_DIR" \
