@@ -84,6 +84,14 @@ std::vector<std::byte> reference_box(DType dtype, const std::vector<std::int64_t
   return out;
 }
 
+ArrayShard float64_shard(const std::vector<std::byte>& data, const std::vector<std::int64_t>& shape,
+                         const Box& box) {
+  return ArrayShard{.dtype = DType::float64,
+                    .global_shape = shape,
+                    .box = box,
+                    .data = const_cast<std::byte*>(data.data())};
+}
+
 std::vector<StorageFormat> available_formats() {
   std::vector<StorageFormat> formats;
   for (const StorageFormatInfo& format : storage_formats()) {

@@ -4,6 +4,7 @@
 #include <cairn/comm.hpp>
 #include <cairn/config.hpp>
 #include <cairn/storage.hpp>
+#include <cairn/tree.hpp>
 #include <mpi.h>
 
 #include <cstdint>
@@ -28,6 +29,11 @@ void reference_element(DType dtype, std::int64_t i, std::byte* out);
 /// A row-major buffer holding `box` of the reference array of `shape`.
 std::vector<std::byte> reference_box(DType dtype, const std::vector<std::int64_t>& shape,
                                      const Box& box);
+
+/// A float64 shard of the array of `shape` holding `box`, over `data` (its row-major bytes,
+/// such as reference_box's), which must outlive the shard; saving only reads them.
+ArrayShard float64_shard(const std::vector<std::byte>& data, const std::vector<std::int64_t>& shape,
+                         const Box& box);
 
 /// The formats this build can test.
 std::vector<StorageFormat> available_formats();

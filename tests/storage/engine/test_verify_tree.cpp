@@ -21,14 +21,8 @@ void save_reference(const Comm& comm, const std::filesystem::path& dir, StorageF
   const Box box = slab_box(kShape, comm.rank(), comm.size());
   const auto data = reference_box(DType::float64, kShape, box);
   ArrayTree tree;
-  tree.add_array("fields/u", ArrayShard{.dtype = DType::float64,
-                                        .global_shape = kShape,
-                                        .box = box,
-                                        .data = const_cast<std::byte*>(data.data())});
-  tree.add_array("fields/v", ArrayShard{.dtype = DType::float64,
-                                        .global_shape = kShape,
-                                        .box = box,
-                                        .data = const_cast<std::byte*>(data.data())});
+  tree.add_array("fields/u", float64_shard(data, kShape, box));
+  tree.add_array("fields/v", float64_shard(data, kShape, box));
   tree.add_scalar("time", Scalar(1.5));
   save_tree(comm, dir, tree, {.format = format});
 }

@@ -171,10 +171,7 @@ TEST(Prefetch, BringsTheBytesOfARangeIntoThePageCache) {
     const Box box = block_box(shape, world.rank(), world.size());
     const auto data = reference_box(DType::float64, shape, box);
     ArrayTree tree;
-    tree.add_array("params/w", ArrayShard{.dtype = DType::float64,
-                                          .global_shape = shape,
-                                          .box = box,
-                                          .data = const_cast<std::byte*>(data.data())});
+    tree.add_array("params/w", float64_shard(data, shape, box));
     for (StorageFormat format : available_formats()) {
       const std::string name =
           std::string(storage_format_name(format)) + "_" + std::to_string(shape[1]);

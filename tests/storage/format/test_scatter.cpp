@@ -127,10 +127,7 @@ TEST(Scatter, ReadersScatterWhatTheyRead) {
     const Box box = block_box(shape, world.rank(), world.size());
     const auto data = reference_box(DType::float64, shape, box);
     ArrayTree tree;
-    tree.add_array("params/w", ArrayShard{.dtype = DType::float64,
-                                          .global_shape = shape,
-                                          .box = box,
-                                          .data = const_cast<std::byte*>(data.data())});
+    tree.add_array("params/w", float64_shard(data, shape, box));
     for (StorageFormat format : available_formats()) {
       const std::string name =
           std::string(storage_format_name(format)) + "_" + std::to_string(shape[1]);
@@ -182,10 +179,7 @@ TEST(Scatter, RestoresWideRowsStraightIntoTheTarget) {
   const Box saved = columns(world.rank(), world.size());
   const auto data = reference_box(DType::float64, shape, saved);
   ArrayTree tree;
-  tree.add_array("params/w", ArrayShard{.dtype = DType::float64,
-                                        .global_shape = shape,
-                                        .box = saved,
-                                        .data = const_cast<std::byte*>(data.data())});
+  tree.add_array("params/w", float64_shard(data, shape, saved));
   const std::vector<Box> targets = {Box{{0, 0}, shape}, Box{{3, 0}, {1087, shape[1]}},
                                     Box{{1099, 0}, {1, shape[1]}}};
   for (StorageFormat format : available_formats()) {

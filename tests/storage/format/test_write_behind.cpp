@@ -26,10 +26,7 @@ TEST(WriteBehind, AFsyncedSaveStartsWritebackWhileItWrites) {
   const Box box = block_box(kShape, world.rank(), world.size());
   const auto data = reference_box(DType::float64, kShape, box);
   ArrayTree tree;
-  tree.add_array("u", ArrayShard{.dtype = DType::float64,
-                                 .global_shape = kShape,
-                                 .box = box,
-                                 .data = const_cast<std::byte*>(data.data())});
+  tree.add_array("u", float64_shard(data, kShape, box));
   const auto local_bytes = static_cast<std::uint64_t>(data.size());
   for (StorageFormat format : available_formats()) {
     for (const bool fsync : {true, false}) {

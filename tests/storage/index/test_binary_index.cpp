@@ -257,11 +257,7 @@ TEST(BinaryIndex, RestoreReadsOnlyItsPart) {
     const std::vector<std::byte> data = reference_box(DType::float64, shape, saved);
     ArrayTree tree;
     for (int l = 0; l < kLeaves; ++l) {
-      tree.add_array("leaf" + std::to_string(10 + l),
-                     {.dtype = DType::float64,
-                      .global_shape = shape,
-                      .box = saved,
-                      .data = const_cast<std::byte*>(data.data())});
+      tree.add_array("leaf" + std::to_string(10 + l), float64_shard(data, shape, saved));
     }
     save_tree(world, dir, tree, {.format = format, .checksum_chunk_bytes = 128});
     const auto binary = std::filesystem::file_size(dir / storage::kTreeIndexBinaryFile);
@@ -328,10 +324,7 @@ TEST(BinaryIndex, DamageOutsideEveryRanksPartIsRefused) {
   ArrayTree target;
   for (int l = 0; l < kLeaves; ++l) {
     const std::string path = "leaf" + std::to_string(l);
-    tree.add_array(path, {.dtype = DType::float64,
-                          .global_shape = shape,
-                          .box = saved,
-                          .data = const_cast<std::byte*>(data.data())});
+    tree.add_array(path, float64_shard(data, shape, saved));
     target.add_array(path, {.dtype = DType::float64,
                             .global_shape = shape,
                             .box = mine,

@@ -187,10 +187,7 @@ TEST(IndexWriter, PagesOfALongSectionAreCheckedApart) {
   const Box saved = block_box(shape, world.rank(), world.size());
   const std::vector<std::byte> data = reference_box(DType::float64, shape, saved);
   ArrayTree tree;
-  tree.add_array("long", {.dtype = DType::float64,
-                          .global_shape = shape,
-                          .box = saved,
-                          .data = const_cast<std::byte*>(data.data())});
+  tree.add_array("long", float64_shard(data, shape, saved));
   save_tree(world, dir, tree, {.format = StorageFormat::posix, .checksum_chunk_bytes = 8});
   const TreeIndex index = storage::parse_index(base::read_small_file(dir / storage::kTreeIndexFile),
                                                dir / storage::kTreeIndexFile);
