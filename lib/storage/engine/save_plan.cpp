@@ -14,6 +14,7 @@
 #include "base/fault.hpp"
 #include "base/fnv1a.hpp"
 #include "base/log.hpp"
+#include "base/posix_file.hpp"
 #include "cuda/device_leaf.hpp"
 #include "cuda/device_memory.hpp"
 #include "cuda/staged_copy.hpp"
@@ -268,12 +269,15 @@ TreeWriter::TreeWriter(const Comm& comm, std::filesystem::path dir, const ArrayT
     const std::span<const ValueToWrite> stored = format == options_.format
                                                      ? std::span<const ValueToWrite>(values)
                                                      : std::span<const ValueToWrite>();
-    writers_.emplace_back(format, format_row(format).open_writer({.comm = comm,
-                                                                  .dir = dir_,
-                                                                  .arrays = arrays,
-                                                                  .values = stored,
-                                                                  .provenance = options_.provenance,
-                                                                  .options = options_}));
+    writers_.emplace_back(
+        format, format_row(format).open_writer(
+                    {.comm = comm,
+                     .dir = dir_,
+                     .arrays = arrays,
+                     .values = stored,
+                     .provenance = options_.provenance,
+                     .options = options_,
+                     .write_behind_bytes = options_.fsync ? base::kWriteBehindBytes : 0}));
   }
   phases_.lap("plan");
 }

@@ -9,6 +9,7 @@
 #include <cairn/comm.hpp>
 #include <cairn/storage.hpp>
 
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <span>
@@ -30,6 +31,10 @@ struct WriterArgs {
   std::span<const ValueToWrite> values;
   const SaveProvenance& provenance;  ///< recorded by formats that describe themselves
   const TreeSaveOptions& options;    ///< the format reads its own member (posix, hdf5)
+  /// Each rank's data files start their writeback every this many bytes written
+  /// (PosixFile::write_behind; 0: only at the fsync): base::kWriteBehindBytes in a save that
+  /// fsyncs.
+  std::uint64_t write_behind_bytes = 0;
 };
 
 /// One storage format. Every function is set, also in a build without the format (then they

@@ -5,7 +5,6 @@
 #include <cairn/error.hpp>
 #include <fmt/format.h>
 
-#include "base/posix_file.hpp"
 #include "storage/format/format_table.hpp"
 #include "storage/format/hdf5/open.hpp"
 
@@ -31,8 +30,7 @@ void hash_options(const TreeSaveOptions& options, base::Fnv1a& hash) noexcept {
 
 std::unique_ptr<ShardWriter> open_writer(const WriterArgs& args) {
   return open_hdf5_writer(args.comm, args.dir, args.arrays, args.values, args.provenance,
-                          args.options.hdf5.mpi_info_hints,
-                          args.options.fsync ? base::kWriteBehindBytes : 0);
+                          args.options.hdf5.mpi_info_hints, args.write_behind_bytes);
 }
 
 }  // namespace

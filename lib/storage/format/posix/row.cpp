@@ -1,6 +1,5 @@
 // The posix format's row of the format table: one file per writing rank (or per group of
 // ranks) under shards/, each shard at its own 4 KiB-aligned offset.
-#include "base/posix_file.hpp"
 #include "storage/format/format_table.hpp"
 #include "storage/format/posix/aggregation.hpp"
 #include "storage/format/posix/format.hpp"
@@ -22,8 +21,7 @@ void hash_options(const TreeSaveOptions& options, base::Fnv1a& hash) noexcept {
 
 std::unique_ptr<ShardWriter> open_writer(const WriterArgs& args) {
   return open_posix_writer(args.comm, args.dir, args.arrays, args.options.posix.aggregation,
-                           args.options.posix.ring_bytes,
-                           args.options.fsync ? base::kWriteBehindBytes : 0);
+                           args.options.posix.ring_bytes, args.write_behind_bytes);
 }
 
 std::unique_ptr<ShardReader> open_reader(const Comm&, const std::filesystem::path& dir) {
