@@ -240,6 +240,11 @@ std::int64_t restart(cairn::CheckpointManager& mgr, const Options& o, heat2d::Gr
         nodes += (nodes.empty() ? "" : ", ") + std::to_string(n);
       std::printf("heat2d: rebuilt the local files of node %s from their copies\n", nodes.c_str());
     }
+    if (level.exchanged) {
+      std::printf(
+          "heat2d: the local step was saved under another process grid: its cells were "
+          "exchanged between the nodes\n");
+    }
     if (!o.local_dir.empty() && level.level == "persistent" && !level.why_not_local.empty()) {
       std::printf("heat2d: the local level could not serve: %s\n", level.why_not_local.c_str());
     }

@@ -100,6 +100,9 @@ struct LevelRestore {
   std::string level = {};
   /// Nodes whose local files were rebuilt from their copies before a local restore.
   std::vector<int> rebuilt_nodes = {};
+  /// Whether a local restore moved cells between nodes over MPI: the restore asked for boxes
+  /// other than those each node's ranks saved (another process grid or decomposition).
+  bool exchanged = false;
   /// Why the local level did not serve (empty when it did, or when there is no local level).
   std::string why_not_local = {};
 };

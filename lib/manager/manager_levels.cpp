@@ -202,8 +202,9 @@ std::optional<std::any> CheckpointManager::restore_local(std::int64_t step,
   }
   last_restore_.level = "local";
   last_restore_.rebuilt_nodes = restored->rebuilt_nodes;
-  base::log::info("level.restored", "step={} level=local rebuilt_nodes=[{}]", step,
-                  fmt::join(restored->rebuilt_nodes, ","));
+  last_restore_.exchanged = restored->exchanged;
+  base::log::info("level.restored", "step={} level=local rebuilt_nodes=[{}] exchanged={}", step,
+                  fmt::join(restored->rebuilt_nodes, ","), restored->exchanged);
   return std::move(restored->result);
 }
 

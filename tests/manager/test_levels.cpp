@@ -208,6 +208,180 @@ TEST(Levels, RestoreReadsTheLocalLevelAndRebuildsALostNode) {
   }
 }
 
+// The value of cell (row, col) of the field at `step` (State: rank r saved rows [3r, 3r + 3)).
+double cell(std::int64_t step, std::int64_t row, std::int64_t col) {
+  return State::expected(step, static_cast<std::size_t>((row % kRows) * kCols + col));
+}
+
+// A target of the whole (3 * ranks x kCols) field in another decomposition than the save's.
+struct OtherGrid {
+  Box box;
+  std::vector<double> values;
+  OtherGrid(const Comm& comm, const std::string& grid) {
+    const std::int64_t rows = kRows * comm.size();
+    const std::int64_t r = comm.rank();
+    const std::int64_t p = comm.size();
+    if (grid == "columns") {  // rank r owns a band of columns of every row
+      const std::int64_t first = kCols * r / p;
+      box = Box{{0, first}, {rows, kCols * (r + 1) / p - first}};
+    } else if (grid == "reversed") {  // rank r owns the rows rank p - 1 - r saved
+      box = Box{{kRows * (p - 1 - r), 0}, {kRows, kCols}};
+    } else {  // "blocks": 2 x (p / 2) blocks, or 1 x 1 on one rank
+      const std::int64_t py = p >= 2 ? 2 : 1;
+      const std::int64_t px = p / py;
+      const std::int64_t i = r / px;
+      const std::int64_t j = r % px;
+      const std::int64_t row0 = rows * i / py;
+      const std::int64_t col0 = kCols * j / px;
+      box = Box{{row0, col0}, {rows * (i + 1) / py - row0, kCols * (j + 1) / px - col0}};
+    }
+    values.assign(static_cast<std::size_t>(volume(box)), -1.0);
+  }
+  ArrayTree tree(const Comm& comm) {
+    ArrayTree t;
+    t.add_array("u", ArrayShard::host(values.data(), {kRows * comm.size(), kCols}, box));
+    return t;
+  }
+  // The first cell that differs from `step`'s, or an empty string.
+  [[nodiscard]] std::string wrong_cell(std::int64_t step) const {
+    std::size_t i = 0;
+    for (std::int64_t row = box.offset[0]; row < box.offset[0] + box.extent[0]; ++row) {
+      for (std::int64_t col = box.offset[1]; col < box.offset[1] + box.extent[1]; ++col, ++i) {
+        if (values[i] != cell(step, row, col)) {
+          return "cell (" + std::to_string(row) + ", " + std::to_string(col) +
+                 ") = " + std::to_string(values[i]);
+        }
+      }
+    }
+    return {};
+  }
+};
+
+TEST(Levels, AnotherDecompositionIsServedFromTheLocalLevelByTheExchange) {
+  Comm comm(MPI_COMM_WORLD);
+  for (const int per_node : layouts()) {
+    for (const auto redundancy : {LocalRedundancy::none(), LocalRedundancy::partner()}) {
+      if (redundancy.kind != LocalRedundancy::Kind::none && nodes_of(per_node) < 2) continue;
+      SharedTempDir tmp;
+      const auto opts = options(tmp, per_node, redundancy, 0);  // nothing persistent
+      save_steps(comm, tmp, opts, {1, 2});
+      if (redundancy.kind != LocalRedundancy::Kind::none) wipe(tmp, nodes_of(per_node) - 1);
+      for (const std::string grid : {"columns", "reversed", "blocks"}) {
+        const std::string what = grid + ", " + redundancy.describe() + ", " +
+                                 std::to_string(per_node) + " ranks per node";
+        CheckpointManager mgr(comm, tmp / "root", opts);
+        OtherGrid target_state(comm, grid);
+        ArrayTreeRestore target(target_state.tree(comm));
+        (void)mgr.restore(std::nullopt, &target);
+        EXPECT_EQ(mgr.last_restore().step, 2) << what;
+        EXPECT_EQ(mgr.last_restore().level, "local") << what;
+        // Cells move between nodes when some rank's box reaches beyond its node's rows.
+        const std::int64_t node_rows = kRows * per_node;
+        const Box node_box{{node_rows * (comm.rank() / per_node), 0}, {node_rows, kCols}};
+        EXPECT_EQ(mgr.last_restore().exchanged, comm.any(!contains(node_box, target_state.box)))
+            << what;
+        EXPECT_EQ(target_state.wrong_cell(2), "") << what;
+      }
+      // The decomposition of the save needs no exchange.
+      CheckpointManager mgr(comm, tmp / "root", opts);
+      const State state = restore_latest(comm, mgr);
+      EXPECT_TRUE(state.holds(2));
+      EXPECT_EQ(mgr.last_restore().level, "local");
+      EXPECT_FALSE(mgr.last_restore().exchanged);
+    }
+  }
+}
+
+TEST(Levels, CellsThatNoNodeHoldsAreNeverServedFromTheLocalLevel) {
+  Comm comm(MPI_COMM_WORLD);
+  SharedTempDir tmp;
+  // Each rank saves only the first row of its three: the rest is in no node's part, and the
+  // persistent copy of the same step serves it (as saved: cells no shard covers are kept).
+  auto opts = options(tmp, 1, LocalRedundancy::none(), 1);
+  {
+    CheckpointManager mgr(comm, tmp / "root", opts);
+    State state;
+    state.fill(4);
+    ArrayTree tree;
+    tree.add_array("u", ArrayShard::host(state.values.data(), {kRows * comm.size(), kCols},
+                                         Box{{kRows * comm.rank(), 0}, {1, kCols}}));
+    ASSERT_TRUE(mgr.save(4, ArrayTreeSave(tree, {.allow_sparse = true})));
+    mgr.wait_until_finished();
+  }
+  CheckpointManager mgr(comm, tmp / "root", opts);
+  OtherGrid target_state(comm, "columns");
+  ArrayTreeRestore target(target_state.tree(comm));
+  (void)mgr.restore(std::nullopt, &target);
+  EXPECT_EQ(mgr.last_restore().level, "persistent");
+  EXPECT_NE(mgr.last_restore().why_not_local.find("in no node's part"), std::string::npos)
+      << mgr.last_restore().why_not_local;
+  EXPECT_NE(mgr.last_restore().why_not_local.find("leaf 'u'"), std::string::npos)
+      << mgr.last_restore().why_not_local;
+  // Saved rows hold the step; the others keep the target's -1.
+  std::size_t i = 0;
+  for (std::int64_t row = 0; row < target_state.box.extent[0]; ++row) {
+    for (std::int64_t col = target_state.box.offset[1];
+         col < target_state.box.offset[1] + target_state.box.extent[1]; ++col, ++i) {
+      const double want = row % kRows == 0 ? cell(4, row, col) : -1.0;
+      ASSERT_EQ(target_state.values[i], want) << row << ", " << col;
+    }
+  }
+}
+
+// Rank 0 puts `from` in place of node `node`'s redundancy file of `step`.
+void replace_copy(const SharedTempDir& tmp, int node, std::int64_t step,
+                  const std::filesystem::path& from) {
+  if (cairn::testing::world_rank() == 0) {
+    const auto to =
+        tmp / ("local" + std::to_string(node)) / "cairn-level" / (std::to_string(step) + ".copy");
+    ASSERT_TRUE(std::filesystem::exists(to)) << to;
+    ASSERT_TRUE(std::filesystem::exists(from)) << from;
+    std::filesystem::copy_file(from, to, std::filesystem::copy_options::overwrite_existing);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+TEST(Levels, AStaleOrForeignCopyNeverRebuildsANode) {
+  Comm comm(MPI_COMM_WORLD);
+  for (const int per_node : layouts()) {
+    const int nodes = nodes_of(per_node);
+    if (nodes < 2) continue;
+    // Node `lost` is protected by node `holder` (partner at distance 1).
+    const int lost = nodes - 1;
+    const int holder = 0;
+    const auto copy_of = [](const SharedTempDir& dir, const std::string& folder, int node,
+                            std::int64_t step) {
+      return dir / (folder + std::to_string(node)) / "cairn-level" /
+             (std::to_string(step) + ".copy");
+    };
+    for (const std::string swap : {"stale", "another node's", "another run's"}) {
+      const std::string what = swap + " copy, " + std::to_string(per_node) + " ranks per node";
+      SharedTempDir tmp;
+      auto opts = options(tmp, per_node, LocalRedundancy::partner(), 0, 3);
+      save_steps(comm, tmp, opts, {1, 2, 3});
+      SharedTempDir other;
+      if (swap == "another run's") {
+        // Another run (its own root and local directories) with other values at the same steps.
+        auto other_opts = options(other, per_node, LocalRedundancy::partner(), 0, 3);
+        save_steps(comm, other, other_opts, {3, 13});
+      }
+      if (swap == "stale") replace_copy(tmp, holder, 3, copy_of(tmp, "local", holder, 2));
+      if (swap == "another node's") replace_copy(tmp, holder, 3, copy_of(tmp, "local", 1, 3));
+      if (swap == "another run's") replace_copy(tmp, holder, 3, copy_of(other, "local", holder, 3));
+      wipe(tmp, lost);
+      CheckpointManager mgr(comm, tmp / "root", opts);
+      const State state = restore_latest(comm, mgr);
+      // Step 3 cannot be rebuilt: step 2, whose copies are intact, serves, bit for bit.
+      EXPECT_EQ(mgr.last_restore().step, 2) << what;
+      EXPECT_TRUE(state.holds(2)) << what;
+      EXPECT_EQ(mgr.last_restore().level, "local") << what;
+      EXPECT_EQ(mgr.last_restore().rebuilt_nodes, std::vector<int>{lost}) << what;
+      EXPECT_NE(mgr.last_restore().why_not_local.find("3"), std::string::npos)
+          << what << ": " << mgr.last_restore().why_not_local;
+    }
+  }
+}
+
 TEST(Levels, WithoutRedundancyALostNodeFallsBackToThePersistentLevel) {
   Comm comm(MPI_COMM_WORLD);
   for (const int per_node : layouts()) {

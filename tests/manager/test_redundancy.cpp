@@ -111,11 +111,15 @@ Bytes pack(const fs::path& dir) {
   return out;
 }
 
+// The step and run the tests' redundancy files are made for.
+const Binding kBinding{.step = 7, .source = 0x5eed};
+
 // The redundancy file encode() writes for `archive` (empty when it writes none).
-Bytes encode(const Comm& leaders, const Redundancy& scheme, const Bytes& archive) {
+Bytes encode(const Comm& leaders, const Redundancy& scheme, const Bytes& archive,
+             const Binding& binding = kBinding) {
   const auto file = scratch() / "encoded";
   fs::remove(file);
-  encode_redundancy(leaders, scheme, ArchiveBytes(archive), file);
+  encode_redundancy(leaders, scheme, binding, ArchiveBytes(archive), file);
   EXPECT_FALSE(fs::exists(file.string() + ".cairn-tmp"));
   return fs::exists(file) ? read_bytes(file) : Bytes();
 }
@@ -127,10 +131,12 @@ struct Outcome : RebuildOutcome {
 
 Outcome rebuild_with(const Comm& leaders, const Redundancy& scheme, const ArchiveBytes* archive,
                      std::optional<std::uint64_t> checksum,
-                     std::optional<std::span<const std::byte>> redundancy) {
+                     std::optional<std::span<const std::byte>> redundancy,
+                     const Binding& binding = kBinding) {
   const auto file = scratch() / "rebuilt";
   fs::remove(file);
-  Outcome out{rebuild_lost(leaders, scheme, archive, checksum, redundancy, file), std::nullopt};
+  Outcome out{rebuild_lost(leaders, scheme, binding, archive, checksum, redundancy, file),
+              std::nullopt};
   EXPECT_EQ(out.redundancy_rewritten, fs::exists(file));
   if (fs::exists(file)) out.redundancy = read_bytes(file);
   return out;
@@ -540,6 +546,47 @@ TEST(Redundancy, DamagedOrMisattributedInputsCountAsLost) {
   ASSERT_EQ(outcome.redundancy.has_value(), leaders.rank() == 0);
   if (leaders.rank() == 0) {
     EXPECT_TRUE(*outcome.redundancy == redundancy);
+  }
+}
+
+TEST(Redundancy, ACopyOfAnotherStepRunOrArchiveIsNeverUsed) {
+  const Comm leaders = make_leaders();
+  if (leaders.size() == 1) GTEST_SKIP() << "partner needs 2 nodes";
+  const Redundancy scheme{.kind = RedundancyKind::partner};
+  const Bytes archive = archive_of(leaders.rank(), size_of(leaders.rank()));
+  const Bytes redundancy = encode(leaders, scheme, archive);
+  const int last = leaders.size() - 1;
+  const bool lost = leaders.rank() == last;
+  const ArchiveBytes mine(archive);
+  // The last node loses everything; node 0 holds its copy, made for kBinding.
+  const auto rebuild_for = [&](const Binding& binding) {
+    return rebuild_with(leaders, scheme, lost ? nullptr : &mine, archive_checksum(archive),
+                        lost ? std::nullopt : std::optional<std::span<const std::byte>>(redundancy),
+                        binding);
+  };
+  std::vector<std::optional<std::uint64_t>> recorded;
+  for (const auto& bytes : leaders.allgather_bytes(archive)) {
+    recorded.emplace_back(archive_checksum(Bytes(bytes.begin(), bytes.end())));
+  }
+  auto outcome =
+      rebuild_for({.step = kBinding.step, .source = kBinding.source, .archives = recorded});
+  ASSERT_TRUE(outcome.recoverable) << outcome.why;
+  EXPECT_EQ(outcome.rebuilt_nodes, std::vector<int>{last});
+  if (lost) {
+    EXPECT_TRUE(outcome.archive && *outcome.archive == archive);
+  }
+  // The same copy taken for another step, another run, or an archive the level recorded
+  // otherwise: never used, on every node alike.
+  std::vector<std::optional<std::uint64_t>> other = recorded;
+  other[static_cast<std::size_t>(last)] = *other[static_cast<std::size_t>(last)] + 1;
+  for (const Binding& binding :
+       {Binding{.step = 8, .source = kBinding.source}, Binding{.step = kBinding.step, .source = 1},
+        Binding{.step = kBinding.step, .source = kBinding.source, .archives = other}}) {
+    outcome = rebuild_for(binding);
+    EXPECT_FALSE(outcome.recoverable) << binding.step << " " << binding.source;
+    EXPECT_TRUE(outcome.rebuilt_nodes.empty());
+    EXPECT_FALSE(outcome.archive.has_value());
+    expect_alike(leaders, outcome.why);
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <boost/json.hpp>
 #include <fmt/format.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <charconv>
@@ -12,6 +13,7 @@
 #include "base/fault.hpp"
 #include "base/log.hpp"
 #include "manager/levels/file_map.hpp"
+#include "manager/levels/local_exchange.hpp"
 #include "manager/levels/step_archive.hpp"
 #include "manager/step_dirs.hpp"
 
@@ -24,6 +26,29 @@ constexpr std::int64_t kRecordVersion = 1;
 constexpr std::string_view kPersistentRootField = "persistent_root";
 
 std::string hex(std::uint64_t value) { return fmt::format("{:016x}", value); }
+
+// Per-node checksums as JSON: hex strings, null where unknown.
+boost::json::array checksums_to_json(const std::vector<std::optional<std::uint64_t>>& sums) {
+  boost::json::array out;
+  for (const auto& sum : sums) {
+    if (sum) {
+      out.emplace_back(hex(*sum));
+    } else {
+      out.emplace_back(nullptr);
+    }
+  }
+  return out;
+}
+
+std::vector<std::optional<std::uint64_t>> checksums_from_json(const boost::json::array& json) {
+  std::vector<std::optional<std::uint64_t>> out;
+  for (const auto& sum : json) {
+    out.push_back(sum.is_string()
+                      ? std::optional(std::stoull(std::string(sum.as_string()), nullptr, 16))
+                      : std::nullopt);
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -85,6 +110,8 @@ LocalLevel::LocalLevel(const Comm& world, LocalLevelOptions options, StepNameFor
   layout_ = split_nodes(world_, per_node);
   scheme_ = scheme_of(options_.redundancy, layout_.nodes);
   directory_ = node_directory(options_.directory, layout_.node);
+  const std::string root_name = persistent_root.string();
+  source_ = XXH3_64bits(root_name.data(), root_name.size());
   // Nodes must not share a directory: each leader leaves a token of this job there and looks
   // for another node's.
   const std::string token =
@@ -182,10 +209,17 @@ std::optional<std::chrono::system_clock::time_point> LocalLevel::time_of(std::in
           std::chrono::nanoseconds(it->second)));
 }
 
+Binding LocalLevel::binding(std::int64_t step,
+                            std::vector<std::optional<std::uint64_t>> archives) const {
+  return {.step = step, .source = source_, .archives = std::move(archives)};
+}
+
 void LocalLevel::write_record(std::int64_t step, std::optional<std::uint64_t> archive_xxh3,
-                              std::chrono::system_clock::time_point time) const {
+                              std::chrono::system_clock::time_point time,
+                              const std::vector<std::optional<std::uint64_t>>& archives) const {
   boost::json::array sizes;
   for (const int n : layout_.node_sizes) sizes.emplace_back(n);
+  boost::json::array sums = checksums_to_json(archives);
   boost::json::object record{
       {"format", kRecordFormat},
       {"version", kRecordVersion},
@@ -197,6 +231,7 @@ void LocalLevel::write_record(std::int64_t step, std::optional<std::uint64_t> ar
       {"time_ns",
        std::chrono::duration_cast<std::chrono::nanoseconds>(time.time_since_epoch()).count()}};
   if (archive_xxh3) record["archive_xxh3"] = hex(*archive_xxh3);
+  if (!sums.empty()) record["archives_xxh3"] = std::move(sums);
   base::write_file_durably(record_path(step), boost::json::serialize(record));
 }
 
@@ -219,6 +254,9 @@ std::optional<LocalLevel::Record> LocalLevel::read_record(std::int64_t step) con
                   .time_ns = object.at("time_ns").to_number<std::int64_t>()};
     if (const auto* sum = object.if_contains("archive_xxh3")) {
       record.archive_xxh3 = std::stoull(std::string(sum->as_string()), nullptr, 16);
+    }
+    if (const auto* sums = object.if_contains("archives_xxh3")) {
+      record.archives = checksums_from_json(sums->as_array());
     }
     return record;
   } catch (const std::exception&) {
@@ -276,9 +314,10 @@ void LocalLevel::save(std::int64_t step, const std::shared_ptr<CheckpointHandler
       saved = true;
     });
     std::optional<std::uint64_t> archive_xxh3;
-    if (scheme_.kind != RedundancyKind::none) place_copies(step, archive_xxh3);
+    std::vector<std::optional<std::uint64_t>> archives;
+    if (scheme_.kind != RedundancyKind::none) archives = place_copies(step, archive_xxh3);
     world_.run_all(fmt::format("recording local step {}:", step), [&] {
-      if (layout_.leader()) write_record(step, archive_xxh3, time);
+      if (layout_.leader()) write_record(step, archive_xxh3, time, archives);
     });
   } catch (...) {
     if (layout_.leader()) {
@@ -294,20 +333,30 @@ void LocalLevel::save(std::int64_t step, const std::shared_ptr<CheckpointHandler
       std::chrono::duration_cast<std::chrono::nanoseconds>(time.time_since_epoch()).count();
 }
 
-void LocalLevel::place_copies(std::int64_t step, std::optional<std::uint64_t>& archive_xxh3) {
+std::vector<std::optional<std::uint64_t>> LocalLevel::place_copies(
+    std::int64_t step, std::optional<std::uint64_t>& archive_xxh3) {
   ArchiveBytes archive;
   world_.run_all(fmt::format("mapping local step {}:", step), [&] {
     if (!layout_.leader()) return;
     archive = map_directory(step_dir(step));
     archive_xxh3 = archive.checksum();
   });
+  std::vector<std::optional<std::uint64_t>> archives;
   world_.run_all(fmt::format("placing the copies of local step {} ({}):", step,
                              options_.redundancy.describe()),
                  [&] {
                    if (!layout_.leader()) return;
                    base::fault::point("level.copies");
-                   encode_redundancy(*layout_.leaders, scheme_, archive, copy_path(step));
+                   encode_redundancy(*layout_.leaders, scheme_, binding(step, {}), archive,
+                                     copy_path(step));
+                   // Each node records every node's checksum, so that a copy is checked
+                   // against the level's records, not only against itself.
+                   for (const std::int64_t sum :
+                        layout_.leaders->allgather(static_cast<std::int64_t>(*archive_xxh3))) {
+                     archives.emplace_back(static_cast<std::uint64_t>(sum));
+                   }
                  });
+  return archives;
 }
 
 bool LocalLevel::repair(std::int64_t step, std::vector<int>& rebuilt, std::string& why) {
@@ -321,6 +370,13 @@ bool LocalLevel::repair(std::int64_t step, std::vector<int>& rebuilt, std::strin
     if (scheme_.kind == RedundancyKind::none) {
       verdict["lost"] = !(record && present);
       return;
+    }
+    // The level's record of every node's archive, from the first node that still has one.
+    std::vector<std::optional<std::uint64_t>> archives;
+    const boost::json::array mine =
+        record ? checksums_to_json(record->archives) : boost::json::array{};
+    for (const auto& node : layout_.leaders->allgather_json(mine)) {
+      if (archives.empty()) archives = checksums_from_json(node.as_array());
     }
     std::optional<ArchiveBytes> archive;
     if (present && record && record->archive_xxh3) {
@@ -342,8 +398,8 @@ bool LocalLevel::repair(std::int64_t step, std::vector<int>& rebuilt, std::strin
       }
     }
     const RebuildOutcome outcome =
-        rebuild_lost(*layout_.leaders, scheme_, archive ? &*archive : nullptr,
-                     record ? record->archive_xxh3 : std::nullopt,
+        rebuild_lost(*layout_.leaders, scheme_, binding(step, archives),
+                     archive ? &*archive : nullptr, record ? record->archive_xxh3 : std::nullopt,
                      copy ? std::optional<std::span<const std::byte>>(copy->bytes()) : std::nullopt,
                      copy_path(step));
     verdict["recoverable"] = outcome.recoverable;
@@ -356,7 +412,7 @@ bool LocalLevel::repair(std::int64_t step, std::vector<int>& rebuilt, std::strin
       std::filesystem::remove_all(dir.string() + ".cairn-tmp", ec);
       unpack_directory(*outcome.archive, dir);
       write_record(step, archive_checksum(*outcome.archive),
-                   time_of(step).value_or(std::chrono::system_clock::time_point{}));
+                   time_of(step).value_or(std::chrono::system_clock::time_point{}), archives);
       base::log::warn("level.rebuilt", "node={} step={} directory=\"{}\" from=\"{}\"", layout_.node,
                       step, dir.string(), options_.redundancy.describe());
     }
@@ -398,9 +454,32 @@ std::optional<LocalLevel::Restored> LocalLevel::restore(
   } catch (const Error& e) {
     failure = e.what();
   }
+  // Where another decomposition asks for cells that other nodes saved, they come by the
+  // exchange; planned before any target byte is written, so that a step it cannot serve
+  // leaves the targets to the next level.
+  std::optional<LocalExchange> exchange;
+  if (!world_.any(!failure.empty()) && args != nullptr) {
+    try {
+      exchange.emplace(world_, *layout_.node_comm, dir, *args);
+    } catch (const Error& e) {
+      failure = e.what();
+    }
+    if (failure.empty() && !exchange->problem().empty()) {
+      why = exchange->problem();
+      return std::nullopt;
+    }
+  }
   if (!world_.any(!failure.empty())) {
     try {
       restored.result = checkpointer_->restore(dir, args);
+    } catch (const Error& e) {
+      failure = e.what();
+    }
+  }
+  if (!world_.any(!failure.empty()) && exchange && exchange->needed()) {
+    try {
+      exchange->run();
+      restored.exchanged = true;
     } catch (const Error& e) {
       failure = e.what();
     }

@@ -82,13 +82,16 @@ class LocalLevel {
   struct Restored {
     std::any result;                 ///< what the handler returned
     std::vector<int> rebuilt_nodes;  ///< nodes rebuilt from their copies first
+    bool exchanged = false;          ///< cells moved between nodes (another decomposition)
   };
   /// Restores `step` from the local level, first rebuilding the nodes whose part is missing
   /// or damaged from their copies; `handler_for` gives the handler for the type recorded in
-  /// the node's step (called on every rank after any rebuild). Returns std::nullopt, with
-  /// `why` alike on every rank, when the level cannot serve the step (lost beyond repair,
-  /// damaged, a restore that failed on some node): the caller then reads the persistent
-  /// level. Throws TimeoutError and what `handler_for` throws.
+  /// the node's step (called on every rank after any rebuild). Targets that ask for cells
+  /// other nodes saved (another decomposition) are filled by LocalExchange. Returns
+  /// std::nullopt, with `why` alike on every rank, when the level cannot serve the step (lost
+  /// beyond repair, damaged, cells in no node's part, a target the exchange cannot fill, a
+  /// restore that failed on some node): the caller then reads the persistent level. Throws
+  /// TimeoutError and what `handler_for` throws.
   [[nodiscard]] std::optional<Restored> restore(
       std::int64_t step,
       const std::function<std::shared_ptr<CheckpointHandler>(const std::filesystem::path&)>&
@@ -104,13 +107,22 @@ class LocalLevel {
     std::int64_t step = 0;
     std::optional<std::uint64_t> archive_xxh3;
     std::int64_t time_ns = 0;
+    // Every node's archive checksum of the step, as the nodes shared them when it was saved.
+    std::vector<std::optional<std::uint64_t>> archives = {};
   };
   [[nodiscard]] std::filesystem::path record_path(std::int64_t step) const;
   [[nodiscard]] std::filesystem::path copy_path(std::int64_t step) const;
   [[nodiscard]] std::optional<Record> read_record(std::int64_t step) const;
   void write_record(std::int64_t step, std::optional<std::uint64_t> archive_xxh3,
-                    std::chrono::system_clock::time_point time) const;
-  void place_copies(std::int64_t step, std::optional<std::uint64_t>& archive_xxh3);
+                    std::chrono::system_clock::time_point time,
+                    const std::vector<std::optional<std::uint64_t>>& archives) const;
+  // On the leaders: places this node's copies of `step` and returns every node's archive
+  // checksum.
+  [[nodiscard]] std::vector<std::optional<std::uint64_t>> place_copies(
+      std::int64_t step, std::optional<std::uint64_t>& archive_xxh3);
+  // The binding of the redundancy files of `step` with the recorded archive checksums.
+  [[nodiscard]] Binding binding(std::int64_t step,
+                                std::vector<std::optional<std::uint64_t>> archives) const;
   [[nodiscard]] bool repair(std::int64_t step, std::vector<int>& rebuilt, std::string& why);
   void ensure_checkpointer(const std::shared_ptr<CheckpointHandler>& handler);
   // On a leader: removes the step directories of this node that are not `kept` (ascending).
@@ -122,6 +134,7 @@ class LocalLevel {
   CheckpointerOptions checkpointer_options_;
   NodeLayout layout_;
   Redundancy scheme_;
+  std::uint64_t source_ = 0;                    // XXH3-64 of the persistent root's path
   std::filesystem::path directory_;             // this node's
   std::unique_ptr<Checkpointer> checkpointer_;  // over the node's ranks
   std::vector<std::int64_t> steps_;

@@ -211,6 +211,7 @@ struct Local {
   ArchiveBytes archive;              // when intact
   ArchiveBytes payload;              // of its valid redundancy file
   std::filesystem::path redundancy;  // where its recomputed redundancy file goes
+  Binding binding;                   // what a recomputed redundancy file is made for
 };
 
 struct Work {
@@ -251,7 +252,14 @@ Work run_partner(const Comm& leaders, const Redundancy& scheme,
   if (std::ranges::find(plan.refill, me) != plan.refill.end()) {
     const int source = (me - d + nodes) % nodes;
     const NodeState& s = state(source);
-    header = {scheme, me, nodes, {{source, s.archive_size, s.archive_checksum}}, s.archive_size, 0};
+    header = {scheme,
+              me,
+              nodes,
+              {{source, s.archive_size, s.archive_checksum}},
+              s.archive_size,
+              0,
+              local.binding.step,
+              local.binding.source};
   }
   // Every node allocates its file before any data moves: a full file system fails on every
   // node here, not as a node missing from the exchange.
@@ -310,7 +318,8 @@ Work run_xor(const Comm& leaders, const Redundancy& scheme, const std::vector<No
   // This node's new redundancy file, when it is recomputed; allocated on every node before any
   // data moves, so that a full file system fails on every node here, not as a node missing
   // from a reduction.
-  const FileHeader header{scheme, me, leaders.size(), members, chunk, 0};
+  const FileHeader header{scheme, me, leaders.size(),     members,
+                          chunk,  0,  local.binding.step, local.binding.source};
   std::shared_ptr<MappedOutput> file;
   leaders.run_all("allocating the xor parity", [&] {
     if (std::ranges::find(plan.refill, me) == plan.refill.end()) return;
@@ -391,7 +400,7 @@ Work run_plan(const Comm& leaders, const Redundancy& scheme, const std::vector<N
 
 }  // namespace
 
-void encode_redundancy(const Comm& leaders, const Redundancy& scheme,
+void encode_redundancy(const Comm& leaders, const Redundancy& scheme, const Binding& binding,
                        const ArchiveBytes& my_archive, const std::filesystem::path& file) {
   if (scheme.kind == RedundancyKind::none) return;
   const auto states =
@@ -399,15 +408,15 @@ void encode_redundancy(const Comm& leaders, const Redundancy& scheme,
   Plan plan;
   for (int n = 0; n < leaders.size(); ++n) plan.refill.push_back(n);
   (void)run_plan(leaders, scheme, states, plan,
-                 {.archive = my_archive, .payload = {}, .redundancy = file});
+                 {.archive = my_archive, .payload = {}, .redundancy = file, .binding = binding});
 }
 
-RebuildOutcome rebuild_lost(const Comm& leaders, const Redundancy& scheme,
+RebuildOutcome rebuild_lost(const Comm& leaders, const Redundancy& scheme, const Binding& binding,
                             const ArchiveBytes* my_archive,
                             std::optional<std::uint64_t> my_archive_checksum,
                             std::optional<std::span<const std::byte>> my_redundancy,
                             const std::filesystem::path& redundancy_file) {
-  const auto file = valid_file(my_redundancy, scheme, leaders);
+  const auto file = valid_file(my_redundancy, scheme, binding, leaders);
   const NodeState mine = my_state(scheme, my_archive, my_archive_checksum, file);
   auto states = gather_states(leaders, scheme, mine, "rebuild_lost");
   drop_stale(states);
@@ -425,7 +434,8 @@ RebuildOutcome rebuild_lost(const Comm& leaders, const Redundancy& scheme,
       .payload = states[to_size(static_cast<std::uint64_t>(leaders.rank()))].redundancy
                      ? ArchiveBytes({file->payload}, nullptr, file->header.payload_checksum)
                      : ArchiveBytes(),
-      .redundancy = redundancy_file};
+      .redundancy = redundancy_file,
+      .binding = binding};
   Work work = run_plan(leaders, scheme, states, plan, local);
   bool archive_ok = true;
   if (work.archive) {

@@ -52,6 +52,19 @@ struct Redundancy {
   int xor_group = 4;
 };
 
+/// What a redundancy file is made for, recorded in it and checked before it is used: a copy or
+/// parity of another step, of another run, or of archives other than those the level recorded
+/// counts as missing. Aggregate.
+struct Binding {
+  /// The step it protects.
+  std::int64_t step = 0;
+  /// The run it belongs to: XXH3-64 of the persistent root the level serves.
+  std::uint64_t source = 0;
+  /// Per node, the XXH3-64 of its archive of `step` as the level recorded it (std::nullopt, or
+  /// a shorter vector, where not known).
+  std::vector<std::optional<std::uint64_t>> archives = {};
+};
+
 /// Writes at `file` (durably, through `<file>.cairn-tmp`) the redundancy file that this node
 /// stores for a step whose archive on this node is `my_archive`. partner and xor_parity
 /// exchange data with the other nodes; none writes nothing and returns at once, without
@@ -62,7 +75,7 @@ struct Redundancy {
 /// xor_group >= 2 and at least 2 nodes), TimeoutError naming the node or group that did not
 /// take part, IoError naming `file` when it cannot be written (a full file system) or when
 /// MPI fails.
-void encode_redundancy(const Comm& leaders, const Redundancy& scheme,
+void encode_redundancy(const Comm& leaders, const Redundancy& scheme, const Binding& binding,
                        const ArchiveBytes& my_archive, const std::filesystem::path& file);
 
 /// What rebuild_lost() did.
@@ -88,17 +101,17 @@ struct RebuildOutcome {
 /// archive is missing or damaged; an archive whose XXH3 differs from `my_archive_checksum`
 /// (when given) counts as damaged. `my_redundancy` is this node's redundancy file, or nullopt
 /// when missing; one that does not check (magic, checksums, scheme, node id) counts as missing
-/// and is recomputed at `redundancy_file`. Every node first shares what it holds; whether the
-/// step is recoverable is then decided alike on every node: partner: a lost node n needs a
-/// valid redundancy file on node (n + d) mod N; xor_parity: at most one lost node per group,
-/// and valid redundancy files on the others of the group; none: no node lost. Only when it is
-/// recoverable do the nodes exchange data. Collective over `leaders`. Throws
-/// CollectiveMismatch on every node when the nodes pass different schemes, InvalidArgument on
-/// every node when the scheme does not fit the number of nodes, TimeoutError naming the node
-/// or group that did not take part, IoError naming `redundancy_file` when it cannot be
-/// written or when MPI fails.
+/// and is recomputed at `redundancy_file`, as does one made for another `binding` (another
+/// step or run, or from archives other than those recorded). Every node first shares what it holds;
+/// whether the step is recoverable is then decided alike on every node: partner: a lost node n
+/// needs a valid redundancy file on node (n + d) mod N; xor_parity: at most one lost node per
+/// group, and valid redundancy files on the others of the group; none: no node lost. Only when it
+/// is recoverable do the nodes exchange data. Collective over `leaders`. Throws CollectiveMismatch
+/// on every node when the nodes pass different schemes, InvalidArgument on every node when the
+/// scheme does not fit the number of nodes, TimeoutError naming the node or group that did not take
+/// part, IoError naming `redundancy_file` when it cannot be written or when MPI fails.
 [[nodiscard]] RebuildOutcome rebuild_lost(const Comm& leaders, const Redundancy& scheme,
-                                          const ArchiveBytes* my_archive,
+                                          const Binding& binding, const ArchiveBytes* my_archive,
                                           std::optional<std::uint64_t> my_archive_checksum,
                                           std::optional<std::span<const std::byte>> my_redundancy,
                                           const std::filesystem::path& redundancy_file);

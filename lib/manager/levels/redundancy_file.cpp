@@ -16,7 +16,9 @@ namespace cairn::levels {
 namespace {
 
 constexpr std::string_view kMagic = "CAIRNRED";
-constexpr std::uint64_t kVersion = 1;
+// Version 2 binds the file to its step and run (FileHeader::step, FileHeader::source); a file
+// of version 1 is not bound and counts as missing.
+constexpr std::uint64_t kVersion = 2;
 
 // The header, its own XXH3 last. Its size does not depend on payload_checksum.
 Bytes header_bytes(const FileHeader& header) {
@@ -29,6 +31,8 @@ Bytes header_bytes(const FileHeader& header) {
   out.put(static_cast<std::uint64_t>(header.scheme.xor_group));
   out.put(static_cast<std::uint64_t>(header.node));
   out.put(static_cast<std::uint64_t>(header.nodes));
+  out.put(static_cast<std::uint64_t>(header.step));
+  out.put(header.source);
   out.put(static_cast<std::uint64_t>(header.covered.size()));
   for (const auto& c : header.covered) {
     out.put(static_cast<std::uint64_t>(c.node));
@@ -55,6 +59,8 @@ FileHeader take_header(base::Unpacked& in) {
   h.scheme.xor_group = take_int(in, INT32_MAX);
   h.node = take_int(in, INT32_MAX);
   h.nodes = take_int(in, INT32_MAX);
+  h.step = static_cast<std::int64_t>(in.take());
+  h.source = in.take();
   const std::uint64_t count = in.take();
   if (count > in.remaining()) throw Error(ErrorCode::format, "too many nodes");
   for (std::uint64_t k = 0; k < count; ++k) {
@@ -218,16 +224,36 @@ std::optional<std::string> header_problem(const FileHeader& h, const Redundancy&
   return std::nullopt;
 }
 
-// This node's redundancy file when it checks against the scheme; a damaged one is logged and
-// counts as missing.
+std::optional<std::string> binding_problem(const FileHeader& h, const Binding& binding) {
+  if (h.step != binding.step) {
+    return fmt::format("it was made for step {}, not step {}", h.step, binding.step);
+  }
+  if (h.source != binding.source) return "it was made by a run of another root";
+  for (const Covered& c : h.covered) {
+    const auto n = static_cast<std::size_t>(c.node);
+    if (n < binding.archives.size() && binding.archives[n] && *binding.archives[n] != c.checksum) {
+      return fmt::format(
+          "it was made from an archive of node {} (XXH3 {:016x}) other than the one the level "
+          "recorded for step {} ({:016x})",
+          c.node, c.checksum, binding.step, *binding.archives[n]);
+    }
+  }
+  return std::nullopt;
+}
+
+// This node's redundancy file when it checks against the scheme and the binding; a damaged,
+// stale or foreign one is logged and counts as missing.
 std::optional<ParsedFile> valid_file(std::optional<std::span<const std::byte>> file,
-                                     const Redundancy& scheme, const Comm& leaders) {
+                                     const Redundancy& scheme, const Binding& binding,
+                                     const Comm& leaders) {
   if (!file || scheme.kind == RedundancyKind::none || scheme_problem(scheme, leaders.size())) {
     return std::nullopt;
   }
   auto [parsed, why] = parse_file(*file);
   if (parsed) {
-    if (auto problem = header_problem(parsed->header, scheme, leaders.rank(), leaders.size())) {
+    auto problem = header_problem(parsed->header, scheme, leaders.rank(), leaders.size());
+    if (!problem) problem = binding_problem(parsed->header, binding);
+    if (problem) {
       parsed.reset();
       why = std::move(*problem);
     }

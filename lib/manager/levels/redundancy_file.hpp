@@ -70,6 +70,8 @@ struct FileHeader {
   std::vector<Covered> covered;        ///< the archives it protects
   std::uint64_t payload_size = 0;      ///< bytes of the copy or parity after the header
   std::uint64_t payload_checksum = 0;  ///< XXH3-64 of them
+  std::int64_t step = 0;               ///< the step it protects (Binding::step)
+  std::uint64_t source = 0;            ///< the run it belongs to (Binding::source)
 };
 
 /// Bytes of a redundancy file of `header`: its header, then room for the payload, to be
@@ -100,10 +102,15 @@ struct ParsedFile {
 [[nodiscard]] std::optional<std::string> header_problem(const FileHeader& h,
                                                         const Redundancy& scheme, int node,
                                                         int nodes);
-/// This node's redundancy file when it checks against the scheme; a damaged one is logged and
-/// counts as missing. Not collective (reads only the size and rank of `leaders`). Never throws
-/// beyond std::bad_alloc.
+/// Why `header` was not made for `binding` (another step, another run, or from archives other
+/// than those the level recorded), or std::nullopt. Never throws beyond std::bad_alloc.
+[[nodiscard]] std::optional<std::string> binding_problem(const FileHeader& header,
+                                                         const Binding& binding);
+/// This node's redundancy file when it checks against the scheme and `binding`; a damaged,
+/// stale or foreign one is logged and counts as missing. Not collective (reads only the size
+/// and rank of `leaders`). Never throws beyond std::bad_alloc.
 [[nodiscard]] std::optional<ParsedFile> valid_file(std::optional<std::span<const std::byte>> file,
-                                                   const Redundancy& scheme, const Comm& leaders);
+                                                   const Redundancy& scheme, const Binding& binding,
+                                                   const Comm& leaders);
 
 }  // namespace cairn::levels
