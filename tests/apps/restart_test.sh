@@ -19,6 +19,10 @@
 #   levels    a run with a node-local level (--local-dir) is killed, one simulated node's
 #             local files are wiped, and the restart rebuilds them from the other nodes'
 #             copies and ends with the field of a run never interrupted;
+#   levels_grid  a run with a node-local level is killed before its newest local step reaches
+#             the root; restarts under other process grids (and, at 4 ranks, with 2 ranks per
+#             node) are served by the local level, cells exchanged between nodes, and end with
+#             the field of a run never interrupted;
 #   late_signal  SIGUSR1 sent again and again once heat2d printed that it finished (1 rank,
 #             no mpiexec): it still exits 0.
 set -uo pipefail
@@ -232,6 +236,45 @@ levels)
     expect fewer "restarted from step 60"
     expect fewer "read from the persistent"
   fi
+  ;;
+
+levels_grid)
+  # Saved as 1 x N (or 2 x 2) with every node holding its ranks' rows; the newest local step
+  # is not on the root, so only the local level can serve it.
+  for per_node in 1 2; do
+    [ "$per_node" -eq 2 ] && [ "$ranks" -lt 4 ] && continue
+    mkdir -p "rpn$per_node" && cd "rpn$per_node" || fail "cannot enter rpn$per_node"
+    level=(--local-dir "local{node}" --persistent-every 100 --ranks-per-node "$per_node"
+      --redundancy none)
+    saved_grid=(--px 1 --py "$ranks")
+    [ "$ranks" -eq 4 ] && saved_grid=(--px 2 --py 2)
+    heat reference40 0 reference40 40 --quiet --output reference40.bin
+    heat reference50 0 reference50 50 --quiet --output reference50.bin
+    "$mpiexec" -n "$ranks" "${flags[@]}" "$heat2d" --nx 48 --ny 40 --steps 40 --save-every 10 \
+      --format posix --checkpoint-dir root "${level[@]}" "${saved_grid[@]}" \
+      --step-delay-ms 40 >killed.out 2>&1 &
+    launcher=$!
+    until [ -f local0/cairn-level/30.json ] || ! kill -0 "$launcher" 2>/dev/null; do
+      sleep 0.02
+    done
+    pkill -KILL -P "$launcher"
+    wait "$launcher"
+    [ -f local0/cairn-level/30.json ] || fail "the run ended before step 30 was saved locally"
+    [ -e root/30 ] && fail "step 30 reached the root before the kill"
+    # Restarted as N x 1 from local step 30, then as 1 x N from local step 40 (saved as N x 1).
+    from=30
+    for grid in "$ranks 1 40" "1 $ranks 50"; do
+      read -r px py steps <<<"$grid"
+      name="grid${px}x${py}"
+      heat "$name" 0 root "$steps" "${level[@]}" --px "$px" --py "$py" --output "$name.bin"
+      expect "$name" "restarted from step $from"
+      expect "$name" "read from the local"
+      [ "$ranks" -gt 1 ] && expect "$name" "exchanged between the nodes"
+      cmp -s "reference$steps.bin" "$name.bin" || fail "$name: the field differs from the reference"
+      from="$steps"
+    done
+    cd .. || fail "cannot leave rpn$per_node"
+  done
   ;;
 
 *)
