@@ -473,6 +473,57 @@ TEST(Levels, ARestartAtAnotherWorldSizeReadsThePersistentLevel) {
   }
 }
 
+TEST(Levels, AnotherLayoutsNewerStepsAreKeptUntilANewerStepIsSaved) {
+  Comm comm(MPI_COMM_WORLD);
+  ASSERT_GE(comm.size(), 2) << "registered at 2 and 4 ranks";
+  SharedTempDir tmp;
+  // Steps 10, 20 and 30 locally, 20 also on the root.
+  const auto opts = options(tmp, 1, LocalRedundancy::none(), 2, 3);
+  save_steps(comm, tmp, opts, {10, 20, 30});
+  const auto exists = [&](const std::string& relative) {
+    return std::filesystem::exists(tmp / relative);
+  };
+  EXPECT_TRUE(exists("root/20"));
+  EXPECT_FALSE(exists("root/30"));
+  {
+    // The ranks but the last restart alone: step 30 is another layout's, so the root's step
+    // 20 serves; the job then saves step 25.
+    MPI_Comm fewer_raw = MPI_COMM_NULL;
+    const bool member = comm.rank() < comm.size() - 1;
+    MPI_Comm_split(MPI_COMM_WORLD, member ? 0 : MPI_UNDEFINED, comm.rank(), &fewer_raw);
+    if (member) {
+      Comm fewer(fewer_raw);
+      MPI_Comm_free(&fewer_raw);
+      CheckpointManager mgr(fewer, tmp / "root", opts);
+      State state;
+      ArrayTree saved_shape;  // this rank's rows of the field the whole world saved
+      saved_shape.add_array("u", ArrayShard::host(state.values.data(), {kRows * comm.size(), kCols},
+                                                  Box{{kRows * fewer.rank(), 0}, {kRows, kCols}}));
+      ArrayTreeRestore target(saved_shape);
+      (void)mgr.restore(std::nullopt, &target);
+      EXPECT_EQ(mgr.last_restore().step, 20);
+      EXPECT_EQ(mgr.last_restore().level, "persistent");
+      EXPECT_TRUE(state.holds(20));
+      state.fill(25);
+      EXPECT_TRUE(mgr.save(25, ArrayTreeSave(state.tree(fewer))));
+      mgr.wait_until_finished();
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  // Node 0 still holds step 30 of the first layout (newer than 25), not its older steps.
+  EXPECT_TRUE(exists("local0/30/COMMITTED"));
+  EXPECT_TRUE(exists("local0/cairn-level/30.json"));
+  EXPECT_TRUE(exists("local0/25/COMMITTED"));
+  EXPECT_FALSE(exists("local0/10"));
+  EXPECT_FALSE(exists("local0/cairn-level/10.json"));
+  // The first layout restarts from its cached step 30, bit for bit.
+  CheckpointManager mgr(comm, tmp / "root", opts);
+  const State state = restore_latest(comm, mgr);
+  EXPECT_EQ(mgr.last_restore().step, 30);
+  EXPECT_EQ(mgr.last_restore().level, "local");
+  EXPECT_TRUE(state.holds(30));
+}
+
 TEST(Levels, PacedDrainsPreemptionDrainsAndRetentionOfBothLevels) {
   Comm comm(MPI_COMM_WORLD);
   SharedTempDir tmp;

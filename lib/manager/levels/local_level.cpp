@@ -264,8 +264,26 @@ std::optional<LocalLevel::Record> LocalLevel::read_record(std::int64_t step) con
   }
 }
 
+std::optional<std::string> LocalLevel::other_layout(std::int64_t step) const {
+  try {
+    const boost::json::value json =
+        boost::json::parse(base::read_small_file(record_path(step), 64 * 1024));
+    const auto& object = json.as_object();
+    if (object.at("format").as_string() != kRecordFormat) return std::nullopt;
+    return fmt::format(
+        "it was saved by {} ranks on nodes of {} ranks (this job: {} ranks on "
+        "nodes of {})",
+        boost::json::serialize(object.at("world_size")),
+        boost::json::serialize(object.at("node_sizes")), world_.size(),
+        fmt::join(layout_.node_sizes, ","));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
 void LocalLevel::scan() {
   boost::json::array mine;
+  std::map<std::int64_t, std::string> others;
   world_.run_all(fmt::format("local level: listing '{}':", directory_.string()), [&] {
     if (!layout_.leader()) return;
     for (const auto& entry : std::filesystem::directory_iterator(directory_ / kLevelFolder)) {
@@ -275,9 +293,13 @@ void LocalLevel::scan() {
       if (!step) continue;
       if (const auto record = read_record(*step)) {
         mine.push_back(boost::json::array{record->step, record->time_ns});
+      } else if (auto why = other_layout(*step)) {
+        others.emplace(*step, std::move(*why));
       }
     }
   });
+  other_layouts_.clear();
+  for (const auto& [step, why] : others) other_layouts_.push_back(step);
   std::set<std::int64_t> steps;
   times_.clear();
   for (const auto& node : world_.allgather_json(mine)) {
@@ -288,6 +310,16 @@ void LocalLevel::scan() {
     }
   }
   steps_.assign(steps.begin(), steps.end());
+  // A newer step of another layout is not used by this job, and not removed before this job
+  // holds a newer one (retain()).
+  for (const auto& [step, why] : others) {
+    if (steps_.empty() || step > steps_.back()) {
+      base::log::warn("level.step_skipped",
+                      "node={} step={} why=\"{}; kept until a newer step is "
+                      "saved\"",
+                      layout_.node, step, why);
+    }
+  }
 }
 
 void LocalLevel::ensure_checkpointer(const std::shared_ptr<CheckpointHandler>& handler) {
@@ -502,12 +534,24 @@ void LocalLevel::retain() {
   world_.run_all(fmt::format("local level: removing old steps from '{}':", directory_.string()),
                  [&] {
                    if (!layout_.leader()) return;
-                   for (const std::int64_t step : doomed) {
+                   std::vector<std::int64_t> doomed_here = doomed;
+                   std::vector<std::int64_t> kept_here = kept;
+                   // Another layout's steps go once this job holds a newer step.
+                   std::vector<std::int64_t> others;
+                   for (const std::int64_t step : other_layouts_) {
+                     const bool newer_held = !kept.empty() && kept.back() > step;
+                     if (std::binary_search(kept.begin(), kept.end(), step)) continue;
+                     (newer_held ? doomed_here : others).push_back(step);
+                   }
+                   other_layouts_ = others;
+                   kept_here.insert(kept_here.end(), others.begin(), others.end());
+                   std::sort(kept_here.begin(), kept_here.end());
+                   for (const std::int64_t step : doomed_here) {
                      // The record goes first: a step half removed is never one.
                      std::filesystem::remove(record_path(step));
                      std::filesystem::remove(copy_path(step));
                    }
-                   remove_unkept(kept);
+                   remove_unkept(kept_here);
                  });
   for (const std::int64_t step : doomed) times_.erase(step);
   steps_ = kept;

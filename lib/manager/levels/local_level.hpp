@@ -99,7 +99,9 @@ class LocalLevel {
       const CheckpointArgs* args, std::string& why);
 
   /// Keeps the newest LocalLevelOptions::keep steps on every node and removes the others
-  /// (records first, so that a half-removed step is never one). Throws IoError on every rank.
+  /// (records first, so that a half-removed step is never one). Steps that a job of another
+  /// layout (world size, node sizes) recorded are kept until this job holds a newer step.
+  /// Throws IoError on every rank.
   void retain();
 
  private:
@@ -125,6 +127,9 @@ class LocalLevel {
                                 std::vector<std::optional<std::uint64_t>> archives) const;
   [[nodiscard]] bool repair(std::int64_t step, std::vector<int>& rebuilt, std::string& why);
   void ensure_checkpointer(const std::shared_ptr<CheckpointHandler>& handler);
+  // Why the record of `step` on this node is of another layout, or std::nullopt when it is
+  // not a level record at all.
+  [[nodiscard]] std::optional<std::string> other_layout(std::int64_t step) const;
   // On a leader: removes the step directories of this node that are not `kept` (ascending).
   void remove_unkept(const std::vector<std::int64_t>& kept) const;
 
@@ -138,6 +143,8 @@ class LocalLevel {
   std::filesystem::path directory_;             // this node's
   std::unique_ptr<Checkpointer> checkpointer_;  // over the node's ranks
   std::vector<std::int64_t> steps_;
+  // On a leader: the steps this node holds for another layout, ascending.
+  std::vector<std::int64_t> other_layouts_;
   std::map<std::int64_t, std::int64_t> times_;  // step -> decision time (ns), where recorded
 };
 
