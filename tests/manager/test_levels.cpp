@@ -382,6 +382,58 @@ TEST(Levels, AStaleOrForeignCopyNeverRebuildsANode) {
   }
 }
 
+// Rank 0 models losing node `lost` and restarting with a spare appended to the host list:
+// every later node moves up one place and takes its own directory with it, and the last
+// place gets a fresh, empty directory.
+void lose_and_append_a_spare(const SharedTempDir& tmp, int lost, int nodes) {
+  if (cairn::testing::world_rank() == 0) {
+    const auto dir = [&](int node) { return tmp / ("local" + std::to_string(node)); };
+    ASSERT_GT(std::filesystem::remove_all(dir(lost)), 0u);
+    for (int node = lost + 1; node < nodes; ++node)
+      std::filesystem::rename(dir(node), dir(node - 1));
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+TEST(Levels, ALostNodeIsRebuiltOnASpareAppendedToTheHostList) {
+  Comm comm(MPI_COMM_WORLD);
+  for (const int per_node : layouts()) {
+    const int nodes = nodes_of(per_node);
+    if (nodes < 2) continue;
+    for (const auto redundancy : {LocalRedundancy::partner(), LocalRedundancy::xor_parity(nodes)}) {
+      const std::string what =
+          redundancy.describe() + ", " + std::to_string(per_node) + " ranks per node";
+      SharedTempDir tmp;
+      const auto opts = options(tmp, per_node, redundancy, 0);  // nothing persistent
+      save_steps(comm, tmp, opts, {1, 2, 3});
+      lose_and_append_a_spare(tmp, 0, nodes);
+      {
+        CheckpointManager mgr(comm, tmp / "root", opts);
+        const State state = restore_latest(comm, mgr);
+        EXPECT_EQ(mgr.last_restore().step, 3) << what;
+        EXPECT_EQ(mgr.last_restore().level, "local") << what;
+        EXPECT_EQ(mgr.last_restore().rebuilt_nodes, std::vector<int>{nodes - 1}) << what;
+        EXPECT_TRUE(state.holds(3)) << what;
+        // The next save and restore work in the new order.
+        State next;
+        next.fill(4);
+        EXPECT_TRUE(mgr.save(4, ArrayTreeSave(next.tree(comm))));
+        mgr.wait_until_finished();
+      }
+      // The parts found their nodes for good: no rebuild, and both steps restore exactly.
+      CheckpointManager mgr(comm, tmp / "root", opts);
+      State state = restore_latest(comm, mgr);
+      EXPECT_EQ(mgr.last_restore().step, 4) << what;
+      EXPECT_TRUE(state.holds(4)) << what;
+      ArrayTreeRestore target(state.tree(comm));
+      (void)mgr.restore(3, &target);
+      EXPECT_EQ(mgr.last_restore().level, "local") << what;
+      EXPECT_TRUE(mgr.last_restore().rebuilt_nodes.empty()) << what;
+      EXPECT_TRUE(state.holds(3)) << what;
+    }
+  }
+}
+
 TEST(Levels, WithoutRedundancyALostNodeFallsBackToThePersistentLevel) {
   Comm comm(MPI_COMM_WORLD);
   for (const int per_node : layouts()) {

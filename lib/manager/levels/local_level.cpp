@@ -214,7 +214,8 @@ Binding LocalLevel::binding(std::int64_t step,
   return {.step = step, .source = source_, .archives = std::move(archives)};
 }
 
-void LocalLevel::write_record(std::int64_t step, std::optional<std::uint64_t> archive_xxh3,
+void LocalLevel::write_record(std::int64_t step, int part,
+                              std::optional<std::uint64_t> archive_xxh3,
                               std::chrono::system_clock::time_point time,
                               const std::vector<std::optional<std::uint64_t>>& archives) const {
   boost::json::array sizes;
@@ -225,7 +226,7 @@ void LocalLevel::write_record(std::int64_t step, std::optional<std::uint64_t> ar
       {"version", kRecordVersion},
       {"step", step},
       {"world_size", world_.size()},
-      {"node", layout_.node},
+      {"node", part},
       {"node_sizes", std::move(sizes)},
       {"redundancy", options_.redundancy.describe()},
       {"time_ns",
@@ -242,14 +243,16 @@ std::optional<LocalLevel::Record> LocalLevel::read_record(std::int64_t step) con
     const auto& object = json.as_object();
     if (object.at("format").as_string() != kRecordFormat ||
         object.at("step").to_number<std::int64_t>() != step ||
-        object.at("world_size").to_number<int>() != world_.size() ||
-        object.at("node").to_number<int>() != layout_.node) {
+        object.at("world_size").to_number<int>() != world_.size()) {
       return std::nullopt;
     }
+    const int node = object.at("node").to_number<int>();
+    if (node < 0 || node >= layout_.nodes) return std::nullopt;
     std::vector<int> sizes;
     for (const auto& n : object.at("node_sizes").as_array()) sizes.push_back(n.to_number<int>());
     if (sizes != layout_.node_sizes) return std::nullopt;
     Record record{.step = step,
+                  .node = node,
                   .archive_xxh3 = std::nullopt,
                   .time_ns = object.at("time_ns").to_number<std::int64_t>()};
     if (const auto* sum = object.if_contains("archive_xxh3")) {
@@ -349,7 +352,7 @@ void LocalLevel::save(std::int64_t step, const std::shared_ptr<CheckpointHandler
     std::vector<std::optional<std::uint64_t>> archives;
     if (scheme_.kind != RedundancyKind::none) archives = place_copies(step, archive_xxh3);
     world_.run_all(fmt::format("recording local step {}:", step), [&] {
-      if (layout_.leader()) write_record(step, archive_xxh3, time, archives);
+      if (layout_.leader()) write_record(step, layout_.node, archive_xxh3, time, archives);
     });
   } catch (...) {
     if (layout_.leader()) {
@@ -391,12 +394,60 @@ std::vector<std::optional<std::uint64_t>> LocalLevel::place_copies(
   return archives;
 }
 
-bool LocalLevel::repair(std::int64_t step, std::vector<int>& rebuilt, std::string& why) {
+LocalLevel::Parts LocalLevel::assign_parts(std::int64_t step) {
+  Parts parts{.part = layout_.node};
+  world_.run_all(fmt::format("matching the parts of local step {} to the nodes:", step), [&] {
+    if (!layout_.leader()) return;
+    const std::optional<Record> record = read_record(step);
+    const auto held =
+        layout_.leaders->allgather(static_cast<std::int64_t>(record ? record->node : -1));
+    const auto nodes = static_cast<std::size_t>(layout_.nodes);
+    const auto size_of = [&](std::size_t n) { return layout_.node_sizes[n]; };
+    // A part stays with the first node that records it (and has its number of ranks); a part
+    // that no node holds goes to the first node holding none, of its number of ranks.
+    std::vector<int> node_of(nodes, -1);
+    std::vector<bool> placed(nodes, false);
+    for (std::size_t n = 0; n < nodes; ++n) {
+      const std::int64_t p = held[n];
+      if (p < 0 || node_of[static_cast<std::size_t>(p)] >= 0 ||
+          size_of(static_cast<std::size_t>(p)) != size_of(n)) {
+        continue;
+      }
+      node_of[static_cast<std::size_t>(p)] = static_cast<int>(n);
+      placed[n] = true;
+    }
+    for (std::size_t p = 0; p < nodes; ++p) {
+      if (node_of[p] >= 0) continue;
+      for (std::size_t n = 0; n < nodes; ++n) {
+        if (placed[n] || size_of(n) != size_of(p)) continue;
+        node_of[p] = static_cast<int>(n);
+        placed[n] = true;
+        break;
+      }
+    }
+    bool in_order = true;
+    for (std::size_t p = 0; p < nodes; ++p) {
+      if (node_of[p] == layout_.node) parts.part = static_cast<int>(p);
+      in_order = in_order && node_of[p] == static_cast<int>(p);
+    }
+    parts.node_of = node_of;
+    if (in_order) return;
+    parts.ordered.emplace(reorder_leaders(*layout_.leaders, parts.part));
+    base::log::info("level.parts_moved", "step={} node={} part={}", step, layout_.node, parts.part);
+  });
+  return parts;
+}
+
+bool LocalLevel::repair(std::int64_t step, const Parts& parts, std::vector<int>& rebuilt,
+                        std::string& why) {
   const auto dir = step_dir(step);
+  const Comm* leaders =
+      layout_.leader() ? (parts.ordered ? &*parts.ordered : &*layout_.leaders) : nullptr;
   boost::json::object verdict;  // what node 0's leader (world rank 0) decided, for every rank
   world_.run_all(fmt::format("checking local step {}:", step), [&] {
     if (!layout_.leader()) return;
-    const std::optional<Record> record = read_record(step);
+    std::optional<Record> record = read_record(step);
+    if (record && record->node != parts.part) record.reset();  // another part: not this one
     std::error_code ec;
     const bool present = std::filesystem::exists(dir / "COMMITTED", ec);
     if (scheme_.kind == RedundancyKind::none) {
@@ -407,7 +458,7 @@ bool LocalLevel::repair(std::int64_t step, std::vector<int>& rebuilt, std::strin
     std::vector<std::optional<std::uint64_t>> archives;
     const boost::json::array mine =
         record ? checksums_to_json(record->archives) : boost::json::array{};
-    for (const auto& node : layout_.leaders->allgather_json(mine)) {
+    for (const auto& node : leaders->allgather_json(mine)) {
       if (archives.empty()) archives = checksums_from_json(node.as_array());
     }
     std::optional<ArchiveBytes> archive;
@@ -416,8 +467,8 @@ bool LocalLevel::repair(std::int64_t step, std::vector<int>& rebuilt, std::strin
         archive = map_directory(dir);
         if (archive->checksum() != *record->archive_xxh3) archive.reset();
       } catch (const Error& e) {
-        base::log::warn("level.damaged", "node={} step={} error=\"{}\"", layout_.node, step,
-                        e.what());
+        base::log::warn("level.damaged", "node={} part={} step={} error=\"{}\"", layout_.node,
+                        parts.part, step, e.what());
         archive.reset();
       }
     }
@@ -430,23 +481,25 @@ bool LocalLevel::repair(std::int64_t step, std::vector<int>& rebuilt, std::strin
       }
     }
     const RebuildOutcome outcome =
-        rebuild_lost(*layout_.leaders, scheme_, binding(step, archives),
-                     archive ? &*archive : nullptr, record ? record->archive_xxh3 : std::nullopt,
+        rebuild_lost(*leaders, scheme_, binding(step, archives), archive ? &*archive : nullptr,
+                     record ? record->archive_xxh3 : std::nullopt,
                      copy ? std::optional<std::span<const std::byte>>(copy->bytes()) : std::nullopt,
                      copy_path(step));
     verdict["recoverable"] = outcome.recoverable;
     verdict["why"] = outcome.why;
-    boost::json::array nodes;
-    for (const int n : outcome.rebuilt_nodes) nodes.emplace_back(n);
+    boost::json::array nodes;  // the nodes that received a rebuilt part
+    for (const int p : outcome.rebuilt_nodes) {
+      nodes.emplace_back(parts.node_of.at(static_cast<std::size_t>(p)));
+    }
     verdict["rebuilt"] = std::move(nodes);
     if (outcome.archive) {
       std::filesystem::remove_all(dir, ec);
       std::filesystem::remove_all(dir.string() + ".cairn-tmp", ec);
       unpack_directory(*outcome.archive, dir);
-      write_record(step, archive_checksum(*outcome.archive),
+      write_record(step, parts.part, archive_checksum(*outcome.archive),
                    time_of(step).value_or(std::chrono::system_clock::time_point{}), archives);
-      base::log::warn("level.rebuilt", "node={} step={} directory=\"{}\" from=\"{}\"", layout_.node,
-                      step, dir.string(), options_.redundancy.describe());
+      base::log::warn("level.rebuilt", "node={} part={} step={} directory=\"{}\" from=\"{}\"",
+                      layout_.node, parts.part, step, dir.string(), options_.redundancy.describe());
     }
   });
   if (scheme_.kind == RedundancyKind::none) {
@@ -478,7 +531,8 @@ std::optional<LocalLevel::Restored> LocalLevel::restore(
         handler_for,
     const CheckpointArgs* args, std::string& why) {
   Restored restored;
-  if (!repair(step, restored.rebuilt_nodes, why)) return std::nullopt;
+  const Parts parts = assign_parts(step);
+  if (!repair(step, parts, restored.rebuilt_nodes, why)) return std::nullopt;
   const auto dir = step_dir(step);
   std::string failure;
   try {

@@ -107,6 +107,7 @@ class LocalLevel {
  private:
   struct Record {
     std::int64_t step = 0;
+    int node = 0;  // the node that saved this part of the step: the part's number
     std::optional<std::uint64_t> archive_xxh3;
     std::int64_t time_ns = 0;
     // Every node's archive checksum of the step, as the nodes shared them when it was saved.
@@ -115,7 +116,7 @@ class LocalLevel {
   [[nodiscard]] std::filesystem::path record_path(std::int64_t step) const;
   [[nodiscard]] std::filesystem::path copy_path(std::int64_t step) const;
   [[nodiscard]] std::optional<Record> read_record(std::int64_t step) const;
-  void write_record(std::int64_t step, std::optional<std::uint64_t> archive_xxh3,
+  void write_record(std::int64_t step, int part, std::optional<std::uint64_t> archive_xxh3,
                     std::chrono::system_clock::time_point time,
                     const std::vector<std::optional<std::uint64_t>>& archives) const;
   // On the leaders: places this node's copies of `step` and returns every node's archive
@@ -125,7 +126,19 @@ class LocalLevel {
   // The binding of the redundancy files of `step` with the recorded archive checksums.
   [[nodiscard]] Binding binding(std::int64_t step,
                                 std::vector<std::optional<std::uint64_t>> archives) const;
-  [[nodiscard]] bool repair(std::int64_t step, std::vector<int>& rebuilt, std::string& why);
+  // Which part of a step (the number of the node that saved it) each node holds, or takes in
+  // place of a lost one: parts are matched to nodes by what the node directories record, not
+  // by position, so that a job restarted with its nodes in another order (a spare anywhere in
+  // the host list) finds them. Meaningful on the leaders.
+  struct Parts {
+    int part = 0;                      // this node's part
+    std::vector<int> node_of = {};     // part -> the node that holds it or takes its place
+    std::optional<Comm> ordered = {};  // the leaders ordered by part, when not node order
+  };
+  // Assigns the parts of `step`. Collective over the world.
+  [[nodiscard]] Parts assign_parts(std::int64_t step);
+  [[nodiscard]] bool repair(std::int64_t step, const Parts& parts, std::vector<int>& rebuilt,
+                            std::string& why);
   void ensure_checkpointer(const std::shared_ptr<CheckpointHandler>& handler);
   // Why the record of `step` on this node is of another layout, or std::nullopt when it is
   // not a level record at all.

@@ -78,4 +78,14 @@ NodeLayout split_nodes(const Comm& world, int ranks_per_node) {
   return layout;
 }
 
+Comm reorder_leaders(const Comm& leaders, int key) {
+  // The split below has no deadline: every leader shows up here first.
+  leaders.agree({.operation = "local level: ordering the nodes by the parts they hold"});
+  MPI_Comm raw = MPI_COMM_NULL;
+  detail::check_mpi(MPI_Comm_split(leaders.get(), 0, key, &raw), "MPI_Comm_split (parts)");
+  Comm ordered(raw, CommOptions{.barrier_timeout = leaders.options().barrier_timeout});
+  MPI_Comm_free(&raw);
+  return ordered;
+}
+
 }  // namespace cairn::levels

@@ -39,4 +39,10 @@ struct NodeLayout {
 /// Throws IoError when MPI fails.
 [[nodiscard]] NodeLayout split_nodes(const Comm& world, int ranks_per_node);
 
+/// The leaders of `leaders` ordered by `key` (distinct on every leader): the leader of the
+/// smallest key gets rank 0. Collective over `leaders`; the leaders first agree, so that a
+/// leader that makes another call is an error rather than a hang. Throws CollectiveMismatch,
+/// TimeoutError, IoError when MPI fails.
+[[nodiscard]] Comm reorder_leaders(const Comm& leaders, int key);
+
 }  // namespace cairn::levels
