@@ -5,6 +5,7 @@
 #pragma once
 
 #include <boost/json/object.hpp>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -130,10 +131,17 @@ struct RootLock {
   std::string slurm_job_id = {};    ///< Slurm job of the holder; empty outside Slurm
   /// Whether the holder still runs, judged as a CheckpointManager judges it before taking the
   /// lock over: false when the holder ran on this host and its process is gone (or its pid
-  /// now belongs to a newer process) and when the file is damaged (a lock is written whole
-  /// and then linked, so a damaged one is no running job's), true when that process runs,
-  /// std::nullopt when it cannot be told here (another host, an unreadable file).
+  /// now belongs to a newer process), when its lease expired (see `lease`) and when the file
+  /// is damaged (a lock is written whole and then linked, so a damaged one is no running
+  /// job's), true when that process runs, std::nullopt when it cannot be told here (another
+  /// host within its lease, an unreadable file).
   std::optional<bool> alive = {};
+  /// The lease the holder renews the lock within (CheckpointManagerOptions::lock_lease); 0 for
+  /// a lock written without one. A lock not renewed (its file's modification time) for longer
+  /// than its lease is stale from any host: `alive` is then false.
+  std::chrono::seconds lease = {};
+  /// Seconds since the holder last renewed the lock (by this host's clock).
+  double seconds_since_renewal = 0;
   std::string text = {};     ///< the file's content as read (at most 64 KiB)
   std::string problem = {};  ///< why the file could not be read or parsed; empty when sound
 };

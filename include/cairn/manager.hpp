@@ -33,6 +33,9 @@ namespace cairn {
 namespace levels {
 class LocalLevel;
 }  // namespace levels
+namespace manager {
+class LockRenewal;
+}  // namespace manager
 
 /// A forced save of a step that already exists (Orbax StepAlreadyExistsError). Replacing a step
 /// through the manager is delete_step() then save(). An InvalidArgument, so that code catching
@@ -133,6 +136,12 @@ struct CheckpointManagerOptions {
   /// cleaned up or quarantined. metadata() returns what is on disk, or the metadata this
   /// manager was given when the root has no cairn-root.json.
   bool read_only = false;
+  /// The lease of the root's lock (cairn.lock): the primary renews the lock every quarter of
+  /// it, from a thread that calls no MPI, and a lock not renewed for this long is stale from
+  /// any host, so a job on other hosts takes it over (with a warning naming the old holder)
+  /// after the host of a primary died. A live job, on any host, is never taken over. At least
+  /// one second.
+  std::chrono::seconds lock_lease{60};
   /// Write cairn-root.json when the root has none (Orbax save_root_metadata). Off: nothing is
   /// written, and on a root without that file metadata() returns an empty object, as Orbax's
   /// metadata() does (a read_only manager: see read_only).
@@ -528,6 +537,8 @@ class CheckpointManager {
   LevelRestore last_restore_;
   bool closed_ = false;
   bool locked_ = false;
+  // Renews the lock while it is held (CheckpointManagerOptions::lock_lease).
+  std::unique_ptr<manager::LockRenewal> lock_renewal_;
 };
 
 }  // namespace cairn

@@ -117,8 +117,9 @@ void CheckpointManager::open_root() {
       }
     }
     if (options_.read_only) return;
-    manager::acquire_lock(root_);
+    manager::acquire_lock(root_, options_.lock_lease);
     locked_ = true;
+    lock_renewal_ = std::make_unique<manager::LockRenewal>(root_, options_.lock_lease);
     if (!has_root_file && options_.save_root_metadata) {
       // Written once: a later manager on the same root keeps it.
       base::write_file_durably(file, boost::json::serialize(given_root_metadata()));
@@ -575,6 +576,7 @@ void CheckpointManager::close() {
   closed_ = true;
   for (auto& deleter : deleters_) deleter.join();
   deleters_.clear();
+  lock_renewal_.reset();
   if (locked_) manager::release_lock(root_);
   locked_ = false;
   // The checkpointer closes the handler (Orbax's manager closes its checkpointer). A failure

@@ -18,6 +18,10 @@ void validate_options(const CheckpointManagerOptions& options) {
           "written whole");
     }
   }
+  if (options.lock_lease < std::chrono::seconds(1)) {
+    throw InvalidArgument(
+        fmt::format("lock_lease must be at least 1 s, not {} s", options.lock_lease.count()));
+  }
   if (options.save_interval_steps < 0) {
     throw InvalidArgument(fmt::format("save_interval_steps must not be negative, not {}",
                                       options.save_interval_steps));

@@ -106,7 +106,7 @@ std::vector<std::filesystem::path> leftover_paths(const std::filesystem::path& r
   return out;
 }
 
-void acquire_lock(const std::filesystem::path& root) {
+void acquire_lock(const std::filesystem::path& root, std::chrono::seconds lease) {
   const auto file = root / kLockFile;
   const std::string host = host_name();
   const std::string job = slurm_job_id();
@@ -117,7 +117,8 @@ void acquire_lock(const std::filesystem::path& root) {
   const boost::json::object lock = {{"host", host},
                                     {"pid", static_cast<std::int64_t>(::getpid())},
                                     {"start_time", self ? self->start_time : std::string()},
-                                    {"slurm_job_id", job}};
+                                    {"slurm_job_id", job},
+                                    {"lease_seconds", static_cast<std::int64_t>(lease.count())}};
   const auto mine_file = root / fmt::format("{}.{}-{}.new", kLockFile, host, ::getpid());
   base::write_file_durably(mine_file, boost::json::serialize(lock));
   struct RemoveMine {
@@ -151,11 +152,50 @@ void acquire_lock(const std::filesystem::path& root) {
           held->slurm_job_id.empty() ? std::string() : ", Slurm job " + held->slurm_job_id,
           file.string()));
     }
-    base::log::info("manager.lock_taken_over", "path=\"{}\" host={} pid={}{}", file.string(),
-                    held->host, held->pid,
-                    held->problem.empty() ? std::string() : " problem=\"" + held->problem + "\"");
+    if (!same_job && !mine && held->lease.count() > 0 &&
+        held->seconds_since_renewal > static_cast<double>(held->lease.count())) {
+      base::log::warn(
+          "manager.lock_taken_over",
+          "path=\"{}\" host={} pid={}{} why=\"not renewed for {:.0f} s, longer than "
+          "its lease of {} s\"",
+          file.string(), held->host, held->pid,
+          held->slurm_job_id.empty() ? std::string() : " slurm_job_id=" + held->slurm_job_id,
+          held->seconds_since_renewal, held->lease.count());
+    } else {
+      base::log::info("manager.lock_taken_over", "path=\"{}\" host={} pid={}{}", file.string(),
+                      held->host, held->pid,
+                      held->problem.empty() ? std::string() : " problem=\"" + held->problem + "\"");
+    }
   }
   std::filesystem::rename(mine_file, file);
+}
+
+LockRenewal::LockRenewal(std::filesystem::path root, std::chrono::seconds lease) {
+  const auto every = std::max(std::chrono::milliseconds(lease) / 4, std::chrono::milliseconds(50));
+  thread_ = std::thread([this, root = std::move(root), every] {
+    const auto file = root / kLockFile;
+    std::unique_lock lock(mutex_);
+    while (!stop_signal_.wait_for(lock, every, [this] { return stop_; })) {
+      try {
+        // Renewed only while it is this process's lock.
+        const auto held = read_root_lock(root);
+        if (!held || held->pid != ::getpid() || held->host != host_name()) continue;
+        std::filesystem::last_write_time(file, std::filesystem::file_time_type::clock::now());
+      } catch (const std::exception& e) {
+        base::log::warn("manager.lock_renewal_failed", "path=\"{}\" error=\"{}\"", file.string(),
+                        e.what());
+      }
+    }
+  });
+}
+
+LockRenewal::~LockRenewal() {
+  {
+    const std::scoped_lock lock(mutex_);
+    stop_ = true;
+  }
+  stop_signal_.notify_all();
+  if (thread_.joinable()) thread_.join();
 }
 
 void release_lock(const std::filesystem::path& root) noexcept {
@@ -460,9 +500,22 @@ std::optional<RootLock> read_root_lock(const std::filesystem::path& root) {
   lock.host = text("host");
   lock.slurm_job_id = text("slurm_job_id");
   if (const auto* v = o->if_contains("pid"); v && v->is_int64()) lock.pid = v->get_int64();
+  if (const auto* v = o->if_contains("lease_seconds"); v && v->is_int64() && v->get_int64() > 0) {
+    lock.lease = std::chrono::seconds(v->get_int64());
+  }
+  const auto renewed = std::filesystem::last_write_time(lock.file, ec);
+  if (!ec) {
+    lock.seconds_since_renewal =
+        std::chrono::duration<double>(std::filesystem::file_time_type::clock::now() - renewed)
+            .count();
+  }
   // The judgement acquire_lock() makes before taking a lock over.
   if (!lock.host.empty() && lock.host == manager::host_name() && lock.pid > 0) {
     lock.alive = !manager::process_gone(lock.pid, text("start_time"));
+  }
+  if (lock.alive != std::optional<bool>(false) && lock.lease.count() > 0 && !ec &&
+      lock.seconds_since_renewal > static_cast<double>(lock.lease.count())) {
+    lock.alive = false;  // not renewed within its lease: its job is gone, from any host
   }
   return lock;
 }

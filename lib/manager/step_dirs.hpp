@@ -4,11 +4,15 @@
 
 #include <boost/json/object.hpp>
 #include <cairn/checkpoint_root.hpp>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <filesystem>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 namespace cairn::manager {
@@ -48,10 +52,29 @@ inline constexpr const char* kQuarantineInfix = ".damaged-";
 [[nodiscard]] std::vector<std::filesystem::path> leftover_paths(const std::filesystem::path& root);
 
 /// Takes the root lock for this job: creates cairn.lock with the job's identity (host, pid,
-/// SLURM_JOB_ID). An existing lock of the same job (same Slurm job id, or same host and a
-/// process that is gone) is taken over. Not collective (the primary calls it). Throws
+/// SLURM_JOB_ID) and `lease`. An existing lock of the same job (same Slurm job id, or same
+/// host and a process that is gone) is taken over, and so is one whose lease expired (from any
+/// host, with a warning naming the old holder). Not collective (the primary calls it). Throws
 /// InvalidArgument naming the holder when another job holds the lock.
-void acquire_lock(const std::filesystem::path& root);
+void acquire_lock(const std::filesystem::path& root, std::chrono::seconds lease);
+
+/// Renews the lock of `root` that this process holds (its modification time) every quarter of
+/// `lease`, from a thread of its own that calls no MPI, until destroyed; a lock no longer
+/// this process's is left alone. Not collective. Construction throws only std::system_error
+/// (no thread); a failed renewal is logged.
+class LockRenewal {
+ public:
+  LockRenewal(std::filesystem::path root, std::chrono::seconds lease);
+  ~LockRenewal();
+  LockRenewal(const LockRenewal&) = delete;
+  LockRenewal& operator=(const LockRenewal&) = delete;
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable stop_signal_;
+  bool stop_ = false;
+  std::thread thread_;
+};
 /// Removes the lock if this process holds it. Not collective; never throws.
 void release_lock(const std::filesystem::path& root) noexcept;
 

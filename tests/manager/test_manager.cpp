@@ -9,6 +9,7 @@
 #include <boost/json.hpp>
 #include <csignal>
 #include <fstream>
+#include <thread>
 
 #include "support/test_support.hpp"
 
@@ -277,6 +278,55 @@ TEST(Manager, ALockOfAnotherJobIsAClearError) {
   }
   // A read-only manager needs no lock.
   EXPECT_NO_THROW(CheckpointManager(comm, tmp.path(), {.read_only = true}));
+}
+
+// The host of a primary died: its lock is no longer renewed and, once its lease is over, a job
+// on any host takes it over; a lock renewed within its lease is never taken over.
+TEST(Manager, ALockOfAnotherHostIsTakenOverOnlyWhenItsLeaseExpired) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  const auto lock_file = tmp / "cairn.lock";
+  const auto write_lock =
+      [&](std::chrono::seconds age) {
+        if (comm.is_primary()) {
+          std::ofstream(lock_file)
+              << R"({"host":"elsewhere","pid":1,"slurm_job_id":"999","lease_seconds":5})";
+          std::filesystem::last_write_time(lock_file,
+                                           std::filesystem::file_time_type::clock::now() - age);
+        }
+        comm.barrier("lock made");
+      };
+  // The lock is read by the primary, which holds it; the others wait at each barrier.
+  write_lock(std::chrono::seconds(0));
+  EXPECT_THROW(CheckpointManager(comm, tmp.path()), InvalidArgument);
+  if (comm.is_primary()) {
+    EXPECT_FALSE(read_root_lock(tmp.path())->alive.has_value());
+  }
+  comm.barrier("lock judged");
+  write_lock(std::chrono::hours(1));
+  if (comm.is_primary()) {
+    EXPECT_EQ(read_root_lock(tmp.path())->alive, std::optional<bool>(false));
+  }
+  {
+    CheckpointManager manager(comm, tmp.path(), {.lock_lease = std::chrono::seconds(1)});
+    if (comm.is_primary()) {
+      const auto held = read_root_lock(tmp.path());
+      ASSERT_TRUE(held.has_value());
+      EXPECT_EQ(held->pid, ::getpid());
+      EXPECT_EQ(held->lease, std::chrono::seconds(1));
+      // The primary renews it while the manager is open.
+      const auto taken = std::filesystem::last_write_time(lock_file);
+      bool renewed = false;
+      for (int i = 0; i < 600 && !renewed; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        renewed = std::filesystem::last_write_time(lock_file) > taken;
+      }
+      EXPECT_TRUE(renewed);
+    }
+    comm.barrier("renewal seen");
+  }
+  EXPECT_THROW(CheckpointManager(comm, tmp / "other", {.lock_lease = std::chrono::seconds(0)}),
+               InvalidArgument);
 }
 
 TEST(Multihost, RestoresTheNewestCommonStepAndDropsFutureSteps) {
