@@ -155,7 +155,7 @@ std::string step_summary(const Checkpoint& ckpt) {
 }
 
 bool is_checkpoint_dir(const fs::path& path) {
-  return cairn::is_checkpoint_directory(path) ||
+  return cairn::looks_like_checkpoint_directory(path) ||
          path.filename().string().ends_with(cairn::kTmpSuffix);
 }
 
@@ -196,6 +196,24 @@ std::string not_a_root(const fs::path& path) {
       "'{}' is not a cairn root: it holds no cairn-root.json and no step directory (a "
       "directory with a step's name that holds {} or {})",
       path.string(), cairn::kStepMetadataFile, cairn::kCommitMarker);
+}
+
+std::string cairn_directory_holding(const fs::path& path, bool root_allowed, bool self_allowed) {
+  const auto in = cairn::enclosing_cairn_directory(path);
+  if (!in) return {};
+  if (in->is_given_path && self_allowed && in->kind != cairn::CairnDirectoryKind::temporary) {
+    return {};
+  }
+  switch (in->kind) {
+    case cairn::CairnDirectoryKind::checkpoint:
+      return fmt::format("the checkpoint '{}'", in->path.string());
+    case cairn::CairnDirectoryKind::temporary:
+      return fmt::format("'{}', a checkpoint being saved or deleted", in->path.string());
+    case cairn::CairnDirectoryKind::root:
+      return root_allowed ? std::string()
+                          : fmt::format("the checkpoint root '{}'", in->path.string());
+  }
+  return {};
 }
 
 std::uint64_t disk_bytes(const fs::path& path) {
