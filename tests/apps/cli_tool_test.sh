@@ -291,9 +291,9 @@ write_inside)
     [ "$(cat "$dir/notes.txt")" = precious ] || fail "convert --force replaced $dir"
   done
   # `gc` removes a step moved to a todelete_subdir; a user's directory there is no such step.
-  mkdir -p r/mine/run5 && echo precious >r/mine/run5/notes.txt && touch r/mine/run5/COMMITTED
+  mkdir -p r/mine/5 && echo precious >r/mine/5/notes.txt && touch r/mine/5/COMMITTED
   run gc-user 0 "$cairn" gc r
-  [ "$(cat r/mine/run5/notes.txt 2>/dev/null)" = precious ] || fail "gc removed r/mine/run5"
+  [ "$(cat r/mine/5/notes.txt 2>/dev/null)" = precious ] || fail "gc removed r/mine/5"
   rm -r r/mine
   # An export, forced or not, is refused in a checkpoint (a shard, any step, any item, through
   # a link) and in a root (its metadata, beside the steps).
