@@ -159,7 +159,17 @@ bool is_checkpoint_dir(const fs::path& path) {
          path.filename().string().ends_with(cairn::kTmpSuffix);
 }
 
+std::string permission_problem(const fs::path& path) {
+  std::error_code ec;
+  const auto status = fs::status(path, ec);
+  if (!ec && fs::is_directory(status)) fs::directory_iterator(path, ec);
+  if (ec != std::errc::permission_denied) return {};
+  return fmt::format("'{}': permission denied (this user may not read it, or a directory above it)",
+                     path.string());
+}
+
 std::string not_a_checkpoint(const fs::path& path) {
+  if (std::string denied = permission_problem(path); !denied.empty()) return denied;
   std::error_code ec;
   const auto status = fs::status(path, ec);
   if (!fs::exists(status)) return fmt::format("'{}' does not exist", path.string());
@@ -180,6 +190,7 @@ std::string not_a_checkpoint(const fs::path& path) {
 }
 
 std::string not_a_root(const fs::path& path) {
+  if (std::string denied = permission_problem(path); !denied.empty()) return denied;
   std::error_code ec;
   if (!fs::exists(path, ec)) return fmt::format("'{}' does not exist", path.string());
   if (!fs::is_directory(path, ec)) {

@@ -82,14 +82,19 @@ struct SaveCost {
 /// name ends in .cairn-tmp. Never throws.
 [[nodiscard]] bool is_checkpoint_dir(const std::filesystem::path& path);
 
-/// Why `path` cannot be read as one checkpoint, with a hint ("does not exist", "is a file",
-/// "is a checkpoint root: see `cairn ls`"), or an empty string when it is a checkpoint (or an
-/// item directory of one). Not collective; never throws beyond std::bad_alloc.
+/// "'P': permission denied ..." when this user may not read `path` (a directory it may not
+/// list, or a directory above it that it may not search), else an empty string. Not
+/// collective; never throws beyond std::bad_alloc.
+[[nodiscard]] std::string permission_problem(const std::filesystem::path& path);
+
+/// Why `path` cannot be read as one checkpoint, with a hint ("permission denied", "does not
+/// exist", "is a file", "is a checkpoint root: see `cairn ls`"), or an empty string when it
+/// is a checkpoint (or an item directory of one). Not collective; never throws beyond std::bad_alloc.
 [[nodiscard]] std::string not_a_checkpoint(const std::filesystem::path& path);
 
 /// Why `path` is not a checkpoint root (cairn::is_checkpoint_root() is false), with a hint:
-/// "does not exist", "is one checkpoint", "is an item", "holds no cairn-root.json and no step
-/// directory". Not collective; never throws beyond std::bad_alloc.
+/// "permission denied", "does not exist", "is one checkpoint", "is an item", "holds no
+/// cairn-root.json and no step directory". Not collective; never throws beyond std::bad_alloc.
 [[nodiscard]] std::string not_a_root(const std::filesystem::path& path);
 
 /// Where `path` lies when it is inside one of cairn's directories, as words for a message:

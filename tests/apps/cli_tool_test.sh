@@ -5,7 +5,7 @@
 # slices, statistics) in every format and on several ranks, checked against h5py and numpy.
 #
 #   cli_tool_test.sh CASE HEAT2D CAIRN MPIEXEC "MPIEXEC FLAGS" WORKDIR HAVE_HDF5
-# CASE: version json exit_codes locks convert_force write_inside progress dump dump_stats
+# CASE: version json exit_codes locks convert_force write_inside denied progress dump dump_stats
 #       compression aggregated incremental shipping_full_shm
 set -uo pipefail
 
@@ -271,6 +271,30 @@ convert_force)
   snapshot src | cmp -s - src.sums || fail "convert --force changed a file of the root src"
   snapshot user | cmp -s - user.sums || fail "convert --force changed the user's files"
   run verify-after 0 "$cairn" verify src-before
+  ;;
+
+denied)
+  # A path this user may not read is "permission denied", named, not "not a checkpoint" or
+  # "not a cairn root"; a missing one "does not exist" for verify as for the other commands.
+  simulate r 1 posix
+  run verify-missing 2 "$cairn" verify missing
+  expect verify-missing "'missing' does not exist"
+  # Root reads everything: the commands then run as nobody.
+  as_user=()
+  if [ "$(id -u)" -eq 0 ]; then
+    command -v setpriv >/dev/null || { echo "SKIP: root without setpriv"; exit 77; }
+    as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+  fi
+  mkdir hidden && cp -a r hidden/r
+  chmod 000 r/30 r/20 hidden
+  for args in "inspect r/30" "dump r/30 field/u" "verify r/30" "ls r/30" "ls hidden/r" \
+              "verify hidden/r" "inspect hidden/r/30" "gc hidden/r"; do
+    name="denied-$(echo "$args" | tr ' /' '__')"
+    run "$name" 2 "${as_user[@]}" "$cairn" $args
+    expect "$name" "permission denied"
+    reject "$name" "not a cairn"; reject "$name" "does not exist"
+  done
+  chmod 755 r/30 r/20 hidden
   ;;
 
 write_inside)
