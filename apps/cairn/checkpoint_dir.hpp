@@ -89,7 +89,8 @@ struct SaveCost {
 
 /// Why `path` cannot be read as one checkpoint, with a hint ("permission denied", "does not
 /// exist", "is a file", "is a checkpoint root: see `cairn ls`"), or an empty string when it
-/// is a checkpoint (or an item directory of one). Not collective; never throws beyond std::bad_alloc.
+/// is a checkpoint (or an item directory of one). Not collective; never throws beyond
+/// std::bad_alloc.
 [[nodiscard]] std::string not_a_checkpoint(const std::filesystem::path& path);
 
 /// Why `path` is not a checkpoint root (cairn::is_checkpoint_root() is false), with a hint:
