@@ -155,11 +155,21 @@ std::string step_summary(const Checkpoint& ckpt) {
 }
 
 bool is_checkpoint_dir(const fs::path& path) {
-  return cairn::is_checkpoint_directory(path) ||
+  return cairn::looks_like_checkpoint_directory(path) ||
          path.filename().string().ends_with(cairn::kTmpSuffix);
 }
 
+std::string permission_problem(const fs::path& path) {
+  std::error_code ec;
+  const auto status = fs::status(path, ec);
+  if (!ec && fs::is_directory(status)) fs::directory_iterator(path, ec);
+  if (ec != std::errc::permission_denied) return {};
+  return fmt::format("'{}': permission denied (this user may not read it, or a directory above it)",
+                     path.string());
+}
+
 std::string not_a_checkpoint(const fs::path& path) {
+  if (std::string denied = permission_problem(path); !denied.empty()) return denied;
   std::error_code ec;
   const auto status = fs::status(path, ec);
   if (!fs::exists(status)) return fmt::format("'{}' does not exist", path.string());
@@ -180,6 +190,7 @@ std::string not_a_checkpoint(const fs::path& path) {
 }
 
 std::string not_a_root(const fs::path& path) {
+  if (std::string denied = permission_problem(path); !denied.empty()) return denied;
   std::error_code ec;
   if (!fs::exists(path, ec)) return fmt::format("'{}' does not exist", path.string());
   if (!fs::is_directory(path, ec)) {
@@ -196,6 +207,24 @@ std::string not_a_root(const fs::path& path) {
       "'{}' is not a cairn root: it holds no cairn-root.json and no step directory (a "
       "directory with a step's name that holds {} or {})",
       path.string(), cairn::kStepMetadataFile, cairn::kCommitMarker);
+}
+
+std::string cairn_directory_holding(const fs::path& path, bool root_allowed, bool self_allowed) {
+  const auto in = cairn::enclosing_cairn_directory(path);
+  if (!in) return {};
+  if (in->is_given_path && self_allowed && in->kind != cairn::CairnDirectoryKind::temporary) {
+    return {};
+  }
+  switch (in->kind) {
+    case cairn::CairnDirectoryKind::checkpoint:
+      return fmt::format("the checkpoint '{}'", in->path.string());
+    case cairn::CairnDirectoryKind::temporary:
+      return fmt::format("'{}', a checkpoint being saved or deleted", in->path.string());
+    case cairn::CairnDirectoryKind::root:
+      return root_allowed ? std::string()
+                          : fmt::format("the checkpoint root '{}'", in->path.string());
+  }
+  return {};
 }
 
 std::uint64_t disk_bytes(const fs::path& path) {

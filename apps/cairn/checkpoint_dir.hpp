@@ -77,19 +77,34 @@ struct SaveCost {
 /// size, metrics and the problems found, one line each. Never throws beyond std::bad_alloc.
 [[nodiscard]] std::string step_summary(const Checkpoint& ckpt);
 
-/// Whether `path` looks like one checkpoint (rather than a root of several): it holds
-/// cairn-step.json or COMMITTED, or its name ends in .cairn-tmp. Never throws.
+/// Whether `path` looks like one checkpoint (rather than a root of several), for reading it:
+/// it holds cairn-step.json or COMMITTED (cairn::looks_like_checkpoint_directory()), or its
+/// name ends in .cairn-tmp. Never throws.
 [[nodiscard]] bool is_checkpoint_dir(const std::filesystem::path& path);
 
-/// Why `path` cannot be read as one checkpoint, with a hint ("does not exist", "is a file",
-/// "is a checkpoint root: see `cairn ls`"), or an empty string when it is a checkpoint (or an
-/// item directory of one). Not collective; never throws beyond std::bad_alloc.
+/// "'P': permission denied ..." when this user may not read `path` (a directory it may not
+/// list, or a directory above it that it may not search), else an empty string. Not
+/// collective; never throws beyond std::bad_alloc.
+[[nodiscard]] std::string permission_problem(const std::filesystem::path& path);
+
+/// Why `path` cannot be read as one checkpoint, with a hint ("permission denied", "does not
+/// exist", "is a file", "is a checkpoint root: see `cairn ls`"), or an empty string when it
+/// is a checkpoint (or an item directory of one). Not collective; never throws beyond
+/// std::bad_alloc.
 [[nodiscard]] std::string not_a_checkpoint(const std::filesystem::path& path);
 
 /// Why `path` is not a checkpoint root (cairn::is_checkpoint_root() is false), with a hint:
-/// "does not exist", "is one checkpoint", "is an item", "holds no cairn-root.json and no step
-/// directory". Not collective; never throws beyond std::bad_alloc.
+/// "permission denied", "does not exist", "is one checkpoint", "is an item", "holds no
+/// cairn-root.json and no step directory". Not collective; never throws beyond std::bad_alloc.
 [[nodiscard]] std::string not_a_root(const std::filesystem::path& path);
+
+/// Where `path` lies when it is inside one of cairn's directories, as words for a message:
+/// "the checkpoint 'P'", "the checkpoint root 'P'" or "'P', a checkpoint being saved or
+/// deleted" (cairn::enclosing_cairn_directory()); an empty string when it lies in none, or when
+/// `root_allowed` and the directory is a root, or when `self_allowed` and the directory is the
+/// checkpoint or root at `path` itself. Not collective; never throws beyond std::bad_alloc.
+[[nodiscard]] std::string cairn_directory_holding(const std::filesystem::path& path,
+                                                  bool root_allowed, bool self_allowed);
 
 /// Bytes of the files under `path` (0 for what cannot be read). Never throws.
 [[nodiscard]] std::uint64_t disk_bytes(const std::filesystem::path& path);

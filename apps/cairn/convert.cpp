@@ -137,9 +137,10 @@ cairn::Composite::Items read_items(const cairn::Comm& comm, const Checkpoint& sr
   return items;
 }
 
-// Why DST must not be written, or an empty string. --force replaces a cairn checkpoint and
-// nothing else: never the checkpoint being read, a directory above it, a root or a directory
-// of other files.
+// Why DST must not be written, or an empty string. Nothing is written inside a checkpoint.
+// --force replaces a cairn checkpoint (cairn::is_checkpoint_directory(), the strict judgement)
+// and nothing else: never the checkpoint being read, a directory above it, a root or a
+// directory of other files.
 std::string refused_destination(const std::filesystem::path& source,
                                 const std::filesystem::path& destination, bool force) {
   namespace fs = std::filesystem;
@@ -155,12 +156,24 @@ std::string refused_destination(const std::filesystem::path& source,
     return fmt::format("'{}' holds the checkpoint '{}' being converted; nothing was changed",
                        destination.string(), source.string());
   }
+  // A checkpoint written into another one would become part of it (and that one damaged).
+  if (const std::string in = cairn_directory_holding(destination, true, true); !in.empty()) {
+    return fmt::format(
+        "'{}' is inside {} (an item of a checkpoint, or a directory in one): a checkpoint is "
+        "never written inside another one, with --force or not; nothing was changed",
+        destination.string(), in);
+  }
   if (!fs::exists(fs::symlink_status(destination, ec))) return {};
   if (!force) {
     return fmt::format("'{}' already exists; pass --force to replace it", destination.string());
   }
   if (cairn::is_checkpoint_directory(destination)) return {};
-  std::string why = not_a_checkpoint(destination);
+  std::string why = cairn::looks_like_checkpoint_directory(destination)
+                        ? fmt::format(
+                              "'{}' is not a cairn checkpoint: its {} or {} is not one cairn "
+                              "wrote, or names files that are missing",
+                              destination.string(), cairn::kCommitMarker, cairn::kStepMetadataFile)
+                        : not_a_checkpoint(destination);
   if (why.empty()) {
     why = fmt::format("'{}' is an item of a checkpoint, not a checkpoint", destination.string());
   }

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <utility>
 
+#include "checkpoint_dir.hpp"
 #include "commands.hpp"
 
 namespace cairn_tool {
@@ -86,6 +87,14 @@ ExportFile::ExportFile(const cairn::Comm& comm, std::filesystem::path path, Expo
     : comm_(comm), path_(std::move(path)), format_(format), force_(force) {
   namespace fs = std::filesystem;
   const std::string why = on_primary(comm_, [&]() -> std::string {
+    // An export is data taken out: written into a checkpoint or a root, it could replace a
+    // shard or a metadata file, or become a file the checkpoint does not list.
+    if (const std::string in = cairn_directory_holding(path_, false, false); !in.empty()) {
+      return fmt::format(
+          "'{}' is inside {}: an export is never written inside a checkpoint or a checkpoint "
+          "root, with --force or not; nothing was written",
+          path_.string(), in);
+    }
     std::error_code ec;
     const fs::file_status status = fs::symlink_status(path_, ec);
     if (fs::is_directory(status)) {

@@ -36,9 +36,10 @@ enum class ExportFormat {
 /// rank goes on reading to the same end.
 class ExportFile {
  public:
-  /// Checks `path` on the primary rank and creates the temporary file: refuses a directory,
-  /// an existing file unless `force`, and a path that cannot be written, each with a message
-  /// naming the path. Collective; throws CommandError on every rank.
+  /// Checks `path` on the primary rank and creates the temporary file: refuses a path inside
+  /// a checkpoint or a checkpoint root (cairn::enclosing_cairn_directory()), with `force` or
+  /// not, a directory, an existing file unless `force`, and a path that cannot be written, each
+  /// with a message naming the path. Collective; throws CommandError on every rank.
   ExportFile(const cairn::Comm& comm, std::filesystem::path path, ExportFormat format, bool force);
   ~ExportFile();
   ExportFile(const ExportFile&) = delete;

@@ -111,6 +111,15 @@ void add_reading_commands(CLI::App& app, Options& o, Command& command) {
       "--raw", o.dump.raw,
       "Write the one chosen array leaf (or its --slice) to this file as raw little-endian "
       "bytes in C order (np.fromfile, MATLAB fread, ParaView's raw reader)");
+  // An empty name would read as no file at all: the whole array would go to stdout.
+  for (auto* file : {npy, raw}) {
+    file->check(
+        [](const std::string& name) {
+          return name.empty() ? std::string("the file name is empty: name the file to write")
+                              : std::string();
+        },
+        "FILE");
+  }
   npy->excludes(raw)->excludes(stats);
   raw->excludes(stats);
   dump_cmd->add_flag("--force", o.dump.force, "Replace an existing --npy or --raw file");

@@ -224,6 +224,12 @@ int run_verify(const cairn::Comm& comm, const VerifyOptions& options, JsonStream
   const std::filesystem::path target = options.target;
   const bool say = comm.is_primary() && !options.json;
   std::error_code ec;
+  if (const std::string denied = permission_problem(target); !denied.empty()) {
+    throw CommandError(denied);
+  }
+  if (!std::filesystem::exists(target, ec)) {
+    throw CommandError(fmt::format("'{}' does not exist", target.string()));
+  }
   if (!std::filesystem::is_directory(target, ec)) {
     throw CommandError(fmt::format("'{}' is not a directory", target.string()));
   }

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -70,6 +71,16 @@ cairn::PosixAggregation posix_files(const std::string& files, const std::string&
   return {.kind = Kind::count, .count = std::stoi(files), .writers = who};
 }
 
+// A finite number: CLI::Range lets NaN through, since every comparison with it is false.
+CLI::Validator finite_number() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const double value = std::strtod(text.c_str(), nullptr);
+        return std::isfinite(value) ? std::string() : "'" + text + "' is not a finite number";
+      },
+      "FINITE");
+}
+
 // Accepts a whole number of cells from 1 to heat2d::kMaxSide along one side of the field.
 CLI::Validator field_side(const char* what) {
   return CLI::Validator(
@@ -94,6 +105,7 @@ void add_options(CLI::App& app, Options& o) {
       ->check(field_side("rows"))
       ->capture_default_str();
   app.add_option("--alpha", o.problem.alpha, "Diffusion number dt*kappa/h^2 (stable up to 0.25)")
+      ->check(finite_number())
       ->check(CLI::Range(0.0, 0.25))
       ->capture_default_str();
   app.add_option("--steps", o.steps, "Step to run to (counting from the start of the run)")

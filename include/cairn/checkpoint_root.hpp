@@ -97,8 +97,9 @@ struct StepDirectory {
 /// `lib32` or `copy30`); `<name>.cairn-tmp` is incomplete, `<name>.cairn-deleting` and
 /// `<name>.cairn-old` are being deleted, a checkpoint named `<name>.damaged-<n>` is quarantined
 /// (its step is that of `<name>`), a `<name>` whose files cannot be read is unreadable, and
-/// the checkpoints (is_checkpoint_directory()) inside any other sub-directory of the root (a
-/// todelete_subdir) are being deleted. Reads cairn-root.json only. Not collective. Throws
+/// the checkpoints inside any other sub-directory of the root (a todelete_subdir; only those
+/// that is_checkpoint_directory() accepts, the strict judgement, since `cairn gc` removes them)
+/// are being deleted. Reads cairn-root.json only. Not collective. Throws
 /// NotFound when `root` is not a directory, IoError when it cannot be listed.
 [[nodiscard]] std::vector<StepDirectory> list_step_directories(const std::filesystem::path& root);
 
@@ -107,6 +108,38 @@ struct StepDirectory {
 /// the manager's allow_non_empty_root check and the `cairn` tool share. Not collective; never
 /// throws.
 [[nodiscard]] bool is_checkpoint_root(const std::filesystem::path& path) noexcept;
+
+/// What kind of cairn directory a path is or lies in (CairnDirectory::kind).
+enum class CairnDirectoryKind : std::uint8_t {
+  /// A checkpoint, committed or not, damaged or not (looks_like_checkpoint_directory(): it
+  /// holds COMMITTED or cairn-step.json): a step of a root, or a checkpoint of its own.
+  checkpoint,
+  /// A directory that cairn names as unfinished work: a save in progress (`*.cairn-tmp`), a
+  /// checkpoint being replaced (`*.cairn-old`) or a step being deleted (`*.cairn-deleting`).
+  temporary,
+  /// A checkpoint root: a directory holding the root metadata (cairn-root.json) or the lock
+  /// (cairn.lock) that a CheckpointManager writes there; a local level's node directory too.
+  root,
+};
+
+/// The cairn directory that a path is or lies in (enclosing_cairn_directory()).
+struct CairnDirectory {
+  CairnDirectoryKind kind = CairnDirectoryKind::checkpoint;  ///< what it is
+  std::filesystem::path path = {};  ///< the directory: absolute, symbolic links resolved
+  bool is_given_path = false;       ///< it is the path asked about, not a directory above it
+};
+
+/// Which cairn directory `path` is or lies in: the nearest checkpoint or temporary directory
+/// among `path` and the directories above it; when there is none, the nearest root; else
+/// std::nullopt. A checkpoint above wins over a nearer root, since whatever lies in a
+/// checkpoint becomes part of it (its verification fails, deleting it deletes the rest). The
+/// one judgement of every writer that must not write into a checkpoint: the manager's root
+/// and its local level directory, `cairn convert`'s destination and `cairn dump`'s export
+/// file (which is not written in a root either). `path` need not exist; symbolic links in the
+/// part that exists are followed, as a write would follow them. Not collective; never throws
+/// beyond std::bad_alloc.
+[[nodiscard]] std::optional<CairnDirectory> enclosing_cairn_directory(
+    const std::filesystem::path& path);
 
 /// Reads the root metadata (cairn-root.json) of the checkpoint root `root` and validates it
 /// as a CheckpointManager does: "format", "version", "step_prefix" and "world_size" must be

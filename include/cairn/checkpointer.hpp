@@ -37,9 +37,9 @@ inline constexpr const char* kTmpSuffix = ".cairn-tmp";
 struct CheckpointSaveOptions {
   /// Replace an existing checkpoint at the same path (otherwise an error). Only a directory
   /// that is_checkpoint_directory() accepts is replaced: any other file or directory at the
-  /// path (a checkpoint root, a directory of other files, a symbolic link) is an error and is
-  /// left as it is. The old checkpoint is moved aside until the new one is in place, and
-  /// moved back when that fails.
+  /// path (a checkpoint root, a directory of other files, one with a COMMITTED file that is
+  /// not a marker cairn wrote, a symbolic link) is an InvalidArgument and is left as it is. The old
+  /// checkpoint is moved aside until the new one is in place, and moved back when that fails.
   bool force = false;
   /// Stored in cairn-step.json under "custom" (any JSON value).
   boost::json::value custom_metadata = nullptr;
@@ -85,12 +85,24 @@ struct CheckpointerOptions {
 /// collective; never throws.
 [[nodiscard]] bool is_committed(const std::filesystem::path& dir) noexcept;
 
-/// Whether `dir` is a checkpoint directory that cairn made: a directory holding cairn-step.json
-/// or the COMMITTED marker. This is the only kind of directory a forced save
-/// (CheckpointSaveOptions::force) replaces (and only when `dir` is not a symbolic link), and
-/// what the `cairn` tool and list_step_directories() take for one checkpoint. Not collective;
-/// never throws.
+/// Whether `dir` is a checkpoint directory that cairn made, judged strictly: its COMMITTED
+/// marker parses as a commit marker, lists cairn-step.json and lists only files that are
+/// there; or, without a marker (a save that died or lost it), its cairn-step.json is valid
+/// step metadata (read_step_metadata()). A directory of other files that merely holds a file
+/// named COMMITTED or cairn-step.json is not one. This is the only kind of directory a forced
+/// save (CheckpointSaveOptions::force) replaces (and only when `dir` is not a symbolic link),
+/// `cairn convert --force` replaces, and `cairn gc` removes from a todelete_subdir. Reads the
+/// marker (or the step metadata) and checks that the files it lists exist; never opens a file
+/// that is not a regular one. Not collective; never throws.
 [[nodiscard]] bool is_checkpoint_directory(const std::filesystem::path& dir) noexcept;
+
+/// Whether `dir` looks like a checkpoint directory, judged loosely: a directory holding a
+/// regular file named COMMITTED or cairn-step.json, whatever is in it. For listing and for
+/// refusing, where taking too many directories for checkpoints is the safe side (a root is not
+/// a checkpoint, nothing is written inside one, a damaged step is still listed); never a reason
+/// to replace or remove a directory (that is is_checkpoint_directory()). Not collective; never
+/// throws.
+[[nodiscard]] bool looks_like_checkpoint_directory(const std::filesystem::path& dir) noexcept;
 
 /// The step metadata of a checkpoint (cairn-step.json), validated as restore does: the fields
 /// cairn relies on, typed, and the whole file.

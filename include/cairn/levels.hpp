@@ -65,7 +65,8 @@ struct LocalRedundancy {
 struct LocalLevelOptions {
   /// The node-local directory; `{node}` in it is replaced by the node's number (0, 1, ...),
   /// so that nodes simulated on one machine get directories of their own. It is created when
-  /// missing. Must not be empty, nor inside the manager's root.
+  /// missing. Must not be empty, nor inside the manager's root, nor inside a checkpoint (a
+  /// step of another root): the manager's constructor throws InvalidArgument on every rank.
   std::filesystem::path directory = {};
   /// How nodes protect each other's local files.
   LocalRedundancy redundancy = {};

@@ -296,9 +296,10 @@ class CheckpointManager {
  public:
   /// Opens (and unless read_only, creates and locks) `root`. Collective over every rank of
   /// `comm`, active or not. Throws NotFound (root missing and !create), InvalidArgument (bad
-  /// options, root locked by another job; `root` is a checkpoint, an item of one or inside
-  /// either; a writing manager on a non-empty directory that is not a checkpoint root,
-  /// unless allow_non_empty_root), each naming the path.
+  /// options, root locked by another job; `root`, or the local level's directory, is a
+  /// checkpoint, an item of one or inside either (enclosing_cairn_directory()); a writing
+  /// manager on a non-empty directory that is not a checkpoint root, unless
+  /// allow_non_empty_root), each naming the path.
   /// A committed step whose cairn-step.json is missing or damaged is listed (without time or
   /// metrics) and logged; restoring it throws FormatError or NotFound naming the file.
   CheckpointManager(const Comm& comm, std::filesystem::path root,

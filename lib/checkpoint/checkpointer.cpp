@@ -2,8 +2,10 @@
 #include <cairn/checkpointer.hpp>
 #include <fmt/format.h>
 
+#include "base/durable_file.hpp"
 #include "checkpoint/commit.hpp"
 #include "checkpoint/file_options.hpp"
+#include "checkpoint/manifest.hpp"
 #include "checkpoint/save_flight.hpp"
 
 namespace cairn {
@@ -14,6 +16,32 @@ bool is_committed(const std::filesystem::path& dir) noexcept {
 }
 
 bool is_checkpoint_directory(const std::filesystem::path& dir) noexcept {
+  try {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec)) return false;
+    const auto marker = dir / kCommitMarker;
+    if (std::filesystem::exists(std::filesystem::symlink_status(marker, ec))) {
+      // The marker's own reader: a file that only bears the name is no marker.
+      if (!std::filesystem::is_regular_file(marker, ec)) return false;
+      const auto listed =
+          checkpoint::parse_commit_marker(base::read_small_file(marker, 1 << 24), marker);
+      bool step_listed = false;
+      for (const auto& entry : listed) {
+        if (!std::filesystem::is_regular_file(dir / entry.path, ec)) return false;
+        step_listed = step_listed || entry.path == kStepMetadataFile;
+      }
+      return step_listed;
+    }
+    // A save that died before its marker, or lost it: cairn's own step metadata.
+    if (!std::filesystem::is_regular_file(dir / kStepMetadataFile, ec)) return false;
+    (void)read_step_metadata(dir);
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+bool looks_like_checkpoint_directory(const std::filesystem::path& dir) noexcept {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) return false;
   return std::filesystem::is_regular_file(dir / kCommitMarker, ec) ||

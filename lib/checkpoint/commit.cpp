@@ -40,11 +40,14 @@ void require_replaceable(const std::filesystem::path& dir) {
   std::error_code ec;
   const auto status = std::filesystem::symlink_status(dir, ec);
   if (!std::filesystem::is_symlink(status) && is_checkpoint_directory(dir)) return;
-  const char* what = std::filesystem::is_symlink(status)     ? "a symbolic link"
-                     : std::filesystem::is_directory(status) ? "a directory that is not a cairn "
-                                                               "checkpoint (it holds neither "
-                                                               "cairn-step.json nor COMMITTED)"
-                                                             : "a file";
+  const char* what =
+      std::filesystem::is_symlink(status)      ? "a symbolic link"
+      : !std::filesystem::is_directory(status) ? "a file"
+      : looks_like_checkpoint_directory(dir)
+          ? "a directory that is not a cairn checkpoint (its COMMITTED or cairn-step.json is "
+            "not one cairn wrote, or names files that are missing)"
+          : "a directory that is not a cairn checkpoint (it holds neither cairn-step.json nor "
+            "COMMITTED)";
   throw InvalidArgument(
       fmt::format("'{}' is {}: force replaces only a checkpoint, so nothing was changed; remove "
                   "it yourself or save elsewhere",

@@ -15,7 +15,7 @@ namespace cairn::checkpoint {
 
 /// Agrees on the save and has the primary create a fresh `<dir>.cairn-tmp`. Throws
 /// InvalidArgument on every rank when `dir` exists and `force` is false, or when it exists and
-/// is not a checkpoint directory (is_checkpoint_directory()). Collective.
+/// is not a checkpoint directory (is_checkpoint_directory(), the strict judgement). Collective.
 /// Returns the temporary directory.
 std::filesystem::path begin_save(const Comm& comm, const std::filesystem::path& dir, bool force,
                                  std::string_view handler_type);

@@ -12,6 +12,7 @@
 #include "base/log.hpp"
 #include "manager/levels/level_args.hpp"
 #include "manager/levels/local_level.hpp"
+#include "manager/step_dirs.hpp"
 
 namespace cairn {
 
@@ -26,6 +27,15 @@ void CheckpointManager::open_local_level() {
     throw InvalidArgument(fmt::format("local_level.directory '{}' is inside the root '{}'",
                                       level.directory.string(), root_.string()));
   }
+  // Nor inside a checkpoint (a step of another root), judged on each node's file system.
+  comm_.run_all("local level:", [&] {
+    const auto misplaced =
+        manager::misplaced_root_reason(levels::node_directory(level.directory, 0), false);
+    if (!misplaced.empty()) {
+      throw InvalidArgument(
+          fmt::format("local_level.directory '{}': {}", level.directory.string(), misplaced));
+    }
+  });
   local_ = std::make_unique<levels::LocalLevel>(comm_, level, naming_, options_.checkpointer,
                                                 given_root_metadata(), root);
 }

@@ -277,39 +277,32 @@ std::filesystem::path quarantine_step_dir(const std::filesystem::path& root,
 }
 
 std::string misplaced_root_reason(const std::filesystem::path& root, bool require_root_or_empty) {
-  std::error_code ec;
-  auto dir = std::filesystem::absolute(root, ec);
-  if (ec) dir = root;
-  dir = dir.lexically_normal();
-  if (dir.filename().empty() && dir.has_parent_path()) dir = dir.parent_path();
   // New steps inside a checkpoint would become part of it: restoring or verifying that
   // checkpoint would not notice them, and deleting it would delete them.
-  for (auto p = dir;; p = p.parent_path()) {
-    if (p.filename().string().ends_with(kTmpSuffix)) {
+  if (const auto in = enclosing_cairn_directory(root); in && in->kind != CairnDirectoryKind::root) {
+    if (in->kind == CairnDirectoryKind::temporary) {
       return fmt::format(
-          "'{}' is {}a checkpoint being saved ('{}'), not a checkpoint root; use a directory "
-          "outside any checkpoint",
-          root.string(), p == dir ? "" : "inside ", p.string());
+          "'{}' is {}a checkpoint being saved or deleted ('{}'), not a checkpoint root; use a "
+          "directory outside any checkpoint",
+          root.string(), in->is_given_path ? "" : "inside ", in->path.string());
     }
-    if (is_checkpoint_directory(p)) {
-      if (p == dir) {
-        return fmt::format(
-            "'{}' is a checkpoint (it holds {} or {}), not a checkpoint root: open the root it "
-            "belongs to ('{}') to restore it, or use a directory outside any checkpoint",
-            root.string(), kStepMetadataFile, kCommitMarker, p.parent_path().string());
-      }
+    if (in->is_given_path) {
       return fmt::format(
-          "'{}' is inside the checkpoint '{}' (an item of it, or a directory in one), not a "
-          "checkpoint root; use a directory outside any checkpoint",
-          root.string(), p.string());
+          "'{}' is a checkpoint (it holds {} or {}), not a checkpoint root: open the root it "
+          "belongs to ('{}') to restore it, or use a directory outside any checkpoint",
+          root.string(), kStepMetadataFile, kCommitMarker, in->path.parent_path().string());
     }
-    if (!p.has_parent_path() || p.parent_path() == p) break;
+    return fmt::format(
+        "'{}' is inside the checkpoint '{}' (an item of it, or a directory in one), not a "
+        "checkpoint root; use a directory outside any checkpoint",
+        root.string(), in->path.string());
   }
-  if (!require_root_or_empty || !std::filesystem::is_directory(dir, ec)) return {};
-  if (is_checkpoint_root(dir)) return {};
+  std::error_code ec;
+  if (!require_root_or_empty || !std::filesystem::is_directory(root, ec)) return {};
+  if (is_checkpoint_root(root)) return {};
   // A lock left by a manager that wrote no root metadata is the root's too.
   std::optional<std::string> foreign;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+  for (const auto& entry : std::filesystem::directory_iterator(root, ec)) {
     const std::string name = entry.path().filename().string();
     if (!name.starts_with(kLockFile) && !foreign) foreign = name;
   }
@@ -409,7 +402,8 @@ std::vector<StepDirectory> list_step_directories(const std::filesystem::path& ro
     std::string name = path.filename().string();
     if (std::string base; manager::is_quarantine_name(name, &base)) {
       const auto step = step_of(base);
-      if (step && is_checkpoint_directory(path)) {
+      // Loose: a step was quarantined because it did not restore, its marker perhaps too.
+      if (step && looks_like_checkpoint_directory(path)) {
         out.push_back({.path = path, .step = *step, .status = StepStatus::quarantined});
       }
       return;
@@ -440,7 +434,8 @@ std::vector<StepDirectory> list_step_directories(const std::filesystem::path& ro
     std::error_code rec;
     if (found.temporary || std::filesystem::exists(path / manager::kRootMetadataFile, rec)) return;
     // Any other directory holding step directories (but not a root of its own) is where
-    // deleted steps were moved.
+    // deleted steps were moved. Strict, since `cairn gc` removes what is listed there: a
+    // user's directory that holds a file named COMMITTED is no step.
     list(path, [&](const std::filesystem::path& inner) {
       const auto inner_step = step_of(inner.filename().string());
       if (inner_step && is_checkpoint_directory(inner)) {
@@ -457,10 +452,44 @@ std::vector<StepDirectory> list_step_directories(const std::filesystem::path& ro
   return out;
 }
 
+std::optional<CairnDirectory> enclosing_cairn_directory(const std::filesystem::path& path) {
+  std::error_code ec;
+  std::filesystem::path dir = std::filesystem::absolute(path, ec);
+  if (ec) dir = path;
+  // Links are followed as a write would follow them; a path that cannot be resolved (a
+  // directory this user may not search) is judged as written.
+  if (auto resolved = std::filesystem::weakly_canonical(dir, ec); !ec) {
+    dir = std::move(resolved);
+  } else {
+    dir = dir.lexically_normal();
+  }
+  if (dir.filename().empty() && dir.has_parent_path()) dir = dir.parent_path();
+  std::optional<CairnDirectory> root;
+  for (auto p = dir;; p = p.parent_path()) {
+    const std::string name = p.filename().string();
+    const bool temporary = name.ends_with(kTmpSuffix) || name.ends_with(manager::kDeletingSuffix) ||
+                           name.ends_with(".cairn-old");
+    if (temporary || looks_like_checkpoint_directory(p)) {
+      return CairnDirectory{
+          .kind = temporary ? CairnDirectoryKind::temporary : CairnDirectoryKind::checkpoint,
+          .path = p,
+          .is_given_path = p == dir};
+    }
+    if (!root && (std::filesystem::exists(p / manager::kRootMetadataFile, ec) ||
+                  std::filesystem::exists(p / manager::kLockFile, ec))) {
+      root = CairnDirectory{.kind = CairnDirectoryKind::root, .path = p, .is_given_path = p == dir};
+    }
+    if (!p.has_parent_path() || p.parent_path() == p) break;
+  }
+  return root;
+}
+
 bool is_checkpoint_root(const std::filesystem::path& path) noexcept {
   try {
     std::error_code ec;
-    if (!std::filesystem::is_directory(path, ec) || is_checkpoint_directory(path)) return false;
+    if (!std::filesystem::is_directory(path, ec) || looks_like_checkpoint_directory(path)) {
+      return false;
+    }
     if (std::filesystem::exists(path / manager::kRootMetadataFile, ec)) return true;
     // Steps of its own: those moved into a sub-directory (todelete_subdir) do not make a
     // directory that holds another root one.

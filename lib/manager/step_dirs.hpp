@@ -92,11 +92,12 @@ std::optional<std::filesystem::path> delete_step_dir(
 std::filesystem::path quarantine_step_dir(const std::filesystem::path& root,
                                           const std::string& name);
 
-/// Why a manager must not write checkpoints under `root`, or an empty string: `root` (or a
-/// directory above it) is a checkpoint or a save in progress (holds cairn-step.json or
-/// COMMITTED, or is named `*.cairn-tmp`), or, with `require_root_or_empty`, `root` is a
-/// non-empty directory that holds neither cairn-root.json nor a step directory. A missing
-/// `root` is fine. Not collective.
+/// Why a manager must not write checkpoints under `root`, or an empty string: `root` is or
+/// lies in a checkpoint or a temporary directory of cairn (enclosing_cairn_directory(): holds
+/// cairn-step.json or COMMITTED, or is named `*.cairn-tmp`, `*.cairn-old`,
+/// `*.cairn-deleting`), or, with `require_root_or_empty`, `root` is a non-empty directory that
+/// holds neither cairn-root.json nor a step directory. A missing `root` is fine. Serves the
+/// manager's root and its local level directory. Not collective.
 [[nodiscard]] std::string misplaced_root_reason(const std::filesystem::path& root,
                                                 bool require_root_or_empty);
 

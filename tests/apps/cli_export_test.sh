@@ -93,6 +93,11 @@ print('ok')"
   expect several "2 leaves were chosen (field/step, field/u)"
   run none-named 2 "$cairn" dump "$src" --raw x.raw
   expect none-named "name its leaf"
+  # An empty file name is a usage error, not the whole array printed to stdout.
+  for flag in --npy --raw; do
+    run "empty$flag" 2 "$cairn" dump "$src" field/u "$flag" ''
+    expect "empty$flag" "the file name is empty"; reject "empty$flag" "(0,0)"
+  done
   [ ! -e x.npy ] && [ ! -e x.raw ] || fail "a refused export left a file"
   run no-dir 2 "$cairn" dump "$src" field/u --npy missing/u.npy
   expect no-dir "cannot write 'missing/u.npy'"

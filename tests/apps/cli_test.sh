@@ -306,6 +306,15 @@ heat2d_sizes)
       reject "$out" "bad_alloc"; reject "$out" "MPI_ABORT"; reject "$out" "max_size"
     done
     [ ! -e "big-$n" ] || fail "heat2d created its checkpoint root for a field it refused"
+    # A diffusion number that is no finite number would fill every checkpoint with NaN.
+    for alpha in nan NaN inf -inf; do
+      if mpi "$n" "$heat2d" --alpha "$alpha" --nx 8 --ny 8 --steps 1 \
+           --checkpoint-dir "alpha-$alpha-$n" >"alpha-$alpha-$n.out" 2>&1; then
+        fail "heat2d --alpha $alpha on $n ranks succeeded"
+      fi
+      expect "alpha-$alpha-$n" "--alpha"; expect "alpha-$alpha-$n" "'$alpha' is not a finite number"
+      [ ! -e "alpha-$alpha-$n" ] || fail "heat2d --alpha $alpha created its checkpoint root"
+    done
   done
   ;;
 

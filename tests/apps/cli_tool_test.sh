@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Tests of the cairn command-line tool's reports: --version, --json on every command, exit
 # codes for what is not a checkpoint or a root, locks (live, stale, of Slurm jobs),
-# convert --force, progress bars, and `cairn dump` (values, slices, statistics) in every
-# format and on several ranks, checked against h5py and numpy.
+# convert --force, writes refused inside a checkpoint, progress bars, and `cairn dump` (values,
+# slices, statistics) in every format and on several ranks, checked against h5py and numpy.
 #
 #   cli_tool_test.sh CASE HEAT2D CAIRN MPIEXEC "MPIEXEC FLAGS" WORKDIR HAVE_HDF5
-# CASE: version json exit_codes locks convert_force progress dump dump_stats compression
-#       aggregated incremental shipping_full_shm
+# CASE: version json exit_codes locks convert_force write_inside denied progress dump dump_stats
+#       compression aggregated incremental shipping_full_shm
 set -uo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -271,6 +271,85 @@ convert_force)
   snapshot src | cmp -s - src.sums || fail "convert --force changed a file of the root src"
   snapshot user | cmp -s - user.sums || fail "convert --force changed the user's files"
   run verify-after 0 "$cairn" verify src-before
+  ;;
+
+denied)
+  # A path this user may not read is "permission denied", named, not "not a checkpoint" or
+  # "not a cairn root"; a missing one "does not exist" for verify as for the other commands.
+  simulate r 1 posix
+  run verify-missing 2 "$cairn" verify missing
+  expect verify-missing "'missing' does not exist"
+  # Root reads everything: the commands then run as nobody.
+  as_user=()
+  if [ "$(id -u)" -eq 0 ]; then
+    command -v setpriv >/dev/null || { echo "SKIP: root without setpriv"; exit 77; }
+    as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+  fi
+  mkdir hidden && cp -a r hidden/r
+  chmod 000 r/30 r/20 hidden
+  for args in "inspect r/30" "dump r/30 field/u" "verify r/30" "ls r/30" "ls hidden/r" \
+              "verify hidden/r" "inspect hidden/r/30" "gc hidden/r"; do
+    name="denied-$(echo "$args" | tr ' /' '__')"
+    run "$name" 2 "${as_user[@]}" "$cairn" $args
+    expect "$name" "permission denied"
+    reject "$name" "not a cairn"; reject "$name" "does not exist"
+  done
+  chmod 755 r/30 r/20 hidden
+  ;;
+
+write_inside)
+  # Nothing is written inside a checkpoint: `convert --force` replaces a directory only when
+  # cairn's marker makes it a checkpoint, an export never lands in a checkpoint or a root
+  # (with --force or not), and no writer (convert, a manager's root or local level) puts its
+  # files inside a step of another root. Every byte of that root stays.
+  simulate r 2 posix
+  snapshot() { (cd "$1" && find . -type f -print0 | sort -z | xargs -0 sha256sum); }
+  snapshot r >r.sums
+  # A directory of the user's files with a file named COMMITTED, or a copy of a real marker
+  # without the files it lists, is no checkpoint.
+  mkdir junk copied && echo precious >junk/notes.txt && echo precious >copied/notes.txt
+  touch junk/COMMITTED && cp r/30/COMMITTED copied/
+  for dir in junk copied; do
+    run "force-$dir" 2 "$cairn" convert r/30 "$dir" --force --format posix
+    expect "force-$dir" "is not a cairn checkpoint"; expect "force-$dir" "nothing was changed"
+    [ "$(cat "$dir/notes.txt")" = precious ] || fail "convert --force replaced $dir"
+  done
+  # `gc` removes a step moved to a todelete_subdir; a user's directory there is no such step.
+  mkdir -p r/mine/5 && echo precious >r/mine/5/notes.txt && touch r/mine/5/COMMITTED
+  run gc-user 0 "$cairn" gc r
+  [ "$(cat r/mine/5/notes.txt 2>/dev/null)" = precious ] || fail "gc removed r/mine/5"
+  rm -r r/mine
+  # An export, forced or not, is refused in a checkpoint (a shard, any step, any item, through
+  # a link) and in a root (its metadata, beside the steps).
+  ln -s r/30/field field-link
+  for target in r/30/field/shards/p0.bin r/20/u.raw r/30/field/u.raw field-link/x.raw \
+                r/cairn-root.json r/u.raw; do
+    for force in --force ""; do
+      name="dump-$(echo "$target$force" | tr '/' '_')"
+      run "$name" 2 "$cairn" dump r/30 field/u --raw "$target" $force
+      expect "$name" "'$target' is inside "; expect "$name" "nothing was written"
+    done
+  done
+  run dump-npy 2 "$cairn" dump r/30 field/u --npy r/30/field/u.npy --force
+  expect dump-npy "inside the checkpoint '$PWD/r/30'"
+  run dump-root 2 "$cairn" dump r/30 field/u --npy r/u.npy
+  expect dump-root "inside the checkpoint root '$PWD/r'"
+  # A checkpoint converted into a step, a manager's root or local level in a step: refused.
+  run convert-inside 2 "$cairn" convert r/30 r/30/x --format posix
+  expect convert-inside "inside the checkpoint '$PWD/r/30'"
+  run convert-inside-force 2 "$cairn" convert r/20 r/30/field/y --force --format posix
+  expect convert-inside-force "inside the checkpoint '$PWD/r/30'"
+  run root-inside 1 mpi 2 "$heat2d" --nx 48 --ny 40 --steps 10 --save-every 10 \
+    --format posix --checkpoint-dir r/30/sim --quiet
+  expect root-inside "inside the checkpoint"
+  run local-inside 1 mpi 2 "$heat2d" --nx 48 --ny 40 --steps 10 --save-every 10 \
+    --format posix --checkpoint-dir elsewhere --local-dir "r/30/{node}" --quiet
+  expect local-inside "local_level.directory 'r/30/{node}'"; expect local-inside "inside the checkpoint"
+  snapshot r | cmp -s - r.sums || fail "a refused write changed a file of the root r"
+  for left in r/30/x r/30/field/y r/30/sim r/30/0 $(find . -name '*.cairn-tmp*'); do
+    [ ! -e "$left" ] || fail "a refused write left $left"
+  done
+  run verify-after 0 "$cairn" verify r
   ;;
 
 shipping_full_shm)

@@ -201,6 +201,62 @@ TEST(Checkpointer, ForceReplacesOnlyACheckpoint) {
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
+// A directory of the user's files that holds a file named COMMITTED or cairn-step.json is no
+// checkpoint: a forced save replaces a directory only when its marker is one cairn wrote and
+// lists files that are there (or, without a marker, its cairn-step.json is cairn's), and
+// refuses anything else on every rank, with every file left as it was.
+TEST(Checkpointer, ForceRefusesADirectoryWithAForeignMarker) {
+  SharedTempDir tmp;
+  Comm comm(MPI_COMM_WORLD);
+  Field field(block_box(kFieldShape, comm.rank(), comm.size()), 1);
+  Checkpointer ck(comm, std::make_shared<ArrayTreeHandler>());
+  const auto real = tmp / "real";
+  ck.save(real, ArrayTreeSave(field.tree()));
+  const std::string marker_text = [&] {
+    std::ifstream in(real / kCommitMarker);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }();
+  // name -> {file name, content} of the one cairn-like file in a directory of notes.
+  const std::vector<std::pair<std::string, std::pair<std::string, std::string>>> foreign = {
+      {"empty_marker", {kCommitMarker, ""}},
+      {"text_marker", {kCommitMarker, "done\n"}},
+      {"header_only_marker", {kCommitMarker, "cairn checkpoint committed today\nend\n"}},
+      // cairn's own marker, copied without the files it lists.
+      {"copied_marker", {kCommitMarker, marker_text}},
+      {"empty_step_file", {kStepMetadataFile, ""}},
+      {"other_step_file", {kStepMetadataFile, R"({"format": "mine"})"}},
+  };
+  if (comm.is_primary()) {
+    for (const auto& [name, file] : foreign) {
+      std::filesystem::create_directories(tmp / name);
+      std::ofstream(tmp / name / "notes.txt") << "precious";
+      std::ofstream(tmp / name / file.first) << file.second;
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  for (const auto& [name, file] : foreign) {
+    SCOPED_TRACE(name);
+    const auto dir = tmp / name;
+    EXPECT_TRUE(looks_like_checkpoint_directory(dir));
+    EXPECT_FALSE(is_checkpoint_directory(dir));
+    const std::string message = error_of<InvalidArgument>(
+        [&] { ck.save(dir, ArrayTreeSave(field.tree()), {.force = true}); });
+    EXPECT_TRUE(mentions(message, {dir.string(), "not a cairn checkpoint", "nothing was changed"}))
+        << message;
+    EXPECT_FALSE(std::filesystem::exists(tmp_of(dir)));
+    std::ifstream notes(dir / "notes.txt");
+    std::string kept;
+    notes >> kept;
+    EXPECT_EQ(kept, "precious");
+  }
+  // The checkpoint the marker was copied from is one, and is replaced.
+  EXPECT_TRUE(is_checkpoint_directory(real));
+  Field second(block_box(kFieldShape, comm.rank(), comm.size()), 2);
+  ck.save(real, ArrayTreeSave(second.tree()), {.force = true});
+  expect_restores(ck, real, 2);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 TEST(Checkpointer, RestoringAnIncompleteCheckpointIsAFormatError) {
   SharedTempDir tmp;
   Comm comm(MPI_COMM_WORLD);

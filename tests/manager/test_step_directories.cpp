@@ -166,6 +166,80 @@ TEST(StepDirectories, OnlyCairnsOwnDirectoriesAreSteps) {
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
+// enclosing_cairn_directory(): the one judgement of where nothing is written. A checkpoint
+// (or a save in progress) anywhere above wins over a root; a root is found by its metadata;
+// links are followed. A manager whose root or local level directory lies in a step of another
+// root is refused on every rank, and nothing is written into that step.
+TEST(StepDirectories, NothingIsWrittenInsideACheckpoint) {
+  Comm comm(MPI_COMM_WORLD);
+  SharedTempDir tmp;
+  const auto root = tmp / "root";
+  save_steps(comm, root, {.enable_async = false}, 1);
+  const auto canonical_root = std::filesystem::canonical(root);
+  if (comm.is_primary()) {
+    std::filesystem::create_directories(tmp / "plain" / "deeper");
+    std::filesystem::create_directories(root / "2.cairn-tmp");
+    std::filesystem::create_directory_symlink(root / "1", tmp / "link");
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  const auto expect_in = [&](const std::filesystem::path& path, CairnDirectoryKind kind,
+                             const std::filesystem::path& dir, bool itself) {
+    SCOPED_TRACE(path.string());
+    const auto in = enclosing_cairn_directory(path);
+    ASSERT_TRUE(in.has_value());
+    EXPECT_EQ(in->kind, kind);
+    EXPECT_EQ(in->path, dir);
+    EXPECT_EQ(in->is_given_path, itself);
+  };
+  using Kind = CairnDirectoryKind;
+  expect_in(root / "1", Kind::checkpoint, canonical_root / "1", true);
+  expect_in(root / "1" / "u.bin", Kind::checkpoint, canonical_root / "1", false);
+  expect_in(root / "1" / "new" / "dir", Kind::checkpoint, canonical_root / "1", false);
+  expect_in(tmp / "link" / "x.npy", Kind::checkpoint, canonical_root / "1", false);
+  expect_in(root / "2.cairn-tmp" / "x", Kind::temporary, canonical_root / "2.cairn-tmp", false);
+  expect_in(root, Kind::root, canonical_root, true);
+  expect_in(root / "u.npy", Kind::root, canonical_root, false);
+  expect_in(root / "1" / "u" / ".." / "v", Kind::checkpoint, canonical_root / "1", false);
+  EXPECT_FALSE(enclosing_cairn_directory(tmp / "plain" / "deeper" / "x.npy").has_value());
+  EXPECT_FALSE(enclosing_cairn_directory(tmp / "missing" / "root").has_value());
+
+  // The manager's root and its local level directory, in a step of another root.
+  const std::string on_root = [&] {
+    try {
+      CheckpointManager manager(comm, root / "1" / "runs", {.enable_async = false});
+    } catch (const InvalidArgument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  }();
+  EXPECT_NE(on_root.find("inside the checkpoint"), std::string::npos) << on_root;
+  const std::string on_local = [&] {
+    try {
+      CheckpointManager manager(
+          comm, tmp / "other",
+          {.enable_async = false,
+           .local_level = LocalLevelOptions{.directory = root / "1" / "{node}"}});
+    } catch (const InvalidArgument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  }();
+  EXPECT_NE(on_local.find("local_level.directory"), std::string::npos) << on_local;
+  EXPECT_NE(on_local.find("inside the checkpoint"), std::string::npos) << on_local;
+  EXPECT_FALSE(std::filesystem::exists(root / "1" / "runs"));
+  EXPECT_FALSE(std::filesystem::exists(root / "1" / "0"));
+  // Step 1 is as it was saved.
+  CheckpointManager reader(comm, root, {.read_only = true});
+  EXPECT_EQ(reader.all_steps(), (std::vector<std::int64_t>{0, 1}));
+  std::vector<double> u(4, 0.0);
+  ArrayTree target;
+  target.add_array("u", ArrayShard::host(u.data(), {4}));
+  const ArrayTreeRestore args(target);
+  (void)reader.restore(1, &args);
+  EXPECT_EQ(u, std::vector<double>(4, 1.0));
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 TEST(StepDirectories, FormatVersionsAreThoseWritten) {
   Comm comm(MPI_COMM_WORLD);
   SharedTempDir tmp;
