@@ -104,6 +104,26 @@ struct LevelRestore {
   std::string why_not_local = {};
 };
 
+/// What a CheckpointManager's last drain decision did (CheckpointManager::last_drain(), and
+/// what drain_local_level() returns).
+struct LevelDrain {
+  /// The local step written to the root; -1 when none was.
+  std::int64_t step = -1;
+  /// The newest step of the local level when the drain was decided; -1 when it held none.
+  std::int64_t newest_local = -1;
+  /// The newest step of the root when the drain was decided; -1 when it held none.
+  std::int64_t newest_persistent = -1;
+  /// Nodes whose local files were rebuilt from their copies before the drain.
+  std::vector<int> rebuilt_nodes = {};
+  /// Why no step was written (empty when one was): nothing newer than the root's newest
+  /// step, or why the newest local step could not be drained.
+  std::string why_not = {};
+  /// Whether a local step newer than the root's newest could not be drained (lost beyond
+  /// repair, damaged, an item of a user's handler, saved by a job of another layout); false
+  /// when one was drained and when none needed to be.
+  bool failed = false;
+};
+
 /// The local-save interval of Young and Daly for a save that costs `cost` and a mean time
 /// between failures `mtbf`: sqrt(2 * cost * mtbf) (SCR_Need_checkpoint's advice). Not
 /// collective. Throws InvalidArgument when either is not positive.

@@ -1,11 +1,14 @@
 #include "manager/levels/level_args.hpp"
 
+#include <cairn/checkpointer.hpp>
 #include <cairn/handlers.hpp>
+#include <cairn/storage.hpp>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <any>
 #include <map>
 #include <utility>
 
@@ -139,6 +142,69 @@ std::shared_ptr<const CheckpointArgs> drain_args(
                      }
                      return nullptr;
                    });
+}
+
+namespace {
+
+// The save arguments of the item of handler type `type` in `dir`, read back over the node's
+// ranks; null for a handler that is not cairn's.
+std::shared_ptr<const CheckpointArgs> item_from_local(const Comm& node_comm,
+                                                      const std::filesystem::path& dir,
+                                                      std::string_view type,
+                                                      std::uint64_t bytes_per_second) {
+  if (type == ArrayTreeHandler::kTypeName) {
+    return std::make_shared<ArrayTreeSave>(
+        restore_tree_as_saved(node_comm, dir),
+        TreeSaveOptions{.allow_sparse = true, .write_bytes_per_second = bytes_per_second});
+  }
+  if (type == JsonHandler::kTypeName) {
+    JsonHandler handler;
+    return std::make_shared<JsonSave>(
+        std::any_cast<boost::json::value>(handler.restore(node_comm, dir, nullptr)));
+  }
+  if (type == BytesHandler::kTypeName) {
+    BytesHandler handler;
+    const boost::json::value described = handler.metadata(node_comm, dir);
+    const auto* replicated = described.as_object().if_contains("replicated");
+    return std::make_shared<BytesSave>(
+        std::any_cast<std::vector<std::byte>>(handler.restore(node_comm, dir, nullptr)),
+        replicated != nullptr && replicated->is_bool() && replicated->get_bool());
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+LocalStepArgs args_from_local_step(const Comm& node_comm, const std::filesystem::path& local_step,
+                                   std::uint64_t bytes_per_second) {
+  const StepMetadata meta = StepMetadata::read(local_step);
+  LocalStepArgs out;
+  if (const auto* custom = meta.custom.if_object()) out.custom = *custom;
+  if (meta.handler != CompositeHandler::kTypeName) {
+    out.args = item_from_local(node_comm, local_step, meta.handler, bytes_per_second);
+    if (!out.args) out.not_rebuilt = fmt::format("the item (handler '{}')", meta.handler);
+    return out;
+  }
+  Composite::Items items;
+  for (const auto& [name, type] : meta.items) {
+    auto item = item_from_local(node_comm, local_step / name, type, bytes_per_second);
+    if (!item) {
+      out.not_rebuilt = fmt::format("item '{}' (handler '{}')", name, type);
+      return out;
+    }
+    items.emplace(name, std::move(item));
+  }
+  std::map<std::string, boost::json::object> item_custom;
+  if (const auto* saved = meta.json.if_contains(CompositeHandler::kItemCustomMetadataKey);
+      saved != nullptr && saved->is_object()) {
+    for (const auto& [name, value] : saved->get_object()) {
+      if (value.is_object() && items.contains(std::string(name))) {
+        item_custom.emplace(std::string(name), value.get_object());
+      }
+    }
+  }
+  out.args = std::make_shared<Composite>(std::move(items), std::move(item_custom));
+  return out;
 }
 
 bool locally_restorable(const CheckpointArgs* args, std::string& why) {

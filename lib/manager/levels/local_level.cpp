@@ -384,6 +384,10 @@ bool LocalLevel::repair(std::int64_t step, std::vector<int>& rebuilt, std::strin
   return true;
 }
 
+bool LocalLevel::make_readable(std::int64_t step, std::vector<int>& rebuilt, std::string& why) {
+  return repair(step, rebuilt, why);
+}
+
 std::optional<LocalLevel::Restored> LocalLevel::restore(
     std::int64_t step,
     const std::function<std::shared_ptr<CheckpointHandler>(const std::filesystem::path&)>&
