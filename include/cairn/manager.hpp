@@ -420,11 +420,12 @@ class CheckpointManager {
   /// persistent level now, when it is newer than the newest persistent step, and waits for
   /// its commit (what close() does with LocalLevelOptions::drain_at_close). The step may have
   /// been saved by an earlier job: its nodes' parts are then checked (lost ones rebuilt from
-  /// their copies) and read back from the local files, and saved in TreeSaveOptions' default
-  /// format (posix, uncompressed). A step that cannot be drained (lost beyond repair, an item
-  /// of a user's handler, which files cannot give back) is logged (level.not_drained) and
-  /// left on the local level. Returns whether a drain was made; false without a local level;
-  /// last_drain() says why not. Collective. Throws what a save throws.
+  /// their copies) and read back from the local files, and its array leaves saved in the
+  /// format and compression of the root's newest step (TreeSaveOptions' defaults, posix
+  /// uncompressed, when the root has none). A step that cannot be drained (lost beyond
+  /// repair, an item of a user's handler, which files cannot give back) is logged
+  /// (level.not_drained) and left on the local level. Returns whether a drain was made; false
+  /// without a local level; last_drain() says why not. Collective. Throws what a save throws.
   bool drain();
   /// What the last drain decision of this manager did: drain(), close()'s drain, or a
   /// drain after a save (persistent_every, persistent_policy, preemption). Not collective;
@@ -548,9 +549,9 @@ class CheckpointManager {
 
 /// SCR's scavenge: once the job that saved them has ended (a job epilogue), drains the newest
 /// step that the node-local level `level` holds to the checkpoint root `root`, when it is newer
-/// than the root's newest step, as an ordinary checkpoint (CheckpointManager::drain(); arrays in
-/// TreeSaveOptions' default format). A node whose part is lost or damaged is first rebuilt from
-/// its copies where `level.redundancy` (the level's, as the job gave it) allows.
+/// than the root's newest step, as an ordinary checkpoint (CheckpointManager::drain(): arrays in
+/// the format and compression of the root's newest step). A node whose part is lost or damaged is
+/// first rebuilt from its copies where `level.redundancy` (the level's, as the job gave it) allows.
 ///
 /// `comm` must have the layout of the job that saved the step: as many ranks, grouped into
 /// nodes alike (`level.ranks_per_node`, or the nodes MPI reports), because each rank reads the

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <map>
 #include <span>
 
 #include "base/log.hpp"
@@ -217,10 +218,21 @@ std::optional<CheckpointManager::LocalSave> CheckpointManager::local_save_from_f
   if (!local_->make_readable(step, last_drain_.rebuilt_nodes, last_drain_.why_not)) {
     return std::nullopt;
   }
+  // The format and compression of the root's newest step: what this run's drains wrote.
+  std::map<std::string, TreeSaveOptions> like;
+  if (!steps_.empty() && !steps_.back().damaged) {
+    try {
+      like = levels::tree_options_of(comm_, step_path(steps_.back().step));
+    } catch (const Error& e) {
+      // Every rank read the same text: the defaults serve on every rank.
+      base::log::debug("level.drain_options", "step={} error=\"{}\"", steps_.back().step, e.what());
+      like.clear();
+    }
+  }
   levels::LocalStepArgs read;
   std::string failure;
   try {
-    read = levels::args_from_local_step(*local_->layout().node_comm, local_->step_dir(step),
+    read = levels::args_from_local_step(*local_->layout().node_comm, local_->step_dir(step), like,
                                         local_->options().drain_bytes_per_second);
   } catch (const Error& e) {
     failure = e.what();

@@ -384,10 +384,6 @@ bool LocalLevel::repair(std::int64_t step, std::vector<int>& rebuilt, std::strin
   return true;
 }
 
-bool LocalLevel::make_readable(std::int64_t step, std::vector<int>& rebuilt, std::string& why) {
-  return repair(step, rebuilt, why);
-}
-
 std::optional<LocalLevel::Restored> LocalLevel::restore(
     std::int64_t step,
     const std::function<std::shared_ptr<CheckpointHandler>(const std::filesystem::path&)>&
@@ -453,6 +449,10 @@ void LocalLevel::remove_unkept(const std::vector<std::int64_t>& kept) const {
     }
   }
   for (const auto& path : doomed) std::filesystem::remove_all(path);
+}
+
+bool LocalLevel::make_readable(std::int64_t step, std::vector<int>& rebuilt, std::string& why) {
+  return repair(step, rebuilt, why);
 }
 
 }  // namespace cairn::levels

@@ -97,15 +97,15 @@ class LocalLevel {
           handler_for,
       const CheckpointArgs* args, std::string& why);
 
+  /// Keeps the newest LocalLevelOptions::keep steps on every node and removes the others
+  /// (records first, so that a half-removed step is never one). Throws IoError on every rank.
+  void retain();
+
   /// Makes `step` readable on every node, as restore() does first: checks each node's part
   /// and rebuilds the lost or damaged ones from their copies (their numbers are added to
   /// `rebuilt`). Returns false, with `why` alike on every rank, when the step is lost beyond
   /// repair. Throws TimeoutError.
   [[nodiscard]] bool make_readable(std::int64_t step, std::vector<int>& rebuilt, std::string& why);
-
-  /// Keeps the newest LocalLevelOptions::keep steps on every node and removes the others
-  /// (records first, so that a half-removed step is never one). Throws IoError on every rank.
-  void retain();
 
  private:
   struct Record {
