@@ -73,15 +73,18 @@ struct LocalLevelOptions {
   int keep = 2;
   /// Every this many local saves (counted by saves, not steps) one is also drained to the
   /// persistent level; 1: every save; 0: none but the preemption save and the one at close().
-  /// Must not be negative. Ignored when persistent_policy is set.
+  /// The count goes on across jobs that use the same local directory (the level keeps it), so
+  /// a restarted job does not count from zero. Must not be negative. Ignored when
+  /// persistent_policy is set.
   std::int64_t persistent_every = 1;
   /// Decides which local saves are also drained (asked on the primary, with the newest
   /// persistent step as SaveContext::last_saved_step); replaces persistent_every.
   std::shared_ptr<const SaveDecisionPolicy> persistent_policy = {};
   /// Drain the save made at a preemption (reached_preemption()) whatever the two above say.
   bool persistent_on_preemption = true;
-  /// At close(), drain the newest local step when it is newer than the newest persistent one
-  /// and wait for it (SCR's flush at the end of an allocation).
+  /// At close(), drain the newest local step when it is newer than the newest persistent one,
+  /// whoever saved it, and wait for it (SCR's flush at the end of an allocation; see
+  /// CheckpointManager::drain()).
   bool drain_at_close = true;
   /// Pace of the drain's writes in bytes per second on each rank; 0: as fast as the file
   /// system takes them. A paced drain leaves bandwidth to the job's own I/O.
