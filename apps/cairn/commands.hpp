@@ -103,6 +103,19 @@ struct GcOptions {
 /// others return at once.
 int run_gc(const cairn::Comm& comm, const GcOptions& options, JsonStream& json);
 
+struct DrainOptions {
+  std::string root;
+  std::string local_dir;  ///< the job's local directory, `{node}` in it as the job gave it
+  std::string redundancy = "none";  ///< the level's redundancy, as the job gave it
+  int ranks_per_node = 0;           ///< simulated nodes; 0: MPI's nodes or CAIRN_RANKS_PER_NODE
+  bool json = false;
+};
+/// Writes the newest step of a job's node-local level to its root when it is newer than the
+/// root's newest (cairn::drain_local_level()): exit 0 when drained or when nothing needed it,
+/// 1 when a newer local step could not be drained (the reason is printed). Collective; must
+/// run with the job's ranks and ranks per node. The primary rank prints.
+int run_drain(const cairn::Comm& comm, const DrainOptions& options, JsonStream& json);
+
 struct DumpOptions {
   std::string checkpoint;
   /// Leaf paths ("item/leaf"), items, groups or glob patterns ("field/*"); empty: all

@@ -1,12 +1,13 @@
 // cairn — the command-line tool: list, inspect, verify, compare, convert and clean up cairn
-// checkpoints. Runs on one process, or under mpirun/srun where the work is parallel
-// (verify, diff, convert).
+// checkpoints, and drain a dead job's node-local level. Runs on one process, or under mpirun/srun
+// where the work is parallel (verify, diff, convert, drain).
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
 #include <cairn/checkpoint_root.hpp>
 #include <cairn/comm.hpp>
 #include <cairn/error.hpp>
+#include <cairn/levels.hpp>
 #include <cairn/log.hpp>
 #include <cairn/storage.hpp>
 
@@ -33,6 +34,7 @@ struct Options {
   cairn_tool::DiffOptions diff;
   cairn_tool::ConvertOptions convert;
   cairn_tool::GcOptions gc;
+  cairn_tool::DrainOptions drain;
   cairn_tool::DumpOptions dump;
 };
 using Command = std::function<int(const cairn::Comm&, JsonStream&)>;
@@ -159,7 +161,7 @@ void add_checking_commands(CLI::App& app, Options& o, Command& command) {
   });
 }
 
-// The subcommands convert and gc: write or remove.
+// The subcommands convert, gc and drain: write or remove.
 void add_writing_commands(CLI::App& app, Options& o, Command& command) {
   auto* convert_cmd = app.add_subcommand(
       "convert",
@@ -197,6 +199,42 @@ void add_writing_commands(CLI::App& app, Options& o, Command& command) {
   gc_cmd->add_flag("--json", o.gc.json, "Print JSON instead of text");
   gc_cmd->callback([&] {
     command = [&](const cairn::Comm& c, JsonStream& json) { return run_gc(c, o.gc, json); };
+  });
+
+  auto* drain_cmd = app.add_subcommand(
+      "drain",
+      "After a job with a node-local level ended, write the newest step its local level holds "
+      "to the root when the root's is older (a job epilogue; run with the job's ranks and ranks "
+      "per node, e.g. mpirun -npernode 1 for a job of one rank per node)");
+  drain_cmd->add_option("ROOT", o.drain.root, "The job's checkpoint root")->required();
+  drain_cmd
+      ->add_option("--local-dir", o.drain.local_dir,
+                   "The job's node-local directory, {node} in it as the job gave it")
+      ->required();
+  drain_cmd
+      ->add_option("--redundancy", o.drain.redundancy,
+                   "The level's redundancy as the job gave it (none, partner[=D], xor[=G]): "
+                   "what rebuilds a lost node")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            try {
+              (void)cairn::LocalRedundancy::parse(text);
+              return {};
+            } catch (const cairn::InvalidArgument& e) {
+              return e.what();
+            }
+          },
+          ""))
+      ->capture_default_str();
+  drain_cmd
+      ->add_option("--ranks-per-node", o.drain.ranks_per_node,
+                   "Group this many consecutive ranks into one simulated node, as the job did "
+                   "(0: the nodes MPI reports, or CAIRN_RANKS_PER_NODE)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  drain_cmd->add_flag("--json", o.drain.json, "Print JSON instead of text");
+  drain_cmd->callback([&] {
+    command = [&](const cairn::Comm& c, JsonStream& json) { return run_drain(c, o.drain, json); };
   });
 }
 

@@ -58,6 +58,7 @@ struct Options {
   std::string redundancy = "none";
   std::int64_t persistent_every = 10;
   int ranks_per_node = 0;
+  bool no_final_drain = false;
 };
 
 // The aggregation of --posix-files (validated: per-rank, per-node or a positive number) and
@@ -182,6 +183,10 @@ void add_options(CLI::App& app, Options& o) {
                  "(0: only at preemption and at the end)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_flag("--no-final-drain", o.no_final_drain,
+               "With --local-dir: end without draining the newest local step to "
+               "--checkpoint-dir, as a job killed before its end would (`cairn drain` writes it "
+               "there later)");
   app.add_option("--ranks-per-node", o.ranks_per_node,
                  "With --local-dir: group this many consecutive ranks into one simulated node "
                  "(0: the nodes MPI reports, or CAIRN_RANKS_PER_NODE)")
@@ -399,6 +404,7 @@ int run(const Options& o) {
         cairn::LocalLevelOptions{.directory = o.local_dir,
                                  .redundancy = cairn::LocalRedundancy::parse(o.redundancy),
                                  .persistent_every = o.persistent_every,
+                                 .drain_at_close = !o.no_final_drain,
                                  .ranks_per_node = o.ranks_per_node};
   }
   cairn::CheckpointManager mgr(

@@ -74,15 +74,18 @@ struct LocalLevelOptions {
   int keep = 2;
   /// Every this many local saves (counted by saves, not steps) one is also drained to the
   /// persistent level; 1: every save; 0: none but the preemption save and the one at close().
-  /// Must not be negative. Ignored when persistent_policy is set.
+  /// The count goes on across jobs that use the same local directory (the level keeps it), so
+  /// a restarted job does not count from zero. Must not be negative. Ignored when
+  /// persistent_policy is set.
   std::int64_t persistent_every = 1;
   /// Decides which local saves are also drained (asked on the primary, with the newest
   /// persistent step as SaveContext::last_saved_step); replaces persistent_every.
   std::shared_ptr<const SaveDecisionPolicy> persistent_policy = {};
   /// Drain the save made at a preemption (reached_preemption()) whatever the two above say.
   bool persistent_on_preemption = true;
-  /// At close(), drain the newest local step when it is newer than the newest persistent one
-  /// and wait for it (SCR's flush at the end of an allocation).
+  /// At close(), drain the newest local step when it is newer than the newest persistent one,
+  /// whoever saved it, and wait for it (SCR's flush at the end of an allocation; see
+  /// CheckpointManager::drain()).
   bool drain_at_close = true;
   /// Pace of the drain's writes in bytes per second on each rank; 0: as fast as the file
   /// system takes them. A paced drain leaves bandwidth to the job's own I/O.
@@ -106,6 +109,26 @@ struct LevelRestore {
   bool exchanged = false;
   /// Why the local level did not serve (empty when it did, or when there is no local level).
   std::string why_not_local = {};
+};
+
+/// What a CheckpointManager's last drain decision did (CheckpointManager::last_drain(), and
+/// what drain_local_level() returns).
+struct LevelDrain {
+  /// The local step written to the root; -1 when none was.
+  std::int64_t step = -1;
+  /// The newest step of the local level when the drain was decided; -1 when it held none.
+  std::int64_t newest_local = -1;
+  /// The newest step of the root when the drain was decided; -1 when it held none.
+  std::int64_t newest_persistent = -1;
+  /// Nodes whose local files were rebuilt from their copies before the drain.
+  std::vector<int> rebuilt_nodes = {};
+  /// Why no step was written (empty when one was): nothing newer than the root's newest
+  /// step, or why the newest local step could not be drained.
+  std::string why_not = {};
+  /// Whether a local step newer than the root's newest could not be drained (lost beyond
+  /// repair, damaged, an item of a user's handler, saved by a job of another layout); false
+  /// when one was drained and when none needed to be.
+  bool failed = false;
 };
 
 /// The local-save interval of Young and Daly for a save that costs `cost` and a mean time

@@ -426,11 +426,21 @@ class CheckpointManager {
   /// nodes it rebuilt and why the local level did not serve. Not collective; never throws
   /// beyond std::bad_alloc.
   [[nodiscard]] LevelRestore last_restore() const;
-  /// With a local level: drains the newest local step that this manager saved to the
+  /// With a local level: drains the newest step that the local level holds to the
   /// persistent level now, when it is newer than the newest persistent step, and waits for
-  /// its commit (what close() does with LocalLevelOptions::drain_at_close). Returns whether a
-  /// drain was made; false without a local level. Collective. Throws what a save throws.
+  /// its commit (what close() does with LocalLevelOptions::drain_at_close). The step may have
+  /// been saved by an earlier job: its nodes' parts are then checked (lost ones rebuilt from
+  /// their copies) and read back from the local files, and its array leaves saved in the
+  /// format and compression of the root's newest step (TreeSaveOptions' defaults, posix
+  /// uncompressed, when the root has none). A step that cannot be drained (lost beyond
+  /// repair, an item of a user's handler, which files cannot give back) is logged
+  /// (level.not_drained) and left on the local level. Returns whether a drain was made; false
+  /// without a local level; last_drain() says why not. Collective. Throws what a save throws.
   bool drain();
+  /// What the last drain decision of this manager did: drain(), close()'s drain, or a
+  /// drain after a save (persistent_every, persistent_policy, preemption). Not collective;
+  /// never throws beyond std::bad_alloc.
+  [[nodiscard]] LevelDrain last_drain() const;
 
   /// The directory of `step`. Not collective.
   [[nodiscard]] std::filesystem::path step_path(std::int64_t step) const;
@@ -497,6 +507,12 @@ class CheckpointManager {
   void save_to_levels(std::int64_t step, const CheckpointArgs& args, const SaveDecision& decision,
                       const boost::json::object& custom, const ManagerSaveOptions& options);
   void start_drain(const LocalSave& saved);
+  // Drains the newest local step when it is newer than the root's newest (this manager's
+  // save, or one rebuilt from the local files); last_drain_ says what happened. Collective.
+  bool drain_newest();
+  // The newest local save `step` read back from the local files (it was not saved by this
+  // manager); std::nullopt, with last_drain_ saying why, when it cannot be. Collective.
+  [[nodiscard]] std::optional<LocalSave> local_save_from_files(std::int64_t step);
   [[nodiscard]] bool should_drain(std::int64_t step, const SaveDecision& decision);
   [[nodiscard]] std::optional<std::any> restore_local(std::int64_t step,
                                                       const CheckpointArgs* args);
@@ -536,10 +552,33 @@ class CheckpointManager {
   // The blocking time of the newest save (SaveContext::last_save_cost).
   std::optional<std::chrono::duration<double>> last_save_cost_;
   LevelRestore last_restore_;
+  LevelDrain last_drain_;
   bool closed_ = false;
   bool locked_ = false;
   // Renews the lock while it is held (CheckpointManagerOptions::lock_lease).
   std::unique_ptr<manager::LockRenewal> lock_renewal_;
 };
+
+/// SCR's scavenge: once the job that saved them has ended (a job epilogue), drains the newest
+/// step that the node-local level `level` holds to the checkpoint root `root`, when it is newer
+/// than the root's newest step, as an ordinary checkpoint (CheckpointManager::drain(): arrays in
+/// the format and compression of the root's newest step). A node whose part is lost or damaged is
+/// first rebuilt from its copies where `level.redundancy` (the level's, as the job gave it) allows.
+///
+/// `comm` must have the layout of the job that saved the step: as many ranks, grouped into
+/// nodes alike (`level.ranks_per_node`, or the nodes MPI reports), because each rank reads the
+/// shards that its rank of its node wrote. A level that holds newer steps of another layout
+/// only is reported as failed, naming the layout to run with. A job that saved with one rank
+/// per node is drained with one rank per node (`mpirun -npernode 1`).
+///
+/// Opens a writing CheckpointManager on `root` with the step names the root records (its lock
+/// is taken over from a job that died on this host or in this Slurm job) and closes it;
+/// `level.persistent_every`, `persistent_policy` and `drain_at_close` are ignored. Returns
+/// what was drained, or why nothing was (LevelDrain::failed when a newer local step exists
+/// that cannot be drained). Collective over `comm`. Throws NotFound when `root` does not
+/// exist; InvalidArgument for bad level options, when another job holds the root's lock or
+/// when the local directory serves another root (naming both); what a save throws.
+[[nodiscard]] LevelDrain drain_local_level(const Comm& comm, const std::filesystem::path& root,
+                                           LocalLevelOptions level);
 
 }  // namespace cairn

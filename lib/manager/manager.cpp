@@ -124,7 +124,11 @@ void CheckpointManager::open_root() {
       // Written once: a later manager on the same root keeps it.
       base::write_file_durably(file, boost::json::serialize(given_root_metadata()));
     }
-    if (options_.cleanup_tmp_directories) {
+    // With a local level the root is written by this manager's drains alone, under its
+    // lock: what a drain or delete that died left is removed, as cleanup_tmp_directories
+    // removes it for any root (a drain is never saved again under the same name to replace
+    // it, as a step that a plain manager saves again is).
+    if (options_.cleanup_tmp_directories || options_.local_level) {
       for (const auto& path : manager::leftover_paths(root_)) {
         base::log::info("manager.cleanup", "path=\"{}\"", path.string());
         std::filesystem::remove_all(path, ec);
@@ -563,12 +567,9 @@ void CheckpointManager::close() {
   // The manager is closed only after the save in flight landed: its commit applies retention,
   // which deletes steps like delete_step does.
   try {
-    // SCR's flush at the end of an allocation: the newest local step reaches the root.
-    if (local_ && local_->options().drain_at_close && newest_local_ && newest_local_->drain_args &&
-        (steps_.empty() || steps_.back().step < newest_local_->step) &&
-        !(in_flight_ && in_flight_->step == newest_local_->step)) {
-      start_drain(*newest_local_);
-    }
+    // SCR's flush at the end of an allocation: the newest local step reaches the root,
+    // whoever saved it.
+    if (local_ && local_->options().drain_at_close && !options_.read_only) (void)drain_newest();
     land();
   } catch (...) {
     failure = std::current_exception();

@@ -7,10 +7,12 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <map>
 #include <span>
 
 #include "base/log.hpp"
 #include "manager/levels/level_args.hpp"
+#include "manager/levels/level_files.hpp"
 #include "manager/levels/local_level.hpp"
 #include "manager/step_dirs.hpp"
 
@@ -38,6 +40,8 @@ void CheckpointManager::open_local_level() {
   });
   local_ = std::make_unique<levels::LocalLevel>(comm_, level, naming_, options_.checkpointer,
                                                 given_root_metadata(), root);
+  // The drain cadence counts on from the saves of the jobs before this one.
+  local_saves_ = levels::counted_local_saves(comm_, local_->layout(), local_->directory());
 }
 
 bool CheckpointManager::in_persistent(std::int64_t step) const {
@@ -112,6 +116,7 @@ void CheckpointManager::save_to_levels(std::int64_t step, const CheckpointArgs& 
       .custom_metadata = custom, .provenance = {.step = step, .metrics = options.metrics}};
   local_->save(step, handler_, *levels::local_save_args(resolved), save_options, decision.time);
   ++local_saves_;
+  levels::count_local_saves(local_->layout(), local_->directory(), local_saves_, step);
   last_save_cost_ = std::chrono::steady_clock::now() - start;
   LocalSave saved{.step = step,
                   .drain_args = nullptr,
@@ -146,6 +151,8 @@ void CheckpointManager::save_to_levels(std::int64_t step, const CheckpointArgs& 
   newest_local_ = saved;
   local_->retain();
   if (drain) {
+    last_drain_ = LevelDrain{.newest_local = step,
+                             .newest_persistent = steps_.empty() ? -1 : steps_.back().step};
     if (saved.drain_args) {
       start_drain(saved);
     } else {
@@ -156,6 +163,7 @@ void CheckpointManager::save_to_levels(std::int64_t step, const CheckpointArgs& 
       checkpointer_->save(step_path(step), *resolved, save_options);
       in_flight_ = StepInfo{.step = step, .time = decision.time, .metrics = options.metrics};
       saving_ = true;
+      last_drain_.step = step;
       land();
     }
   }
@@ -173,23 +181,150 @@ void CheckpointManager::start_drain(const LocalSave& saved) {
   checkpointer_->save(step_path(saved.step), *drain_args_, save_options);
   in_flight_ = StepInfo{.step = saved.step, .time = saved.time, .metrics = saved.metrics};
   saving_ = true;
+  last_drain_.step = saved.step;
   if (!options_.enable_async) land();
+}
+
+bool CheckpointManager::drain_newest() {
+  land();  // the root's newest step includes the save in flight
+  last_drain_ = LevelDrain{};
+  const std::int64_t newest = local_->steps().empty() ? -1 : local_->steps().back();
+  last_drain_.newest_local = newest;
+  last_drain_.newest_persistent = steps_.empty() ? -1 : steps_.back().step;
+  if (newest < 0 || newest <= last_drain_.newest_persistent) {
+    last_drain_.why_not =
+        newest < 0 ? fmt::format("the local level in '{}' holds no step of this job's layout ({})",
+                                 local_->options().directory.string(), local_->layout().describe())
+                   : fmt::format("local step {} is not newer than the root's step {}", newest,
+                                 last_drain_.newest_persistent);
+    return false;
+  }
+  if (newest_local_ && newest_local_->step == newest) {
+    if (!newest_local_->drain_args) {
+      last_drain_.failed = true;
+      last_drain_.why_not = fmt::format(
+          "step {}: an item's handler is not cairn's; its files cannot be drained", newest);
+      base::log::warn_once(comm_.is_primary(), "level.not_drained", "{}", last_drain_.why_not);
+      return false;
+    }
+    start_drain(*newest_local_);
+    return true;
+  }
+  // A step saved by an earlier job (or before a restart): read back from the local files.
+  const auto saved = local_save_from_files(newest);
+  if (!saved) {
+    last_drain_.failed = true;
+    base::log::warn_once(comm_.is_primary(), "level.not_drained", "step={} error=\"{}\"", newest,
+                         last_drain_.why_not);
+    return false;
+  }
+  start_drain(*saved);
+  return true;
+}
+
+std::optional<CheckpointManager::LocalSave> CheckpointManager::local_save_from_files(
+    std::int64_t step) {
+  if (!local_->make_readable(step, last_drain_.rebuilt_nodes, last_drain_.why_not)) {
+    return std::nullopt;
+  }
+  // The format and compression of the root's newest step: what this run's drains wrote.
+  std::map<std::string, TreeSaveOptions> like;
+  if (!steps_.empty() && !steps_.back().damaged) {
+    try {
+      like = levels::tree_options_of(comm_, step_path(steps_.back().step));
+    } catch (const Error& e) {
+      // Every rank read the same text: the defaults serve on every rank.
+      base::log::debug("level.drain_options", "step={} error=\"{}\"", steps_.back().step, e.what());
+      like.clear();
+    }
+  }
+  levels::LocalStepArgs read;
+  std::string failure;
+  try {
+    read = levels::args_from_local_step(*local_->layout().node_comm, local_->step_dir(step), like,
+                                        local_->options().drain_bytes_per_second);
+  } catch (const Error& e) {
+    failure = e.what();
+  }
+  // Every rank moves on to the persistent save together, or none does.
+  const auto failures = comm_.allgather(failure);
+  for (std::size_t r = 0; r < failures.size(); ++r) {
+    if (failures[r].empty()) continue;
+    last_drain_.why_not = fmt::format("reading local step {} on rank {}: {}", step, r, failures[r]);
+    return std::nullopt;
+  }
+  const auto unsupported = comm_.allgather(read.not_rebuilt);
+  for (const auto& item : unsupported) {
+    if (item.empty()) continue;
+    last_drain_.why_not =
+        fmt::format("step {}: {} is not one of cairn's, which files cannot give back", step, item);
+    return std::nullopt;
+  }
+  if (!handler_) handler_ = make_handler(read.args->handler_type());
+  LocalSave saved{.step = step,
+                  .drain_args = std::move(read.args),
+                  .custom = std::move(read.custom),
+                  .metrics = {},
+                  .time = local_->time_of(step).value_or(std::chrono::system_clock::time_point{})};
+  if (const auto* m = saved.custom.if_contains(step_custom_key::kMetrics); m && m->is_object()) {
+    saved.metrics = m->get_object();
+  }
+  base::log::info("level.drain_from_files", "step={} directory=\"{}\"", step,
+                  local_->step_dir(step).string());
+  return saved;
 }
 
 bool CheckpointManager::drain() {
   const std::scoped_lock lock(mutex_);
-  if (!active_ || !local_ || !newest_local_) return false;
-  land();
-  if (!steps_.empty() && steps_.back().step >= newest_local_->step) return false;
-  if (!newest_local_->drain_args) {
-    base::log::warn_once(comm_.is_primary(), "level.not_drained",
-                         "step={}: an item's handler is not cairn's; its files cannot be drained",
-                         newest_local_->step);
-    return false;
+  if (!active_ || !local_ || options_.read_only) return false;
+  check_writable("drain");
+  // A rank that skipped this call, or made another, fails every rank here.
+  comm_.agree({.operation = "CheckpointManager::drain"});
+  const bool drained = drain_newest();
+  if (!drained && !last_drain_.failed && last_drain_.newest_local < 0) {
+    // Steps of another layout cannot be drained by this job: say so rather than "nothing".
+    const std::string other = levels::newest_step_of_another_layout(
+        comm_, local_->layout(), local_->directory(), *naming_, last_drain_.newest_persistent);
+    if (!other.empty()) {
+      last_drain_.failed = true;
+      last_drain_.why_not =
+          fmt::format("{}; it holds {}: run the drain with that many ranks and that many per node",
+                      last_drain_.why_not, other);
+    }
   }
-  start_drain(*newest_local_);
   land();
-  return true;
+  return drained;
+}
+
+LevelDrain CheckpointManager::last_drain() const {
+  const std::scoped_lock lock(mutex_);
+  return last_drain_;
+}
+
+LevelDrain drain_local_level(const Comm& comm, const std::filesystem::path& root,
+                             LocalLevelOptions level) {
+  level.persistent_every = 0;
+  level.persistent_policy = nullptr;
+  level.drain_at_close = false;
+  // The step names the root records, so that its steps and the level's are found.
+  std::string naming;
+  comm.run_all(fmt::format("reading the step names of '{}':", root.string()), [&] {
+    if (!comm.is_primary()) return;
+    if (const auto recorded = manager::recorded_step_name_format(root)) {
+      naming = recorded->describe();
+    }
+  });
+  naming = comm.broadcast(naming);
+  CheckpointManagerOptions options;
+  options.create = false;
+  options.step_name_format = manager::step_name_format_from_description(naming);
+  options.enable_async = false;
+  options.local_level = std::move(level);
+  CheckpointManager manager(comm, root, std::move(options));
+  (void)manager.drain();
+  LevelDrain report = manager.last_drain();
+  manager.close();
+  return report;
 }
 
 std::optional<std::any> CheckpointManager::restore_local(std::int64_t step,

@@ -1,8 +1,9 @@
 // CheckpointManager with a node-local level: local saves drained to the root, a lost or
 // damaged node rebuilt from its partner or its XOR group, fallback to an older local step or
 // to the persistent level, a restart at another world size, retention of both levels, paced
-// and preemption drains, the Young/Daly interval. Every test runs with one simulated node per
-// rank and, at 4 ranks, with two nodes of two ranks.
+// and preemption drains, the Young/Daly interval; the drain of a step an earlier job saved,
+// the drain cadence across restarts, and the leftovers of a killed drain. Every test runs with one
+// simulated node per rank and, at 4 ranks, with two nodes of two ranks.
 #include <cairn/manager.hpp>
 #include <gtest/gtest.h>
 
@@ -706,4 +707,147 @@ TEST(Levels, YoungDalyIntervalFromTheMeasuredCost) {
   EXPECT_FALSE(mgr.should_save(2));
   now += 24h;
   EXPECT_TRUE(mgr.should_save(2));
+}
+
+TEST(Levels, ARunThatOnlyRestoresALocalStepDrainsItAtClose) {
+  Comm comm(MPI_COMM_WORLD);
+  for (const int per_node : layouts()) {
+    SharedTempDir tmp;
+    // A job that saved steps 1 to 3 on the local level alone and was killed.
+    auto opts = options(tmp, per_node, LocalRedundancy::partner(), 0);
+    save_steps(comm, tmp, opts, {1, 2, 3});
+    {
+      CheckpointManager mgr(comm, tmp / "root", opts);
+      ASSERT_TRUE(mgr.persistent_steps().empty());
+    }
+    // The next job restores step 3 from the local level and ends at once, saving nothing.
+    opts.local_level->drain_at_close = true;
+    {
+      CheckpointManager mgr(comm, tmp / "root", opts);
+      const State state = restore_latest(comm, mgr);
+      ASSERT_TRUE(state.holds(3));
+      ASSERT_EQ(mgr.last_restore().level, "local");
+      mgr.close();
+      EXPECT_EQ(mgr.last_drain().step, 3) << mgr.last_drain().why_not;
+    }
+    CheckpointManager plain(comm, tmp / "root", {.read_only = true});
+    EXPECT_EQ(plain.all_steps(), Steps{3}) << per_node << " ranks per node";
+    State restored;
+    ArrayTreeRestore target(restored.tree(comm));
+    (void)plain.restore(3, &target);
+    EXPECT_TRUE(restored.holds(3)) << per_node << " ranks per node";
+  }
+}
+
+TEST(Levels, DrainRebuildsALostNodeAndReadsEveryItemBackFromTheLocalFiles) {
+  Comm comm(MPI_COMM_WORLD);
+  for (const int per_node : layouts()) {
+    SharedTempDir tmp;
+    const auto opts = options(tmp, per_node, LocalRedundancy::partner(), 0);
+    const std::vector<std::byte> mine(static_cast<std::size_t>(100 + comm.rank()),
+                                      static_cast<std::byte>(comm.rank() + 1));
+    State state;
+    state.fill(5);
+    {
+      CheckpointManager mgr(comm, tmp / "root", opts);
+      ASSERT_TRUE(
+          mgr.save(5,
+                   Composite{{"state", std::make_shared<ArrayTreeSave>(state.tree(comm))},
+                             {"meta", std::make_shared<JsonSave>(boost::json::object{{"nx", 42}})},
+                             {"blob", std::make_shared<BytesSave>(mine)}},
+                   {.metrics = {{"loss", 0.5}}}));
+    }
+    const int lost = nodes_of(per_node) - 1;
+    wipe(tmp, lost);
+    {
+      // A job that neither saves nor restores: drain() rebuilds the lost node first.
+      CheckpointManager mgr(comm, tmp / "root", opts);
+      EXPECT_TRUE(mgr.drain()) << mgr.last_drain().why_not;
+      EXPECT_EQ(mgr.last_drain().step, 5);
+      EXPECT_EQ(mgr.last_drain().rebuilt_nodes, std::vector<int>{lost});
+      EXPECT_EQ(mgr.persistent_steps(), Steps{5});
+      EXPECT_FALSE(mgr.drain());
+      EXPECT_FALSE(mgr.last_drain().failed);
+    }
+    CheckpointManager plain(comm, tmp / "root", {.read_only = true});
+    State restored;
+    const Composite args{{"state", std::make_shared<ArrayTreeRestore>(restored.tree(comm))},
+                         {"meta", std::make_shared<JsonRestore>()},
+                         {"blob", std::make_shared<BytesRestore>()}};
+    const auto result = std::any_cast<CompositeResult>(plain.restore(5, &args));
+    EXPECT_TRUE(restored.holds(5)) << per_node << " ranks per node";
+    EXPECT_EQ(result.get<boost::json::value>("meta").at("nx").as_int64(), 42);
+    EXPECT_EQ(result.get<std::vector<std::byte>>("blob"), mine);
+    EXPECT_EQ(plain.metrics(5).at("loss").as_double(), 0.5);
+  }
+}
+
+TEST(Levels, AStepLostBeyondRepairIsNotDrainedAndSaysWhy) {
+  Comm comm(MPI_COMM_WORLD);
+  SharedTempDir tmp;
+  const auto opts = options(tmp, 1, LocalRedundancy::none(), 0);
+  save_steps(comm, tmp, opts, {1, 2});
+  wipe(tmp, nodes_of(1) - 1);
+  CheckpointManager mgr(comm, tmp / "root", opts);
+  EXPECT_FALSE(mgr.drain());
+  EXPECT_TRUE(mgr.last_drain().failed);
+  EXPECT_NE(mgr.last_drain().why_not.find("redundancy is none"), std::string::npos)
+      << mgr.last_drain().why_not;
+  EXPECT_TRUE(mgr.persistent_steps().empty());
+}
+
+TEST(Levels, TheDrainCadenceCountsOnAcrossARestart) {
+  Comm comm(MPI_COMM_WORLD);
+  for (const int per_node : layouts()) {
+    SharedTempDir tmp;
+    const auto opts = options(tmp, per_node, LocalRedundancy::none(), 3, 3);
+    save_steps(comm, tmp, opts, {1, 2});  // local saves 1 and 2 of every 3: none drained
+    {
+      CheckpointManager mgr(comm, tmp / "root", opts);
+      State state;
+      for (std::int64_t step = 3; step <= 6; ++step) {
+        state.fill(step);
+        ASSERT_TRUE(mgr.save(step, ArrayTreeSave(state.tree(comm))));
+      }
+      mgr.wait_until_finished();
+      // The job's 3rd and 6th local saves, not this manager's 3rd.
+      EXPECT_EQ(mgr.persistent_steps(), (Steps{3, 6})) << per_node << " ranks per node";
+    }
+    // A node that lost its files counts on from the others.
+    wipe(tmp, 0);
+    CheckpointManager mgr(comm, tmp / "root", opts);
+    State state;
+    for (std::int64_t step = 7; step <= 9; ++step) {
+      state.fill(step);
+      ASSERT_TRUE(mgr.save(step, ArrayTreeSave(state.tree(comm))));
+    }
+    mgr.wait_until_finished();
+    EXPECT_EQ(mgr.persistent_steps(), (Steps{3, 6, 9})) << per_node << " ranks per node";
+  }
+}
+
+TEST(Levels, TheNextManagerRemovesWhatAKilledDrainLeftOnTheRoot) {
+  Comm comm(MPI_COMM_WORLD);
+  SharedTempDir tmp;
+  const auto opts = options(tmp, 1, LocalRedundancy::none(), 2);
+  save_steps(comm, tmp, opts, {1, 2, 3});
+  // What a drain of step 3 killed midway leaves: its temporary directory, part written.
+  const auto dead = tmp / "root" / "3.cairn-tmp";
+  if (comm.is_primary()) {
+    std::filesystem::create_directories(dead / "shards");
+    std::ofstream(dead / "shards" / "r0.bin") << "part of a shard";
+  }
+  comm.barrier("a dead drain");
+  {
+    CheckpointManager mgr(comm, tmp / "root", opts);
+    EXPECT_FALSE(std::filesystem::exists(dead));
+    EXPECT_EQ(mgr.persistent_steps(), Steps{2});
+    EXPECT_EQ(mgr.local_steps(), (Steps{2, 3}));
+  }
+  comm.barrier("checked");
+  // A manager that only reads leaves the root as it is.
+  if (comm.is_primary()) std::filesystem::create_directories(dead);
+  comm.barrier("another dead drain");
+  CheckpointManager mgr(comm, tmp / "root", {.read_only = true});
+  EXPECT_TRUE(std::filesystem::exists(dead));
 }

@@ -1,15 +1,19 @@
 #include "manager/levels/level_args.hpp"
 
+#include <cairn/checkpointer.hpp>
 #include <cairn/handlers.hpp>
+#include <cairn/storage.hpp>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <any>
 #include <map>
 #include <utility>
 
 #include "base/durable_file.hpp"
+#include "checkpoint/step_metadata.hpp"
 #include "manager/levels/file_map.hpp"
 #include "storage/index/binary.hpp"
 
@@ -139,6 +143,108 @@ std::shared_ptr<const CheckpointArgs> drain_args(
                      }
                      return nullptr;
                    });
+}
+
+namespace {
+
+// The save arguments of the item of handler type `type` in `dir`, read back over the node's
+// ranks; null for a handler that is not cairn's.
+std::shared_ptr<const CheckpointArgs> item_from_local(const Comm& node_comm,
+                                                      const std::filesystem::path& dir,
+                                                      std::string_view type,
+                                                      const TreeSaveOptions* like,
+                                                      std::uint64_t bytes_per_second) {
+  if (type == ArrayTreeHandler::kTypeName) {
+    TreeSaveOptions options = like != nullptr ? *like : TreeSaveOptions{};
+    options.allow_sparse = true;
+    options.sparse_leaves.clear();
+    options.write_bytes_per_second = bytes_per_second;
+    ArrayTree tree = restore_tree_as_saved(node_comm, dir);
+    // Options of leaves this tree lacks would fail the save.
+    std::erase_if(options.leaf_formats, [&](const auto& leaf) { return !tree.find(leaf.first); });
+    std::erase_if(options.save_args, [&](const auto& leaf) { return !tree.find(leaf.first); });
+    return std::make_shared<ArrayTreeSave>(std::move(tree), std::move(options));
+  }
+  if (type == JsonHandler::kTypeName) {
+    JsonHandler handler;
+    return std::make_shared<JsonSave>(
+        std::any_cast<boost::json::value>(handler.restore(node_comm, dir, nullptr)));
+  }
+  if (type == BytesHandler::kTypeName) {
+    BytesHandler handler;
+    const boost::json::value described = handler.metadata(node_comm, dir);
+    const auto* replicated = described.as_object().if_contains("replicated");
+    return std::make_shared<BytesSave>(
+        std::any_cast<std::vector<std::byte>>(handler.restore(node_comm, dir, nullptr)),
+        replicated != nullptr && replicated->is_bool() && replicated->get_bool());
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+LocalStepArgs args_from_local_step(const Comm& node_comm, const std::filesystem::path& local_step,
+                                   const std::map<std::string, TreeSaveOptions>& like,
+                                   std::uint64_t bytes_per_second) {
+  const auto like_item = [&](const std::string& name) -> const TreeSaveOptions* {
+    const auto it = like.find(name);
+    return it == like.end() ? nullptr : &it->second;
+  };
+  const StepMetadata meta = StepMetadata::read(local_step);
+  LocalStepArgs out;
+  if (const auto* custom = meta.custom.if_object()) out.custom = *custom;
+  if (meta.handler != CompositeHandler::kTypeName) {
+    out.args =
+        item_from_local(node_comm, local_step, meta.handler, like_item(""), bytes_per_second);
+    if (!out.args) out.not_rebuilt = fmt::format("the item (handler '{}')", meta.handler);
+    return out;
+  }
+  Composite::Items items;
+  for (const auto& [name, type] : meta.items) {
+    auto item =
+        item_from_local(node_comm, local_step / name, type, like_item(name), bytes_per_second);
+    if (!item) {
+      out.not_rebuilt = fmt::format("item '{}' (handler '{}')", name, type);
+      return out;
+    }
+    items.emplace(name, std::move(item));
+  }
+  std::map<std::string, boost::json::object> item_custom;
+  if (const auto* saved = meta.json.if_contains(CompositeHandler::kItemCustomMetadataKey);
+      saved != nullptr && saved->is_object()) {
+    for (const auto& [name, value] : saved->get_object()) {
+      if (value.is_object() && items.contains(std::string(name))) {
+        item_custom.emplace(std::string(name), value.get_object());
+      }
+    }
+  }
+  out.args = std::make_shared<Composite>(std::move(items), std::move(item_custom));
+  return out;
+}
+
+std::map<std::string, TreeSaveOptions> tree_options_of(const Comm& comm,
+                                                       const std::filesystem::path& step_dir) {
+  const auto file = step_dir / kStepMetadataFile;
+  std::string text;
+  comm.run_all(fmt::format("reading '{}':", file.string()), [&] {
+    if (comm.is_primary()) text = base::read_small_file(file);
+  });
+  const StepMetadata meta = checkpoint::parse_step_metadata(comm.broadcast(text), file);
+  std::map<std::string, std::filesystem::path> trees;  // item name -> its directory
+  if (meta.handler == ArrayTreeHandler::kTypeName) trees.emplace("", step_dir);
+  for (const auto& [name, type] : meta.items) {
+    if (type == ArrayTreeHandler::kTypeName) trees.emplace(name, step_dir / name);
+  }
+  std::map<std::string, TreeSaveOptions> out;
+  for (const auto& [name, dir] : trees) {
+    TreeSaveOptions& options = out[name];
+    for (const SavedLeafInfo& leaf : read_tree_info(comm, dir).leaves) {
+      if (leaf.kind != LeafKind::array) continue;
+      options.leaf_formats[leaf.path] = leaf.format;
+      options.save_args[leaf.path].compression = leaf.compression;
+    }
+  }
+  return out;
 }
 
 bool locally_restorable(const CheckpointArgs* args, std::string& why) {

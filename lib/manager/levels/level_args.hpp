@@ -3,10 +3,14 @@
 // drain to the persistent level.
 #pragma once
 
+#include <boost/json/object.hpp>
+#include <cairn/comm.hpp>
 #include <cairn/handler.hpp>
+#include <cairn/storage.hpp>
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -35,6 +39,38 @@ namespace cairn::levels {
 [[nodiscard]] std::shared_ptr<const CheckpointArgs> drain_args(
     const std::shared_ptr<const CheckpointArgs>& resolved, const std::filesystem::path& local_step,
     int node_rank, std::uint64_t bytes_per_second);
+
+/// What args_from_local_step() read back.
+struct LocalStepArgs {
+  /// The save arguments; null when an item cannot be rebuilt from files.
+  std::shared_ptr<const CheckpointArgs> args;
+  /// The item (or the step's handler) that cannot be rebuilt: its handler is a user's.
+  std::string not_rebuilt;
+  /// The step's custom metadata as the local save recorded it (metrics, the caller's
+  /// metadata, the decision time).
+  boost::json::object custom;
+};
+
+/// The arguments that save the local step `local_step` again, read back from the node's files
+/// alone (for a step that this process did not save): each array tree is restored as saved
+/// over `node_comm` (each rank gets the boxes its node rank wrote, checked against their
+/// checksums) and saved with the options `like` holds for its item (by item name; "" for a
+/// step of one item) or TreeSaveOptions' defaults, every leaf allowed sparse, paced at
+/// `bytes_per_second`; JSON and bytes items are read back; a composite keeps its items' custom
+/// metadata. Collective over `node_comm`. Throws NotFound, FormatError naming the file that
+/// cannot be read, and what a restore throws.
+[[nodiscard]] LocalStepArgs args_from_local_step(const Comm& node_comm,
+                                                 const std::filesystem::path& local_step,
+                                                 const std::map<std::string, TreeSaveOptions>& like,
+                                                 std::uint64_t bytes_per_second);
+
+/// The format and compression of every array leaf of the array tree items of the committed
+/// checkpoint `step_dir` (by item name; "" for a checkpoint of one item), as TreeSaveOptions
+/// that save a tree of the same leaves alike; items of other handlers are left out.
+/// Collective over `comm` (the primary reads, every rank parses). Throws NotFound,
+/// FormatError naming the file.
+[[nodiscard]] std::map<std::string, TreeSaveOptions> tree_options_of(
+    const Comm& comm, const std::filesystem::path& step_dir);
 
 /// Whether a restore with `args` (null: every item as saved) can be served by a node's local
 /// files alone: array trees must be restored into targets (a node does not hold the whole

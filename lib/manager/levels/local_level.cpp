@@ -628,6 +628,10 @@ void LocalLevel::remove_unkept(const std::vector<std::int64_t>& kept) const {
   for (const auto& path : doomed) std::filesystem::remove_all(path);
 }
 
+bool LocalLevel::make_readable(std::int64_t step, std::vector<int>& rebuilt, std::string& why) {
+  return repair(step, assign_parts(step), rebuilt, why);
+}
+
 }  // namespace cairn::levels
 
 namespace cairn {

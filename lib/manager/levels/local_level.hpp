@@ -70,6 +70,8 @@ class LocalLevel {
   [[nodiscard]] const NodeLayout& layout() const noexcept { return layout_; }
   /// The options. Not collective; never throws.
   [[nodiscard]] const LocalLevelOptions& options() const noexcept { return options_; }
+  /// This node's directory. Not collective; never throws.
+  [[nodiscard]] const std::filesystem::path& directory() const noexcept { return directory_; }
 
   /// Saves `args` as `step` on every node with `handler`, places the redundancy copies and
   /// records the step on every node; only then does it count. Throws on every rank when any
@@ -103,6 +105,12 @@ class LocalLevel {
   /// layout (world size, node sizes) recorded are kept until this job holds a newer step.
   /// Throws IoError on every rank.
   void retain();
+
+  /// Makes `step` readable on every node, as restore() does first: checks each node's part
+  /// and rebuilds the lost or damaged ones from their copies (their numbers are added to
+  /// `rebuilt`). Returns false, with `why` alike on every rank, when the step is lost beyond
+  /// repair. Throws TimeoutError.
+  [[nodiscard]] bool make_readable(std::int64_t step, std::vector<int>& rebuilt, std::string& why);
 
  private:
   struct Record {
