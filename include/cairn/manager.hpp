@@ -507,6 +507,11 @@ class CheckpointManager {
   void save_to_levels(std::int64_t step, const CheckpointArgs& args, const SaveDecision& decision,
                       const boost::json::object& custom, const ManagerSaveOptions& options);
   void start_drain(const LocalSave& saved);
+  // Starts the persistent save of `info.step` from `args` with the handler of its type: the
+  // one place a step is written to the root (a save, a drain, a fallback of the local level).
+  // The save in flight, if any, lands first.
+  void persist(const StepInfo& info, const CheckpointArgs& args,
+               const CheckpointSaveOptions& save_options);
   // Drains the newest local step when it is newer than the root's newest (this manager's
   // save, or one rebuilt from the local files); last_drain_ says what happened. Collective.
   bool drain_newest();

@@ -505,15 +505,23 @@ bool CheckpointManager::save(std::int64_t step, const CheckpointArgs& args,
   const CheckpointSaveOptions save_options{.custom_metadata = custom,
                                            .provenance = {.step = step, .metrics = options.metrics},
                                            .incremental_base = std::move(base)};
-  checkpointer_->save(dir, args, save_options);
+  persist(
+      {.step = step, .time = decision.time, .metrics = options.metrics, .incremental_depth = depth},
+      args, save_options);
   last_save_cost_ = std::chrono::steady_clock::now() - start;
-  in_flight_ = StepInfo{
-      .step = step, .time = decision.time, .metrics = options.metrics, .incremental_depth = depth};
-  saving_ = true;
   // A synchronous save is committed already: report it and run retention now, not at the
   // next call.
   if (!options_.enable_async) land();
   return true;
+}
+
+void CheckpointManager::persist(const StepInfo& info, const CheckpointArgs& args,
+                                const CheckpointSaveOptions& save_options) {
+  ensure_checkpointer(args.handler_type());
+  land();
+  checkpointer_->save(step_path(info.step), args, save_options);
+  in_flight_ = info;
+  saving_ = true;
 }
 
 void CheckpointManager::wait_until_finished() {

@@ -39,7 +39,7 @@ void CheckpointManager::open_local_level() {
     }
   });
   local_ = std::make_unique<levels::LocalLevel>(comm_, level, naming_, options_.checkpointer,
-                                                given_root_metadata(), root);
+                                                given_root_metadata(), root, options_.lock_lease);
   // The drain cadence counts on from the saves of the jobs before this one.
   local_saves_ = levels::counted_local_saves(comm_, local_->layout(), local_->directory());
 }
@@ -114,7 +114,21 @@ void CheckpointManager::save_to_levels(std::int64_t step, const CheckpointArgs& 
   const auto resolved = levels::resolve_args(args);
   const CheckpointSaveOptions save_options{
       .custom_metadata = custom, .provenance = {.step = step, .metrics = options.metrics}};
-  local_->save(step, handler_, *levels::local_save_args(resolved), save_options, decision.time);
+  try {
+    local_->save(step, handler_, *levels::local_save_args(resolved), save_options, decision.time);
+  } catch (const Error& e) {
+    // A node that cannot store its part (a full tmpfs, a failed node-local disk) fails the
+    // save on every rank alike and leaves nothing of it on the nodes: the step then goes to
+    // the root, so that the job keeps checkpointing.
+    if (e.code() != ErrorCode::io) throw;
+    base::log::warn_once(comm_.is_primary(), "level.local_failed",
+                         "step={} error=\"{}\": saved to the root instead", step, e.what());
+    persist({.step = step, .time = decision.time, .metrics = options.metrics}, *resolved,
+            save_options);
+    last_save_cost_ = std::chrono::steady_clock::now() - start;
+    if (!options_.enable_async) land();
+    return;
+  }
   ++local_saves_;
   levels::count_local_saves(local_->layout(), local_->directory(), local_saves_, step);
   last_save_cost_ = std::chrono::steady_clock::now() - start;
@@ -158,11 +172,8 @@ void CheckpointManager::save_to_levels(std::int64_t step, const CheckpointArgs& 
     } else {
       // Arguments that files cannot give back are written from the caller's data, before
       // save() returns.
-      land();
-      ensure_checkpointer(handler_->type_name());
-      checkpointer_->save(step_path(step), *resolved, save_options);
-      in_flight_ = StepInfo{.step = step, .time = decision.time, .metrics = options.metrics};
-      saving_ = true;
+      persist({.step = step, .time = decision.time, .metrics = options.metrics}, *resolved,
+              save_options);
       last_drain_.step = step;
       land();
     }
@@ -178,9 +189,8 @@ void CheckpointManager::start_drain(const LocalSave& saved) {
       .custom_metadata = saved.custom,
       .provenance = {.step = saved.step, .metrics = saved.metrics}};
   base::log::info("level.drain", "step={} root=\"{}\"", saved.step, root_.string());
-  checkpointer_->save(step_path(saved.step), *drain_args_, save_options);
-  in_flight_ = StepInfo{.step = saved.step, .time = saved.time, .metrics = saved.metrics};
-  saving_ = true;
+  persist({.step = saved.step, .time = saved.time, .metrics = saved.metrics}, *drain_args_,
+          save_options);
   last_drain_.step = saved.step;
   if (!options_.enable_async) land();
 }

@@ -5,8 +5,9 @@
 //   - nothing of step 2 is committed or left behind (no 2.cairn-tmp);
 //   - steps 0 and 1 remain committed and restore with the values they were saved with.
 // With a node-local level (each rank a node, partner copies):
-//   local  the local directories fill up: save throws on every rank; neither level holds
-//          step 2 and no node's directory keeps a part of it or of its copies;
+//   local  the local directories fill up: step 2 is saved to the root instead, on every rank
+//          (no call throws), no node's directory keeps a part of it or of its copies, and it
+//          restores from the root;
 //   drain  the root fills up: the drain of step 2 fails, and save (when it fails as it starts)
 //          or the next call throws on every rank; the root holds steps 0 and 1 only, and
 //          step 2 is not lost: it is still a local step and restores from there.
@@ -14,7 +15,8 @@
 //   full_disk_job ROOT FORMAT MODE BIG_KIB [LOCAL_DIR]
 //     FORMAT posix | hdf5, MODE sync | async | local | drain, BIG_KIB: size of the extra leaf
 //     per rank, LOCAL_DIR (local and drain): the node-local directory, with {node}
-// Prints (rank 0) "threw from <call> on every rank: <message>" and "steps 0 1 restored".
+// Prints (rank 0) "threw from <call> on every rank: <message>" (local: "step 2 saved to the
+// root on every rank") and "steps 0 1 restored".
 // Exit status: 0 as expected, 1 anything else (reason on stderr), 2 usage.
 #include <mpi.h>
 
@@ -116,32 +118,41 @@ int run(const std::filesystem::path& root, cairn::StorageFormat format, Mode mod
     outcome.message = e.what();
   }
 
-  // The same call on every rank.
+  // The same call on every rank: none with a local level, which falls back to the root.
+  const bool throws = mode != Mode::local;
   char mine[64] = {};
   std::strncpy(mine, outcome.call.c_str(), sizeof(mine) - 1);
   std::vector<char> all(sizeof(mine) * static_cast<std::size_t>(comm.size()));
   MPI_Allgather(mine, sizeof(mine), MPI_CHAR, all.data(), sizeof(mine), MPI_CHAR, MPI_COMM_WORLD);
   for (int r = 0; r < comm.size(); ++r) {
     const std::string call(&all[sizeof(mine) * static_cast<std::size_t>(r)]);
-    if (call != outcome.call || call == "none") {
+    if (call != outcome.call || (call == "none") == throws) {
       throw Failure("rank " + std::to_string(r) + " threw from '" + call + "', rank " +
                     std::to_string(comm.rank()) + " from '" + outcome.call + "'");
     }
   }
-  if (comm.is_primary()) {
+  if (comm.is_primary() && throws) {
     std::printf("threw from %s on every rank: %s\n", outcome.call.c_str(), outcome.message.c_str());
+  } else if (comm.is_primary()) {
+    std::printf("threw from none: step 2 saved to the root on every rank\n");
   }
 
-  // Step 2 left nothing behind; steps 0 and 1 are intact.
+  // Step 2 left nothing behind (but on the root, with a local level that fell back to it);
+  // steps 0 and 1 are intact.
   bool clean = true;
-  if (comm.is_primary()) clean = holds_only(root, {"0", "1", "cairn-root.json", "cairn.lock"});
+  if (comm.is_primary()) {
+    std::vector<std::string> allowed{"0", "1", "cairn-root.json", "cairn.lock"};
+    if (!throws) allowed.emplace_back("2");
+    clean = holds_only(root, allowed);
+  }
   if (mode == Mode::local) {
     // This rank's node directory: no part of step 2, no record or copy of it.
     const auto node = node_dir(local_dir, comm.rank());
     const std::vector<std::string> level_files =
-        comm.size() > 1 ? std::vector<std::string>{"0.json", "1.json", "0.copy", "1.copy"}
-                        : std::vector<std::string>{"0.json", "1.json"};
-    clean = holds_only(node, {"0", "1", "cairn-root.json", "cairn-level"}) &&
+        comm.size() > 1
+            ? std::vector<std::string>{"0.json", "1.json", "0.copy", "1.copy", "drain-cadence.json"}
+            : std::vector<std::string>{"0.json", "1.json", "drain-cadence.json"};
+    clean = holds_only(node, {"0", "1", "cairn-root.json", "cairn-level", "cairn.lock"}) &&
             holds_only(node / "cairn-level", level_files) && clean;
   }
   expect(comm, clean, "the failed save left files behind");
@@ -164,6 +175,23 @@ int run(const std::filesystem::path& root, cairn::StorageFormat format, Mode mod
         "step 2 restores wrong values from the local level");
     expect(comm, manager.last_restore().level == "local",
            "step 2 was not read from the local level");
+  } else if (mode == Mode::local) {
+    expect(comm, manager.local_steps() == std::vector<std::int64_t>{0, 1},
+           "the local level's steps changed");
+    expect(comm, manager.persistent_steps().back() == 2, "step 2 is not on the root");
+    state.scramble();
+    tree = state.tree();
+    tree.add_array("big",
+                   cairn::ArrayShard::host(big.data(), {comm.size() * big_count},
+                                           cairn::Box{{comm.rank() * big_count}, {big_count}}));
+    std::fill(big.begin(), big.end(), 0.0);
+    const cairn::ArrayTreeRestore args(tree);
+    (void)manager.restore(2, &args);
+    expect(
+        comm,
+        state.equals(2) && std::all_of(big.begin(), big.end(), [](double v) { return v == 2.5; }),
+        "step 2 restores wrong values from the root");
+    expect(comm, manager.last_restore().level == "persistent", "step 2 was not read from the root");
   } else {
     expect(comm, manager.all_steps(true) == std::vector<std::int64_t>{0, 1},
            "the committed steps changed");

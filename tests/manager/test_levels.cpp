@@ -80,6 +80,7 @@ void save_steps(const Comm& comm, const SharedTempDir& tmp, CheckpointManagerOpt
 
 // Rank 0 removes node `node`'s local directory (a replacement node, a wiped tmpfs).
 void wipe(const SharedTempDir& tmp, int node) {
+  MPI_Barrier(MPI_COMM_WORLD);  // every rank closed its managers first
   if (cairn::testing::world_rank() == 0) {
     ASSERT_GT(std::filesystem::remove_all(tmp / ("local" + std::to_string(node))), 0u);
   }
@@ -89,6 +90,7 @@ void wipe(const SharedTempDir& tmp, int node) {
 // Rank 0 flips a byte in the middle of every shard file of `step` on node `node`, and with
 // `copy` in the redundancy file that the node holds for others.
 void flip(const SharedTempDir& tmp, int node, std::int64_t step, bool copy = false) {
+  MPI_Barrier(MPI_COMM_WORLD);  // every rank closed its managers first
   if (cairn::testing::world_rank() == 0) {
     const auto node_dir = tmp / ("local" + std::to_string(node));
     const auto dir = node_dir / std::to_string(step);
@@ -332,6 +334,7 @@ TEST(Levels, CellsThatNoNodeHoldsAreNeverServedFromTheLocalLevel) {
 // Rank 0 puts `from` in place of node `node`'s redundancy file of `step`.
 void replace_copy(const SharedTempDir& tmp, int node, std::int64_t step,
                   const std::filesystem::path& from) {
+  MPI_Barrier(MPI_COMM_WORLD);  // every rank closed its managers first
   if (cairn::testing::world_rank() == 0) {
     const auto to =
         tmp / ("local" + std::to_string(node)) / "cairn-level" / (std::to_string(step) + ".copy");
@@ -387,6 +390,7 @@ TEST(Levels, AStaleOrForeignCopyNeverRebuildsANode) {
 // every later node moves up one place and takes its own directory with it, and the last
 // place gets a fresh, empty directory.
 void lose_and_append_a_spare(const SharedTempDir& tmp, int lost, int nodes) {
+  MPI_Barrier(MPI_COMM_WORLD);  // every rank closed its managers first
   if (cairn::testing::world_rank() == 0) {
     const auto dir = [&](int node) { return tmp / ("local" + std::to_string(node)); };
     ASSERT_GT(std::filesystem::remove_all(dir(lost)), 0u);

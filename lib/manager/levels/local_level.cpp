@@ -86,7 +86,8 @@ Redundancy scheme_of(const LocalRedundancy& redundancy, int nodes) {
 
 LocalLevel::LocalLevel(const Comm& world, LocalLevelOptions options, StepNameFormatPtr naming,
                        CheckpointerOptions checkpointer, boost::json::object root_metadata,
-                       const std::filesystem::path& persistent_root)
+                       const std::filesystem::path& persistent_root,
+                       std::chrono::seconds lock_lease)
     : world_(world),
       options_(std::move(options)),
       naming_(std::move(naming)),
@@ -174,6 +175,10 @@ LocalLevel::LocalLevel(const Comm& world, LocalLevelOptions options, StepNameFor
             layout_.node, directory_.string(), name));
       }
     }
+    // A job that writes the directory holds its lock: `cairn gc` and other jobs leave it alone.
+    manager::acquire_lock(directory_, lock_lease);
+    locked_ = true;
+    lock_renewal_ = std::make_unique<manager::LockRenewal>(directory_, lock_lease);
   });
   if (layout_.leader()) {
     std::error_code ec;
@@ -183,6 +188,11 @@ LocalLevel::LocalLevel(const Comm& world, LocalLevelOptions options, StepNameFor
                   directory_.string(), layout_.describe(), options_.redundancy.describe(),
                   options_.keep);
   scan();
+}
+
+LocalLevel::~LocalLevel() {
+  lock_renewal_.reset();
+  if (locked_) manager::release_lock(directory_);
 }
 
 std::filesystem::path LocalLevel::step_dir(std::int64_t step) const {

@@ -26,6 +26,7 @@
 
 #include "manager/levels/node_layout.hpp"
 #include "manager/levels/redundancy.hpp"
+#include "manager/step_dirs.hpp"
 
 namespace cairn::levels {
 
@@ -44,7 +45,8 @@ inline constexpr const char* kLevelFolder = "cairn-level";
 /// unless it says otherwise.
 class LocalLevel {
  public:
-  /// Splits `world` into nodes, creates this node's directory and lists its steps. Throws
+  /// Splits `world` into nodes, creates this node's directory, takes its lock (see
+  /// acquire_lock(), with `lock_lease`) and lists its steps. Throws
   /// InvalidArgument for bad options (naming the field) or when a node's directory serves
   /// another root than `persistent_root` (the manager's, canonical), IoError naming the
   /// directory. `root_metadata` (the manager's cairn-root.json) is written, with the node's
@@ -52,7 +54,11 @@ class LocalLevel {
   /// that tools read the directory as an ordinary root.
   LocalLevel(const Comm& world, LocalLevelOptions options, StepNameFormatPtr naming,
              CheckpointerOptions checkpointer, boost::json::object root_metadata,
-             const std::filesystem::path& persistent_root);
+             const std::filesystem::path& persistent_root, std::chrono::seconds lock_lease);
+  /// Releases the node directories' locks. Not collective; never throws.
+  ~LocalLevel();
+  LocalLevel(const LocalLevel&) = delete;
+  LocalLevel& operator=(const LocalLevel&) = delete;
 
   /// Re-reads the steps recorded on every node.
   void scan();
@@ -163,6 +169,10 @@ class LocalLevel {
   std::uint64_t source_ = 0;                    // XXH3-64 of the persistent root's path
   std::filesystem::path directory_;             // this node's
   std::unique_ptr<Checkpointer> checkpointer_;  // over the node's ranks
+  // On a leader: the node directory's lock (cairn.lock, as a root's), renewed while held, so
+  // that `cairn gc` and another job leave the directory alone.
+  bool locked_ = false;
+  std::unique_ptr<manager::LockRenewal> lock_renewal_;
   std::vector<std::int64_t> steps_;
   // On a leader: the steps this node holds for another layout, ascending.
   std::vector<std::int64_t> other_layouts_;
