@@ -66,7 +66,7 @@ cluster_job=""            # pid of the background job's `timeout`
 cluster_namespaces=()     # network namespaces created (deleted again by cluster_down)
 declare -A cluster_init   # host -> pid of its init (in this pid namespace)
 declare -A cluster_outer  # host -> pid of the `unshare` that waits for the init
-declare -A cluster_cable  # host -> name of its veth on the bridge
+declare -A cluster_cable  # host -> name of its veth in the bridge's namespace
 cluster_generation=0      # counts hosts created, so that a replacement's veth has a new name
 cluster_subnet="10.77.0.0/24"
 
@@ -98,21 +98,24 @@ cluster_address() {
 cluster_start_host() {
   local host="$1" own_pids="$2" ns="${cluster_prefix}-$1" address mac
   address="$(cluster_address "$host")" || return 1
+  # The host's end of its cable is eth0 in its own namespace; the other end, in the bridge's
+  # namespace, gets a new name for each host started (a replacement's old cable may still be
+  # going away). Both carry the namespace's name as their alias.
   cluster_generation=$((cluster_generation + 1))
-  local cable="${cluster_prefix}c${cluster_generation}"
+  local cable="cable${cluster_generation}"
   # A fixed MAC address per host name: a replacement host answers at the address the others
   # already have in their ARP caches.
   mac="$(printf '02:77:00:00:00:%02x' "${address##*.}")"
   ip netns add "$ns" || return 1
   cluster_namespaces+=("$ns")
-  ip -n "$ns" link set lo up &&
+  if ! { ip -n "$ns" link set lo up &&
     ip -n "$ns" link add eth0 address "$mac" type veth peer name "$cable" netns "$cluster_bridge" &&
     ip -n "$ns" addr add "$address/24" dev eth0 &&
-    ip -n "$ns" link set eth0 up &&
-    ip -n "$cluster_bridge" link set "$cable" master br0 up || {
+    ip -n "$ns" link set eth0 alias "$ns" up &&
+    ip -n "$cluster_bridge" link set "$cable" alias "$ns" master br0 up; }; then
     cluster_fail "cannot wire host $host"
     return 1
-  }
+  fi
   cluster_cable[$host]="$cable"
   local ready="$cluster_dir/hosts/$host.ready" flags=(--uts --mount --propagation private)
   rm -f "$ready"
@@ -351,12 +354,14 @@ cluster_down() {
     echo "cluster: namespaces left: $(ip netns list | grep "^$cluster_prefix-" | tr '\n' ' ')" >&2
     left=1
   fi
-  if grep -q "$cluster_prefix" /proc/self/mountinfo; then
-    echo "cluster: mounts left: $(grep "$cluster_prefix" /proc/self/mountinfo)" >&2
+  if grep -qF "/run/netns/$cluster_prefix-" /proc/self/mountinfo; then
+    echo "cluster: mounts left: $(grep -F "/run/netns/$cluster_prefix-" /proc/self/mountinfo)" >&2
     left=1
   fi
-  if ip -o link show | grep -q "$cluster_prefix"; then
-    echo "cluster: network devices left: $(ip -o link show | grep "$cluster_prefix")" >&2
+  # The veths go with their namespaces; one that had moved to this namespace would show its
+  # alias.
+  if ip -o link show | grep -qF "alias $cluster_prefix-"; then
+    echo "cluster: veths left: $(ip -o link show | grep -F "alias $cluster_prefix-")" >&2
     left=1
   fi
   local started now tries
