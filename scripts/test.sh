@@ -4,7 +4,8 @@
 #   scripts/test.sh [--quick]
 #   --quick     the contributors' lane: steps 1, 2, 2a, 3 and 3a only, and step 3 without the tests
 #               of label long (the Slurm jobs, the kill trials, the benchmarks, the install
-#               checks, the 64-rank run): minutes, once built
+#               checks, the 64-rank run, the emulated cluster's silent host loss): minutes, once
+#               built
 #   -h, --help  prints this text
 #
 # Steps:
@@ -45,9 +46,10 @@
 #   CAIRN_FUZZ_SECONDS          seconds per fuzz target in step 6 (default: 10)
 #   CAIRN_SANITIZER_CTEST_ARGS  extra ctest arguments for step 4, e.g. "-L mpi -LE slow"
 #                               (default: "-LE kill|np4|np64|demo|install|apps|examples|xlang|
-#                               orbax_parity|slurm": the kill trials, the demo, the install checks,
-#                               the command-line and example programs, the cross-language and
-#                               Orbax-parity scenarios and the Slurm jobs test crash consistency,
+#                               orbax_parity|slurm|cluster": the kill trials, the demo, the install
+#                               checks, the command-line and example programs, the cross-language
+#                               and Orbax-parity scenarios, the Slurm jobs and the emulated
+#                               cluster's scenarios test crash consistency,
 #                               behaviour and packaging, not memory use (the library code they
 #                               run is covered by the GoogleTest suites, the tools' parsing by
 #                               the fuzzers), and the 4- and 64-rank runs repeat the code paths
@@ -296,7 +298,7 @@ elif [ "${CAIRN_TEST_SANITIZERS:-1}" != "0" ]; then
   # Two slots more than JOBS: these tests wait too, if less than the default step's (on 2
   # cores, 2.4 minutes at -j4 against 3.6 at -j2).
   CTEST_SLOTS=$((JOBS + 2)) configure_build_test "sanitizers" "$ASAN_BUILD_DIR" \
-    "${CAIRN_SANITIZER_CTEST_ARGS--LE kill|np4|np64|np1_twin|demo|install|apps|examples|xlang|orbax_parity|slurm}" "@tests" \
+    "${CAIRN_SANITIZER_CTEST_ARGS--LE kill|np4|np64|np1_twin|demo|install|apps|examples|xlang|orbax_parity|slurm|cluster}" "@tests" \
     -DCMAKE_BUILD_TYPE=Debug "-DCAIRN_SANITIZE=address,undefined" -DCAIRN_FAULT_INJECTION=ON
 else
   summary+=("sanitizers: skipped (CAIRN_TEST_SANITIZERS=0)")
