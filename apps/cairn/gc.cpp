@@ -31,8 +31,8 @@ boost::json::object collect(const cairn::StepDirectory& dir, bool dry_run) {
   if (!dir.temporary) {
     out["action"] = "kept";
     out["why"] =
-        "not a temporary directory of cairn (a save without its COMMITTED marker); remove it "
-        "by hand if it is not wanted";
+        "a save that did not finish (no COMMITTED marker): the next job that opens this root "
+        "moves it aside as a damaged step (<name>.damaged-<n>) and saves the step again";
     return out;
   }
   const auto bytes = disk_bytes(dir.path);

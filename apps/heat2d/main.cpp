@@ -226,46 +226,49 @@ std::int64_t restart(cairn::CheckpointManager& mgr, const Options& o, heat2d::Gr
   }
   if (!restored) return 0;
   const std::int64_t step = restored->step;
-  const cairn::LevelRestore level = mgr.last_restore();
-  const auto run = std::any_cast<cairn::CompositeResult>(restored->result)
-                       .get<boost::json::value>("run")
-                       .as_object();
-  const auto saved = [&](const char* key) { return boost::json::value_to<double>(run.at(key)); };
-  if (saved("nx") != static_cast<double>(o.problem.nx) ||
-      saved("ny") != static_cast<double>(o.problem.ny) || saved("alpha") != o.problem.alpha) {
-    throw cairn::InvalidArgument("the checkpoints in '" + o.checkpoint_dir +
-                                 "' are of another problem (" + boost::json::serialize(run) +
-                                 "); use another --checkpoint-dir");
-  }
-  grid.load(block);
-  if (comm.is_primary()) {
+  // Every rank reads the restored record and builds the report: whatever throws here throws on
+  // every rank (run_all), so that no rank waits in a collective call for one that stopped.
+  std::string report;
+  comm.run_all("heat2d: restarting from step " + std::to_string(step) + ":", [&] {
+    const cairn::LevelRestore level = mgr.last_restore();
+    const auto run = std::any_cast<cairn::CompositeResult>(restored->result)
+                         .get<boost::json::value>("run")
+                         .as_object();
+    const auto saved = [&](const char* key) { return boost::json::value_to<double>(run.at(key)); };
+    if (saved("nx") != static_cast<double>(o.problem.nx) ||
+        saved("ny") != static_cast<double>(o.problem.ny) || saved("alpha") != o.problem.alpha) {
+      throw cairn::InvalidArgument("the checkpoints in '" + o.checkpoint_dir +
+                                   "' are of another problem (" + boost::json::serialize(run) +
+                                   "); use another --checkpoint-dir");
+    }
+    grid.load(block);
+    const auto line = [&report](const std::string& text) { report += "heat2d: " + text + "\n"; };
     for (std::size_t i = 0; i < restored->quarantined.size(); ++i) {
-      std::printf("heat2d: step %lld is damaged: moved aside and kept (see `cairn ls %s`): %s\n",
-                  static_cast<long long>(restored->quarantined[i]), o.checkpoint_dir.c_str(),
-                  restored->errors[i].c_str());
+      line("step " + std::to_string(restored->quarantined[i]) +
+           " is damaged: moved aside and kept (see `cairn ls " + o.checkpoint_dir +
+           "`): " + restored->errors.at(i));
     }
     const auto& g = run.at("process_grid").as_array();
-    std::printf("heat2d: restarted from step %lld (saved by %lld ranks as %lld x %lld)%s%s\n",
-                static_cast<long long>(step), static_cast<long long>(run.at("ranks").as_int64()),
-                static_cast<long long>(g.at(0).as_int64()),
-                static_cast<long long>(g.at(1).as_int64()),
-                o.local_dir.empty() ? "" : ", read from the ",
-                o.local_dir.empty() ? "" : level.level.c_str());
+    line("restarted from step " + std::to_string(step) + " (saved by " +
+         std::to_string(run.at("ranks").as_int64()) + " ranks as " +
+         std::to_string(g.at(0).as_int64()) + " x " + std::to_string(g.at(1).as_int64()) + ")" +
+         (o.local_dir.empty() ? "" : ", read from the " + level.level));
     if (!level.rebuilt_nodes.empty()) {
       std::string nodes;
       for (const int n : level.rebuilt_nodes)
         nodes += (nodes.empty() ? "" : ", ") + std::to_string(n);
-      std::printf("heat2d: rebuilt the local files of node %s from their copies\n", nodes.c_str());
+      line("rebuilt the local files of node " + nodes + " from their copies");
     }
     if (level.exchanged) {
-      std::printf(
-          "heat2d: the local step was saved under another process grid: its cells were "
-          "exchanged between the nodes\n");
+      line(
+          "the local step was saved under another process grid: its cells were exchanged "
+          "between the nodes");
     }
     if (!o.local_dir.empty() && level.level == "persistent" && !level.why_not_local.empty()) {
-      std::printf("heat2d: the local level could not serve: %s\n", level.why_not_local.c_str());
+      line("the local level could not serve: " + level.why_not_local);
     }
-  }
+  });
+  if (comm.is_primary()) std::fputs(report.c_str(), stdout);
   return step;
 }
 

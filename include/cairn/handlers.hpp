@@ -116,10 +116,13 @@ struct JsonRestore final : CheckpointArgs {
   std::string_view handler_type() const noexcept override;
   /// A value of the shape the caller reads, such as one it saves: every key of an object here
   /// must be in the restored object, with a value of the same kind (a string, a bool, an
-  /// object, an array, an integer; a double here takes any number), checked recursively; the
-  /// elements of a restored array are checked against the first element of the array here,
-  /// when it has one. null here checks nothing. A restored value that does not fit throws
-  /// FormatError naming value.json and the field (as a JSON pointer, e.g. "/nx"), which
+  /// object, an array; a double here takes any number; a signed integer here takes an integer
+  /// in the range of std::int64_t, an unsigned one a non-negative integer), checked
+  /// recursively. An array of one element here is a list: the restored array may have any
+  /// length, each element checked against that one; an array of two or more elements is a
+  /// tuple: the restored array must have as many, each checked against the one in its place;
+  /// an empty array takes any array. null here checks nothing. A restored value that does not fit
+  /// throws FormatError naming value.json and the field (as a JSON pointer, e.g. "/nx"), which
   /// CheckpointManager::restore_latest_intact() treats as damage like any other.
   boost::json::value expected = nullptr;
 };

@@ -23,6 +23,9 @@ class Descriptor {
  public:
   Descriptor(const std::filesystem::path& path, int flags)
       : path_(path), fd_(open_file(path, flags)) {}
+  // Takes over `fd`, an open descriptor of `path`.
+  Descriptor(const std::filesystem::path& path, int fd, std::in_place_t /*adopt*/)
+      : path_(path), fd_(fd) {}
   ~Descriptor() {
     if (fd_ >= 0 && ::close(fd_) != 0) {
       log::warn("file.close", "path=\"{}\" error=\"{}\"", path_.string(), std::strerror(errno));
@@ -32,6 +35,8 @@ class Descriptor {
   Descriptor& operator=(const Descriptor&) = delete;
 
   [[nodiscard]] int get() const noexcept { return fd_; }
+  // Hands the descriptor to the caller, who closes it.
+  [[nodiscard]] int release() noexcept { return std::exchange(fd_, -1); }
   void close() {
     if (::close(std::exchange(fd_, -1)) != 0) throw_errno(path_, "closing", errno);
   }
@@ -40,6 +45,16 @@ class Descriptor {
   const std::filesystem::path& path_;
   int fd_;
 };
+
+// What a file that is not a regular one is, for the refusal.
+const char* file_kind(mode_t mode) noexcept {
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
 
 }  // namespace
 
@@ -65,6 +80,28 @@ int open_file(const std::filesystem::path& path, int flags) {
               : writes ? "opening for writing"
                        : "opening for reading",
               error);
+}
+
+int open_for_reading(const std::filesystem::path& path, int extra_flags) {
+  Descriptor file(path, open_file(path, O_RDONLY | O_NONBLOCK | extra_flags), std::in_place);
+  struct stat info {};
+  if (::fstat(file.get(), &info) != 0) throw_errno(path, "stat of", errno);
+  if (!S_ISREG(info.st_mode)) {
+    throw FormatError(path.string(), "file type",
+                      fmt::format("'{}' is {}, not a regular file: cairn reads only regular "
+                                  "files; put the file itself in its place or restore from "
+                                  "another checkpoint",
+                                  path.string(), file_kind(info.st_mode)));
+  }
+  const int flags = ::fcntl(file.get(), F_GETFL);
+  if (flags < 0 || ::fcntl(file.get(), F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    throw_errno(path, "clearing O_NONBLOCK of", errno);
+  }
+  return file.release();
+}
+
+void require_regular_file(const std::filesystem::path& path) {
+  const Descriptor file(path, open_for_reading(path), std::in_place);
 }
 
 void write_all_at(int fd, const std::filesystem::path& path, std::uint64_t offset,
@@ -115,7 +152,7 @@ void write_file_durably(const std::filesystem::path& path, std::string_view text
 }
 
 std::string read_small_file(const std::filesystem::path& path, std::uint64_t max_bytes) {
-  const Descriptor file(path, O_RDONLY);
+  const Descriptor file(path, open_for_reading(path), std::in_place);
   struct stat info {};
   if (::fstat(file.get(), &info) != 0) throw_errno(path, "stat of", errno);
   const auto size = static_cast<std::uint64_t>(info.st_size);

@@ -20,6 +20,19 @@ namespace cairn::base {
 /// NotFound when `path` does not exist and `flags` do not create it, else IoError.
 [[nodiscard]] int open_file(const std::filesystem::path& path, int flags);
 
+/// Opens the existing file `path` for reading without waiting on it and returns the
+/// descriptor: open(2) with O_RDONLY | O_NONBLOCK | `extra_flags` (so that a FIFO or a device
+/// in the file's place does not block the open), fstat, and a refusal of anything but a
+/// regular file; O_NONBLOCK is then cleared for the reads. Every file cairn reads is opened
+/// here or checked by require_regular_file(). Not collective. Throws NotFound when `path` does
+/// not exist, FormatError naming the path and what it is when it is not a regular file (a
+/// FIFO, a directory, a device, a socket), else IoError.
+[[nodiscard]] int open_for_reading(const std::filesystem::path& path, int extra_flags = 0);
+/// Checks that `path` (symbolic links followed) is a regular file, for a reader that opens it
+/// itself (HDF5's H5Fopen): opens it as open_for_reading() does and closes it. Not collective.
+/// Throws as open_for_reading().
+void require_regular_file(const std::filesystem::path& path);
+
 /// Writes all of `data` to descriptor `fd` of file `path` at byte `offset`, retrying short and
 /// interrupted writes. The fault point storage.pwrite (an errno action) stands for a full or
 /// failing disk. Not collective. Throws IoError.

@@ -38,7 +38,9 @@ int open_flags(PosixFile::Mode mode) noexcept {
 }  // namespace
 
 PosixFile::PosixFile(std::filesystem::path path, Mode mode)
-    : path_(std::move(path)), fd_(base::open_file(path_, open_flags(mode))) {}
+    : path_(std::move(path)),
+      fd_(mode == Mode::read ? base::open_for_reading(path_)
+                             : base::open_file(path_, open_flags(mode))) {}
 
 PosixFile::~PosixFile() {
   if (fd_ >= 0 && ::close(fd_) != 0) {

@@ -25,9 +25,11 @@ class PosixFile {
  public:
   enum class Mode { read, write_new, write_existing };
 
-  /// Opens `path`: `read` opens an existing file read-only; `write_new` creates or truncates
-  /// it for writing (mode 0666 less the umask); `write_existing` opens an existing file for
-  /// writing, keeping its content. Throws NotFound (read or write_existing, missing) or IoError.
+  /// Opens `path`: `read` opens an existing regular file read-only (base::open_for_reading(),
+  /// which refuses a FIFO or any other kind of file without waiting on it); `write_new` creates or
+  /// truncates it for writing (mode 0666 less the umask); `write_existing` opens an existing file
+  /// for writing, keeping its content. Throws NotFound (read or write_existing, missing),
+  /// FormatError (read, not a regular file) or IoError.
   PosixFile(std::filesystem::path path, Mode mode);
   ~PosixFile();
   PosixFile(PosixFile&& other) noexcept;

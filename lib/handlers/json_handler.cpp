@@ -1,6 +1,7 @@
 // JsonHandler: one JSON value, written by the primary rank, read by it and broadcast.
 #include <boost/json.hpp>
 #include <cairn/handlers.hpp>
+#include <cstdint>
 #include <fmt/format.h>
 
 #include "base/durable_file.hpp"
@@ -64,12 +65,16 @@ std::unique_ptr<PendingSave> JsonHandler::async_save(const Comm& comm,
 
 namespace {
 
-std::string_view kind_name(const boost::json::value& v) {
+std::string kind_name(const boost::json::value& v) {
   switch (v.kind()) {
     case boost::json::kind::null: return "null";
     case boost::json::kind::bool_: return "a bool";
-    case boost::json::kind::int64:
-    case boost::json::kind::uint64: return "an integer";
+    case boost::json::kind::int64: return "an integer";
+    case boost::json::kind::uint64:
+      return v.get_uint64() > static_cast<std::uint64_t>(INT64_MAX)
+                 ? fmt::format("{}, an integer out of the range of a signed 64-bit integer",
+                               v.get_uint64())
+                 : std::string("an integer");
     case boost::json::kind::double_: return "a number";
     case boost::json::kind::string: return "a string";
     case boost::json::kind::array: return "an array";
@@ -78,10 +83,30 @@ std::string_view kind_name(const boost::json::value& v) {
   return "a value";
 }
 
+// The kind of `expected`, as kind_name() says it.
+std::string expected_name(const boost::json::value& expected) {
+  if (expected.is_int64()) return "an integer";
+  if (expected.is_uint64()) return "a non-negative integer";
+  return kind_name(expected);
+}
+
+// Exact kinds: an integer fits an int64 only in its range (boost.json parses a positive
+// integer as int64 when it fits, as uint64 only above INT64_MAX), and a uint64 only when not
+// negative.
 bool same_kind(const boost::json::value& expected, const boost::json::value& got) {
   if (expected.is_double()) return got.is_number();
-  if (expected.is_int64() || expected.is_uint64()) return got.is_int64() || got.is_uint64();
+  if (expected.is_int64()) return got.is_int64();
+  if (expected.is_uint64()) return got.is_uint64() || (got.is_int64() && got.get_int64() >= 0);
   return expected.kind() == got.kind();
+}
+
+[[noreturn]] void misfit(const std::filesystem::path& file, const std::string& pointer,
+                         const std::string& what) {
+  const std::string field = pointer.empty() ? "/" : pointer;
+  throw FormatError(file.string(), field,
+                    fmt::format("'{}': field '{}' {}; the file is damaged or was written by "
+                                "another program",
+                                file.string(), field, what));
 }
 
 // Checks `got` against the shape of `expected` (JsonRestore::expected); `pointer` is the JSON
@@ -90,29 +115,34 @@ void check_shape(const boost::json::value& expected, const boost::json::value& g
                  const std::string& pointer, const std::filesystem::path& file) {
   if (expected.is_null()) return;
   if (!same_kind(expected, got)) {
-    throw FormatError(file.string(), pointer.empty() ? "/" : pointer,
-                      fmt::format("'{}': field '{}' is {} where {} is expected; the file is "
-                                  "damaged or was written by another program",
-                                  file.string(), pointer.empty() ? "/" : pointer, kind_name(got),
-                                  kind_name(expected)));
+    misfit(file, pointer,
+           fmt::format("is {} where {} is expected", kind_name(got), expected_name(expected)));
   }
   if (expected.is_object()) {
     const auto& have = got.get_object();
     for (const auto& [key, value] : expected.get_object()) {
       const std::string inner = pointer + "/" + std::string(key);
       const auto* found = have.if_contains(key);
-      if (found == nullptr) {
-        throw FormatError(file.string(), inner,
-                          fmt::format("'{}': field '{}' is missing; the file is damaged or was "
-                                      "written by another program",
-                                      file.string(), inner));
-      }
+      if (found == nullptr) misfit(file, inner, "is missing");
       check_shape(value, *found, inner, file);
     }
-  } else if (expected.is_array() && !expected.get_array().empty()) {
+  } else if (expected.is_array() && expected.get_array().size() == 1) {
+    // A list: any length, each element of the one kind.
     const auto& have = got.get_array();
     for (std::size_t i = 0; i < have.size(); ++i) {
       check_shape(expected.get_array().front(), have[i], fmt::format("{}/{}", pointer, i), file);
+    }
+  } else if (expected.is_array() && expected.get_array().size() > 1) {
+    // A tuple: exactly as many elements, each of the kind of the one in its place.
+    const auto& want = expected.get_array();
+    const auto& have = got.get_array();
+    if (have.size() != want.size()) {
+      misfit(file, pointer,
+             fmt::format("has {} element{} where {} are expected", have.size(),
+                         have.size() == 1 ? "" : "s", want.size()));
+    }
+    for (std::size_t i = 0; i < have.size(); ++i) {
+      check_shape(want[i], have[i], fmt::format("{}/{}", pointer, i), file);
     }
   }
 }

@@ -1,6 +1,7 @@
 // CheckpointManager: opening a root, listing its steps, save decisions and saves, landing async
 // saves. Retention is in manager_retention.cpp, restores in manager_restore.cpp.
 #include <boost/json.hpp>
+#include <cairn/checkpoint_root.hpp>
 #include <cairn/manager.hpp>
 #include <fmt/format.h>
 
@@ -133,6 +134,18 @@ void CheckpointManager::open_root() {
         base::log::info("manager.cleanup", "path=\"{}\"", path.string());
         std::filesystem::remove_all(path, ec);
       }
+    }
+    // A step directory with its final name but no COMMITTED marker is a save that died (the
+    // marker is written before the rename) or a step that lost its marker: with the lock held
+    // no job is writing it. It is moved aside as damaged steps are, so that the step can be
+    // saved again instead of stopping every later save of it.
+    for (const auto& dir : list_step_directories(root_)) {
+      if (dir.status != StepStatus::incomplete || dir.temporary) continue;
+      const auto moved = manager::quarantine_step_dir(root_, dir.path.filename().string());
+      base::log::warn("manager.quarantined",
+                      "root=\"{}\" step={} path=\"{}\" error=\"'{}' has no {} marker: a save "
+                      "that did not finish\"",
+                      root_.string(), dir.step, moved.string(), dir.path.string(), kCommitMarker);
     }
   });
   if (comm_.any(joined)) {

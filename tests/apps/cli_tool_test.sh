@@ -5,8 +5,8 @@
 # slices, statistics) in every format and on several ranks, checked against h5py and numpy.
 #
 #   cli_tool_test.sh CASE HEAT2D CAIRN MPIEXEC "MPIEXEC FLAGS" WORKDIR HAVE_HDF5
-# CASE: version json exit_codes locks convert_force write_inside denied progress dump dump_stats
-#       compression aggregated incremental shipping_full_shm
+# CASE: version json exit_codes locks convert_force write_inside denied fifo progress dump
+#       dump_stats compression aggregated incremental shipping_full_shm
 set -uo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -295,6 +295,40 @@ denied)
     reject "$name" "not a cairn"; reject "$name" "does not exist"
   done
   chmod 755 r/30 r/20 hidden
+  ;;
+
+fifo)
+  # A FIFO in place of a step's marker, its cairn-step.json or a shard: no command waits on it
+  # (a generous timeout guards against a wait, it measures nothing); verify, and dump of a
+  # leaf whose shard it is, fail naming it, and inspect names a FIFO cairn-step.json.
+  simulate r 1 posix
+  # ends NAME ARGS: runs cairn ARGS under the guard into NAME.out; sets `status`.
+  ends() {
+    timeout -k 10 120 "$cairn" $2 >"$1.out" 2>&1
+    status=$?
+    [ "$status" -ne 124 ] && [ "$status" -ne 137 ] ||
+      { fail "$1: did not end ($2)"; sed 's/^/    /' "$1.out"; }
+  }
+  for file in COMMITTED cairn-step.json field/shards/p0.bin; do
+    name="${file//\//_}"
+    rm -rf "f-$name" && cp -a r "f-$name"
+    rm "f-$name/30/$file" && mkfifo "f-$name/30/$file"
+    readers=("verify f-$name/30")
+    [ "$file" = field/shards/p0.bin ] && readers+=("dump f-$name/30 field/u")
+    for args in "${readers[@]}"; do
+      out="fifo-$(echo "$args" | tr ' /' '__')"
+      ends "$out" "$args"
+      [ "$status" -ne 0 ] || fail "$out: exit status 0 ($args)"
+      expect "$out" "'f-$name/30/$file' is a FIFO, not a regular file"
+    done
+    [ "$file" = cairn-step.json ] && {
+      ends fifo-inspect-step "inspect f-$name/30"
+      expect fifo-inspect-step "'f-$name/30/$file' is a FIFO, not a regular file"
+    }
+    for args in "ls f-$name" "ls -l f-$name" "inspect f-$name/30" "dump f-$name/30 field/u"; do
+      ends "fifo-$(echo "$args" | tr ' /' '__')" "$args"
+    done
+  done
   ;;
 
 write_inside)

@@ -16,6 +16,14 @@
 #   resealed  a field of the wrong kind in the newest step's run record (nx: null), with the
 #             marker's checksum resealed: the run restarts from the step before, naming the
 #             file and the field;
+#   resealed_shape  the run record's process_grid made [] and then its ranks a number above
+#             INT64_MAX, each with the marker resealed: the run restarts from the step before
+#             (no rank waits for another that stopped), naming the field;
+#   fifo      a FIFO in place of the newest step's COMMITTED, cairn-step.json or a shard: the
+#             run neither waits on it nor stops, it restarts from the step before, naming the
+#             path;
+#   unmarked  the newest step lost its COMMITTED marker: the next run moves it aside, saves
+#             that step again and completes; `cairn gc` says what it does with such a step;
 #   levels    a run with a node-local level (--local-dir) is killed, one simulated node's
 #             local files are wiped, and the restart rebuilds them from the other nodes'
 #             copies and ends with the field of a run never interrupted;
@@ -88,6 +96,66 @@ PY
   expect again "restarted from step 20"
   cmp -s reference.bin again.bin || fail "the restarted run's field differs from the reference"
   [ -d root/30.damaged-1 ] || fail "step 30 was not moved aside as root/30.damaged-1"
+  ;;
+
+resealed_shape)
+  heat reference 0 reference 40 --quiet --output reference.bin
+  # edit NAME PYTHON: a copy of a run stopped at step 30 whose run record PYTHON edits (`v`),
+  # resealed; heat2d must end (a timeout guards against a wait) and restart from step 20.
+  edit() {
+    rm -rf "root-$1" && cp -a first-root "root-$1"
+    /usr/bin/python3 - "root-$1/30/run/value.json" "$2" <<'PY'
+import json, sys
+v = json.load(open(sys.argv[1])); exec(sys.argv[2])
+open(sys.argv[1], "w").write(json.dumps(v))
+PY
+    reseal "root-$1/30"
+    run "again-$1" 0 timeout -k 10 240 "$mpiexec" -n "$ranks" "${flags[@]}" "$heat2d" --nx 48 \
+      --ny 40 --steps 40 --save-every 10 --max-to-keep 5 --format posix \
+      --checkpoint-dir "root-$1" --output "again-$1.bin"
+    expect "again-$1" "step 30 is damaged: moved aside"
+    expect "again-$1" "restarted from step 20"
+    cmp -s reference.bin "again-$1.bin" || fail "$1: the restarted run's field differs"
+  }
+  heat first 0 first-root 30 --quiet
+  edit empty_grid 'v["process_grid"] = []'
+  expect again-empty_grid "'/process_grid' has 0 elements where 2 are expected"
+  edit huge 'v["ranks"] = 2**64 - 1'
+  expect again-huge "'/ranks' is 18446744073709551615, an integer out of the range"
+  ;;
+
+fifo)
+  heat reference 0 reference 40 --quiet --output reference.bin
+  heat first 0 first-root 30 --quiet
+  for file in COMMITTED cairn-step.json "field/shards/p$((ranks - 1)).bin"; do
+    name="${file//\//_}"
+    rm -rf "root-$name" && cp -a first-root "root-$name"
+    rm "root-$name/30/$file" && mkfifo "root-$name/30/$file"
+    # A generous guard against a wait, not a measure of time.
+    run "again-$name" 0 timeout -k 10 240 "$mpiexec" -n "$ranks" "${flags[@]}" "$heat2d" \
+      --nx 48 --ny 40 --steps 40 --save-every 10 --max-to-keep 5 --format posix \
+      --checkpoint-dir "root-$name" --output "again-$name.bin"
+    expect "again-$name" "root-$name/30/$file"
+    expect "again-$name" "restarted from step 20"
+    cmp -s reference.bin "again-$name.bin" || fail "$name: the restarted run's field differs"
+  done
+  ;;
+
+unmarked)
+  heat reference 0 reference 40 --quiet --output reference.bin
+  heat first 0 root 30 --quiet
+  rm root/30/COMMITTED
+  run gc-unmarked 0 "$cairn" gc --dry-run root
+  expect gc-unmarked "a save that did not finish"
+  expect gc-unmarked "moves it aside"
+  [ -d root/30 ] || fail "gc --dry-run changed root/30"
+  heat again 0 root 40 --output again.bin
+  expect again "restarted from step 20"
+  expect again "step 30 saved"
+  cmp -s reference.bin again.bin || fail "the restarted run's field differs from the reference"
+  [ -f root/30/COMMITTED ] || fail "step 30 was not saved again"
+  [ -d root/30.damaged-1 ] || fail "the unmarked step 30 was not moved aside as root/30.damaged-1"
+  [ -e root/30.damaged-1/COMMITTED ] && fail "the quarantined step gained a marker"
   ;;
 
 late_signal)

@@ -164,6 +164,7 @@ TEST(RestartFallback, AFieldOfTheWrongKindIsDamageAlsoWhenResealed) {
     for (std::int64_t step : {1, 2}) {
       boost::json::value run = shape;
       run.as_object()["step"] = step;
+      run.as_object()["big"] = std::uint64_t{1} << 63;  // above INT64_MAX
       ASSERT_TRUE(mgr.save(step, Composite{{"run", std::make_shared<JsonSave>(run)}}));
     }
   }
@@ -230,6 +231,14 @@ TEST(RestartFallback, AFieldOfTheWrongKindIsDamageAlsoWhenResealed) {
   EXPECT_EQ(fits(boost::json::value{{"grid", {"text"}}}), "/grid/0");
   EXPECT_EQ(fits(boost::json::value{{"alpha", 1}}), "/alpha");  // 0.5 is no integer
   EXPECT_EQ(fits(boost::json::array{}), "/");
+  // Exact kinds: an integer above INT64_MAX is no signed integer; an array of two or more
+  // elements is a tuple of that length.
+  EXPECT_EQ(fits(boost::json::value{{"big", 1}}), "/big");
+  EXPECT_EQ(fits(boost::json::value{{"big", std::uint64_t{1}}}), "");
+  EXPECT_EQ(fits(boost::json::value{{"nx", std::uint64_t{1}}}), "");
+  EXPECT_EQ(fits(boost::json::value{{"grid", {1, 2}}}), "");
+  EXPECT_EQ(fits(boost::json::value{{"grid", {1, 2, 3}}}), "/grid");
+  EXPECT_EQ(fits(boost::json::value{{"grid", {1, "text"}}}), "/grid/1");
 }
 
 TEST(RestartFallback, SkipsSeveralDamagedStepsAndDamagedMetadata) {

@@ -27,20 +27,14 @@ void close_quietly(int fd, const std::filesystem::path& path) {
 }  // namespace
 
 MappedFile::MappedFile(const std::filesystem::path& path, bool populate) : path_(path) {
-  // O_NOFOLLOW refuses a link; O_NONBLOCK keeps the open of a FIFO from waiting before fstat
-  // tells what it is.
-  const int fd = base::open_file(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+  // O_NOFOLLOW refuses a link; open_for_reading() refuses a FIFO or any other file that is
+  // not a regular one without waiting on it.
+  const int fd = base::open_for_reading(path, O_NOFOLLOW);
   struct stat info {};
   if (::fstat(fd, &info) != 0) {
     const int error = errno;
     close_quietly(fd, path);
     base::throw_errno(path, "stat of", error);
-  }
-  if (!S_ISREG(info.st_mode)) {
-    close_quietly(fd, path);
-    throw IoError(path.string(), fmt::format("'{}' is not a regular file: the node-local level "
-                                             "holds regular files only",
-                                             path.string()));
   }
   size_ = static_cast<std::size_t>(info.st_size);
   if (size_ > 0) {

@@ -19,8 +19,9 @@ namespace cairn::levels {
 class MappedFile {
  public:
   /// Maps `path`, a regular file (not a link, FIFO or device); `populate` reads the pages in at
-  /// once (MAP_POPULATE) for a file about to be read whole. Not collective. Throws IoError
-  /// naming the path when it cannot be opened, is not a regular file or cannot be mapped.
+  /// once (MAP_POPULATE) for a file about to be read whole. Not collective. Throws FormatError
+  /// naming the path when it is not a regular file, IoError naming it when it cannot be opened
+  /// or mapped.
   explicit MappedFile(const std::filesystem::path& path, bool populate = false);
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;

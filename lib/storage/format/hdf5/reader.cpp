@@ -14,6 +14,7 @@
 #include <set>
 #include <string_view>
 
+#include "base/durable_file.hpp"
 #include "base/first_error.hpp"
 #include "base/fnv1a.hpp"
 #include "base/log.hpp"
@@ -217,6 +218,9 @@ void Hdf5Reader::Impl::open_file() {
   const Where where{file, {}};
   const h5::PropertyList fapl = read_access(where);
   h5::register_filters(where);  // compressed datasets are read through it
+  // H5Fopen would wait forever on a FIFO in the file's place; a missing file is reported
+  // below.
+  if (std::error_code ec; std::filesystem::exists(file, ec)) base::require_regular_file(file);
   const hid_t id = H5Fopen(file.c_str(), H5F_ACC_RDONLY, fapl.get());
   if (id >= 0) {
     handle = h5::File(id);

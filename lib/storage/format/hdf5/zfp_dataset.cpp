@@ -1,4 +1,5 @@
 #include "storage/format/hdf5/zfp_dataset.hpp"
+#include "base/durable_file.hpp"
 
 #include <hdf5.h>
 
@@ -13,6 +14,7 @@
 #include <mutex>
 #include <string>
 
+#include "base/durable_file.hpp"
 #include "storage/format/hdf5/compression.hpp"
 #include "storage/format/hdf5/handle.hpp"
 #include "storage/format/hdf5/settings.hpp"
@@ -71,6 +73,7 @@ void read_back(const std::filesystem::path& file, std::span<const ShardToRead> s
   const QuietErrors quiet;
   register_filters(file_where);
   const PropertyList fapl = read_access(file_where);
+  base::require_regular_file(file);  // H5Fopen would wait on a FIFO
   File handle(check(H5Fopen(name.c_str(), H5F_ACC_RDONLY, fapl.get()), file_where,
                     "opening the file to read the zfp datasets back"));
   for (const ShardToRead& s : shards) {
