@@ -21,6 +21,7 @@
 #include "compression_option.hpp"
 #include "format_option.hpp"
 #include "mpi_session.hpp"
+#include "redundancy_option.hpp"
 #include "version.hpp"
 
 namespace {
@@ -215,16 +216,7 @@ void add_writing_commands(CLI::App& app, Options& o, Command& command) {
       ->add_option("--redundancy", o.drain.redundancy,
                    "The level's redundancy as the job gave it (none, partner[=D], xor[=G]): "
                    "what rebuilds a lost node")
-      ->check(CLI::Validator(
-          [](std::string& text) -> std::string {
-            try {
-              (void)cairn::LocalRedundancy::parse(text);
-              return {};
-            } catch (const cairn::InvalidArgument& e) {
-              return e.what();
-            }
-          },
-          ""))
+      ->check(cairn_app::redundancy_option())
       ->capture_default_str();
   drain_cmd
       ->add_option("--ranks-per-node", o.drain.ranks_per_node,

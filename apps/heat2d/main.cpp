@@ -32,6 +32,7 @@
 #include "format_option.hpp"
 #include "grid.hpp"
 #include "mpi_session.hpp"
+#include "redundancy_option.hpp"
 
 namespace {
 
@@ -167,16 +168,7 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--redundancy", o.redundancy,
                  "Copies of each node's local files on other nodes: none, partner[=distance] "
                  "or xor[=group size]")
-      ->check(CLI::Validator(
-          [](std::string& text) -> std::string {
-            try {
-              (void)cairn::LocalRedundancy::parse(text);
-              return {};
-            } catch (const cairn::InvalidArgument& e) {
-              return e.what();
-            }
-          },
-          ""))
+      ->check(cairn_app::redundancy_option())
       ->capture_default_str();
   app.add_option("--persistent-every", o.persistent_every,
                  "With --local-dir: drain every this many local saves to --checkpoint-dir "

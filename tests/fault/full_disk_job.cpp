@@ -156,42 +156,34 @@ int run(const std::filesystem::path& root, cairn::StorageFormat format, Mode mod
             holds_only(node / "cairn-level", level_files) && clean;
   }
   expect(comm, clean, "the failed save left files behind");
+  // Step 2 restores exactly from `level`.
+  const auto restores_step_2 = [&](const std::string& level) {
+    state.scramble();
+    tree = state.tree();
+    tree.add_array("big",
+                   cairn::ArrayShard::host(big.data(), {comm.size() * big_count},
+                                           cairn::Box{{comm.rank() * big_count}, {big_count}}));
+    std::fill(big.begin(), big.end(), 0.0);
+    const cairn::ArrayTreeRestore args(tree);
+    (void)manager.restore(2, &args);
+    expect(
+        comm,
+        state.equals(2) && std::all_of(big.begin(), big.end(), [](double v) { return v == 2.5; }),
+        "step 2 restores wrong values from the " + level + " level");
+    expect(comm, manager.last_restore().level == level,
+           "step 2 was not read from the " + level + " level");
+  };
   if (mode == Mode::drain) {
     expect(comm, manager.persistent_steps() == std::vector<std::int64_t>{0, 1},
            "the root's committed steps changed");
     expect(comm, manager.local_steps() == std::vector<std::int64_t>{1, 2},
            "step 2 is not held by the local level after its drain failed");
-    state.scramble();
-    tree = state.tree();
-    tree.add_array("big",
-                   cairn::ArrayShard::host(big.data(), {comm.size() * big_count},
-                                           cairn::Box{{comm.rank() * big_count}, {big_count}}));
-    std::fill(big.begin(), big.end(), 0.0);
-    const cairn::ArrayTreeRestore args(tree);
-    (void)manager.restore(2, &args);
-    expect(
-        comm,
-        state.equals(2) && std::all_of(big.begin(), big.end(), [](double v) { return v == 2.5; }),
-        "step 2 restores wrong values from the local level");
-    expect(comm, manager.last_restore().level == "local",
-           "step 2 was not read from the local level");
+    restores_step_2("local");
   } else if (mode == Mode::local) {
     expect(comm, manager.local_steps() == std::vector<std::int64_t>{0, 1},
            "the local level's steps changed");
     expect(comm, manager.persistent_steps().back() == 2, "step 2 is not on the root");
-    state.scramble();
-    tree = state.tree();
-    tree.add_array("big",
-                   cairn::ArrayShard::host(big.data(), {comm.size() * big_count},
-                                           cairn::Box{{comm.rank() * big_count}, {big_count}}));
-    std::fill(big.begin(), big.end(), 0.0);
-    const cairn::ArrayTreeRestore args(tree);
-    (void)manager.restore(2, &args);
-    expect(
-        comm,
-        state.equals(2) && std::all_of(big.begin(), big.end(), [](double v) { return v == 2.5; }),
-        "step 2 restores wrong values from the root");
-    expect(comm, manager.last_restore().level == "persistent", "step 2 was not read from the root");
+    restores_step_2("persistent");
   } else {
     expect(comm, manager.all_steps(true) == std::vector<std::int64_t>{0, 1},
            "the committed steps changed");

@@ -228,12 +228,18 @@ TEST(ManagerSemantics, LightweightInitializeReadsStepMetadataOnlyWhenNeeded) {
     std::filesystem::create_directory(tmp / "0" / "cairn-step.json");
   }
   comm.barrier("step 0 metadata replaced");
-  EXPECT_THROW(CheckpointManager(comm, tmp.path()), IoError);  // reads every step at open
-  CheckpointManager light(comm, tmp.path(), {.lightweight_initialize = true});
-  EXPECT_EQ(light.all_steps(), (Steps{0, 1}));
-  EXPECT_EQ(light.latest_step(), 1);
-  EXPECT_EQ(restored(light, 1), 1.0);
-  EXPECT_THROW((void)light.metrics(1), IoError);  // now every step's metadata is read
+  {
+    // Step 0's metadata is not read: it still counts.
+    CheckpointManager light(comm, tmp.path(), {.lightweight_initialize = true});
+    EXPECT_EQ(light.all_steps(), (Steps{0, 1}));
+    EXPECT_EQ(light.latest_step(), 1);
+    EXPECT_EQ(restored(light, 1), 1.0);
+  }
+  // A manager that reads every step at open finds step 0's metadata damaged (a directory is
+  // not a regular file): it says so and opens; step 0 does not restore, step 1 does.
+  CheckpointManager full(comm, tmp.path());
+  EXPECT_THROW((void)restored(full, 0), FormatError);
+  EXPECT_EQ(restored(full, 1), 1.0);
 }
 
 TEST(ManagerSemantics, APreservationPolicyWithPlainRetentionOptionsIsAnError) {
